@@ -1,0 +1,50 @@
+# Sluice: `make demo` and `make test` are the two entry points (see README.md).
+# Everything the build needs is installed by `make setup` (called by both).
+
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SLUICE := $(VENV)/bin/sluice
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(HOME)/.cargo/bin:$(PATH)
+DEMO_TRACE ?= data/traces/markov-24-4.mahi
+DEMO_SCHEMES ?= webrtc,webrtc-b,always-burst
+DEMO_DURATION ?= 60
+
+.PHONY: setup build demo test test-rust test-python lint bench clean
+
+setup: $(VENV)/.deps-ok
+
+# System packages (Debian) and the Python environment. Idempotent; only installs what is missing.
+$(VENV)/.deps-ok: pyproject.toml scripts/setup.sh
+	bash scripts/setup.sh $(VENV)
+	touch $@
+
+build: setup
+	maturin develop --release --quiet 2>&1 | grep -v -E '^(📦|🔗|✏️|🛠|⚠️ +Warning: .*--profile)' || true
+	@$(PY) -c "import sluice._core" || { echo "sluice: the extension module did not build" >&2; exit 1; }
+
+demo: build
+	$(SLUICE) compare --schemes $(DEMO_SCHEMES) --trace $(DEMO_TRACE) \
+		--duration $(DEMO_DURATION) --delay-ms 20 --queue-bytes 100000 --out results/demo
+	@echo
+	@echo "Demo results: results/demo (compare.md, latency_cdf.png, timeseries.png)"
+
+test: build lint test-rust test-python
+
+test-rust: setup
+	cargo test --workspace --release -q 2>&1 | tail -n 40; exit $${PIPESTATUS[0]}
+
+test-python: build
+	$(PY) -m pytest -q tests/python
+
+lint: setup
+	cargo clippy --workspace --all-targets --release -q -- -D warnings
+	$(VENV)/bin/ruff check python tests bench
+
+bench: build
+	$(PY) bench/run.py --out bench/out/bench.json
+
+clean:
+	cargo clean
+	rm -rf $(VENV) results bench/out

@@ -1,0 +1,60 @@
+//! Encoders behind one trait. The sender asks for one frame at a time with the rate-control
+//! parameters of that frame; the encoder answers with the frame's size, type, QP and the
+//! time the encode took (charged to virtual time by the sender).
+//!
+//! * [`model::ModelEncoder`]: a deterministic frame-size model that behaves like x264's
+//!   ABR + VBV rate control (heavy-tailed sizes, several frames to converge after a drop).
+
+pub mod model;
+
+use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
+
+/// Rate-control parameters for one frame (what x264_encoder_reconfig can change).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateControl {
+    /// ABR target bitrate.
+    pub target_rate: DataRate,
+    /// VBV maximum rate (x264 `vbv_max_bitrate`); the seeds use the target rate.
+    pub vbv_max_rate: DataRate,
+    /// VBV buffer size (x264 `vbv_buffer_size`).
+    pub vbv_buffer: DataSize,
+}
+
+impl RateControl {
+    /// ABR with VBV max rate = target and a buffer of `buffer_duration` of the target rate
+    /// (the seeds' code: 0.5 s).
+    pub fn abr_vbv(target_rate: DataRate, buffer_duration: TimeDelta) -> Self {
+        RateControl { target_rate, vbv_max_rate: target_rate, vbv_buffer: target_rate * buffer_duration }
+    }
+}
+
+/// A request to encode the frame captured at `capture_time`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameRequest {
+    /// Index of the frame in the source (0, 1, 2, ...).
+    pub frame_index: u64,
+    pub capture_time: Timestamp,
+    pub rate_control: RateControl,
+    pub force_keyframe: bool,
+}
+
+/// The result of encoding one frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EncodedFrame {
+    pub frame_index: u64,
+    /// Size of the encoded bitstream of the frame (payload, no packet headers).
+    pub size: DataSize,
+    pub is_keyframe: bool,
+    /// Average quantiser of the frame.
+    pub qp: f64,
+    /// How long the encode took.
+    pub encode_time: TimeDelta,
+}
+
+/// A video encoder with per-frame rate control.
+pub trait Encoder {
+    /// Encodes the next frame. Frames are requested in capture order.
+    fn encode(&mut self, request: &FrameRequest) -> EncodedFrame;
+    /// Short human-readable name for results ("model", "x264").
+    fn name(&self) -> &'static str;
+}

@@ -1,0 +1,326 @@
+//! A deterministic frame-size model of a real-time x264 encoder (ABR + VBV, one reference,
+//! no lookahead), for fast sweeps and tests.
+//!
+//! The model has three parts, each standing for a mechanism of x264's rate control:
+//!
+//! 1. **Content.** Every frame has a true complexity `C` (the bytes it would take at the
+//!    reference quantiser): a slowly varying scene level (AR(1) in log space), per-frame
+//!    innovation (log-normal), and occasional spikes (scene cuts, sudden motion). Keyframes
+//!    cost `keyframe_factor` times more. The encoder never knows `C` in advance.
+//! 2. **ABR.** The encoder predicts `C` from the frames it has encoded (an EWMA in log space,
+//!    like x264's blurred complexity), picks the quantiser that would hit the wanted frame size
+//!    `target / fps`, and corrects it with x264's ABR overflow factor
+//!    `clip(1 + (spent - wanted) / abr_buffer, 0.5, 2)`. The quantiser may move by at most
+//!    `qp_step` per frame (x264 `--qpstep`, default 4): this is what makes the encoder take
+//!    five or more frames to converge after a 10x target drop (MAE §3.1, Fig. 2).
+//! 3. **VBV.** A leaky buffer of `vbv_buffer` bytes fills at `vbv_max_rate / fps` per frame;
+//!    a frame may never take more than the buffer holds (x264 raises the quantiser in the frame
+//!    plan and, row by row, during the encode). With a 0.5 s buffer this rarely binds and
+//!    the size keeps its heavy tail; with a one-frame buffer (CBR) no frame exceeds the
+//!    target frame size.
+//!
+//! Size at quantiser `qp`: `C * 2^(-(qp - 26) / 6)` (H.264 doubles the step every 6 QP).
+//! The calibration constants are in [`ModelEncoderConfig`]; the test
+//! `size_distribution_is_heavy_tailed` checks them against ACE §2 Fig. 2 (about 10% of frames
+//! above 2x and 1% above 5x the mean).
+
+use super::{EncodedFrame, Encoder, FrameRequest};
+use crate::rng::Rng;
+use crate::units::{DataSize, TimeDelta};
+use serde::{Deserialize, Serialize};
+
+/// Parameters of the model encoder.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelEncoderConfig {
+    /// Frame width and height; the complexity at QP 26 scales with the pixel count.
+    pub width: u32,
+    pub height: u32,
+    /// Mean bytes per pixel of a P frame at QP 26 (0.05 ≈ 46 kB for a 720p frame).
+    pub bytes_per_pixel_at_qp26: f64,
+    /// Lag-one correlation of the scene level (per frame).
+    pub scene_rho: f64,
+    /// Stationary standard deviation of the scene level (natural log).
+    pub scene_sigma: f64,
+    /// Standard deviation of the per-frame innovation (natural log).
+    pub frame_sigma: f64,
+    /// Probability of a complexity spike on a frame.
+    pub spike_probability: f64,
+    /// Mean of the spike multiplier (log-normal, sigma `spike_sigma`).
+    pub spike_mean: f64,
+    pub spike_sigma: f64,
+    /// A keyframe costs this many times a P frame of the same content.
+    pub keyframe_factor: f64,
+    /// Largest QP change from one frame to the next (x264 `qpstep`).
+    pub qp_step: f64,
+    pub qp_min: f64,
+    pub qp_max: f64,
+    /// Share of the VBV buffer that 1-pass planning tries to keep filled, and how strongly
+    /// the quantiser reacts to a shortfall (see `encode`).
+    pub vbv_target_fill: f64,
+    pub vbv_fill_gain: f64,
+    /// Weight of the newest frame in the encoder's complexity prediction.
+    pub complexity_ewma_weight: f64,
+    /// Encode time charged per frame (the model does no real work).
+    pub encode_time_ms: f64,
+    pub seed: u64,
+}
+
+impl Default for ModelEncoderConfig {
+    fn default() -> Self {
+        ModelEncoderConfig {
+            width: 1280,
+            height: 720,
+            bytes_per_pixel_at_qp26: 0.05,
+            scene_rho: 0.98,
+            scene_sigma: 0.35,
+            frame_sigma: 0.55,
+            spike_probability: 0.03,
+            spike_mean: 4.0,
+            spike_sigma: 0.45,
+            keyframe_factor: 3.5,
+            qp_step: 4.0,
+            qp_min: 10.0,
+            qp_max: 51.0,
+            vbv_target_fill: 0.6,
+            vbv_fill_gain: 1.0,
+            complexity_ewma_weight: 0.5,
+            encode_time_ms: 4.0,
+            seed: 1,
+        }
+    }
+}
+
+/// The model encoder's state.
+pub struct ModelEncoder {
+    config: ModelEncoderConfig,
+    rng: Rng,
+    /// Scene level (natural log, zero mean).
+    scene_log: f64,
+    /// Predicted log complexity of a P frame (bytes at QP 26).
+    predicted_log_complexity: f64,
+    prev_qp: Option<f64>,
+    /// VBV fill in bytes.
+    vbv_fill: f64,
+    /// ABR accounting: bits wanted so far and bits spent so far.
+    wanted_bits: f64,
+    spent_bits: f64,
+    frames: u64,
+    /// 1 / fps: the encoder is opened with the source frame rate, as x264 is.
+    frame_interval_s: f64,
+}
+
+/// x264's ip_factor 1.4 expressed in QP: 6 * log2(1.4).
+const IP_QP_OFFSET: f64 = 2.9;
+
+fn size_at_qp(complexity: f64, qp: f64) -> f64 {
+    complexity * (-(qp - 26.0) / 6.0).exp2()
+}
+
+fn qp_for_size(complexity: f64, size: f64) -> f64 {
+    26.0 + 6.0 * (complexity / size.max(1.0)).log2()
+}
+
+impl ModelEncoder {
+    pub fn new(config: ModelEncoderConfig, fps: f64) -> Self {
+        let rng = Rng::fork(config.seed, "model-encoder");
+        let mean_complexity =
+            config.width as f64 * config.height as f64 * config.bytes_per_pixel_at_qp26;
+        ModelEncoder {
+            predicted_log_complexity: mean_complexity.ln(),
+            config,
+            rng,
+            scene_log: 0.0,
+            prev_qp: None,
+            vbv_fill: f64::NAN,
+            wanted_bits: 0.0,
+            spent_bits: 0.0,
+            frames: 0,
+            frame_interval_s: 1.0 / fps,
+        }
+    }
+
+    fn mean_complexity(&self) -> f64 {
+        self.config.width as f64 * self.config.height as f64 * self.config.bytes_per_pixel_at_qp26
+    }
+
+    /// Draws the true complexity of the next frame (bytes at QP 26, P-frame basis).
+    fn draw_complexity(&mut self) -> f64 {
+        let c = &self.config;
+        let innovation_sigma = c.scene_sigma * (1.0 - c.scene_rho * c.scene_rho).sqrt();
+        self.scene_log = c.scene_rho * self.scene_log + innovation_sigma * self.rng.normal();
+        // Log-normal terms are mean-corrected so the long-run mean complexity stays put.
+        let frame = c.frame_sigma * self.rng.normal() - c.frame_sigma * c.frame_sigma / 2.0;
+        let mut log_c = self.mean_complexity().ln() + self.scene_log + frame
+            - c.scene_sigma * c.scene_sigma / 2.0;
+        if self.rng.bernoulli(c.spike_probability) {
+            let s = c.spike_sigma;
+            log_c += c.spike_mean.ln() + s * self.rng.normal() - s * s / 2.0;
+        }
+        log_c.exp()
+    }
+}
+
+impl Encoder for ModelEncoder {
+    fn encode(&mut self, req: &FrameRequest) -> EncodedFrame {
+        let rc = req.rate_control;
+        let fps_frame_bytes = |rate: crate::units::DataRate| rate.as_bps_f64() / 8.0;
+        let is_keyframe = self.frames == 0 || req.force_keyframe;
+        let complexity_p = self.draw_complexity();
+        let type_factor = if is_keyframe { self.config.keyframe_factor } else { 1.0 };
+        let complexity = complexity_p * type_factor;
+
+        let frame_interval_s = self.frame_interval_s;
+        let wanted_bytes = fps_frame_bytes(rc.target_rate) * frame_interval_s;
+        let vbv_size = rc.vbv_buffer.as_bytes_f64().max(1.0);
+        let vbv_in = fps_frame_bytes(rc.vbv_max_rate) * frame_interval_s;
+        // VBV: refill, clamp to the (possibly reconfigured) buffer size.
+        if self.vbv_fill.is_nan() {
+            self.vbv_fill = vbv_size;
+        } else {
+            self.vbv_fill = (self.vbv_fill + vbv_in).min(vbv_size);
+        }
+
+        // ABR: plan the quantiser from the predicted complexity and the overflow correction.
+        let predicted = self.predicted_log_complexity.exp() * type_factor;
+        let abr_buffer_bits = 2.0 * rc.target_rate.as_bps_f64();
+        let overflow =
+            (1.0 + (self.spent_bits - self.wanted_bits) / abr_buffer_bits.max(1.0)).clamp(0.5, 2.0);
+        // Keyframes are planned at the P-frame quantiser minus x264's I/P offset
+        // (ip_factor 1.4 = about 3 QP), so they come out several times a P frame's size.
+        let ip_offset = if is_keyframe { IP_QP_OFFSET } else { 0.0 };
+        let mut qp = qp_for_size(predicted / type_factor, wanted_bytes) + 6.0 * overflow.log2()
+            - ip_offset;
+        if let Some(prev) = self.prev_qp {
+            // Keyframes are planned on their own (x264 applies ip_factor); P frames follow qpstep.
+            if !is_keyframe {
+                qp = qp.clamp(prev - self.config.qp_step, prev + self.config.qp_step);
+            }
+        }
+        // VBV frame plan (x264's 1-pass clip_qscale): the predicted frame must fit in what the
+        // buffer holds, and the quantiser rises as the fill sinks below `vbv_target_fill` of
+        // the buffer, so the buffer keeps room for the next complex frame.
+        let deficit = ((self.config.vbv_target_fill * vbv_size - self.vbv_fill) / vbv_size).max(0.0);
+        qp += 6.0 * (1.0 + self.config.vbv_fill_gain * deficit).log2();
+        qp = qp.max(qp_for_size(predicted, self.vbv_fill));
+        qp = qp.clamp(self.config.qp_min, self.config.qp_max);
+
+        // The encode: the true complexity decides the size; row-level VBV control keeps it
+        // within the buffer (raising the quantiser during the encode).
+        let mut size = size_at_qp(complexity, qp);
+        if size > self.vbv_fill {
+            size = self.vbv_fill.max(1.0);
+            qp = qp_for_size(complexity, size).min(self.config.qp_max);
+            size = size.max(size_at_qp(complexity, self.config.qp_max));
+        }
+        let size = size.round().max(1.0);
+
+        self.vbv_fill -= size;
+        self.wanted_bits += wanted_bytes * 8.0;
+        self.spent_bits += size * 8.0;
+        // Learn from the frame (P-frame basis).
+        let w = self.config.complexity_ewma_weight;
+        self.predicted_log_complexity =
+            (1.0 - w) * self.predicted_log_complexity + w * complexity_p.ln();
+        if !is_keyframe || self.prev_qp.is_none() {
+            self.prev_qp = Some(if is_keyframe { qp + IP_QP_OFFSET } else { qp });
+        }
+        self.frames += 1;
+        EncodedFrame {
+            frame_index: req.frame_index,
+            size: DataSize::from_bytes(size as i64),
+            is_keyframe,
+            qp,
+            encode_time: TimeDelta::from_ms_f64(self.config.encode_time_ms),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "model"
+    }
+}
+
+/// Frames after a target drop until the encoder has converged: the first frame from which the
+/// mean size of three consecutive frames is within `tolerance` of the new target frame size
+/// (a window, so one lucky small frame does not count as convergence). Used by the tests and
+/// the encoder benchmark.
+pub fn frames_to_converge(sizes_after_drop: &[f64], new_frame_bytes: f64, tolerance: f64) -> usize {
+    sizes_after_drop
+        .windows(3)
+        .position(|w| w.iter().sum::<f64>() / 3.0 <= new_frame_bytes * (1.0 + tolerance))
+        .unwrap_or(sizes_after_drop.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoder::RateControl;
+    use crate::units::{DataRate, Timestamp};
+
+    fn run(enc: &mut ModelEncoder, rc: RateControl, from: u64, n: u64) -> Vec<f64> {
+        (from..from + n)
+            .map(|i| {
+                let req = FrameRequest {
+                    frame_index: i,
+                    capture_time: Timestamp::from_us((i as f64 / 30.0 * 1e6) as i64),
+                    rate_control: rc,
+                    force_keyframe: false,
+                };
+                enc.encode(&req).size.as_bytes_f64()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn size_distribution_is_heavy_tailed() {
+        // ACE §2 Fig. 2: about 10% of frames above 2x and 1% above 5x the mean.
+        let mut enc = ModelEncoder::new(ModelEncoderConfig::default(), 30.0);
+        let rc = RateControl::abr_vbv(DataRate::from_mbps(20), TimeDelta::from_ms(500));
+        let sizes = run(&mut enc, rc, 0, 30_000);
+        let p = &sizes[300..];
+        let mean = p.iter().sum::<f64>() / p.len() as f64;
+        let above = |k: f64| p.iter().filter(|&&s| s > k * mean).count() as f64 / p.len() as f64;
+        let (a2, a5) = (above(2.0), above(5.0));
+        assert!((0.06..0.14).contains(&a2), "P(size > 2x mean) = {a2}");
+        assert!((0.004..0.02).contains(&a5), "P(size > 5x mean) = {a5}");
+        // ABR keeps the long-run rate on target.
+        let target = 20e6 / 8.0 / 30.0;
+        assert!((mean / target - 1.0).abs() < 0.05, "mean {mean} vs target {target}");
+    }
+
+    #[test]
+    fn converges_over_several_frames_with_half_second_vbv_and_one_frame_with_cbr() {
+        // MAE §3.1 Fig. 2: x264 takes five frames after a 10x drop with its default VBV; with
+        // a one-frame VBV it follows at once. Noise-free content isolates rate control.
+        let quiet = ModelEncoderConfig {
+            scene_sigma: 0.0,
+            frame_sigma: 0.0,
+            spike_probability: 0.0,
+            ..Default::default()
+        };
+        for (vbv_s, expected) in [(0.5, 3..=6), (1.0 / 30.0, 0..=1)] {
+            let mut enc = ModelEncoder::new(quiet.clone(), 30.0);
+            let buf = TimeDelta::from_secs_f64(vbv_s);
+            run(&mut enc, RateControl::abr_vbv(DataRate::from_mbps(30), buf), 0, 300);
+            let after = run(&mut enc, RateControl::abr_vbv(DataRate::from_mbps(3), buf), 300, 30);
+            let n = frames_to_converge(&after, 3e6 / 8.0 / 30.0, 0.1);
+            assert!(expected.contains(&n), "vbv {vbv_s}s: {n} frames, sizes {:?}", &after[..8]);
+            // Never above the one-frame VBV.
+            if vbv_s < 0.1 {
+                assert!(after.iter().all(|&s| s <= 3e6 / 8.0 / 30.0 + 1.0), "{after:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn keyframes_are_larger_and_deterministic() {
+        let rc = RateControl::abr_vbv(DataRate::from_mbps(10), TimeDelta::from_ms(500));
+        let mut a = ModelEncoder::new(ModelEncoderConfig::default(), 30.0);
+        let mut b = ModelEncoder::new(ModelEncoderConfig::default(), 30.0);
+        let sa = run(&mut a, rc, 0, 100);
+        let sb = run(&mut b, rc, 0, 100);
+        assert_eq!(sa, sb);
+        let mean_p = sa[1..].iter().sum::<f64>() / 99.0;
+        assert!(sa[0] > 2.0 * mean_p, "keyframe {} vs P mean {mean_p}", sa[0]);
+    }
+}

@@ -1,0 +1,79 @@
+//! Encoder controllers: turn the congestion controller's output (rate and internal signals)
+//! into each frame's rate-control parameters. The baselines live here; MAE, ACE-C, Vidaptive
+//! and Co-RTV add their own controllers behind the same trait.
+
+use crate::cc::CcSignals;
+use crate::encoder::RateControl;
+use crate::units::{DataRate, TimeDelta, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// What an encoder controller knows when a frame is captured.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameContext {
+    pub now: Timestamp,
+    pub frame_index: u64,
+    pub fps: f64,
+    /// The congestion controller's target rate.
+    pub cc_target: DataRate,
+    pub cc_signals: CcSignals,
+}
+
+/// Decides the rate control of every frame.
+pub trait EncoderController {
+    fn rate_control(&mut self, ctx: &FrameContext) -> RateControl;
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum EncoderControllerConfig {
+    /// ABR at the CC target with a VBV buffer of `vbv_buffer_ms` (x264 in WebRTC; the seeds'
+    /// code uses 500 ms).
+    AbrVbv {
+        #[serde(default = "default_vbv_ms")]
+        vbv_buffer_ms: f64,
+    },
+    /// CBR-like: a VBV buffer of one frame, so no frame exceeds the target frame size
+    /// (the CBR baseline of ACE §6.1 and MAE §6).
+    OneFrameVbv,
+}
+
+fn default_vbv_ms() -> f64 {
+    500.0
+}
+
+impl Default for EncoderControllerConfig {
+    fn default() -> Self {
+        EncoderControllerConfig::AbrVbv { vbv_buffer_ms: default_vbv_ms() }
+    }
+}
+
+impl EncoderControllerConfig {
+    pub fn build(&self) -> Box<dyn EncoderController> {
+        match self {
+            EncoderControllerConfig::AbrVbv { vbv_buffer_ms } => {
+                Box::new(AbrVbv { vbv_buffer: TimeDelta::from_ms_f64(*vbv_buffer_ms) })
+            }
+            EncoderControllerConfig::OneFrameVbv => Box::new(OneFrameVbv),
+        }
+    }
+}
+
+/// ABR + VBV at the congestion controller's target.
+pub struct AbrVbv {
+    pub vbv_buffer: TimeDelta,
+}
+
+impl EncoderController for AbrVbv {
+    fn rate_control(&mut self, ctx: &FrameContext) -> RateControl {
+        RateControl::abr_vbv(ctx.cc_target, self.vbv_buffer)
+    }
+}
+
+/// VBV buffer of one frame at the target rate.
+pub struct OneFrameVbv;
+
+impl EncoderController for OneFrameVbv {
+    fn rate_control(&mut self, ctx: &FrameContext) -> RateControl {
+        RateControl::abr_vbv(ctx.cc_target, TimeDelta::from_secs_f64(1.0 / ctx.fps))
+    }
+}

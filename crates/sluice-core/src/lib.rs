@@ -1,0 +1,26 @@
+//! Sluice core: sans-IO state machines for low-latency real-time video and a deterministic
+//! virtual-time simulator that composes them.
+//!
+//! The modules follow the media pipeline: [`encoder`] (+ [`encoder_controller`]) ->
+//! [`packetizer`] -> [`pacer`] -> [`link`] -> [`receiver`] -> feedback ([`packet`]) ->
+//! congestion control ([`cc`]); [`sender`] assembles the sending side, [`sim`] a session,
+//! [`scheme`] names compositions, [`metrics`] turns events into records and summaries.
+//!
+//! Nothing here reads a clock, spawns a thread or touches a socket: every input carries its
+//! time (`handle_*(.., now)`), outputs are polled (`poll_*`), and each state machine says when
+//! it next needs to run (`poll_timeout`).
+
+pub mod cc;
+pub mod encoder;
+pub mod encoder_controller;
+pub mod link;
+pub mod metrics;
+pub mod pacer;
+pub mod packet;
+pub mod packetizer;
+pub mod receiver;
+pub mod rng;
+pub mod scheme;
+pub mod sender;
+pub mod sim;
+pub mod units;

@@ -1,0 +1,479 @@
+//! One direction of a Mahimahi-style link, sans-IO: IID random loss (`mm-loss`), a bounded
+//! queue (drop-tail by default, behind the [`QueueDiscipline`] seam), trace-driven
+//! byte-level serialisation (`mm-link`) and a fixed propagation delay (`mm-delay`).
+//!
+//! Shape: push datagrams with [`Link::handle_datagram`], wake it at [`Link::poll_timeout`]
+//! with [`Link::handle_timeout`], pull output with [`Link::poll_datagram`] and drops with
+//! [`Link::poll_drop`]. The link never ticks through idle time: it catches up lazily over
+//! the opportunities between two calls, jumping over idle gaps with a binary search.
+//!
+//! Serialisation (Mahimahi's `link_queue`): each opportunity serves [`MTU_BYTES`] bytes of
+//! the queue head; several small packets can share one; a partly sent packet carries its
+//! remaining bytes to the next opportunity; bytes not needed when the queue runs empty are
+//! wasted. A packet arriving at `a` may only use opportunities at times `>= a` (including
+//! what is left of an opportunity at exactly `a`). A packet completes (departs) at the
+//! opportunity that sends its last byte and is delivered `delay` later.
+//!
+//! `now` passed to the `handle_*`/`poll_*` calls must not go backwards; an earlier `now` is
+//! treated as the latest one seen.
+
+pub mod trace;
+pub mod trace_gen;
+
+pub use trace::{Trace, TraceError, TraceErrorKind, MTU, MTU_BYTES};
+pub use trace_gen::{generate, TraceSpec};
+
+use crate::packet::Datagram;
+use crate::rng::Rng;
+use crate::units::{DataSize, TimeDelta, Timestamp};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use trace::OppCursor;
+
+/// The serialisation rate of a link.
+#[derive(Clone, Debug)]
+pub enum LinkRate {
+    /// No serialisation: packets only see loss and delay.
+    Unlimited,
+    /// Mahimahi delivery opportunities, looping.
+    Trace(Arc<Trace>),
+}
+
+/// The queue limit (drop-tail). As in Mahimahi, the packet being serialised (partly sent)
+/// has left the queue and does not count. Ignored with [`LinkRate::Unlimited`] (no queue
+/// forms there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueLimit {
+    Unlimited,
+    /// At most this many bytes waiting (an arrival that would exceed it is dropped).
+    Bytes(i64),
+    /// At most this many packets waiting.
+    Packets(usize),
+}
+
+#[derive(Clone, Debug)]
+pub struct LinkConfig {
+    pub rate: LinkRate,
+    pub queue: QueueLimit,
+    /// One-way propagation delay added after serialisation.
+    pub delay: TimeDelta,
+    /// IID loss probability applied to every arriving datagram, before the queue.
+    pub loss_rate: f64,
+}
+
+impl Default for LinkConfig {
+    /// An ideal link: unlimited rate and queue, no delay, no loss.
+    fn default() -> Self {
+        LinkConfig {
+            rate: LinkRate::Unlimited,
+            queue: QueueLimit::Unlimited,
+            delay: TimeDelta::ZERO,
+            loss_rate: 0.0,
+        }
+    }
+}
+
+/// Why a datagram was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// IID random loss at entry (`loss_rate`).
+    RandomLoss,
+    /// The queue limit was reached (drop-tail).
+    QueueFull,
+    /// Dropped by a queue policy (e.g. a bottleneck node that drops whole frames).
+    Policy,
+}
+
+/// Counters since the link was created. Bytes are on-wire sizes ([`Datagram::size`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    pub arrived_packets: u64,
+    pub arrived_bytes: i64,
+    pub dropped_loss_packets: u64,
+    pub dropped_queue_packets: u64,
+    pub dropped_policy_packets: u64,
+    /// Bytes of all dropped packets, whatever the reason.
+    pub dropped_bytes: i64,
+    /// Packets handed out by [`Link::poll_datagram`].
+    pub delivered_packets: u64,
+    pub delivered_bytes: i64,
+}
+
+impl LinkStats {
+    pub fn dropped_packets(&self) -> u64 {
+        self.dropped_loss_packets + self.dropped_queue_packets + self.dropped_policy_packets
+    }
+}
+
+/// A datagram waiting in (or being serialised out of) the queue.
+#[derive(Debug)]
+pub struct Queued {
+    pub datagram: Datagram,
+    pub arrival: Timestamp,
+    pub size: DataSize,
+}
+
+/// The waiting packets: everything that has not started serialisation. The packet being
+/// serialised is held by the link, not here.
+#[derive(Debug, Default)]
+pub struct PacketQueue {
+    items: VecDeque<Queued>,
+    bytes: DataSize,
+}
+
+impl PacketQueue {
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    pub fn bytes(&self) -> DataSize {
+        self.bytes
+    }
+    pub fn push_back(&mut self, item: Queued) {
+        self.bytes += item.size;
+        self.items.push_back(item);
+    }
+    pub fn pop_front(&mut self) -> Option<Queued> {
+        let item = self.items.pop_front()?;
+        self.bytes -= item.size;
+        Some(item)
+    }
+    pub fn front(&self) -> Option<&Queued> {
+        self.items.front()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &Queued> {
+        self.items.iter()
+    }
+    /// Removes the waiting packets for which `pred` is true, oldest first, appending them to
+    /// `out` (for policies that drop queued packets, e.g. the rest of a frame).
+    pub fn remove_where(&mut self, mut pred: impl FnMut(&Queued) -> bool, out: &mut Vec<Queued>) {
+        let mut kept = VecDeque::with_capacity(self.items.len());
+        for item in self.items.drain(..) {
+            if pred(&item) {
+                self.bytes -= item.size;
+                out.push(item);
+            } else {
+                kept.push_back(item);
+            }
+        }
+        self.items = kept;
+    }
+}
+
+/// The seam for queue policies (drop-tail now; e.g. Co-RTV's frame-aware bottleneck later).
+/// Called for each arrival that survived random loss, after the link has caught up to `now`.
+pub trait QueueDiscipline: std::fmt::Debug + Send {
+    /// Enqueue `item` into `queue`, or push it (and/or queued packets) onto `dropped` with a
+    /// reason. Packets pushed onto `dropped` must not stay in the queue.
+    fn on_arrival(
+        &mut self,
+        queue: &mut PacketQueue,
+        item: Queued,
+        now: Timestamp,
+        dropped: &mut Vec<(Queued, DropReason)>,
+    );
+}
+
+/// Drop-tail against a [`QueueLimit`].
+#[derive(Debug, Clone, Copy)]
+pub struct DropTail {
+    pub limit: QueueLimit,
+}
+
+impl QueueDiscipline for DropTail {
+    fn on_arrival(
+        &mut self,
+        queue: &mut PacketQueue,
+        item: Queued,
+        _now: Timestamp,
+        dropped: &mut Vec<(Queued, DropReason)>,
+    ) {
+        let fits = match self.limit {
+            QueueLimit::Unlimited => true,
+            QueueLimit::Bytes(b) => (queue.bytes() + item.size).as_bytes() <= b,
+            QueueLimit::Packets(n) => queue.len() < n,
+        };
+        if fits {
+            queue.push_back(item);
+        } else {
+            dropped.push((item, DropReason::QueueFull));
+        }
+    }
+}
+
+/// The packet being serialised.
+#[derive(Debug)]
+struct InTransit {
+    item: Queued,
+    remaining: DataSize,
+}
+
+/// One direction of a link (see the module documentation).
+#[derive(Debug)]
+pub struct Link {
+    trace: Option<Arc<Trace>>,
+    delay: TimeDelta,
+    loss_rate: f64,
+    rng: Rng,
+    discipline: Box<dyn QueueDiscipline>,
+    queue: PacketQueue,
+    in_transit: Option<InTransit>,
+    /// Next opportunity not yet started.
+    next_opp: OppCursor,
+    /// Time and unused bytes of the most recently started opportunity.
+    cur_opp_time: Timestamp,
+    cur_opp_left: DataSize,
+    /// Completed packets with their delivery times (non-decreasing).
+    in_flight: VecDeque<(Timestamp, Datagram)>,
+    drops: VecDeque<(Datagram, DropReason)>,
+    drop_log: bool,
+    scratch: Vec<(Queued, DropReason)>,
+    stats: LinkStats,
+    last_queue_delay: TimeDelta,
+    now: Timestamp,
+}
+
+impl Link {
+    /// A link with drop-tail queueing at `config.queue`.
+    pub fn new(config: LinkConfig, rng: Rng) -> Link {
+        let discipline = Box::new(DropTail {
+            limit: config.queue,
+        });
+        Link::with_discipline(config, rng, discipline)
+    }
+
+    /// A link with a custom queue policy (`config.queue` is then ignored).
+    pub fn with_discipline(
+        config: LinkConfig,
+        rng: Rng,
+        discipline: Box<dyn QueueDiscipline>,
+    ) -> Link {
+        let trace = match config.rate {
+            LinkRate::Unlimited => None,
+            LinkRate::Trace(t) => Some(t),
+        };
+        Link {
+            trace,
+            delay: config.delay,
+            loss_rate: config.loss_rate,
+            rng,
+            discipline,
+            queue: PacketQueue::default(),
+            in_transit: None,
+            next_opp: OppCursor { lap: 0, index: 0 },
+            cur_opp_time: Timestamp::ZERO,
+            cur_opp_left: DataSize::ZERO,
+            in_flight: VecDeque::new(),
+            drops: VecDeque::new(),
+            drop_log: true,
+            scratch: Vec::new(),
+            stats: LinkStats::default(),
+            last_queue_delay: TimeDelta::ZERO,
+            now: Timestamp::ZERO,
+        }
+    }
+
+    /// Keep dropped datagrams for [`Link::poll_drop`] (on by default; turn off if nobody
+    /// polls them, to save memory).
+    pub fn set_drop_log(&mut self, enabled: bool) {
+        self.drop_log = enabled;
+        if !enabled {
+            self.drops.clear();
+        }
+    }
+
+    /// A datagram arrives at the link at `now`.
+    pub fn handle_datagram(&mut self, datagram: Datagram, now: Timestamp) {
+        let now = self.clamp_now(now);
+        self.catch_up(now);
+        let size = datagram.size();
+        self.stats.arrived_packets += 1;
+        self.stats.arrived_bytes += size.as_bytes();
+        if self.rng.bernoulli(self.loss_rate) {
+            self.record_drop(datagram, size, DropReason::RandomLoss);
+            return;
+        }
+        let item = Queued {
+            datagram,
+            arrival: now,
+            size,
+        };
+        if self.trace.is_none() {
+            // Unlimited rate: no queue, straight to the delay line.
+            self.last_queue_delay = TimeDelta::ZERO;
+            self.in_flight.push_back((now + self.delay, item.datagram));
+            return;
+        }
+        let mut dropped = std::mem::take(&mut self.scratch);
+        self.discipline
+            .on_arrival(&mut self.queue, item, now, &mut dropped);
+        for (q, reason) in dropped.drain(..) {
+            self.record_drop(q.datagram, q.size, reason);
+        }
+        self.scratch = dropped;
+        // Use what is left of an opportunity at exactly `now` right away.
+        self.catch_up(now);
+    }
+
+    /// Processes the opportunities due at or before `now`. A spurious call does nothing.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        let now = self.clamp_now(now);
+        self.catch_up(now);
+    }
+
+    /// The next datagram whose delivery time is at or before `now`, in order. Changes after
+    /// [`Link::handle_datagram`] and [`Link::handle_timeout`] (it also catches up itself).
+    pub fn poll_datagram(&mut self, now: Timestamp) -> Option<Datagram> {
+        let now = self.clamp_now(now);
+        self.catch_up(now);
+        if self.in_flight.front()?.0 > now {
+            return None;
+        }
+        let (_, d) = self.in_flight.pop_front()?;
+        self.stats.delivered_packets += 1;
+        self.stats.delivered_bytes += d.size().as_bytes();
+        Some(d)
+    }
+
+    /// The next dropped datagram and why (if the drop log is on).
+    pub fn poll_drop(&mut self) -> Option<(Datagram, DropReason)> {
+        self.drops.pop_front()
+    }
+
+    /// When the link next needs [`Link::handle_timeout`] or has a datagram for
+    /// [`Link::poll_datagram`]: the earliest of the next usable opportunity (if a packet is
+    /// waiting) and the next delivery; [`Timestamp::INFINITY`] when idle.
+    pub fn poll_timeout(&self) -> Timestamp {
+        let delivery = self
+            .in_flight
+            .front()
+            .map_or(Timestamp::INFINITY, |(t, _)| *t);
+        let head_arrival = match (&self.in_transit, self.queue.front()) {
+            (Some(t), _) => t.item.arrival,
+            (None, Some(q)) => q.arrival,
+            (None, None) => return delivery,
+        };
+        delivery.min(self.next_usable_opportunity(head_arrival))
+    }
+
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+    /// Bytes waiting in the queue (not counting the packet being serialised).
+    pub fn queue_bytes(&self) -> DataSize {
+        self.queue.bytes()
+    }
+    /// Packets waiting in the queue (not counting the packet being serialised).
+    pub fn queue_packets(&self) -> usize {
+        self.queue.len()
+    }
+    /// Bytes still to serialise: the queue plus the rest of the packet being serialised.
+    pub fn backlog_bytes(&self) -> DataSize {
+        self.queue.bytes()
+            + self
+                .in_transit
+                .as_ref()
+                .map_or(DataSize::ZERO, |t| t.remaining)
+    }
+    /// Packets inside the link: waiting, being serialised, or propagating (completed but not
+    /// yet delivered). `arrived = delivered + dropped + packets_inside` at all times.
+    pub fn packets_inside(&self) -> usize {
+        self.queue.len() + usize::from(self.in_transit.is_some()) + self.in_flight.len()
+    }
+    /// Arrival-to-departure time (queueing + serialisation, without the propagation delay) of
+    /// the last packet to leave the queue; zero before any.
+    pub fn last_queue_delay(&self) -> TimeDelta {
+        self.last_queue_delay
+    }
+
+    fn clamp_now(&mut self, now: Timestamp) -> Timestamp {
+        if now > self.now {
+            self.now = now;
+        }
+        self.now
+    }
+
+    fn record_drop(&mut self, datagram: Datagram, size: DataSize, reason: DropReason) {
+        match reason {
+            DropReason::RandomLoss => self.stats.dropped_loss_packets += 1,
+            DropReason::QueueFull => self.stats.dropped_queue_packets += 1,
+            DropReason::Policy => self.stats.dropped_policy_packets += 1,
+        }
+        self.stats.dropped_bytes += size.as_bytes();
+        if self.drop_log {
+            self.drops.push_back((datagram, reason));
+        }
+    }
+
+    /// The time of the first opportunity a head packet that arrived at `arrival` can use.
+    fn next_usable_opportunity(&self, arrival: Timestamp) -> Timestamp {
+        let Some(trace) = &self.trace else {
+            return arrival;
+        };
+        if self.cur_opp_left > DataSize::ZERO && self.cur_opp_time >= arrival {
+            return self.cur_opp_time;
+        }
+        let next = trace.time_of(self.next_opp);
+        if next >= arrival {
+            next
+        } else {
+            trace.time_of(trace.seek(arrival))
+        }
+    }
+
+    /// Serialises with the opportunities at or before `now`. O(1) per opportunity used and
+    /// per packet completed; an idle gap costs one binary search.
+    fn catch_up(&mut self, now: Timestamp) {
+        let Some(trace) = self.trace.clone() else {
+            return;
+        };
+        loop {
+            if self.in_transit.is_none() {
+                let Some(head) = self.queue.front() else {
+                    return;
+                };
+                // Only start the head if an opportunity it may use is due.
+                if self.next_usable_opportunity(head.arrival) > now {
+                    return;
+                }
+                // Invariant: front() was Some just above.
+                let item = self.queue.pop_front().expect("queue head exists");
+                let remaining = item.size;
+                self.in_transit = Some(InTransit { item, remaining });
+            }
+            // Invariant: set just above if it was None.
+            let transit = self.in_transit.as_mut().expect("a packet is in transit");
+            if self.cur_opp_left <= DataSize::ZERO || self.cur_opp_time < transit.item.arrival {
+                // Start the next opportunity the packet may use.
+                let mut cursor = self.next_opp;
+                if trace.time_of(cursor) < transit.item.arrival {
+                    cursor = trace.seek(transit.item.arrival);
+                }
+                let t = trace.time_of(cursor);
+                if t > now {
+                    self.next_opp = cursor;
+                    return;
+                }
+                self.cur_opp_time = t;
+                self.cur_opp_left = MTU;
+                trace.advance(&mut cursor);
+                self.next_opp = cursor;
+            }
+            let take = self.cur_opp_left.min(transit.remaining);
+            self.cur_opp_left -= take;
+            transit.remaining -= take;
+            if transit.remaining <= DataSize::ZERO {
+                // Invariant: in_transit is Some (borrowed as `transit` above).
+                let done = self.in_transit.take().expect("in transit");
+                self.last_queue_delay = self.cur_opp_time - done.item.arrival;
+                self.in_flight
+                    .push_back((self.cur_opp_time + self.delay, done.item.datagram));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

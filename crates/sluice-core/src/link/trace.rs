@@ -1,0 +1,679 @@
+//! Mahimahi link traces: delivery opportunities in milliseconds.
+//!
+//! A trace is a sorted list of millisecond timestamps; each one is a delivery opportunity of
+//! [`MTU_BYTES`] bytes (Mahimahi's `PACKET_SIZE`). The trace repeats with a period equal to
+//! its last timestamp: the opportunity at `m` ms in loop `k` happens at `k * period + m`
+//! (so an opportunity at `period` in loop `k` coincides with one at 0 in loop `k + 1`, as in
+//! `mm-link`).
+//!
+//! Throughput time series ("time_s rate_mbps") are converted by the rule of
+//! `traces/README.md` ([`Trace::parse_rate_series`]), which counts
+//! [`CONVERSION_BITS_PER_OPPORTUNITY`] (1500 bytes) per opportunity, so that converting a
+//! shipped `.orig` file reproduces the shipped `.mahi` file byte for byte.
+
+use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
+use std::fmt;
+
+/// Bytes served by one delivery opportunity (Mahimahi's `PACKET_SIZE`).
+pub const MTU_BYTES: i64 = 1504;
+/// One delivery opportunity as a [`DataSize`].
+pub const MTU: DataSize = DataSize::from_bytes(MTU_BYTES);
+/// Bits counted per opportunity when converting a rate series (traces/README.md: 1500 * 8).
+pub const CONVERSION_BITS_PER_OPPORTUNITY: i64 = 12_000;
+
+/// What is wrong with a trace file.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TraceErrorKind {
+    /// A line that should be a non-negative integer millisecond timestamp is not.
+    NotAnInteger(String),
+    /// A negative timestamp.
+    Negative(i64),
+    /// A timestamp smaller than the one on the previous line.
+    Decreasing { value: i64, previous: i64 },
+    /// No opportunities at all.
+    Empty,
+    /// The last timestamp is 0: the trace would loop with a zero period.
+    ZeroPeriod,
+    /// A rate-series line that does not have a time and a rate column.
+    MissingColumn,
+    /// A rate-series field that is not a finite number.
+    NotANumber(String),
+    /// A negative rate.
+    NegativeRate(f64),
+    /// A sample time not greater than the previous one.
+    TimeNotIncreasing { value: f64, previous: f64 },
+    /// A rate series with fewer than two samples (no interval to take the median of).
+    TooFewSamples(usize),
+}
+
+/// A trace parse error: the file, the 1-based line (if the problem is on a line) and what is
+/// wrong.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceError {
+    pub file: String,
+    /// 1-based line number; `None` for whole-file problems (empty, zero period).
+    pub line: Option<usize>,
+    pub kind: TraceErrorKind,
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: ", self.file, line)?,
+            None => write!(f, "{}: ", self.file)?,
+        }
+        match &self.kind {
+            TraceErrorKind::NotAnInteger(s) => {
+                write!(
+                    f,
+                    "{s:?} is not a non-negative integer millisecond timestamp"
+                )
+            }
+            TraceErrorKind::Negative(v) => write!(f, "timestamp {v} is negative"),
+            TraceErrorKind::Decreasing { value, previous } => write!(
+                f,
+                "timestamp {value} is smaller than the previous one ({previous})"
+            ),
+            TraceErrorKind::Empty => write!(f, "the trace has no delivery opportunities"),
+            TraceErrorKind::ZeroPeriod => write!(
+                f,
+                "the last timestamp is 0, so the trace would loop with a zero period"
+            ),
+            TraceErrorKind::MissingColumn => {
+                write!(f, "expected two columns \"time_s rate_mbps\"")
+            }
+            TraceErrorKind::NotANumber(s) => write!(f, "{s:?} is not a finite number"),
+            TraceErrorKind::NegativeRate(r) => write!(f, "rate {r} Mbps is negative"),
+            TraceErrorKind::TimeNotIncreasing { value, previous } => write!(
+                f,
+                "sample time {value} s is not greater than the previous one ({previous} s)"
+            ),
+            TraceErrorKind::TooFewSamples(n) => {
+                write!(f, "a rate series needs at least 2 samples, found {n}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// Mahimahi delivery opportunities (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
+    name: String,
+    /// Sorted (non-decreasing) millisecond timestamps; non-empty, last > 0.
+    times_ms: Vec<i64>,
+    /// Number of entries equal to the last timestamp (>= 1).
+    at_period: usize,
+}
+
+impl Trace {
+    /// Builds a trace from millisecond timestamps, checking the invariants.
+    pub fn from_ms(name: &str, times_ms: Vec<i64>) -> Result<Trace, TraceError> {
+        let err = |line, kind| TraceError {
+            file: name.to_string(),
+            line,
+            kind,
+        };
+        for (i, &t) in times_ms.iter().enumerate() {
+            if t < 0 {
+                return Err(err(Some(i + 1), TraceErrorKind::Negative(t)));
+            }
+            if i > 0 && t < times_ms[i - 1] {
+                let kind = TraceErrorKind::Decreasing {
+                    value: t,
+                    previous: times_ms[i - 1],
+                };
+                return Err(err(Some(i + 1), kind));
+            }
+        }
+        let Some(&last) = times_ms.last() else {
+            return Err(err(None, TraceErrorKind::Empty));
+        };
+        if last == 0 {
+            return Err(err(None, TraceErrorKind::ZeroPeriod));
+        }
+        let at_period = times_ms.iter().rev().take_while(|&&t| t == last).count();
+        Ok(Trace {
+            name: name.to_string(),
+            times_ms,
+            at_period,
+        })
+    }
+
+    /// Parses a Mahimahi trace: one non-negative integer millisecond timestamp per line,
+    /// non-decreasing, at least one line, last > 0. Blank lines and surrounding whitespace
+    /// are ignored.
+    pub fn parse_mahimahi(text: &str, name: &str) -> Result<Trace, TraceError> {
+        let err = |line, kind| TraceError {
+            file: name.to_string(),
+            line: Some(line),
+            kind,
+        };
+        let mut times_ms = Vec::with_capacity(text.len() / 6);
+        let mut prev: Option<i64> = None;
+        for (idx, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let value: i64 = match line.parse() {
+                Ok(v) => v,
+                Err(_) => return Err(err(idx + 1, TraceErrorKind::NotAnInteger(line.into()))),
+            };
+            if value < 0 {
+                return Err(err(idx + 1, TraceErrorKind::Negative(value)));
+            }
+            if let Some(previous) = prev {
+                if value < previous {
+                    return Err(err(idx + 1, TraceErrorKind::Decreasing { value, previous }));
+                }
+            }
+            prev = Some(value);
+            times_ms.push(value);
+        }
+        Trace::from_ms(name, times_ms)
+    }
+
+    /// Parses a throughput time series, one sample per line: `time_s rate_mbps`, separated by
+    /// whitespace or a comma; further columns are ignored (Hairpin's RTT and loss), `#`
+    /// starts a comment, blank lines are skipped. Converted by the traces/README.md rule:
+    /// each sample is constant until the next one (the last lasts the median interval);
+    /// bits = rate * d + carry; n = floor(bits / 12000); the remainder is carried; the n
+    /// opportunities sit at ceil(start_ms + (k+1) * d_ms / n), times re-based to the first
+    /// sample. (The sum is rounded to the microsecond before the ceiling, as the reference
+    /// converter does, so decimal sample times such as 0.87 s do not pick up float noise.)
+    pub fn parse_rate_series(text: &str, name: &str) -> Result<Trace, TraceError> {
+        let err = |line, kind| TraceError {
+            file: name.to_string(),
+            line: Some(line),
+            kind,
+        };
+        let mut samples: Vec<(f64, f64)> = Vec::new();
+        for (idx, raw) in text.lines().enumerate() {
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let mut fields = line
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|s| !s.is_empty());
+            let (Some(t), Some(r)) = (fields.next(), fields.next()) else {
+                return Err(err(idx + 1, TraceErrorKind::MissingColumn));
+            };
+            let num = |s: &str| match s.parse::<f64>() {
+                Ok(v) if v.is_finite() => Ok(v),
+                _ => Err(err(idx + 1, TraceErrorKind::NotANumber(s.into()))),
+            };
+            let (t, r) = (num(t)?, num(r)?);
+            if r < 0.0 {
+                return Err(err(idx + 1, TraceErrorKind::NegativeRate(r)));
+            }
+            if let Some(&(previous, _)) = samples.last() {
+                if t <= previous {
+                    return Err(err(
+                        idx + 1,
+                        TraceErrorKind::TimeNotIncreasing { value: t, previous },
+                    ));
+                }
+            }
+            samples.push((t, r));
+        }
+        if samples.len() < 2 {
+            let kind = TraceErrorKind::TooFewSamples(samples.len());
+            return Err(TraceError {
+                file: name.to_string(),
+                line: None,
+                kind,
+            });
+        }
+        let mut intervals: Vec<f64> = samples.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        let median = {
+            let mut sorted = intervals.clone();
+            sorted.sort_by(f64::total_cmp);
+            let m = sorted.len();
+            if m % 2 == 1 {
+                sorted[m / 2]
+            } else {
+                (sorted[m / 2 - 1] + sorted[m / 2]) / 2.0
+            }
+        };
+        intervals.push(median);
+        let t0 = samples[0].0;
+        let mut times_ms = Vec::new();
+        let mut carry_bits = 0.0_f64;
+        for (&(t, rate_mbps), &d_s) in samples.iter().zip(&intervals) {
+            let bits = rate_mbps * 1e6 * d_s + carry_bits;
+            let n = (bits / CONVERSION_BITS_PER_OPPORTUNITY as f64).floor();
+            carry_bits = bits - n * CONVERSION_BITS_PER_OPPORTUNITY as f64;
+            let n = n as i64;
+            let start_ms = (t - t0) * 1000.0;
+            let d_ms = d_s * 1000.0;
+            for k in 0..n {
+                let at_us = ((start_ms + (k + 1) as f64 * d_ms / n as f64) * 1000.0).round() as i64;
+                times_ms.push(ceil_div(at_us, 1000));
+            }
+        }
+        Trace::from_ms(name, times_ms)
+    }
+
+    /// A constant-rate trace of the given period, with the README conversion's
+    /// 12000 bits per opportunity and carried remainders (so `constant(12 Mbps, 1 s)` is one
+    /// opportunity per millisecond, the classic Mahimahi 12 Mbps trace).
+    ///
+    /// Panics if the rate or the period is not positive (a programming error, not input).
+    pub fn constant(rate: DataRate, period: TimeDelta) -> Trace {
+        assert!(
+            rate > DataRate::ZERO && rate.is_finite(),
+            "rate must be positive: {rate}"
+        );
+        assert!(
+            period >= TimeDelta::from_ms(1),
+            "period must be at least 1 ms: {period}"
+        );
+        let name = format!("constant-{}bps", rate.as_bps());
+        // Invariant: positive rate and period give opportunities with last = period.
+        let mut b = Builder::new();
+        b.interval(0, period.as_us(), rate.as_bps());
+        b.finish(&name, period.as_us())
+            .expect("positive rate and period")
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The opportunities' millisecond timestamps (one loop).
+    pub fn times_ms(&self) -> &[i64] {
+        &self.times_ms
+    }
+    /// Number of opportunities in one loop.
+    pub fn len(&self) -> usize {
+        self.times_ms.len()
+    }
+    /// Always false (a trace has at least one opportunity); for clippy's `len_without_is_empty`.
+    pub fn is_empty(&self) -> bool {
+        self.times_ms.is_empty()
+    }
+    /// The loop period (the last timestamp).
+    pub fn period(&self) -> TimeDelta {
+        TimeDelta::from_ms(self.period_ms())
+    }
+    fn period_ms(&self) -> i64 {
+        // Invariant: non-empty (checked in from_ms).
+        *self.times_ms.last().expect("trace is non-empty")
+    }
+    /// Mean link capacity: opportunities x [`MTU_BYTES`] / period.
+    pub fn mean_rate(&self) -> DataRate {
+        MTU * self.times_ms.len() as i64 / self.period()
+    }
+    /// Mean rate by the README convention (12000 bits per opportunity), as in its tables and
+    /// as requested from [`Trace::constant`] and the generator.
+    pub fn nominal_rate(&self) -> DataRate {
+        DataRate::from_bps(
+            CONVERSION_BITS_PER_OPPORTUNITY * self.times_ms.len() as i64 * 1000 / self.period_ms(),
+        )
+    }
+
+    /// The Mahimahi text form (one timestamp per line).
+    pub fn to_mahimahi_string(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::with_capacity(self.times_ms.len() * 7);
+        for t in &self.times_ms {
+            // Writing to a String cannot fail.
+            let _ = writeln!(s, "{t}");
+        }
+        s
+    }
+
+    /// Number of opportunities (over all loops, from time 0) strictly before `t`.
+    pub fn count_before(&self, t: Timestamp) -> i64 {
+        let t_us = t.as_us();
+        if t_us <= 0 {
+            return 0;
+        }
+        let period_us = self.period_ms() * 1000;
+        let q = t_us / period_us;
+        let r = t_us % period_us;
+        let in_loop = self.times_ms.partition_point(|&m| m * 1000 < r) as i64;
+        let mut n = q * self.times_ms.len() as i64 + in_loop;
+        if r == 0 && q > 0 {
+            // The previous loop's opportunities at `period` fall exactly at t.
+            n -= self.at_period as i64;
+        }
+        n
+    }
+
+    /// Bytes of the opportunities with time in `[t0, t1)`, looping (zero if `t1 <= t0`).
+    pub fn capacity_between(&self, t0: Timestamp, t1: Timestamp) -> DataSize {
+        if t1 <= t0 {
+            return DataSize::ZERO;
+        }
+        MTU * (self.count_before(t1) - self.count_before(t0))
+    }
+
+    /// Capacity per bin of `bin` over `[0, duration)` (for plots); a partial last bin is
+    /// normalised by its length.
+    pub fn rate_series(&self, bin: TimeDelta, duration: TimeDelta) -> Vec<DataRate> {
+        if bin <= TimeDelta::ZERO || duration <= TimeDelta::ZERO {
+            return Vec::new();
+        }
+        let bins = ceil_div(duration.as_us(), bin.as_us());
+        (0..bins)
+            .map(|i| {
+                let start = Timestamp::ZERO + bin * i;
+                let end = (Timestamp::ZERO + bin * (i + 1)).min(Timestamp::ZERO + duration);
+                self.capacity_between(start, end) / (end - start)
+            })
+            .collect()
+    }
+
+    /// The position of the first opportunity at or after `t` (clamped to time 0).
+    pub(crate) fn seek(&self, t: Timestamp) -> OppCursor {
+        let t_us = t.as_us().max(0);
+        let period_us = self.period_ms() * 1000;
+        let q = t_us / period_us;
+        let r = t_us % period_us;
+        if r == 0 && q > 0 {
+            // The previous loop's opportunities at `period` are at t itself.
+            return OppCursor {
+                lap: q - 1,
+                index: self.times_ms.len() - self.at_period,
+            };
+        }
+        let index = self.times_ms.partition_point(|&m| m * 1000 < r);
+        if index == self.times_ms.len() {
+            OppCursor {
+                lap: q + 1,
+                index: 0,
+            }
+        } else {
+            OppCursor { lap: q, index }
+        }
+    }
+
+    pub(crate) fn time_of(&self, c: OppCursor) -> Timestamp {
+        Timestamp::from_us((c.lap * self.period_ms() + self.times_ms[c.index]) * 1000)
+    }
+
+    pub(crate) fn advance(&self, c: &mut OppCursor) {
+        c.index += 1;
+        if c.index == self.times_ms.len() {
+            c.index = 0;
+            c.lap += 1;
+        }
+    }
+}
+
+/// The position of one opportunity: loop number and index within the loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct OppCursor {
+    pub lap: i64,
+    pub index: usize,
+}
+
+pub(crate) fn ceil_div(a: i64, b: i64) -> i64 {
+    debug_assert!(b > 0);
+    a.div_euclid(b) + i64::from(a.rem_euclid(b) != 0)
+}
+
+/// Exact integer conversion of constant-rate intervals to opportunities (README rule with
+/// 12000 bits per opportunity; the carry is kept in bit-microseconds, so nothing drifts).
+pub(crate) struct Builder {
+    times_ms: Vec<i64>,
+    /// Carried remainder in bit-microseconds (bits * 1e6).
+    carry: i128,
+}
+
+impl Builder {
+    pub(crate) fn new() -> Builder {
+        Builder {
+            times_ms: Vec::new(),
+            carry: 0,
+        }
+    }
+
+    /// Adds `[start_us, start_us + d_us)` at `rate_bps`.
+    pub(crate) fn interval(&mut self, start_us: i64, d_us: i64, rate_bps: i64) {
+        if d_us <= 0 {
+            return;
+        }
+        let per_opp = CONVERSION_BITS_PER_OPPORTUNITY as i128 * 1_000_000;
+        self.carry += rate_bps as i128 * d_us as i128;
+        let n = (self.carry / per_opp) as i64;
+        self.carry -= n as i128 * per_opp;
+        for k in 0..n {
+            // ceil((start_us + (k+1) * d_us / n) / 1000) in exact integers.
+            let num = start_us as i128 * n as i128 + (k + 1) as i128 * d_us as i128;
+            let den = n as i128 * 1000;
+            let ms = num / den + i128::from(num % den != 0);
+            self.times_ms.push(ms as i64);
+        }
+    }
+
+    /// Finishes a trace meant to loop with period `end_us`: if the last opportunity falls
+    /// before the end (a slow final interval), it is moved to the end so the period is the
+    /// requested duration (the count, hence the mean rate, is unchanged).
+    pub(crate) fn finish(mut self, name: &str, end_us: i64) -> Result<Trace, TraceError> {
+        let end_ms = end_us / 1000;
+        if let Some(last) = self.times_ms.last_mut() {
+            if *last < end_ms {
+                *last = end_ms;
+            }
+        }
+        Trace::from_ms(name, self.times_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_err(text: &str) -> TraceError {
+        Trace::parse_mahimahi(text, "trace.mahi").unwrap_err()
+    }
+
+    #[test]
+    fn parses_mahimahi_with_blank_lines_and_whitespace() {
+        let t = Trace::parse_mahimahi("0\n1 \n\n1\n  5\n\n", "x").unwrap();
+        assert_eq!(t.times_ms(), &[0, 1, 1, 5]);
+        assert_eq!(t.period(), TimeDelta::from_ms(5));
+        assert_eq!(
+            Trace::parse_mahimahi(&t.to_mahimahi_string(), "x").unwrap(),
+            t
+        );
+    }
+
+    #[test]
+    fn unsorted_trace_names_file_and_line() {
+        let e = parse_err("1\n2\n1300\n\n1200\n1400\n");
+        assert_eq!(e.line, Some(5));
+        assert_eq!(
+            e.to_string(),
+            "trace.mahi:5: timestamp 1200 is smaller than the previous one (1300)"
+        );
+    }
+
+    #[test]
+    fn negative_and_non_integer_lines_are_rejected() {
+        let e = parse_err("1\n-3\n");
+        assert_eq!(
+            (e.line, e.kind.clone()),
+            (Some(2), TraceErrorKind::Negative(-3))
+        );
+        assert!(e.to_string().starts_with("trace.mahi:2: "), "{e}");
+        let e = parse_err("1\n2\n2.5\n");
+        assert_eq!(e.line, Some(3));
+        assert!(
+            e.to_string()
+                .contains("\"2.5\" is not a non-negative integer"),
+            "{e}"
+        );
+        let e = parse_err("1\nabc\n");
+        assert_eq!(e.line, Some(2));
+    }
+
+    #[test]
+    fn empty_and_zero_period_are_rejected() {
+        let e = parse_err("\n  \n");
+        assert_eq!((e.line, e.kind.clone()), (None, TraceErrorKind::Empty));
+        assert_eq!(
+            e.to_string(),
+            "trace.mahi: the trace has no delivery opportunities"
+        );
+        let e = parse_err("0\n0\n");
+        assert_eq!(e.kind, TraceErrorKind::ZeroPeriod);
+        let boxed: Box<dyn std::error::Error> = Box::new(e);
+        assert!(boxed.to_string().contains("zero period"));
+    }
+
+    #[test]
+    fn rate_series_errors_have_line_numbers() {
+        let e = Trace::parse_rate_series("# hdr\n0 1\n1 x\n", "s.log").unwrap_err();
+        assert_eq!(e.line, Some(3));
+        assert!(e.to_string().starts_with("s.log:3: \"x\""), "{e}");
+        let e = Trace::parse_rate_series("0 1\n1 -2\n", "s.log").unwrap_err();
+        assert_eq!(e.kind, TraceErrorKind::NegativeRate(-2.0));
+        let e = Trace::parse_rate_series("0 1\n1 2\n1 3\n", "s.log").unwrap_err();
+        assert_eq!(e.line, Some(3));
+        let e = Trace::parse_rate_series("0 1\n", "s.log").unwrap_err();
+        assert_eq!(e.kind, TraceErrorKind::TooFewSamples(1));
+        let e = Trace::parse_rate_series("0 1\n5\n", "s.log").unwrap_err();
+        assert_eq!((e.line, e.kind), (Some(2), TraceErrorKind::MissingColumn));
+        let e = Trace::parse_rate_series("0 0\n1 0\n", "s.log").unwrap_err();
+        assert_eq!(e.kind, TraceErrorKind::Empty);
+    }
+
+    #[test]
+    fn rate_series_12_mbps_for_1_s_is_1000_opportunities() {
+        // Two samples 0.5 s apart: the last lasts the median interval (0.5 s), 1 s in total.
+        let t = Trace::parse_rate_series("0.0 12\n0.5,12\n", "c").unwrap();
+        assert_eq!(t.len(), 1000);
+        assert_eq!(t.times_ms(), (1..=1000).collect::<Vec<i64>>().as_slice());
+        assert_eq!(t.nominal_rate(), DataRate::from_mbps(12));
+        assert_eq!(t.mean_rate(), DataRate::from_bps(12_032_000));
+    }
+
+    #[test]
+    fn rate_series_carries_remainder_across_intervals() {
+        // 0.018 Mbps for 1 s = 18000 bits per interval: 1 opportunity + 6000 bits carried,
+        // so intervals alternate 1, 2, 1, 2 opportunities (no capacity lost to rounding).
+        let text = "# t rate\n0 0.018\n1 0.018 # c\n2\t0.018\n3, 0.018\n";
+        let t = Trace::parse_rate_series(text, "c").unwrap();
+        assert_eq!(t.times_ms(), &[1000, 1500, 2000, 3000, 3500, 4000]);
+        // Without carrying there would be 4.
+        assert_eq!(t.len(), 6);
+        // Re-based: a series starting at 3001.4 s gives the same opportunities.
+        // (Sample times exact in binary: with 3001.4/3001.6 the float interval is a hair
+        // under 0.2 s and, by the README's float rule, one opportunity moves to the carry.)
+        let shifted = Trace::parse_rate_series("3001.5 12\n3001.75 12\n", "z").unwrap();
+        assert_eq!(
+            shifted.times_ms(),
+            (1..=500).collect::<Vec<i64>>().as_slice()
+        );
+    }
+
+    #[test]
+    fn zero_rate_intervals_stay_outages() {
+        let t = Trace::parse_rate_series("0 12\n1 0\n2 12\n", "o").unwrap();
+        assert_eq!(
+            t.capacity_between(Timestamp::from_ms(1001), Timestamp::from_ms(2001)),
+            DataSize::ZERO
+        );
+        assert_eq!(t.len(), 2000);
+    }
+
+    /// The README's conversion must reproduce the shipped full-series files exactly.
+    #[test]
+    fn reproduces_shipped_conversions() {
+        let dir = std::path::Path::new("/work/shared/traces");
+        let pairs = [
+            ("hairpin/eth_trace9.orig.log", "hairpin/eth_trace9.mahi"),
+            ("pitree/hsr_trace4.orig.log", "pitree/hsr_trace4.mahi"),
+            (
+                "norway-hsdpa/norway_car_12.orig.txt",
+                "norway-hsdpa/norway_car_12.mahi",
+            ),
+        ];
+        for (orig, mahi) in pairs {
+            let (Ok(o), Ok(m)) = (
+                std::fs::read_to_string(dir.join(orig)),
+                std::fs::read_to_string(dir.join(mahi)),
+            ) else {
+                eprintln!("skipping {orig}: shared traces not present");
+                continue;
+            };
+            let converted = Trace::parse_rate_series(&o, orig).unwrap();
+            let shipped = Trace::parse_mahimahi(&m, mahi).unwrap();
+            assert_eq!(converted.times_ms(), shipped.times_ms(), "{orig}");
+        }
+    }
+
+    #[test]
+    fn capacity_between_loops_and_counts_boundaries() {
+        // Opportunities at 0, 2, 2, 5; period 5: absolute times 0,2,2,5 | 5,7,7,10 | 10,...
+        let t = Trace::from_ms("t", vec![0, 2, 2, 5]).unwrap();
+        let cap = |a: i64, b: i64| {
+            t.capacity_between(Timestamp::from_ms(a), Timestamp::from_ms(b))
+                .as_bytes()
+                / MTU_BYTES
+        };
+        assert_eq!(cap(0, 1), 1);
+        assert_eq!(cap(0, 5), 3);
+        assert_eq!(cap(5, 6), 2); // loop 0's 5 and loop 1's 0
+        assert_eq!(cap(0, 10), 7);
+        assert_eq!(cap(0, 11), 9); // 10 twice: loop 1's end and loop 2's start
+        assert_eq!(cap(7, 7), 0);
+        assert_eq!(cap(100, 105), 4); // 100 twice, 102 twice
+                                      // Brute force against an explicit expansion.
+        let mut abs = Vec::new();
+        for lap in 0..30 {
+            for &m in t.times_ms() {
+                abs.push(lap * 5 + m);
+            }
+        }
+        for a in 0..100 {
+            for b in a..100 {
+                let want = abs.iter().filter(|&&x| x >= a && x < b).count() as i64;
+                assert_eq!(cap(a, b), want, "[{a},{b})");
+            }
+            // seek: first opportunity at or after a.
+            let first = *abs.iter().find(|&&x| x >= a).unwrap();
+            assert_eq!(
+                t.time_of(t.seek(Timestamp::from_ms(a))),
+                Timestamp::from_ms(first)
+            );
+        }
+        // Sub-millisecond seek.
+        assert_eq!(
+            t.time_of(t.seek(Timestamp::from_us(2001))),
+            Timestamp::from_ms(5)
+        );
+    }
+
+    #[test]
+    fn single_line_1_is_about_12_mbps() {
+        let t = Trace::parse_mahimahi("1\n", "one").unwrap();
+        assert_eq!(t.mean_rate(), DataRate::from_bps(12_032_000));
+        let series = t.rate_series(TimeDelta::from_ms(100), TimeDelta::from_ms(250));
+        // [0, 100 ms) holds the opportunities at 1..=99 ms; later bins hold 100 (the partial
+        // last bin [200, 250) holds 50 and is normalised by its length).
+        assert_eq!(
+            series,
+            vec![
+                DataRate::from_bps(11_911_680),
+                DataRate::from_bps(12_032_000),
+                DataRate::from_bps(12_032_000)
+            ]
+        );
+    }
+
+    #[test]
+    fn constant_has_exact_mean() {
+        let t = Trace::constant(DataRate::from_mbps(12), TimeDelta::from_secs(1));
+        assert_eq!(t.times_ms(), (1..=1000).collect::<Vec<i64>>().as_slice());
+        let t = Trace::constant(DataRate::from_kbps(2500), TimeDelta::from_secs(3));
+        assert_eq!(t.period(), TimeDelta::from_secs(3));
+        assert_eq!(t.len(), 625);
+        assert_eq!(t.nominal_rate(), DataRate::from_kbps(2500));
+    }
+}

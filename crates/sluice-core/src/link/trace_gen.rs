@@ -1,0 +1,437 @@
+//! Synthetic traces (`sluice trace gen`): constant, steps, alternating and a two-state
+//! Markov (good/bad) channel.
+//!
+//! Rates are converted by the traces/README.md rule (12000 bits per opportunity, remainders
+//! carried in exact integers), so the nominal mean rate ([`Trace::nominal_rate`]) is exact up
+//! to less than one opportunity over the whole duration, and the loop period equals the
+//! requested duration.
+
+use super::trace::{Builder, Trace};
+use crate::rng::Rng;
+use crate::units::TimeDelta;
+use serde::Deserialize;
+
+/// A synthetic trace description (JSON/TOML: `{"kind": "steps", "steps": [[10, 30], [10, 3]]}`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TraceSpec {
+    /// A constant rate.
+    Constant { rate_mbps: f64 },
+    /// Piecewise-constant `(duration_s, rate_mbps)` steps, repeated until the duration is
+    /// covered (e.g. `[(10, 30), (10, 3)]`: 30 Mbps for 10 s then 3 Mbps for 10 s).
+    Steps { steps: Vec<(f64, f64)> },
+    /// `high_mbps` for half of `period_s`, then `low_mbps` for the other half, repeated.
+    Alternating {
+        high_mbps: f64,
+        low_mbps: f64,
+        period_s: f64,
+    },
+    /// Two-state good/bad channel starting in the good state, with exponential holding times
+    /// of the given means, drawn from [`Rng`] seeded with `seed`.
+    Markov {
+        good_mbps: f64,
+        bad_mbps: f64,
+        mean_good_s: f64,
+        mean_bad_s: f64,
+        #[serde(default)]
+        seed: u64,
+    },
+}
+
+fn positive(what: &str, v: f64) -> Result<(), String> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{what} must be a positive number, got {v}"))
+    }
+}
+
+fn parse_num(what: &str, s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .map_err(|_| format!("{what}: {:?} is not a number", s.trim()))
+}
+
+impl TraceSpec {
+    /// Parses the compact CLI form:
+    /// `constant:12`, `steps:30@10,3@10` (rate_mbps@seconds), `alternating:10,2,15`
+    /// (high_mbps,low_mbps,period_s), `markov:20,2,5,1[,seed]`
+    /// (good_mbps,bad_mbps,mean_good_s,mean_bad_s).
+    pub fn parse_cli(s: &str) -> Result<TraceSpec, String> {
+        const USAGE: &str = "expected constant:RATE, steps:RATE@SECS,..., \
+                             alternating:HIGH,LOW,PERIOD_S or markov:GOOD,BAD,MEAN_GOOD_S,MEAN_BAD_S[,SEED]";
+        let (kind, args) = s
+            .split_once(':')
+            .ok_or_else(|| format!("trace spec {s:?}: missing ':'; {USAGE}"))?;
+        let args: Vec<&str> = args.split(',').collect();
+        let arity = |n: &[usize], form: &str| -> Result<(), String> {
+            if n.contains(&args.len()) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "trace spec {s:?}: expected {form}, got {} value(s)",
+                    args.len()
+                ))
+            }
+        };
+        let spec = match kind.trim() {
+            "constant" => {
+                arity(&[1], "constant:RATE_MBPS")?;
+                TraceSpec::Constant {
+                    rate_mbps: parse_num("rate", args[0])?,
+                }
+            }
+            "steps" => {
+                let mut steps = Vec::new();
+                for a in &args {
+                    let (rate, secs) = a.split_once('@').ok_or_else(|| {
+                        format!(
+                            "trace spec {s:?}: step {:?} should be RATE_MBPS@SECONDS",
+                            a.trim()
+                        )
+                    })?;
+                    steps.push((
+                        parse_num("step seconds", secs)?,
+                        parse_num("step rate", rate)?,
+                    ));
+                }
+                TraceSpec::Steps { steps }
+            }
+            "alternating" => {
+                arity(&[3], "alternating:HIGH_MBPS,LOW_MBPS,PERIOD_S")?;
+                TraceSpec::Alternating {
+                    high_mbps: parse_num("high rate", args[0])?,
+                    low_mbps: parse_num("low rate", args[1])?,
+                    period_s: parse_num("period", args[2])?,
+                }
+            }
+            "markov" => {
+                arity(
+                    &[4, 5],
+                    "markov:GOOD_MBPS,BAD_MBPS,MEAN_GOOD_S,MEAN_BAD_S[,SEED]",
+                )?;
+                let seed = match args.get(4) {
+                    Some(a) => a.trim().parse::<u64>().map_err(|_| {
+                        format!("seed: {:?} is not a non-negative integer", a.trim())
+                    })?,
+                    None => 0,
+                };
+                TraceSpec::Markov {
+                    good_mbps: parse_num("good rate", args[0])?,
+                    bad_mbps: parse_num("bad rate", args[1])?,
+                    mean_good_s: parse_num("mean good time", args[2])?,
+                    mean_bad_s: parse_num("mean bad time", args[3])?,
+                    seed,
+                }
+            }
+            other => return Err(format!("trace spec {s:?}: unknown kind {other:?}; {USAGE}")),
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Checks that every rate and duration is positive and finite.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            TraceSpec::Constant { rate_mbps } => positive("rate_mbps", *rate_mbps),
+            TraceSpec::Steps { steps } => {
+                if steps.is_empty() {
+                    return Err("steps: at least one step is needed".into());
+                }
+                for (i, &(secs, rate)) in steps.iter().enumerate() {
+                    positive(&format!("step {} duration_s", i + 1), secs)?;
+                    positive(&format!("step {} rate_mbps", i + 1), rate)?;
+                    if secs < 0.001 {
+                        return Err(format!("step {} duration_s must be at least 1 ms", i + 1));
+                    }
+                }
+                Ok(())
+            }
+            TraceSpec::Alternating {
+                high_mbps,
+                low_mbps,
+                period_s,
+            } => {
+                positive("high_mbps", *high_mbps)?;
+                positive("low_mbps", *low_mbps)?;
+                positive("period_s", *period_s)?;
+                if *period_s < 0.002 {
+                    return Err("period_s must be at least 2 ms".into());
+                }
+                Ok(())
+            }
+            TraceSpec::Markov {
+                good_mbps,
+                bad_mbps,
+                mean_good_s,
+                mean_bad_s,
+                ..
+            } => {
+                positive("good_mbps", *good_mbps)?;
+                positive("bad_mbps", *bad_mbps)?;
+                positive("mean_good_s", *mean_good_s)?;
+                positive("mean_bad_s", *mean_bad_s)
+            }
+        }
+    }
+
+    /// A short name for file names and logs.
+    pub fn name(&self) -> String {
+        match self {
+            TraceSpec::Constant { rate_mbps } => format!("constant-{rate_mbps}"),
+            TraceSpec::Steps { steps } => {
+                let parts: Vec<String> = steps.iter().map(|(s, r)| format!("{r}@{s}")).collect();
+                format!("steps-{}", parts.join("-"))
+            }
+            TraceSpec::Alternating {
+                high_mbps,
+                low_mbps,
+                period_s,
+            } => {
+                format!("alternating-{high_mbps}-{low_mbps}-{period_s}")
+            }
+            TraceSpec::Markov {
+                good_mbps,
+                bad_mbps,
+                mean_good_s,
+                mean_bad_s,
+                seed,
+            } => {
+                format!("markov-{good_mbps}-{bad_mbps}-{mean_good_s}-{mean_bad_s}-{seed}")
+            }
+        }
+    }
+}
+
+fn mbps_to_bps(mbps: f64) -> i64 {
+    (mbps * 1e6).round() as i64
+}
+
+/// Generates a trace of the given duration (the loop period) from a spec.
+pub fn generate(spec: &TraceSpec, duration: TimeDelta) -> Result<Trace, String> {
+    spec.validate()?;
+    if duration < TimeDelta::from_ms(1) || !duration.is_finite() {
+        return Err(format!("duration must be at least 1 ms, got {duration}"));
+    }
+    let end_us = duration.as_us() / 1000 * 1000;
+    let mut builder = Builder::new();
+    // Emits piecewise-constant segments (duration_us, rate_bps) until end_us is covered.
+    let mut t_us = 0_i64;
+    let mut segment = |b: &mut Builder, d_us: i64, rate_bps: i64| -> bool {
+        let d_us = d_us.max(1).min(end_us - t_us);
+        b.interval(t_us, d_us, rate_bps);
+        t_us += d_us;
+        t_us < end_us
+    };
+    match spec {
+        TraceSpec::Constant { rate_mbps } => {
+            segment(&mut builder, end_us, mbps_to_bps(*rate_mbps));
+        }
+        TraceSpec::Steps { steps } => 'outer: loop {
+            for &(secs, rate) in steps {
+                let d = TimeDelta::from_secs_f64(secs).as_us();
+                if !segment(&mut builder, d, mbps_to_bps(rate)) {
+                    break 'outer;
+                }
+            }
+        },
+        TraceSpec::Alternating {
+            high_mbps,
+            low_mbps,
+            period_s,
+        } => {
+            let period_us = TimeDelta::from_secs_f64(*period_s).as_us();
+            let high_us = period_us / 2;
+            loop {
+                if !segment(&mut builder, high_us, mbps_to_bps(*high_mbps))
+                    || !segment(&mut builder, period_us - high_us, mbps_to_bps(*low_mbps))
+                {
+                    break;
+                }
+            }
+        }
+        TraceSpec::Markov {
+            good_mbps,
+            bad_mbps,
+            mean_good_s,
+            mean_bad_s,
+            seed,
+        } => {
+            let mut rng = Rng::fork(*seed, "trace-gen-markov");
+            let mut good = true;
+            loop {
+                let (mean, rate) = if good {
+                    (mean_good_s, good_mbps)
+                } else {
+                    (mean_bad_s, bad_mbps)
+                };
+                let hold = TimeDelta::from_secs_f64(rng.exponential(*mean)).as_us();
+                if !segment(&mut builder, hold, mbps_to_bps(*rate)) {
+                    break;
+                }
+                good = !good;
+            }
+        }
+    }
+    builder
+        .finish(&spec.name(), end_us)
+        .map_err(|e| format!("{e} (the rates are too low to give any opportunity in {duration})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::{DataRate, Timestamp};
+
+    #[test]
+    fn parse_cli_forms() {
+        assert_eq!(
+            TraceSpec::parse_cli("constant:12").unwrap(),
+            TraceSpec::Constant { rate_mbps: 12.0 }
+        );
+        assert_eq!(
+            TraceSpec::parse_cli("steps:30@10,3@10").unwrap(),
+            TraceSpec::Steps {
+                steps: vec![(10.0, 30.0), (10.0, 3.0)]
+            }
+        );
+        assert_eq!(
+            TraceSpec::parse_cli("alternating:10,2,15").unwrap(),
+            TraceSpec::Alternating {
+                high_mbps: 10.0,
+                low_mbps: 2.0,
+                period_s: 15.0
+            }
+        );
+        assert_eq!(
+            TraceSpec::parse_cli("markov:20,2,5,1,7").unwrap(),
+            TraceSpec::Markov {
+                good_mbps: 20.0,
+                bad_mbps: 2.0,
+                mean_good_s: 5.0,
+                mean_bad_s: 1.0,
+                seed: 7
+            }
+        );
+        assert!(matches!(
+            TraceSpec::parse_cli("markov:20,2,5,1").unwrap(),
+            TraceSpec::Markov { seed: 0, .. }
+        ));
+    }
+
+    #[test]
+    fn parse_cli_errors_are_clear() {
+        let e = TraceSpec::parse_cli("constant").unwrap_err();
+        assert!(e.contains("missing ':'"), "{e}");
+        let e = TraceSpec::parse_cli("wobbly:1").unwrap_err();
+        assert!(e.contains("unknown kind \"wobbly\""), "{e}");
+        let e = TraceSpec::parse_cli("constant:abc").unwrap_err();
+        assert!(e.contains("\"abc\" is not a number"), "{e}");
+        let e = TraceSpec::parse_cli("constant:-1").unwrap_err();
+        assert!(e.contains("rate_mbps must be a positive number"), "{e}");
+        let e = TraceSpec::parse_cli("steps:30@10,3").unwrap_err();
+        assert!(e.contains("RATE_MBPS@SECONDS"), "{e}");
+        let e = TraceSpec::parse_cli("alternating:10,2").unwrap_err();
+        assert!(e.contains("got 2 value(s)"), "{e}");
+        let e = TraceSpec::parse_cli("markov:20,0,5,1").unwrap_err();
+        assert!(e.contains("bad_mbps"), "{e}");
+        let e = TraceSpec::parse_cli("markov:20,2,5,1,x").unwrap_err();
+        assert!(e.contains("seed"), "{e}");
+    }
+
+    #[test]
+    fn deserializes_tagged_json() {
+        let spec: TraceSpec =
+            serde_json::from_str(r#"{"kind":"steps","steps":[[10,30],[10,3]]}"#).unwrap();
+        assert_eq!(
+            spec,
+            TraceSpec::Steps {
+                steps: vec![(10.0, 30.0), (10.0, 3.0)]
+            }
+        );
+        let spec: TraceSpec = serde_json::from_str(
+            r#"{"kind":"markov","good_mbps":20,"bad_mbps":2,"mean_good_s":5,"mean_bad_s":1}"#,
+        )
+        .unwrap();
+        assert!(matches!(spec, TraceSpec::Markov { seed: 0, .. }));
+        assert!(serde_json::from_str::<TraceSpec>(r#"{"kind":"constant","rate":1}"#).is_err());
+    }
+
+    #[test]
+    fn constant_and_steps_have_exact_rates() {
+        let t = generate(
+            &TraceSpec::Constant { rate_mbps: 12.0 },
+            TimeDelta::from_secs(2),
+        )
+        .unwrap();
+        assert_eq!(t.len(), 2000);
+        assert_eq!(t.period(), TimeDelta::from_secs(2));
+        let spec = TraceSpec::parse_cli("steps:30@10,3@10").unwrap();
+        let t = generate(&spec, TimeDelta::from_secs(20)).unwrap();
+        assert_eq!(t.period(), TimeDelta::from_secs(20));
+        assert_eq!(t.nominal_rate(), DataRate::from_kbps(16_500));
+        let bytes =
+            |a: i64, b: i64| t.capacity_between(Timestamp::from_ms(a), Timestamp::from_ms(b));
+        // 30 Mbps = 2.5 opportunities per ms; 3 Mbps = one per 4 ms.
+        assert_eq!(bytes(0, 10_000 + 1).as_bytes(), 25_000 * 1504);
+        assert_eq!(bytes(10_001, 20_001).as_bytes(), 2_500 * 1504);
+        // Steps repeat when the duration is longer than one cycle.
+        let t = generate(&spec, TimeDelta::from_secs(30)).unwrap();
+        assert_eq!(t.len(), 25_000 + 2_500 + 25_000);
+    }
+
+    #[test]
+    fn alternating_and_odd_rates_keep_the_mean() {
+        let spec = TraceSpec::parse_cli("alternating:10,2,15").unwrap();
+        let t = generate(&spec, TimeDelta::from_secs(60)).unwrap();
+        assert_eq!(t.nominal_rate(), DataRate::from_mbps(6));
+        // A rate that does not divide evenly: carried remainders keep the mean within one
+        // opportunity over the whole trace.
+        let t = generate(
+            &TraceSpec::Constant { rate_mbps: 0.7 },
+            TimeDelta::from_secs(10),
+        )
+        .unwrap();
+        let want = 0.7e6 * 10.0 / 12000.0;
+        assert!((t.len() as f64 - want).abs() < 1.0, "{} vs {want}", t.len());
+        assert_eq!(t.period(), TimeDelta::from_secs(10));
+    }
+
+    #[test]
+    fn markov_is_seeded_and_visits_both_states() {
+        let spec = TraceSpec::parse_cli("markov:20,2,5,1,3").unwrap();
+        let a = generate(&spec, TimeDelta::from_secs(120)).unwrap();
+        let b = generate(&spec, TimeDelta::from_secs(120)).unwrap();
+        assert_eq!(a, b);
+        let c = generate(
+            &TraceSpec::parse_cli("markov:20,2,5,1,4").unwrap(),
+            TimeDelta::from_secs(120),
+        )
+        .unwrap();
+        assert_ne!(a, c);
+        let per_s = a.rate_series(TimeDelta::from_secs(1), TimeDelta::from_secs(120));
+        assert!(per_s.iter().any(|r| r.as_mbps_f64() > 19.0));
+        assert!(per_s.iter().any(|r| r.as_mbps_f64() < 3.0));
+        // Mean lies between the two rates, weighted toward the good state (5:1).
+        let mean = a.nominal_rate().as_mbps_f64();
+        assert!(mean > 8.0 && mean < 20.0, "{mean}");
+    }
+
+    #[test]
+    fn generate_rejects_bad_input() {
+        assert!(generate(
+            &TraceSpec::Constant { rate_mbps: 0.0 },
+            TimeDelta::from_secs(1)
+        )
+        .is_err());
+        assert!(generate(&TraceSpec::Constant { rate_mbps: 1.0 }, TimeDelta::ZERO).is_err());
+        assert!(generate(&TraceSpec::Steps { steps: vec![] }, TimeDelta::from_secs(1)).is_err());
+        // Too slow to give a single opportunity.
+        let e = generate(
+            &TraceSpec::Constant { rate_mbps: 0.001 },
+            TimeDelta::from_secs(1),
+        )
+        .unwrap_err();
+        assert!(e.contains("too low"), "{e}");
+    }
+}

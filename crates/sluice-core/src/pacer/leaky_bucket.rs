@@ -1,0 +1,297 @@
+//! libwebrtc's pacing controller (modules/pacing/pacing_controller), debt-based:
+//!
+//! * sending a packet adds its size to `media_debt` (capped at `pacing_rate * 500 ms`);
+//! * elapsed time (at most 2 s at once) pays the debt off at the (adjusted) pacing rate;
+//! * the next packet may go when the debt drains to zero, or at once while the time to drain
+//!   it is within `burst_interval` (0 = the paper-era behaviour; current libwebrtc: 40 ms);
+//! * retransmissions go before video; padding only when the queue is empty and the padding
+//!   debt is paid;
+//! * queue-time limit: when the average queue time approaches `queue_time_limit`, the rate is
+//!   raised to `queue_bytes / (limit - average queue time)` so the queue drains in time.
+//!
+//! The pacing rate is `pacing_factor * target`; WebRTC's video default is 1.1, the legacy
+//! default (ACE's WebRTC-B) 2.5 (notes §2).
+
+use super::prober::{Prober, PROBE_PADDING_SIZE};
+use super::queue::PacketQueue;
+use super::Pacer;
+use crate::cc::ProbeClusterConfig;
+use crate::packet::Packet;
+use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LeakyBucketConfig {
+    /// Pacing rate = pacing_factor * target rate (WebRTC video: 1.1; WebRTC-B: 2.5).
+    pub pacing_factor: f64,
+    /// Debt that may be sent at once (libwebrtc's "burst interval"); 0 paces every packet.
+    pub burst_interval_ms: f64,
+    /// Queue-time limit for the drain rule (libwebrtc: 2000 ms); 0 disables it.
+    pub queue_time_limit_ms: f64,
+    /// Cap on media debt, as a duration at the pacing rate (libwebrtc: 500 ms).
+    pub max_debt_ms: f64,
+}
+
+impl Default for LeakyBucketConfig {
+    fn default() -> Self {
+        LeakyBucketConfig {
+            pacing_factor: 1.1,
+            burst_interval_ms: 0.0,
+            queue_time_limit_ms: 2000.0,
+            max_debt_ms: 500.0,
+        }
+    }
+}
+
+/// Largest gap over which debt is paid off at once (libwebrtc: 2 s).
+const MAX_ELAPSED: TimeDelta = TimeDelta::from_secs(2);
+/// Padding is sent in 5 ms worth of the padding rate (libwebrtc).
+const PADDING_TARGET: TimeDelta = TimeDelta::from_ms(5);
+
+pub struct LeakyBucketPacer {
+    config: LeakyBucketConfig,
+    queue: PacketQueue,
+    prober: Prober,
+    pacing_rate: DataRate,
+    padding_rate: DataRate,
+    /// Rate after the queue-drain adjustment.
+    adjusted_rate: DataRate,
+    media_debt: DataSize,
+    padding_debt: DataSize,
+    last_update: Timestamp,
+}
+
+impl LeakyBucketPacer {
+    pub fn new(config: LeakyBucketConfig, now: Timestamp) -> Self {
+        LeakyBucketPacer {
+            config,
+            queue: PacketQueue::default(),
+            prober: Prober::default(),
+            pacing_rate: DataRate::from_kbps(300),
+            padding_rate: DataRate::ZERO,
+            adjusted_rate: DataRate::from_kbps(300),
+            media_debt: DataSize::ZERO,
+            padding_debt: DataSize::ZERO,
+            last_update: now,
+        }
+    }
+
+    /// Pays off debt for the time since the last update.
+    fn update_budget(&mut self, now: Timestamp) {
+        let elapsed = now.saturating_since(self.last_update).min(MAX_ELAPSED);
+        self.last_update = self.last_update.max(now);
+        self.media_debt = (self.media_debt - self.adjusted_rate * elapsed).max(DataSize::ZERO);
+        self.padding_debt = (self.padding_debt - self.padding_rate * elapsed).max(DataSize::ZERO);
+        self.update_adjusted_rate(now);
+    }
+
+    /// libwebrtc's drain rule: make the queue drain before the queue-time limit.
+    fn update_adjusted_rate(&mut self, now: Timestamp) {
+        self.adjusted_rate = self.pacing_rate;
+        if self.config.queue_time_limit_ms > 0.0 && !self.queue.is_empty() {
+            let limit = TimeDelta::from_ms_f64(self.config.queue_time_limit_ms);
+            let remaining =
+                (limit - self.queue.average_queue_time(now)).max(TimeDelta::from_ms(1));
+            let min_rate = self.queue.bytes() / remaining;
+            self.adjusted_rate = self.adjusted_rate.max(min_rate);
+        }
+    }
+
+    fn on_sent(&mut self, size: DataSize) {
+        let cap = self.adjusted_rate * TimeDelta::from_ms_f64(self.config.max_debt_ms);
+        self.media_debt = (self.media_debt + size).min(cap.max(size));
+    }
+
+    /// When the queue head may go, from the debt alone.
+    fn media_send_time(&self) -> Timestamp {
+        if self.queue.is_empty() {
+            return Timestamp::INFINITY;
+        }
+        let drain = self.media_debt / self.adjusted_rate;
+        let burst = TimeDelta::from_ms_f64(self.config.burst_interval_ms);
+        if self.media_debt == DataSize::ZERO || drain <= burst {
+            self.last_update
+        } else {
+            self.last_update + (drain - burst)
+        }
+    }
+
+    fn padding_send_time(&self) -> Timestamp {
+        if self.padding_rate == DataRate::ZERO || !self.queue.is_empty() {
+            return Timestamp::INFINITY;
+        }
+        self.last_update + self.padding_debt / self.padding_rate
+    }
+}
+
+impl Pacer for LeakyBucketPacer {
+    fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp) {
+        self.update_budget(now);
+        self.pacing_rate = pacing_rate.max(DataRate::from_bps(1));
+        self.padding_rate = padding_rate;
+        self.update_adjusted_rate(now);
+    }
+
+    fn enqueue(&mut self, mut packet: Packet, now: Timestamp) {
+        self.update_budget(now);
+        packet.enqueue_time = now;
+        self.queue.push(packet);
+        self.update_adjusted_rate(now);
+    }
+
+    fn create_probe_cluster(&mut self, cluster: ProbeClusterConfig, _now: Timestamp) {
+        self.prober.add_cluster(cluster);
+    }
+
+    fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
+        self.update_budget(now);
+        if let Some(id) = self.prober.due_cluster(now) {
+            let mut p = self.queue.pop().unwrap_or_else(|| Packet::padding(PROBE_PADDING_SIZE, now));
+            p.probe_cluster_id = Some(id);
+            self.prober.on_probe_sent(p.size, now);
+            self.on_sent(p.size);
+            self.update_adjusted_rate(now);
+            return Some(p);
+        }
+        if self.media_send_time() <= now {
+            let p = self.queue.pop()?;
+            self.on_sent(p.size);
+            self.update_adjusted_rate(now);
+            return Some(p);
+        }
+        if self.padding_send_time() <= now {
+            let size = (self.padding_rate * PADDING_TARGET).max(DataSize::from_bytes(50));
+            let size = size.min(PROBE_PADDING_SIZE);
+            self.padding_debt += size;
+            self.on_sent(size);
+            return Some(Packet::padding(size, now));
+        }
+        None
+    }
+
+    fn poll_timeout(&self) -> Timestamp {
+        self.prober
+            .next_probe_time()
+            .min(self.media_send_time())
+            .min(self.padding_send_time())
+    }
+
+    fn queue_size(&self) -> DataSize {
+        self.queue.bytes()
+    }
+    fn queue_packets(&self) -> usize {
+        self.queue.len()
+    }
+    fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta {
+        self.queue.oldest_queue_time(now)
+    }
+    fn pacing_rate(&self) -> DataRate {
+        self.adjusted_rate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn video(size: i64, seq: u64) -> Packet {
+        let mut p = Packet::padding(DataSize::from_bytes(size), Timestamp::ZERO);
+        p.kind = crate::packet::PacketKind::Video;
+        p.media_seq = seq;
+        p
+    }
+
+    /// Drains the pacer, returning each packet's send time.
+    fn drain(pacer: &mut LeakyBucketPacer, mut now: Timestamp) -> Vec<Timestamp> {
+        let mut times = Vec::new();
+        for _ in 0..10_000 {
+            while let Some(_p) = pacer.poll_send(now) {
+                times.push(now);
+            }
+            let next = pacer.poll_timeout();
+            if !next.is_finite() {
+                break;
+            }
+            assert!(next >= now, "timeout went backwards");
+            now = next;
+        }
+        times
+    }
+
+    #[test]
+    fn paces_at_the_rate_without_burst_interval() {
+        let cfg = LeakyBucketConfig { pacing_factor: 1.0, ..Default::default() };
+        let mut p = LeakyBucketPacer::new(cfg, Timestamp::ZERO);
+        // 12 Mbps = 1500 B per ms.
+        p.set_rates(DataRate::from_mbps(12), DataRate::ZERO, Timestamp::ZERO);
+        for i in 0..10 {
+            p.enqueue(video(1500, i), Timestamp::ZERO);
+        }
+        let times = drain(&mut p, Timestamp::ZERO);
+        let ms: Vec<i64> = times.iter().map(|t| t.as_us()).collect();
+        assert_eq!(ms, (0..10).map(|i| i * 1000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn burst_interval_lets_debt_go_at_once() {
+        let cfg =
+            LeakyBucketConfig { pacing_factor: 1.0, burst_interval_ms: 5.0, ..Default::default() };
+        let mut p = LeakyBucketPacer::new(cfg, Timestamp::ZERO);
+        p.set_rates(DataRate::from_mbps(12), DataRate::ZERO, Timestamp::ZERO);
+        for i in 0..10 {
+            p.enqueue(video(1500, i), Timestamp::ZERO);
+        }
+        let times = drain(&mut p, Timestamp::ZERO);
+        // Six packets go at t=0 (debt up to 5 ms drains within the burst interval), then one
+        // per millisecond.
+        assert_eq!(times.iter().filter(|t| **t == Timestamp::ZERO).count(), 6);
+        assert_eq!(*times.last().unwrap(), Timestamp::from_ms(4));
+    }
+
+    #[test]
+    fn retransmission_goes_first() {
+        let mut p = LeakyBucketPacer::new(LeakyBucketConfig::default(), Timestamp::ZERO);
+        p.set_rates(DataRate::from_mbps(1), DataRate::ZERO, Timestamp::ZERO);
+        p.enqueue(video(1000, 1), Timestamp::ZERO);
+        p.enqueue(video(1000, 2), Timestamp::ZERO);
+        let mut rtx = video(1000, 0);
+        rtx.kind = crate::packet::PacketKind::Retransmission;
+        p.enqueue(rtx, Timestamp::ZERO);
+        assert_eq!(p.poll_send(Timestamp::ZERO).unwrap().media_seq, 0);
+    }
+
+    #[test]
+    fn queue_time_limit_raises_the_rate() {
+        let mut p = LeakyBucketPacer::new(LeakyBucketConfig::default(), Timestamp::ZERO);
+        p.set_rates(DataRate::from_kbps(100), DataRate::ZERO, Timestamp::ZERO);
+        // 100 kB at 100 kbps would take 8 s; the limit forces it out within ~2 s.
+        for i in 0..100 {
+            p.enqueue(video(1000, i), Timestamp::ZERO);
+        }
+        let times = drain(&mut p, Timestamp::ZERO);
+        assert_eq!(times.len(), 100);
+        assert!(*times.last().unwrap() <= Timestamp::from_ms(2100), "{:?}", times.last());
+        assert!(p.pacing_rate() >= DataRate::from_kbps(100));
+    }
+
+    #[test]
+    fn padding_only_when_idle() {
+        let mut p = LeakyBucketPacer::new(LeakyBucketConfig::default(), Timestamp::ZERO);
+        p.set_rates(DataRate::from_mbps(1), DataRate::from_kbps(800), Timestamp::ZERO);
+        p.enqueue(video(1000, 1), Timestamp::ZERO);
+        assert_eq!(p.poll_send(Timestamp::ZERO).unwrap().kind, crate::packet::PacketKind::Video);
+        // Queue empty now: padding follows at the padding rate.
+        let mut now = Timestamp::ZERO;
+        let mut padding = DataSize::ZERO;
+        while now < Timestamp::from_ms(1000) {
+            now = p.poll_timeout();
+            while let Some(pkt) = p.poll_send(now) {
+                assert_eq!(pkt.kind, crate::packet::PacketKind::Padding);
+                padding += pkt.size;
+            }
+        }
+        let rate = padding / (now - Timestamp::ZERO);
+        assert!(rate.as_kbps_f64() > 600.0 && rate.as_kbps_f64() < 900.0, "{rate:?}");
+    }
+}

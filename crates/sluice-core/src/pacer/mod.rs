@@ -1,0 +1,67 @@
+//! Pacers behind one trait. A pacer holds the packets the encoder produced and releases them
+//! onto the network at its own schedule. It also sends the probe clusters the congestion
+//! controller asks for (the prober is shared by all pacers, as libwebrtc's is part of its
+//! pacing controller).
+//!
+//! * [`leaky_bucket::LeakyBucketPacer`]: libwebrtc's debt-based pacing controller.
+//! * [`unpaced::Unpaced`]: no pacing ("always burst").
+
+pub mod leaky_bucket;
+pub mod prober;
+pub mod queue;
+pub mod unpaced;
+
+use crate::cc::ProbeClusterConfig;
+use crate::packet::Packet;
+use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// A pacer: packets in with `enqueue`, out with `poll_send`.
+pub trait Pacer {
+    /// New rates from the congestion controller. `pacing_rate` already includes the pacing
+    /// factor; `padding_rate` is the rate to fill with padding when there is no media.
+    fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp);
+    /// A packet to send (video or retransmission).
+    fn enqueue(&mut self, packet: Packet, now: Timestamp);
+    /// A probe cluster to send.
+    fn create_probe_cluster(&mut self, cluster: ProbeClusterConfig, now: Timestamp);
+    /// The next packet to put on the wire at `now`, if it is due. Padding packets are created
+    /// by the pacer. Call repeatedly until `None`.
+    fn poll_send(&mut self, now: Timestamp) -> Option<Packet>;
+    /// When `poll_send` may next return a packet (`Timestamp::INFINITY` if never without new
+    /// input).
+    fn poll_timeout(&self) -> Timestamp;
+    /// Bytes and packets waiting.
+    fn queue_size(&self) -> DataSize;
+    fn queue_packets(&self) -> usize;
+    /// How long the oldest waiting packet has waited.
+    fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta;
+    /// The current pacing rate (including any queue-drain adjustment).
+    fn pacing_rate(&self) -> DataRate;
+}
+
+/// Pacer choice and parameters, part of a scheme.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum PacerConfig {
+    /// libwebrtc's leaky bucket.
+    LeakyBucket(leaky_bucket::LeakyBucketConfig),
+    /// No pacing: media leaves as soon as it is packetized.
+    None,
+}
+
+impl PacerConfig {
+    pub fn build(&self, now: Timestamp) -> Box<dyn Pacer> {
+        match self {
+            PacerConfig::LeakyBucket(c) => Box::new(leaky_bucket::LeakyBucketPacer::new(c.clone(), now)),
+            PacerConfig::None => Box::new(unpaced::Unpaced::new(now)),
+        }
+    }
+    /// Multiplier from the target rate to the pacing rate.
+    pub fn pacing_factor(&self) -> f64 {
+        match self {
+            PacerConfig::LeakyBucket(c) => c.pacing_factor,
+            PacerConfig::None => 1.0,
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! The pacer's packet queue: retransmissions before video (libwebrtc's priorities: video RTX
+//! above video), FIFO within a class, with byte counts and queue-time bookkeeping for the
+//! queue-drain rule.
+
+use crate::packet::{Packet, PacketKind};
+use crate::units::{DataSize, TimeDelta, Timestamp};
+use std::collections::VecDeque;
+
+#[derive(Debug, Default)]
+pub struct PacketQueue {
+    retransmissions: VecDeque<Packet>,
+    video: VecDeque<Packet>,
+    bytes: DataSize,
+    /// Sum of enqueue times in microseconds, for the average queue time.
+    enqueue_time_sum_us: i128,
+}
+
+impl PacketQueue {
+    pub fn push(&mut self, packet: Packet) {
+        self.bytes += packet.size;
+        self.enqueue_time_sum_us += packet.enqueue_time.as_us() as i128;
+        match packet.kind {
+            PacketKind::Retransmission => self.retransmissions.push_back(packet),
+            _ => self.video.push_back(packet),
+        }
+    }
+
+    pub fn peek(&self) -> Option<&Packet> {
+        self.retransmissions.front().or_else(|| self.video.front())
+    }
+
+    pub fn pop(&mut self) -> Option<Packet> {
+        let p = self.retransmissions.pop_front().or_else(|| self.video.pop_front())?;
+        self.bytes -= p.size;
+        self.enqueue_time_sum_us -= p.enqueue_time.as_us() as i128;
+        Some(p)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.retransmissions.is_empty() && self.video.is_empty()
+    }
+    pub fn len(&self) -> usize {
+        self.retransmissions.len() + self.video.len()
+    }
+    pub fn bytes(&self) -> DataSize {
+        self.bytes
+    }
+
+    /// Mean time the queued packets have waited.
+    pub fn average_queue_time(&self, now: Timestamp) -> TimeDelta {
+        let n = self.len() as i128;
+        if n == 0 {
+            return TimeDelta::ZERO;
+        }
+        let mean_enqueue = self.enqueue_time_sum_us / n;
+        TimeDelta::from_us((now.as_us() as i128 - mean_enqueue) as i64)
+    }
+
+    pub fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta {
+        let oldest = [self.retransmissions.front(), self.video.front()]
+            .into_iter()
+            .flatten()
+            .map(|p| p.enqueue_time)
+            .min();
+        oldest.map_or(TimeDelta::ZERO, |t| now.saturating_since(t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkt(kind: PacketKind, seq: u64, t_ms: i64) -> Packet {
+        let mut p = Packet::padding(DataSize::from_bytes(1000), Timestamp::from_ms(t_ms));
+        p.kind = kind;
+        p.media_seq = seq;
+        p
+    }
+
+    #[test]
+    fn retransmissions_jump_the_queue() {
+        let mut q = PacketQueue::default();
+        q.push(pkt(PacketKind::Video, 1, 0));
+        q.push(pkt(PacketKind::Video, 2, 0));
+        q.push(pkt(PacketKind::Retransmission, 0, 10));
+        assert_eq!(q.bytes().as_bytes(), 3000);
+        assert_eq!(q.average_queue_time(Timestamp::from_ms(30)).as_ms(), 26);
+        assert_eq!(q.pop().unwrap().media_seq, 0);
+        assert_eq!(q.pop().unwrap().media_seq, 1);
+        assert_eq!(q.oldest_queue_time(Timestamp::from_ms(30)).as_ms(), 30);
+        assert_eq!(q.pop().unwrap().media_seq, 2);
+        assert!(q.pop().is_none());
+        assert_eq!(q.bytes(), DataSize::ZERO);
+    }
+}

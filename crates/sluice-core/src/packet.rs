@@ -1,0 +1,155 @@
+//! What travels between the nodes of a session: media packets (RTP-like) and feedback
+//! messages (RTCP-like), wrapped in a [`Datagram`].
+//!
+//! Sizes are on-wire sizes: `size` includes the RTP-like header and the UDP/IP overhead
+//! that the link serialises ([`PACKET_OVERHEAD`]).
+
+use crate::units::{DataSize, TimeDelta, Timestamp};
+
+/// IPv4 + UDP headers (28 bytes) counted on the link for every datagram.
+pub const UDP_IP_OVERHEAD: DataSize = DataSize::from_bytes(28);
+/// RTP fixed header (12) + a one-byte-header extension block carrying the transport-wide
+/// sequence number (4 + 4) + Sluice's frame descriptor (frame id, packet index and count,
+/// reference frame; 12 bytes): see [`crate::packetizer::RtpHeader`].
+pub const RTP_HEADER_SIZE: DataSize = DataSize::from_bytes(32);
+/// Per-packet overhead on the wire on top of the payload.
+pub const PACKET_OVERHEAD: DataSize = DataSize::from_bytes(28 + 32);
+
+/// Identifier of a flow through the simulated network (the video session is flow 0; cross
+/// traffic takes other ids).
+pub type FlowId = u32;
+
+/// What a media-path packet carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketKind {
+    /// A packet of an encoded video frame.
+    Video,
+    /// A retransmission (RTX) of the video packet with this media sequence number.
+    Retransmission,
+    /// Padding: no media, only bytes (probing, keeping the feedback loop alive).
+    Padding,
+}
+
+/// One media-path packet (RTP-like).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Packet {
+    pub flow: FlowId,
+    pub kind: PacketKind,
+    /// Transport-wide sequence number, assigned when the packet leaves the pacer (TWCC).
+    pub transport_seq: u64,
+    /// Media (RTP) sequence number; a retransmission repeats the original's.
+    pub media_seq: u64,
+    pub frame_id: u64,
+    /// Index of this packet within its frame and the frame's packet count.
+    pub packet_index: u16,
+    pub packet_count: u16,
+    /// The frame this frame references (`None` for a keyframe).
+    pub ref_frame_id: Option<u64>,
+    pub is_keyframe: bool,
+    /// On-wire size (payload + RTP header + UDP/IP).
+    pub size: DataSize,
+    /// When the sender handed it to the network.
+    pub send_time: Timestamp,
+    /// The probe cluster this packet belongs to, if any.
+    pub probe_cluster_id: Option<u32>,
+    /// When the packet entered the pacer queue (for pacer-delay metrics).
+    pub enqueue_time: Timestamp,
+}
+
+impl Packet {
+    /// A padding packet of `size` bytes on the wire.
+    pub fn padding(size: DataSize, now: Timestamp) -> Packet {
+        Packet {
+            flow: 0,
+            kind: PacketKind::Padding,
+            transport_seq: 0,
+            media_seq: 0,
+            frame_id: 0,
+            packet_index: 0,
+            packet_count: 0,
+            ref_frame_id: None,
+            is_keyframe: false,
+            size,
+            send_time: now,
+            probe_cluster_id: None,
+            enqueue_time: now,
+        }
+    }
+}
+
+/// One packet's entry in transport-wide feedback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketReport {
+    pub transport_seq: u64,
+    /// Arrival time in the receiver's clock; `None` if the packet was not received (yet)
+    /// when the report was made.
+    pub arrival_time: Option<Timestamp>,
+}
+
+/// Transport-wide congestion-control feedback (TWCC semantics: every packet in the
+/// reported range, received or not, with per-packet arrival times).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransportFeedback {
+    pub flow: FlowId,
+    /// Feedback counter (wraps at 255 on the wire).
+    pub feedback_seq: u64,
+    /// Reports sorted by transport sequence number, covering a contiguous range.
+    pub packets: Vec<PacketReport>,
+    /// Time from the arrival of the newest reported packet to the sending of this report,
+    /// measured by the receiver (the DLSR of an RTCP receiver report; lets the sender compute
+    /// RTT without sharing a clock).
+    pub hold_time: TimeDelta,
+}
+
+/// RTCP-like messages from the receiver to the sender.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Feedback {
+    Transport(TransportFeedback),
+    /// Generic NACK: the media sequence numbers the receiver is missing.
+    Nack { flow: FlowId, media_seqs: Vec<u64> },
+    /// Picture loss indication: the receiver needs a keyframe.
+    KeyframeRequest { flow: FlowId },
+}
+
+impl Feedback {
+    /// Approximate on-wire size, following the RTCP formats (TWCC: 20 bytes of header plus
+    /// about 2 bytes per packet of chunk and delta; NACK: 12 + 4 per lost packet; PLI: 12),
+    /// plus UDP/IP.
+    pub fn wire_size(&self) -> DataSize {
+        let body = match self {
+            Feedback::Transport(fb) => 20 + 2 * fb.packets.len() as i64,
+            Feedback::Nack { media_seqs, .. } => 12 + 4 * media_seqs.len() as i64,
+            Feedback::KeyframeRequest { .. } => 12,
+        };
+        DataSize::from_bytes(body) + UDP_IP_OVERHEAD
+    }
+
+    pub fn flow(&self) -> FlowId {
+        match self {
+            Feedback::Transport(fb) => fb.flow,
+            Feedback::Nack { flow, .. } | Feedback::KeyframeRequest { flow } => *flow,
+        }
+    }
+}
+
+/// The unit that links carry between nodes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Datagram {
+    Media(Packet),
+    Feedback(Feedback),
+}
+
+impl Datagram {
+    pub fn size(&self) -> DataSize {
+        match self {
+            Datagram::Media(p) => p.size,
+            Datagram::Feedback(f) => f.wire_size(),
+        }
+    }
+    pub fn flow(&self) -> FlowId {
+        match self {
+            Datagram::Media(p) => p.flow,
+            Datagram::Feedback(f) => f.flow(),
+        }
+    }
+}

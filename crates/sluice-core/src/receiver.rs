@@ -1,0 +1,479 @@
+//! The receiver: frame reassembly, decodability through the reference chain, display,
+//! transport-wide feedback (TWCC semantics), NACKs with RTT-based retries, and keyframe
+//! requests when the chain breaks.
+//!
+//! * A frame is **complete** when all its packets have arrived.
+//! * A frame is **decodable** when it is complete and it is a keyframe or the frame it
+//!   references has been decoded. Decodable frames are displayed at once, in order (no
+//!   jitter buffer: the low-latency setting of the papers).
+//! * A missing packet is NACKed when the gap is seen and again every RTT (the receiver
+//!   measures RTT as NACK -> retransmission time); after `max_nack_retries` or `nack_give_up`
+//!   it gives up, the chain is broken, and the receiver asks for a keyframe (repeated every
+//!   `keyframe_request_interval` until one is displayed).
+
+use crate::packet::{
+    Datagram, Feedback, FlowId, Packet, PacketKind, PacketReport, TransportFeedback,
+};
+use crate::units::{TimeDelta, Timestamp};
+use std::collections::{BTreeMap, VecDeque};
+
+#[derive(Clone, Debug)]
+pub struct ReceiverConfig {
+    /// Transport feedback interval (libwebrtc: 100 ms by default, 50-250 ms adaptive).
+    pub feedback_interval: TimeDelta,
+    /// Give up a NACKed packet after this many requests (libwebrtc: 10).
+    pub max_nack_retries: u32,
+    /// ...or after it has been missing this long.
+    pub nack_give_up: TimeDelta,
+    /// RTT assumed before the first measurement.
+    pub initial_rtt: TimeDelta,
+    pub keyframe_request_interval: TimeDelta,
+}
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        ReceiverConfig {
+            feedback_interval: TimeDelta::from_ms(50),
+            max_nack_retries: 10,
+            nack_give_up: TimeDelta::from_secs(1),
+            initial_rtt: TimeDelta::from_ms(100),
+            keyframe_request_interval: TimeDelta::from_ms(300),
+        }
+    }
+}
+
+/// What the receiver reports for metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReceiverEvent {
+    FrameCompleted { frame_id: u64, time: Timestamp },
+    FrameDisplayed { frame_id: u64, time: Timestamp },
+    /// Frames that were skipped because a later keyframe was displayed first.
+    FrameDiscarded { frame_id: u64, time: Timestamp },
+    KeyframeRequested { time: Timestamp },
+}
+
+#[derive(Debug)]
+struct FrameAssembly {
+    packet_count: u16,
+    received: Vec<bool>,
+    received_count: u16,
+    is_keyframe: bool,
+    ref_frame_id: Option<u64>,
+    complete: bool,
+}
+
+#[derive(Debug)]
+struct NackEntry {
+    first_missing: Timestamp,
+    last_sent: Option<Timestamp>,
+    retries: u32,
+}
+
+pub struct Receiver {
+    config: ReceiverConfig,
+    flow: FlowId,
+    // --- transport feedback ---
+    /// Arrivals not yet reported: transport seq -> arrival time.
+    unreported: BTreeMap<u64, Timestamp>,
+    /// First sequence number the next report covers.
+    next_report_seq: u64,
+    feedback_seq: u64,
+    next_feedback_time: Timestamp,
+    // --- media ---
+    frames: BTreeMap<u64, FrameAssembly>,
+    /// Highest frame id displayed so far (the decoder's reference).
+    last_decoded: Option<u64>,
+    highest_media_seq: Option<u64>,
+    received_media: BTreeMap<u64, ()>,
+    nacks: BTreeMap<u64, NackEntry>,
+    /// Round-trip time measured from NACK to retransmission (EWMA).
+    rtt: TimeDelta,
+    chain_broken: bool,
+    last_keyframe_request: Option<Timestamp>,
+    outbox: VecDeque<Feedback>,
+    events: VecDeque<ReceiverEvent>,
+}
+
+impl Receiver {
+    pub fn new(config: ReceiverConfig, flow: FlowId, now: Timestamp) -> Self {
+        Receiver {
+            rtt: config.initial_rtt,
+            next_feedback_time: now + config.feedback_interval,
+            config,
+            flow,
+            unreported: BTreeMap::new(),
+            next_report_seq: 0,
+            feedback_seq: 0,
+            frames: BTreeMap::new(),
+            last_decoded: None,
+            highest_media_seq: None,
+            received_media: BTreeMap::new(),
+            nacks: BTreeMap::new(),
+            chain_broken: false,
+            last_keyframe_request: None,
+            outbox: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The receiver's RTT estimate (from NACK round trips).
+    pub fn rtt(&self) -> TimeDelta {
+        self.rtt
+    }
+
+    pub fn handle_datagram(&mut self, d: Datagram, now: Timestamp) {
+        if let Datagram::Media(p) = d {
+            self.handle_packet(p, now);
+        }
+    }
+
+    fn handle_packet(&mut self, p: Packet, now: Timestamp) {
+        if p.transport_seq >= self.next_report_seq {
+            self.unreported.insert(p.transport_seq, now);
+        }
+        if p.kind == PacketKind::Padding {
+            return;
+        }
+        if let Some(entry) = self.nacks.remove(&p.media_seq) {
+            if p.kind == PacketKind::Retransmission && entry.retries == 1 {
+                if let Some(sent) = entry.last_sent {
+                    let sample = now - sent;
+                    self.rtt = self.rtt * 0.75 + sample * 0.25;
+                }
+            }
+        }
+        if self.received_media.insert(p.media_seq, ()).is_some() {
+            return; // duplicate
+        }
+        self.track_gaps(p.media_seq, now);
+        // Frames older than the decoder's position are useless now.
+        if self.last_decoded.is_some_and(|d| p.frame_id <= d) {
+            return;
+        }
+        let f = self.frames.entry(p.frame_id).or_insert_with(|| FrameAssembly {
+            packet_count: p.packet_count,
+            received: vec![false; p.packet_count as usize],
+            received_count: 0,
+            is_keyframe: p.is_keyframe,
+            ref_frame_id: p.ref_frame_id,
+            complete: false,
+        });
+        let idx = p.packet_index as usize;
+        if idx < f.received.len() && !f.received[idx] {
+            f.received[idx] = true;
+            f.received_count += 1;
+            if f.received_count == f.packet_count {
+                f.complete = true;
+                self.events.push_back(ReceiverEvent::FrameCompleted { frame_id: p.frame_id, time: now });
+                self.try_display(now);
+            }
+        }
+        // Forget media sequence numbers far behind (bounded memory).
+        if let Some(h) = self.highest_media_seq {
+            let floor = h.saturating_sub(100_000);
+            while self.received_media.first_key_value().is_some_and(|(k, _)| *k < floor) {
+                self.received_media.pop_first();
+            }
+        }
+    }
+
+    fn track_gaps(&mut self, media_seq: u64, now: Timestamp) {
+        match self.highest_media_seq {
+            None => self.highest_media_seq = Some(media_seq),
+            Some(h) if media_seq > h => {
+                let mut new_missing = Vec::new();
+                for s in h + 1..media_seq {
+                    if !self.received_media.contains_key(&s) {
+                        self.nacks.insert(
+                            s,
+                            NackEntry { first_missing: now, last_sent: None, retries: 0 },
+                        );
+                        new_missing.push(s);
+                    }
+                }
+                self.highest_media_seq = Some(media_seq);
+                if !new_missing.is_empty() {
+                    self.send_nacks(now);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Sends NACKs for entries that are due; gives up on hopeless ones.
+    fn send_nacks(&mut self, now: Timestamp) {
+        let mut due = Vec::new();
+        let mut gave_up = false;
+        let retry = self.rtt.max(TimeDelta::from_ms(5));
+        self.nacks.retain(|&seq, e| {
+            if e.retries >= self.config.max_nack_retries
+                || now - e.first_missing > self.config.nack_give_up
+            {
+                gave_up = true;
+                return false;
+            }
+            if e.last_sent.is_none_or(|t| now - t >= retry) {
+                e.last_sent = Some(now);
+                e.retries += 1;
+                due.push(seq);
+            }
+            true
+        });
+        if gave_up {
+            self.chain_broken = true;
+            self.request_keyframe(now);
+        }
+        if !due.is_empty() {
+            self.outbox.push_back(Feedback::Nack { flow: self.flow, media_seqs: due });
+        }
+    }
+
+    fn request_keyframe(&mut self, now: Timestamp) {
+        if self
+            .last_keyframe_request
+            .is_some_and(|t| now - t < self.config.keyframe_request_interval)
+        {
+            return;
+        }
+        self.last_keyframe_request = Some(now);
+        self.events.push_back(ReceiverEvent::KeyframeRequested { time: now });
+        self.outbox.push_back(Feedback::KeyframeRequest { flow: self.flow });
+    }
+
+    /// Displays every frame that has become decodable.
+    fn try_display(&mut self, now: Timestamp) {
+        loop {
+            // A complete keyframe newer than the decoder's position restarts the chain.
+            let next = match self.last_decoded {
+                Some(d) if !self.chain_broken => {
+                    let cand = d + 1;
+                    match self.frames.get(&cand) {
+                        Some(f) if f.complete && (f.is_keyframe || f.ref_frame_id == Some(d)) => {
+                            Some(cand)
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            let next = next.or_else(|| {
+                // Otherwise the newest complete keyframe beyond the decoder's position: at the
+                // start, after a break, or when a keyframe makes missing frames irrelevant.
+                self.frames
+                    .iter()
+                    .rev()
+                    .find(|(id, f)| {
+                        f.complete && f.is_keyframe && self.last_decoded.is_none_or(|d| **id > d)
+                    })
+                    .map(|(id, _)| *id)
+            });
+            let Some(id) = next else { break };
+            // Frames skipped over by a keyframe jump are discarded.
+            let skipped: Vec<u64> = self.frames.range(..id).map(|(k, _)| *k).collect();
+            for k in skipped {
+                self.frames.remove(&k);
+                self.events.push_back(ReceiverEvent::FrameDiscarded { frame_id: k, time: now });
+            }
+            self.frames.remove(&id);
+            self.last_decoded = Some(id);
+            self.chain_broken = false;
+            self.events.push_back(ReceiverEvent::FrameDisplayed { frame_id: id, time: now });
+        }
+    }
+
+    fn make_transport_feedback(&mut self, now: Timestamp) -> Option<Feedback> {
+        let (&last_seq, _) = self.unreported.last_key_value()?;
+        let mut packets = Vec::with_capacity((last_seq + 1 - self.next_report_seq) as usize);
+        let mut newest_arrival = Timestamp::ZERO;
+        for seq in self.next_report_seq..=last_seq {
+            let arrival = self.unreported.remove(&seq);
+            if let Some(a) = arrival {
+                newest_arrival = newest_arrival.max(a);
+            }
+            packets.push(PacketReport { transport_seq: seq, arrival_time: arrival });
+        }
+        self.next_report_seq = last_seq + 1;
+        self.feedback_seq += 1;
+        Some(Feedback::Transport(TransportFeedback {
+            flow: self.flow,
+            feedback_seq: self.feedback_seq,
+            packets,
+            hold_time: now - newest_arrival,
+        }))
+    }
+
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        if now >= self.next_feedback_time {
+            if let Some(fb) = self.make_transport_feedback(now) {
+                self.outbox.push_back(fb);
+            }
+            while self.next_feedback_time <= now {
+                self.next_feedback_time += self.config.feedback_interval;
+            }
+        }
+        if !self.nacks.is_empty() {
+            self.send_nacks(now);
+        }
+        if self.chain_broken {
+            self.request_keyframe(now);
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Timestamp {
+        let mut t = self.next_feedback_time;
+        if !self.nacks.is_empty() {
+            let retry = self.rtt.max(TimeDelta::from_ms(5));
+            for e in self.nacks.values() {
+                let due = e.last_sent.map_or(e.first_missing, |s| s + retry);
+                t = t.min(due).min(e.first_missing + self.config.nack_give_up);
+            }
+        }
+        if self.chain_broken {
+            let due = self
+                .last_keyframe_request
+                .map_or(Timestamp::ZERO, |r| r + self.config.keyframe_request_interval);
+            t = t.min(due);
+        }
+        t
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<Datagram> {
+        self.outbox.pop_front().map(Datagram::Feedback)
+    }
+
+    pub fn poll_event(&mut self) -> Option<ReceiverEvent> {
+        self.events.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packetizer::Packetizer;
+    use crate::units::DataSize;
+
+    fn frame(pz: &mut Packetizer, id: u64, bytes: i64, key: bool, tseq: &mut u64) -> Vec<Packet> {
+        let mut v = pz.packetize(
+            id,
+            DataSize::from_bytes(bytes),
+            key,
+            if key { None } else { Some(id - 1) },
+            Timestamp::ZERO,
+        );
+        for p in &mut v {
+            p.transport_seq = *tseq;
+            *tseq += 1;
+        }
+        v
+    }
+
+    fn displayed(r: &mut Receiver) -> Vec<u64> {
+        let mut v = Vec::new();
+        while let Some(e) = r.poll_event() {
+            if let ReceiverEvent::FrameDisplayed { frame_id, .. } = e {
+                v.push(frame_id);
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn displays_in_order_and_waits_for_missing_reference() {
+        let mut pz = Packetizer::new(0, DataSize::from_bytes(1000));
+        let mut r = Receiver::new(ReceiverConfig::default(), 0, Timestamp::ZERO);
+        let mut tseq = 0;
+        let f0 = frame(&mut pz, 0, 2500, true, &mut tseq);
+        let f1 = frame(&mut pz, 1, 1500, false, &mut tseq);
+        let f2 = frame(&mut pz, 2, 500, false, &mut tseq);
+        let t = Timestamp::from_ms(10);
+        for p in f0 {
+            r.handle_datagram(Datagram::Media(p), t);
+        }
+        assert_eq!(displayed(&mut r), vec![0]);
+        // Frame 1 loses its first packet; frame 2 is complete but must wait.
+        r.handle_datagram(Datagram::Media(f1[1].clone()), t);
+        r.handle_datagram(Datagram::Media(f2[0].clone()), t);
+        assert_eq!(displayed(&mut r), Vec::<u64>::new());
+        // The gap was NACKed at once.
+        match r.poll_transmit() {
+            Some(Datagram::Feedback(Feedback::Nack { media_seqs, .. })) => {
+                assert_eq!(media_seqs, vec![f1[0].media_seq])
+            }
+            other => panic!("expected a NACK, got {other:?}"),
+        }
+        let mut rtx = f1[0].clone();
+        rtx.kind = PacketKind::Retransmission;
+        r.handle_datagram(Datagram::Media(rtx), Timestamp::from_ms(60));
+        assert_eq!(displayed(&mut r), vec![1, 2]);
+        assert_eq!(r.rtt(), TimeDelta::from_ms(100) * 0.75 + TimeDelta::from_ms(50) * 0.25);
+    }
+
+    #[test]
+    fn transport_feedback_reports_every_packet_in_range() {
+        let mut pz = Packetizer::new(0, DataSize::from_bytes(1000));
+        let mut r = Receiver::new(ReceiverConfig::default(), 0, Timestamp::ZERO);
+        let mut tseq = 0;
+        let pkts = frame(&mut pz, 0, 4000, true, &mut tseq);
+        for (i, p) in pkts.into_iter().enumerate() {
+            if i != 1 {
+                r.handle_datagram(Datagram::Media(p), Timestamp::from_ms(10 + i as i64));
+            }
+        }
+        r.handle_timeout(Timestamp::from_ms(50));
+        let mut fb = None;
+        while let Some(Datagram::Feedback(f)) = r.poll_transmit() {
+            if let Feedback::Transport(t) = f {
+                fb = Some(t);
+            }
+        }
+        let fb = fb.expect("transport feedback");
+        let arrivals: Vec<Option<i64>> =
+            fb.packets.iter().map(|p| p.arrival_time.map(|t| t.as_ms())).collect();
+        assert_eq!(arrivals, vec![Some(10), None, Some(12), Some(13)]);
+        assert_eq!(fb.hold_time, TimeDelta::from_ms(37));
+    }
+
+    #[test]
+    fn gives_up_and_requests_keyframe_then_recovers_on_keyframe() {
+        let mut pz = Packetizer::new(0, DataSize::from_bytes(1000));
+        let cfg = ReceiverConfig::default();
+        let mut r = Receiver::new(cfg.clone(), 0, Timestamp::ZERO);
+        let mut tseq = 0;
+        for p in frame(&mut pz, 0, 500, true, &mut tseq) {
+            r.handle_datagram(Datagram::Media(p), Timestamp::ZERO);
+        }
+        let lost = frame(&mut pz, 1, 500, false, &mut tseq);
+        drop(lost);
+        for p in frame(&mut pz, 2, 500, false, &mut tseq) {
+            r.handle_datagram(Datagram::Media(p), Timestamp::from_ms(40));
+        }
+        // Run the timers past the give-up time without any retransmission arriving.
+        let mut now = Timestamp::from_ms(40);
+        let mut keyframe_requested = false;
+        while now < Timestamp::from_ms(1500) {
+            now = r.poll_timeout().max(now + TimeDelta::from_ms(1));
+            r.handle_timeout(now);
+            while let Some(d) = r.poll_transmit() {
+                if let Datagram::Feedback(Feedback::KeyframeRequest { .. }) = d {
+                    keyframe_requested = true;
+                }
+            }
+        }
+        assert!(keyframe_requested);
+        assert_eq!(displayed(&mut r), vec![0]);
+        for p in frame(&mut pz, 3, 3000, true, &mut tseq) {
+            r.handle_datagram(Datagram::Media(p), now);
+        }
+        let mut shown = Vec::new();
+        let mut discarded = Vec::new();
+        while let Some(e) = r.poll_event() {
+            match e {
+                ReceiverEvent::FrameDisplayed { frame_id, .. } => shown.push(frame_id),
+                ReceiverEvent::FrameDiscarded { frame_id, .. } => discarded.push(frame_id),
+                _ => {}
+            }
+        }
+        assert_eq!(shown, vec![3]);
+        assert_eq!(discarded, vec![2]);
+    }
+}

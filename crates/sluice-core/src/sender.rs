@@ -1,0 +1,413 @@
+//! The sender: frame clock -> encoder controller -> encoder -> packetizer -> pacer ->
+//! network, with the send history, NACK-driven retransmission, keyframe requests and the
+//! congestion controller fed by transport feedback.
+//!
+//! Sans-IO: `handle_feedback` and `handle_timeout` take input, `poll_transmit` yields the
+//! datagrams to put on the wire, `poll_timeout` says when to call again, and `poll_event`
+//! yields what happened (for metrics).
+
+use crate::cc::{CongestionController, PacketResult, SentPacket, TransportPacketsFeedback};
+use crate::encoder::{Encoder, FrameRequest};
+use crate::encoder_controller::{EncoderController, FrameContext};
+use crate::packet::{Datagram, Feedback, Packet, PacketKind, TransportFeedback};
+use crate::packetizer::Packetizer;
+use crate::pacer::Pacer;
+use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
+use std::collections::VecDeque;
+
+/// Sender parameters that are not part of a scheme's components.
+#[derive(Clone, Debug)]
+pub struct SenderConfig {
+    pub fps: f64,
+    pub max_payload: DataSize,
+    /// How long sent packets are kept for retransmission and feedback matching.
+    pub history: TimeDelta,
+    /// Keyframe requests closer together than this are ignored (libwebrtc: 300 ms).
+    pub min_keyframe_interval: TimeDelta,
+    /// Stop capturing at this time (the session length).
+    pub capture_until: Timestamp,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        SenderConfig {
+            fps: 30.0,
+            max_payload: DataSize::from_bytes(crate::packetizer::DEFAULT_MAX_PAYLOAD),
+            history: TimeDelta::from_secs(2),
+            min_keyframe_interval: TimeDelta::from_ms(300),
+            capture_until: Timestamp::INFINITY,
+        }
+    }
+}
+
+/// What the sender reports for metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SenderEvent {
+    FrameEncoded {
+        frame_id: u64,
+        capture_time: Timestamp,
+        encode_start: Timestamp,
+        encode_end: Timestamp,
+        size: DataSize,
+        is_keyframe: bool,
+        qp: f64,
+        target_rate: DataRate,
+        packet_count: u16,
+    },
+    PacketSent { kind: PacketKind, frame_id: u64, size: DataSize, time: Timestamp },
+}
+
+#[derive(Debug)]
+struct SentRecord {
+    sent: SentPacket,
+    reported: bool,
+}
+
+#[derive(Debug)]
+struct MediaRecord {
+    packet: Packet,
+    last_sent: Timestamp,
+}
+
+/// The send history, indexed by transport and by media sequence number.
+#[derive(Debug, Default)]
+struct SendHistory {
+    transport_base: u64,
+    transport: VecDeque<SentRecord>,
+    media_base: u64,
+    media: VecDeque<MediaRecord>,
+    in_flight: DataSize,
+}
+
+impl SendHistory {
+    fn on_sent(&mut self, p: &Packet, sent: SentPacket) {
+        debug_assert_eq!(sent.transport_seq, self.transport_base + self.transport.len() as u64);
+        self.in_flight += sent.size;
+        self.transport.push_back(SentRecord { sent, reported: false });
+        if p.kind == PacketKind::Video {
+            if self.media.is_empty() {
+                self.media_base = p.media_seq;
+            }
+            if p.media_seq == self.media_base + self.media.len() as u64 {
+                self.media.push_back(MediaRecord { packet: p.clone(), last_sent: sent.send_time });
+            }
+        } else if p.kind == PacketKind::Retransmission {
+            if let Some(r) = self.media_mut(p.media_seq) {
+                r.last_sent = sent.send_time;
+            }
+        }
+    }
+
+    fn media_mut(&mut self, media_seq: u64) -> Option<&mut MediaRecord> {
+        let idx = media_seq.checked_sub(self.media_base)?;
+        self.media.get_mut(idx as usize)
+    }
+
+    fn report(&mut self, transport_seq: u64) -> Option<SentPacket> {
+        let idx = transport_seq.checked_sub(self.transport_base)? as usize;
+        let r = self.transport.get_mut(idx)?;
+        if !r.reported {
+            r.reported = true;
+            self.in_flight -= r.sent.size;
+        }
+        Some(r.sent)
+    }
+
+    fn prune(&mut self, now: Timestamp, keep: TimeDelta) {
+        while let Some(r) = self.transport.front() {
+            if now - r.sent.send_time <= keep {
+                break;
+            }
+            if !r.reported {
+                self.in_flight -= r.sent.size;
+            }
+            self.transport.pop_front();
+            self.transport_base += 1;
+        }
+        while let Some(r) = self.media.front() {
+            if now - r.packet.send_time <= keep {
+                break;
+            }
+            self.media.pop_front();
+            self.media_base += 1;
+        }
+    }
+}
+
+/// One captured frame waiting for its encode to finish.
+struct PendingFrame {
+    ready: Timestamp,
+    packets: Vec<Packet>,
+}
+
+pub struct Sender {
+    config: SenderConfig,
+    cc: Box<dyn CongestionController>,
+    pacer: Box<dyn Pacer>,
+    pacing_factor: f64,
+    encoder: Box<dyn Encoder>,
+    controller: Box<dyn EncoderController>,
+    packetizer: Packetizer,
+    history: SendHistory,
+    next_transport_seq: u64,
+    frame_index: u64,
+    encoder_free_at: Timestamp,
+    pending: VecDeque<PendingFrame>,
+    force_keyframe: bool,
+    last_keyframe: Option<Timestamp>,
+    last_pacing_rates: (DataRate, DataRate),
+    smoothed_rtt: Option<TimeDelta>,
+    events: VecDeque<SenderEvent>,
+    start: Timestamp,
+}
+
+impl Sender {
+    pub fn new(
+        config: SenderConfig,
+        cc: Box<dyn CongestionController>,
+        pacer: Box<dyn Pacer>,
+        pacing_factor: f64,
+        encoder: Box<dyn Encoder>,
+        controller: Box<dyn EncoderController>,
+        now: Timestamp,
+    ) -> Self {
+        let packetizer = Packetizer::new(0, config.max_payload);
+        let mut s = Sender {
+            config,
+            cc,
+            pacer,
+            pacing_factor,
+            encoder,
+            controller,
+            packetizer,
+            history: SendHistory::default(),
+            next_transport_seq: 0,
+            frame_index: 0,
+            encoder_free_at: now,
+            pending: VecDeque::new(),
+            force_keyframe: false,
+            last_keyframe: None,
+            last_pacing_rates: (DataRate::ZERO, DataRate::ZERO),
+            smoothed_rtt: None,
+            events: VecDeque::new(),
+            start: now,
+        };
+        s.sync_controller_outputs(now);
+        s
+    }
+
+    fn next_capture_time(&self) -> Timestamp {
+        let t = self.start + TimeDelta::from_secs_f64(self.frame_index as f64 / self.config.fps);
+        if t >= self.config.capture_until {
+            Timestamp::INFINITY
+        } else {
+            t
+        }
+    }
+
+    /// The share of the target rate left for the encoder once per-packet overhead (RTP
+    /// header + UDP/IP) is paid, assuming full packets, as libwebrtc's overhead-aware
+    /// allocation does.
+    fn media_rate(&self) -> DataRate {
+        let payload = self.config.max_payload.as_bytes_f64();
+        let overhead = crate::packet::PACKET_OVERHEAD.as_bytes_f64();
+        self.cc.target_rate().scale(payload / (payload + overhead))
+    }
+
+    /// Current target rate of the congestion controller.
+    pub fn target_rate(&self) -> DataRate {
+        self.cc.target_rate()
+    }
+    pub fn pacing_rate(&self) -> DataRate {
+        self.pacer.pacing_rate()
+    }
+    pub fn pacer_queue_size(&self) -> DataSize {
+        self.pacer.queue_size()
+    }
+    pub fn pacer_oldest_queue_time(&self, now: Timestamp) -> TimeDelta {
+        self.pacer.oldest_queue_time(now)
+    }
+    pub fn smoothed_rtt(&self) -> Option<TimeDelta> {
+        self.smoothed_rtt
+    }
+    pub fn cc_signals(&self) -> crate::cc::CcSignals {
+        self.cc.signals()
+    }
+
+    /// Passes the controller's rates and probe requests to the pacer.
+    fn sync_controller_outputs(&mut self, now: Timestamp) {
+        let target = self.cc.target_rate();
+        let rates = (target.scale(self.pacing_factor), DataRate::ZERO);
+        if rates != self.last_pacing_rates {
+            self.pacer.set_rates(rates.0, rates.1, now);
+            self.last_pacing_rates = rates;
+        }
+        while let Some(cluster) = self.cc.poll_probe_cluster(now) {
+            self.pacer.create_probe_cluster(cluster, now);
+        }
+    }
+
+    fn capture_frame(&mut self, capture_time: Timestamp) {
+        let ctx = FrameContext {
+            now: capture_time,
+            frame_index: self.frame_index,
+            fps: self.config.fps,
+            cc_target: self.media_rate(),
+            cc_signals: self.cc.signals(),
+        };
+        let rate_control = self.controller.rate_control(&ctx);
+        let request = FrameRequest {
+            frame_index: self.frame_index,
+            capture_time,
+            rate_control,
+            force_keyframe: self.force_keyframe,
+        };
+        let frame = self.encoder.encode(&request);
+        self.force_keyframe = false;
+        if frame.is_keyframe {
+            self.last_keyframe = Some(capture_time);
+        }
+        let encode_start = capture_time.max(self.encoder_free_at);
+        let encode_end = encode_start + frame.encode_time;
+        self.encoder_free_at = encode_end;
+        let frame_id = self.frame_index;
+        let ref_frame = if frame.is_keyframe { None } else { frame_id.checked_sub(1) };
+        let packets =
+            self.packetizer.packetize(frame_id, frame.size, frame.is_keyframe, ref_frame, encode_end);
+        self.events.push_back(SenderEvent::FrameEncoded {
+            frame_id,
+            capture_time,
+            encode_start,
+            encode_end,
+            size: frame.size,
+            is_keyframe: frame.is_keyframe,
+            qp: frame.qp,
+            target_rate: rate_control.target_rate,
+            packet_count: packets.len() as u16,
+        });
+        self.pending.push_back(PendingFrame { ready: encode_end, packets });
+        self.frame_index += 1;
+    }
+
+    /// Time-driven work: captures, encodes finishing, controller timers.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        if self.cc.poll_timeout() <= now {
+            self.cc.handle_timeout(now);
+        }
+        while self.next_capture_time() <= now {
+            let t = self.next_capture_time();
+            self.capture_frame(t);
+        }
+        while self.pending.front().is_some_and(|f| f.ready <= now) {
+            if let Some(frame) = self.pending.pop_front() {
+                for p in frame.packets {
+                    self.pacer.enqueue(p, now);
+                }
+            }
+        }
+        self.history.prune(now, self.config.history);
+        self.sync_controller_outputs(now);
+    }
+
+    /// Feedback from the receiver.
+    pub fn handle_feedback(&mut self, feedback: Feedback, now: Timestamp) {
+        match feedback {
+            Feedback::Transport(fb) => self.on_transport_feedback(&fb, now),
+            Feedback::Nack { media_seqs, .. } => self.on_nack(&media_seqs, now),
+            Feedback::KeyframeRequest { .. } => {
+                let recent = self
+                    .last_keyframe
+                    .is_some_and(|t| now - t < self.config.min_keyframe_interval);
+                if !recent {
+                    self.force_keyframe = true;
+                }
+            }
+        }
+        self.sync_controller_outputs(now);
+    }
+
+    fn on_transport_feedback(&mut self, fb: &TransportFeedback, now: Timestamp) {
+        let prior_in_flight = self.history.in_flight;
+        let mut packets = Vec::with_capacity(fb.packets.len());
+        let mut newest: Option<(Timestamp, Timestamp)> = None; // (arrival, send time)
+        for report in &fb.packets {
+            let Some(sent) = self.history.report(report.transport_seq) else { continue };
+            if let Some(arrival) = report.arrival_time {
+                if newest.is_none_or(|(a, _)| arrival > a) {
+                    newest = Some((arrival, sent.send_time));
+                }
+            }
+            packets.push(PacketResult { sent, receive_time: report.arrival_time });
+        }
+        if let Some((_, send_time)) = newest {
+            let rtt = (now - send_time - fb.hold_time).max(TimeDelta::from_us(1));
+            self.smoothed_rtt = Some(match self.smoothed_rtt {
+                None => rtt,
+                Some(s) => s * 0.875 + rtt * 0.125,
+            });
+            self.cc.on_rtt_sample(rtt, now);
+        }
+        if packets.is_empty() {
+            return;
+        }
+        let feedback = TransportPacketsFeedback {
+            feedback_time: now,
+            packets,
+            prior_in_flight,
+            data_in_flight: self.history.in_flight,
+        };
+        self.cc.on_transport_feedback(&feedback, now);
+    }
+
+    fn on_nack(&mut self, media_seqs: &[u64], now: Timestamp) {
+        // Do not resend a packet more often than once per RTT (libwebrtc's RTX rate guard).
+        let min_gap = self.smoothed_rtt.unwrap_or(TimeDelta::from_ms(100)).min(TimeDelta::from_ms(500));
+        for &seq in media_seqs {
+            let Some(record) = self.history.media_mut(seq) else { continue };
+            if now - record.last_sent < min_gap && record.last_sent != record.packet.send_time {
+                continue;
+            }
+            let mut rtx = record.packet.clone();
+            rtx.kind = PacketKind::Retransmission;
+            record.last_sent = now;
+            self.pacer.enqueue(rtx, now);
+        }
+    }
+
+    /// The next datagram to put on the wire at `now`, if any.
+    pub fn poll_transmit(&mut self, now: Timestamp) -> Option<Datagram> {
+        let mut p = self.pacer.poll_send(now)?;
+        p.transport_seq = self.next_transport_seq;
+        self.next_transport_seq += 1;
+        p.send_time = now;
+        let sent = SentPacket {
+            transport_seq: p.transport_seq,
+            send_time: now,
+            size: p.size,
+            probe_cluster_id: p.probe_cluster_id,
+            is_padding: p.kind == PacketKind::Padding,
+            data_in_flight: self.history.in_flight + p.size,
+        };
+        self.history.on_sent(&p, sent);
+        self.cc.on_packet_sent(&sent, now);
+        self.events.push_back(SenderEvent::PacketSent {
+            kind: p.kind,
+            frame_id: p.frame_id,
+            size: p.size,
+            time: now,
+        });
+        Some(Datagram::Media(p))
+    }
+
+    pub fn poll_timeout(&self) -> Timestamp {
+        let pending = self.pending.front().map_or(Timestamp::INFINITY, |f| f.ready);
+        self.next_capture_time()
+            .min(pending)
+            .min(self.pacer.poll_timeout())
+            .min(self.cc.poll_timeout())
+    }
+
+    pub fn poll_event(&mut self) -> Option<SenderEvent> {
+        self.events.pop_front()
+    }
+}

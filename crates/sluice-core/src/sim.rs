@@ -1,0 +1,480 @@
+//! The deterministic virtual-time simulator: a discrete-event loop over a graph of nodes
+//! (sender, downlink, receiver, uplink) that jumps to the earliest timeout. Every node is a
+//! sans-IO state machine; the simulator only moves datagrams along the graph's edges and time
+//! forward. Same seed and config give identical output.
+//!
+//! The graph is a list of nodes with one outgoing edge each; a bottleneck-node policy or a
+//! cross-traffic source is one more [`Node`] variant and one more edge.
+
+use crate::cc::gcc::Gcc;
+use crate::encoder::model::{ModelEncoder, ModelEncoderConfig};
+use crate::encoder::Encoder;
+use crate::link::trace::Trace;
+use crate::link::{Link, LinkConfig, LinkRate, QueueLimit};
+use crate::metrics::{self, FrameRecord, LinkTotals, Recorder, Sample, Summary};
+use crate::packet::Datagram;
+use crate::receiver::{Receiver, ReceiverConfig};
+use crate::rng::Rng;
+use crate::scheme::{CcConfig, SchemeConfig};
+use crate::sender::{Sender, SenderConfig};
+use crate::units::{DataSize, TimeDelta, Timestamp};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// One direction of the network path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PathConfig {
+    /// Name of the trace file (informational; the trace itself is passed to
+    /// [`Simulation::new`]). `None`: unlimited rate.
+    pub trace: Option<String>,
+    /// Drop-tail limit in bytes (`queue_packets` and this are exclusive; neither: unlimited).
+    pub queue_bytes: Option<i64>,
+    pub queue_packets: Option<usize>,
+    /// One-way propagation delay.
+    pub delay_ms: f64,
+    /// IID random loss probability.
+    pub loss: f64,
+}
+
+impl Default for PathConfig {
+    fn default() -> Self {
+        PathConfig { trace: None, queue_bytes: None, queue_packets: None, delay_ms: 20.0, loss: 0.0 }
+    }
+}
+
+/// Which encoder a run uses.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum EncoderConfig {
+    Model(ModelEncoderConfig),
+}
+
+impl Default for EncoderConfig {
+    fn default() -> Self {
+        EncoderConfig::Model(ModelEncoderConfig::default())
+    }
+}
+
+/// Everything that defines a run (and goes into the result header).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunConfig {
+    pub scheme_name: String,
+    pub scheme: Option<SchemeConfig>,
+    pub seed: u64,
+    /// Capture duration.
+    pub duration_s: f64,
+    /// Extra time after the last capture so frames in flight can arrive.
+    pub drain_s: f64,
+    pub fps: f64,
+    pub sample_interval_ms: f64,
+    pub feedback_interval_ms: f64,
+    pub max_payload_bytes: i64,
+    pub encoder: EncoderConfig,
+    pub downlink: PathConfig,
+    pub uplink: PathConfig,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            scheme_name: "webrtc".into(),
+            scheme: None,
+            seed: 1,
+            duration_s: 30.0,
+            drain_s: 2.0,
+            fps: 30.0,
+            sample_interval_ms: 20.0,
+            feedback_interval_ms: 50.0,
+            max_payload_bytes: crate::packetizer::DEFAULT_MAX_PAYLOAD,
+            encoder: EncoderConfig::default(),
+            downlink: PathConfig::default(),
+            uplink: PathConfig::default(),
+        }
+    }
+}
+
+/// A configuration mistake (user input), reported, never a panic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for ConfigError {}
+
+impl RunConfig {
+    /// The scheme's components: the explicit composition if given, else the registry entry.
+    pub fn resolve_scheme(&self) -> Result<SchemeConfig, ConfigError> {
+        if let Some(s) = &self.scheme {
+            return Ok(s.clone());
+        }
+        crate::scheme::lookup(&self.scheme_name).map(|s| s.config).ok_or_else(|| {
+            let names: Vec<&str> = crate::scheme::registry().iter().map(|s| s.name).collect();
+            ConfigError(format!(
+                "unknown scheme '{}' (known: {})",
+                self.scheme_name,
+                names.join(", ")
+            ))
+        })
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |m: String| Err(ConfigError(m));
+        if !(self.duration_s > 0.0 && self.duration_s.is_finite()) {
+            return err(format!("duration must be positive, got {}", self.duration_s));
+        }
+        if !(self.fps > 0.0 && self.fps <= 1000.0) {
+            return err(format!("fps must be in (0, 1000], got {}", self.fps));
+        }
+        if self.drain_s < 0.0 || self.sample_interval_ms <= 0.0 || self.feedback_interval_ms <= 0.0
+        {
+            return err("drain, sample and feedback intervals must be positive".into());
+        }
+        if self.max_payload_bytes < 100 || self.max_payload_bytes > 1400 {
+            return err(format!("max payload must be 100..=1400 bytes, got {}", self.max_payload_bytes));
+        }
+        for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
+            if !(0.0..1.0).contains(&p.loss) {
+                return err(format!("{name} loss must be in [0, 1), got {}", p.loss));
+            }
+            if p.delay_ms < 0.0 || !p.delay_ms.is_finite() {
+                return err(format!("{name} delay must be >= 0 ms, got {}", p.delay_ms));
+            }
+            if p.queue_bytes.is_some() && p.queue_packets.is_some() {
+                return err(format!("{name}: give a queue limit in bytes or in packets, not both"));
+            }
+            if p.queue_bytes.is_some_and(|b| b < 1504) || p.queue_packets == Some(0) {
+                return err(format!("{name}: queue limit must hold at least one packet"));
+            }
+        }
+        self.resolve_scheme().map(|_| ())
+    }
+
+    fn link_config(p: &PathConfig, trace: Option<Arc<Trace>>) -> LinkConfig {
+        LinkConfig {
+            rate: trace.map_or(LinkRate::Unlimited, LinkRate::Trace),
+            queue: match (p.queue_bytes, p.queue_packets) {
+                (Some(b), _) => QueueLimit::Bytes(b),
+                (None, Some(n)) => QueueLimit::Packets(n),
+                (None, None) => QueueLimit::Unlimited,
+            },
+            delay: TimeDelta::from_ms_f64(p.delay_ms),
+            loss_rate: p.loss,
+        }
+    }
+}
+
+/// A node of the simulated graph.
+enum Node {
+    Sender(Box<Sender>),
+    Receiver(Box<Receiver>),
+    Link(Box<Link>),
+}
+
+impl Node {
+    fn handle_input(&mut self, d: Datagram, now: Timestamp) {
+        match self {
+            Node::Sender(s) => {
+                if let Datagram::Feedback(f) = d {
+                    s.handle_feedback(f, now);
+                }
+            }
+            Node::Receiver(r) => r.handle_datagram(d, now),
+            Node::Link(l) => l.handle_datagram(d, now),
+        }
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        match self {
+            Node::Sender(s) => s.handle_timeout(now),
+            Node::Receiver(r) => r.handle_timeout(now),
+            Node::Link(l) => l.handle_timeout(now),
+        }
+    }
+    fn poll_output(&mut self, now: Timestamp) -> Option<Datagram> {
+        match self {
+            Node::Sender(s) => s.poll_transmit(now),
+            Node::Receiver(r) => r.poll_transmit(),
+            Node::Link(l) => l.poll_datagram(now),
+        }
+    }
+    fn poll_timeout(&self) -> Timestamp {
+        match self {
+            Node::Sender(s) => s.poll_timeout(),
+            Node::Receiver(r) => r.poll_timeout(),
+            Node::Link(l) => l.poll_timeout(),
+        }
+    }
+}
+
+const SENDER: usize = 0;
+const DOWNLINK: usize = 1;
+const RECEIVER: usize = 2;
+const UPLINK: usize = 3;
+
+/// Results of a finished run.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub frames: Vec<FrameRecord>,
+    pub samples: Vec<Sample>,
+    pub summary: Summary,
+}
+
+pub struct Simulation {
+    now: Timestamp,
+    nodes: Vec<Node>,
+    /// `routes[i]`: where node i's output goes.
+    routes: Vec<usize>,
+    recorder: Recorder,
+    samples: Vec<Sample>,
+    sample_interval: TimeDelta,
+    next_sample: Timestamp,
+    capture_end: Timestamp,
+    end: Timestamp,
+    downlink_trace: Option<Arc<Trace>>,
+    last_sent_bytes: i64,
+    last_delivered_bytes: i64,
+}
+
+/// Builds the encoder a config asks for.
+pub fn build_encoder(cfg: &RunConfig) -> Box<dyn Encoder> {
+    match &cfg.encoder {
+        EncoderConfig::Model(m) => {
+            let mut m = m.clone();
+            // The model's content draws follow the run seed unless the config pins its own.
+            if m.seed == ModelEncoderConfig::default().seed {
+                m.seed = cfg.seed;
+            }
+            Box::new(ModelEncoder::new(m, cfg.fps))
+        }
+    }
+}
+
+impl Simulation {
+    /// A simulation of `cfg` over the given traces (`None`: unlimited rate), with `encoder`
+    /// (see [`build_encoder`] for the config's own).
+    pub fn new(
+        cfg: &RunConfig,
+        downlink_trace: Option<Arc<Trace>>,
+        uplink_trace: Option<Arc<Trace>>,
+        encoder: Box<dyn Encoder>,
+    ) -> Result<Simulation, ConfigError> {
+        cfg.validate()?;
+        let scheme = cfg.resolve_scheme()?;
+        let now = Timestamp::ZERO;
+        let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
+        let cc = match &scheme.cc {
+            CcConfig::Gcc(g) => Box::new(Gcc::new(g.clone(), now)),
+        };
+        let sender = Sender::new(
+            SenderConfig {
+                fps: cfg.fps,
+                max_payload: DataSize::from_bytes(cfg.max_payload_bytes),
+                capture_until: capture_end,
+                ..Default::default()
+            },
+            cc,
+            scheme.pacer.build(now),
+            scheme.pacer.pacing_factor(),
+            encoder,
+            scheme.encoder_controller.build(),
+            now,
+        );
+        let receiver = Receiver::new(
+            ReceiverConfig {
+                feedback_interval: TimeDelta::from_ms_f64(cfg.feedback_interval_ms),
+                ..Default::default()
+            },
+            0,
+            now,
+        );
+        let mut downlink = Link::new(
+            RunConfig::link_config(&cfg.downlink, downlink_trace.clone()),
+            Rng::fork(cfg.seed, "downlink"),
+        );
+        let mut uplink = Link::new(
+            RunConfig::link_config(&cfg.uplink, uplink_trace),
+            Rng::fork(cfg.seed, "uplink"),
+        );
+        // Drops are counted in the link stats; the per-packet log is not needed here.
+        downlink.set_drop_log(false);
+        uplink.set_drop_log(false);
+        let sample_interval = TimeDelta::from_ms_f64(cfg.sample_interval_ms);
+        Ok(Simulation {
+            now,
+            nodes: vec![
+                Node::Sender(Box::new(sender)),
+                Node::Link(Box::new(downlink)),
+                Node::Receiver(Box::new(receiver)),
+                Node::Link(Box::new(uplink)),
+            ],
+            routes: vec![DOWNLINK, RECEIVER, UPLINK, SENDER],
+            recorder: Recorder::default(),
+            samples: Vec::new(),
+            sample_interval,
+            next_sample: now + sample_interval,
+            capture_end,
+            end: capture_end + TimeDelta::from_secs_f64(cfg.drain_s),
+            downlink_trace,
+            last_sent_bytes: 0,
+            last_delivered_bytes: 0,
+        })
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+    pub fn end(&self) -> Timestamp {
+        self.end
+    }
+    pub fn is_finished(&self) -> bool {
+        self.now >= self.end
+    }
+
+    fn sender(&self) -> &Sender {
+        match &self.nodes[SENDER] {
+            Node::Sender(s) => s,
+            _ => unreachable!("node 0 is the sender by construction"),
+        }
+    }
+    fn link(&self, i: usize) -> &Link {
+        match &self.nodes[i] {
+            Node::Link(l) => l,
+            _ => unreachable!("nodes 1 and 3 are links by construction"),
+        }
+    }
+
+    /// Runs every node until nothing more happens at `self.now`.
+    fn settle(&mut self) {
+        let now = self.now;
+        let mut rounds = 0u32;
+        loop {
+            let mut progressed = false;
+            for i in 0..self.nodes.len() {
+                if self.nodes[i].poll_timeout() <= now {
+                    self.nodes[i].handle_timeout(now);
+                }
+                while let Some(d) = self.nodes[i].poll_output(now) {
+                    let to = self.routes[i];
+                    self.nodes[to].handle_input(d, now);
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                break;
+            }
+            rounds += 1;
+            assert!(rounds < 1_000_000, "simulation livelock at {now:?}");
+        }
+        self.collect_events();
+    }
+
+    fn collect_events(&mut self) {
+        if let Node::Sender(s) = &mut self.nodes[SENDER] {
+            while let Some(e) = s.poll_event() {
+                self.recorder.on_sender_event(e);
+            }
+        }
+        if let Node::Receiver(r) = &mut self.nodes[RECEIVER] {
+            while let Some(e) = r.poll_event() {
+                self.recorder.on_receiver_event(e);
+            }
+        }
+    }
+
+    fn take_sample(&mut self) {
+        let now = self.now;
+        let interval = self.sample_interval;
+        let sender = self.sender();
+        let down = self.link(DOWNLINK);
+        let stats = down.stats();
+        let signals = sender.cc_signals();
+        let capacity_bps = match &self.downlink_trace {
+            Some(t) => (t.capacity_between(now - interval, now) / interval).as_bps(),
+            None => 0,
+        };
+        let sent = self.recorder.sent_bytes_total;
+        let delivered = stats.delivered_bytes;
+        let sample = Sample {
+            t_us: now.as_us(),
+            target_rate_bps: sender.target_rate().as_bps(),
+            pacing_rate_bps: sender.pacing_rate().as_bps().min(i64::MAX / 2),
+            link_capacity_bps: capacity_bps,
+            send_rate_bps: (DataSize::from_bytes(sent - self.last_sent_bytes) / interval).as_bps(),
+            delivered_rate_bps: (DataSize::from_bytes(delivered - self.last_delivered_bytes)
+                / interval)
+                .as_bps(),
+            queue_bytes: down.queue_bytes().as_bytes(),
+            queue_packets: down.queue_packets() as u64,
+            queue_delay_us: down.last_queue_delay().as_us(),
+            pacer_queue_bytes: sender.pacer_queue_size().as_bytes(),
+            pacer_delay_us: sender.pacer_oldest_queue_time(now).as_us(),
+            rtt_us: sender.smoothed_rtt().map(|r| r.as_us()),
+            lost_packets: stats.dropped_loss_packets + stats.dropped_queue_packets,
+            cc_modified_trend: signals.modified_trend,
+            cc_threshold: signals.threshold,
+            cc_usage: signals.usage,
+            cc_link_capacity_bps: signals.link_capacity.map(|r| r.as_bps()),
+            cc_acknowledged_rate_bps: signals.acknowledged_rate.map(|r| r.as_bps()),
+            cc_in_alr: signals.in_alr,
+        };
+        self.last_sent_bytes = sent;
+        self.last_delivered_bytes = delivered;
+        self.samples.push(sample);
+    }
+
+    /// Advances virtual time to `until` (or the end of the run, whichever is first).
+    pub fn run_until(&mut self, until: Timestamp) {
+        let until = until.min(self.end);
+        loop {
+            self.settle();
+            if self.now >= self.next_sample && self.now <= self.capture_end {
+                self.take_sample();
+                self.next_sample += self.sample_interval;
+            }
+            let mut next = self.next_sample;
+            for n in &self.nodes {
+                next = next.min(n.poll_timeout());
+            }
+            // A node whose timeout is already due after settling would spin: step past it.
+            let next = next.max(self.now + TimeDelta::from_us(1));
+            if next > until {
+                self.now = self.now.max(until);
+                break;
+            }
+            self.now = next;
+        }
+    }
+
+    /// Runs to the end and returns the results.
+    pub fn run(mut self) -> RunResult {
+        self.run_until(self.end);
+        self.finish()
+    }
+
+    /// Summarises a run (normally after [`run_until`](Self::run_until) reached the end).
+    pub fn finish(mut self) -> RunResult {
+        self.settle();
+        let frames = self.recorder.frames();
+        let stats = self.link(DOWNLINK).stats();
+        // Utilisation covers the sampled part of the session (up to the last sample at or
+        // before the end of capture), so bytes delivered while draining do not count.
+        let sampled_until = self.samples.last().map_or(Timestamp::ZERO, |s| Timestamp::from_us(s.t_us));
+        let capacity_bytes = match &self.downlink_trace {
+            Some(t) => t.capacity_between(Timestamp::ZERO, sampled_until).as_bytes(),
+            None => 0,
+        };
+        let totals = LinkTotals {
+            arrived_packets: stats.arrived_packets,
+            dropped_packets: stats.dropped_loss_packets + stats.dropped_queue_packets,
+            delivered_bytes: self.last_delivered_bytes,
+            capacity_bytes,
+        };
+        let summary =
+            metrics::summarize(&frames, &self.samples, totals, &self.recorder, self.capture_end);
+        RunResult { frames, samples: self.samples, summary }
+    }
+}

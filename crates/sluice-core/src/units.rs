@@ -1,0 +1,439 @@
+//! Unit types with integer storage, in the spirit of libwebrtc's `api/units`.
+//!
+//! * [`Timestamp`]: a point in time, microseconds since the start of a session.
+//! * [`TimeDelta`]: a signed duration in microseconds.
+//! * [`DataSize`]: a signed amount of data in bytes.
+//! * [`DataRate`]: a signed rate in bits per second.
+//!
+//! Cross-unit operators are defined once here (size / time = rate, rate * time = size,
+//! size / rate = time), so bits-versus-bytes and ms-versus-us mistakes stop compiling.
+//! `Timestamp`, `TimeDelta` and `DataRate` have a plus-infinity value, used for
+//! "never" timeouts and unbounded rates.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub, SubAssign};
+
+const INF: i64 = i64::MAX;
+
+/// A point in (virtual or real) time, in microseconds from the start of the session.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    pub const ZERO: Timestamp = Timestamp(0);
+    /// "Never": the timeout of a state machine with nothing to do.
+    pub const INFINITY: Timestamp = Timestamp(INF);
+
+    pub const fn from_us(us: i64) -> Self {
+        Timestamp(us)
+    }
+    pub const fn from_ms(ms: i64) -> Self {
+        Timestamp(ms * 1000)
+    }
+    pub fn from_secs_f64(s: f64) -> Self {
+        Timestamp((s * 1e6).round() as i64)
+    }
+    pub const fn as_us(self) -> i64 {
+        self.0
+    }
+    pub const fn as_ms(self) -> i64 {
+        self.0 / 1000
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e6
+    }
+    pub const fn is_finite(self) -> bool {
+        self.0 != INF
+    }
+    /// Saturating difference: `self - earlier`, zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Timestamp) -> TimeDelta {
+        if earlier >= self {
+            TimeDelta::ZERO
+        } else {
+            self - earlier
+        }
+    }
+}
+
+/// A signed duration in microseconds.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct TimeDelta(i64);
+
+impl TimeDelta {
+    pub const ZERO: TimeDelta = TimeDelta(0);
+    pub const INFINITY: TimeDelta = TimeDelta(INF);
+
+    pub const fn from_us(us: i64) -> Self {
+        TimeDelta(us)
+    }
+    pub const fn from_ms(ms: i64) -> Self {
+        TimeDelta(ms * 1000)
+    }
+    pub const fn from_secs(s: i64) -> Self {
+        TimeDelta(s * 1_000_000)
+    }
+    pub fn from_secs_f64(s: f64) -> Self {
+        if s.is_infinite() && s > 0.0 {
+            return TimeDelta::INFINITY;
+        }
+        TimeDelta((s * 1e6).round() as i64)
+    }
+    pub fn from_ms_f64(ms: f64) -> Self {
+        TimeDelta((ms * 1e3).round() as i64)
+    }
+    pub const fn as_us(self) -> i64 {
+        self.0
+    }
+    pub const fn as_ms(self) -> i64 {
+        self.0 / 1000
+    }
+    pub fn as_ms_f64(self) -> f64 {
+        self.0 as f64 / 1e3
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        if self.0 == INF {
+            return f64::INFINITY;
+        }
+        self.0 as f64 / 1e6
+    }
+    pub const fn is_finite(self) -> bool {
+        self.0 != INF
+    }
+    pub fn abs(self) -> Self {
+        TimeDelta(self.0.abs())
+    }
+    pub fn clamp(self, lo: TimeDelta, hi: TimeDelta) -> Self {
+        TimeDelta(self.0.clamp(lo.0, hi.0))
+    }
+}
+
+/// An amount of data in bytes.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct DataSize(i64);
+
+impl DataSize {
+    pub const ZERO: DataSize = DataSize(0);
+
+    pub const fn from_bytes(b: i64) -> Self {
+        DataSize(b)
+    }
+    pub const fn from_kilobytes(kb: i64) -> Self {
+        DataSize(kb * 1000)
+    }
+    pub const fn as_bytes(self) -> i64 {
+        self.0
+    }
+    pub const fn as_bits(self) -> i64 {
+        self.0 * 8
+    }
+    pub fn as_bytes_f64(self) -> f64 {
+        self.0 as f64
+    }
+    pub fn max(self, other: DataSize) -> DataSize {
+        DataSize(self.0.max(other.0))
+    }
+    pub fn min(self, other: DataSize) -> DataSize {
+        DataSize(self.0.min(other.0))
+    }
+}
+
+/// A rate in bits per second.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct DataRate(i64);
+
+impl DataRate {
+    pub const ZERO: DataRate = DataRate(0);
+    pub const INFINITY: DataRate = DataRate(INF);
+
+    pub const fn from_bps(bps: i64) -> Self {
+        DataRate(bps)
+    }
+    pub const fn from_kbps(kbps: i64) -> Self {
+        DataRate(kbps * 1000)
+    }
+    pub const fn from_mbps(mbps: i64) -> Self {
+        DataRate(mbps * 1_000_000)
+    }
+    pub fn from_bps_f64(bps: f64) -> Self {
+        if bps.is_infinite() && bps > 0.0 {
+            return DataRate::INFINITY;
+        }
+        DataRate(bps.round() as i64)
+    }
+    pub const fn as_bps(self) -> i64 {
+        self.0
+    }
+    pub fn as_bps_f64(self) -> f64 {
+        if self.0 == INF {
+            return f64::INFINITY;
+        }
+        self.0 as f64
+    }
+    pub fn as_kbps_f64(self) -> f64 {
+        self.as_bps_f64() / 1e3
+    }
+    pub fn as_mbps_f64(self) -> f64 {
+        self.as_bps_f64() / 1e6
+    }
+    pub const fn is_finite(self) -> bool {
+        self.0 != INF
+    }
+    pub fn clamp(self, lo: DataRate, hi: DataRate) -> Self {
+        DataRate(self.0.clamp(lo.0, hi.0))
+    }
+    /// Scales by a dimensionless factor (rounded to the nearest bit per second).
+    pub fn scale(self, factor: f64) -> Self {
+        if self.0 == INF {
+            return self;
+        }
+        DataRate((self.0 as f64 * factor).round() as i64)
+    }
+}
+
+impl DataSize {
+    /// Scales by a dimensionless factor (rounded to the nearest byte).
+    pub fn scale(self, factor: f64) -> Self {
+        DataSize((self.0 as f64 * factor).round() as i64)
+    }
+}
+
+// ---- same-unit arithmetic ----
+
+macro_rules! linear_ops {
+    ($t:ident) => {
+        impl Add for $t {
+            type Output = $t;
+            fn add(self, o: $t) -> $t {
+                if self.0 == INF || o.0 == INF {
+                    return $t(INF);
+                }
+                $t(self.0 + o.0)
+            }
+        }
+        impl Sub for $t {
+            type Output = $t;
+            fn sub(self, o: $t) -> $t {
+                $t(self.0 - o.0)
+            }
+        }
+        impl AddAssign for $t {
+            fn add_assign(&mut self, o: $t) {
+                *self = *self + o;
+            }
+        }
+        impl SubAssign for $t {
+            fn sub_assign(&mut self, o: $t) {
+                *self = *self - o;
+            }
+        }
+        impl Neg for $t {
+            type Output = $t;
+            fn neg(self) -> $t {
+                $t(-self.0)
+            }
+        }
+        impl Mul<i64> for $t {
+            type Output = $t;
+            fn mul(self, k: i64) -> $t {
+                $t(self.0 * k)
+            }
+        }
+        impl Div<i64> for $t {
+            type Output = $t;
+            fn div(self, k: i64) -> $t {
+                $t(self.0 / k)
+            }
+        }
+        /// Ratio of two quantities of the same unit.
+        impl Div for $t {
+            type Output = f64;
+            fn div(self, o: $t) -> f64 {
+                self.0 as f64 / o.0 as f64
+            }
+        }
+        impl std::iter::Sum for $t {
+            fn sum<I: Iterator<Item = $t>>(iter: I) -> $t {
+                iter.fold($t(0), |a, b| a + b)
+            }
+        }
+    };
+}
+linear_ops!(TimeDelta);
+linear_ops!(DataSize);
+linear_ops!(DataRate);
+
+impl Mul<f64> for TimeDelta {
+    type Output = TimeDelta;
+    fn mul(self, k: f64) -> TimeDelta {
+        TimeDelta((self.0 as f64 * k).round() as i64)
+    }
+}
+
+// ---- Timestamp arithmetic ----
+
+impl Add<TimeDelta> for Timestamp {
+    type Output = Timestamp;
+    fn add(self, d: TimeDelta) -> Timestamp {
+        if self.0 == INF || d.0 == INF {
+            return Timestamp::INFINITY;
+        }
+        Timestamp(self.0 + d.0)
+    }
+}
+impl AddAssign<TimeDelta> for Timestamp {
+    fn add_assign(&mut self, d: TimeDelta) {
+        *self = *self + d;
+    }
+}
+impl Sub<TimeDelta> for Timestamp {
+    type Output = Timestamp;
+    fn sub(self, d: TimeDelta) -> Timestamp {
+        Timestamp(self.0 - d.0)
+    }
+}
+impl Sub for Timestamp {
+    type Output = TimeDelta;
+    fn sub(self, o: Timestamp) -> TimeDelta {
+        if self.0 == INF && o.0 != INF {
+            return TimeDelta::INFINITY;
+        }
+        TimeDelta(self.0 - o.0)
+    }
+}
+
+// ---- cross-unit operators ----
+
+/// size / time = rate
+impl Div<TimeDelta> for DataSize {
+    type Output = DataRate;
+    fn div(self, d: TimeDelta) -> DataRate {
+        if d.0 <= 0 {
+            return DataRate::INFINITY;
+        }
+        DataRate(((self.0 as i128 * 8 * 1_000_000) / d.0 as i128) as i64)
+    }
+}
+/// rate * time = size
+impl Mul<TimeDelta> for DataRate {
+    type Output = DataSize;
+    fn mul(self, d: TimeDelta) -> DataSize {
+        DataSize(((self.0 as i128 * d.0 as i128) / 8_000_000) as i64)
+    }
+}
+impl Mul<DataRate> for TimeDelta {
+    type Output = DataSize;
+    fn mul(self, r: DataRate) -> DataSize {
+        r * self
+    }
+}
+/// size / rate = time, rounded up to the next microsecond: waiting that long is always
+/// enough to send `size` at `rate` (`rate * (size / rate) >= size`), so schedulers built on it
+/// never wake up a microsecond early and spin.
+impl Div<DataRate> for DataSize {
+    type Output = TimeDelta;
+    fn div(self, r: DataRate) -> TimeDelta {
+        if r.0 == INF {
+            return TimeDelta::ZERO;
+        }
+        if r.0 <= 0 {
+            return TimeDelta::INFINITY;
+        }
+        let num = self.0 as i128 * 8_000_000;
+        let den = r.0 as i128;
+        let q = num.div_euclid(den) + if num.rem_euclid(den) != 0 { 1 } else { 0 };
+        TimeDelta(q as i64)
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == INF {
+            return write!(f, "+inf");
+        }
+        write!(f, "{:.6}s", self.0 as f64 / 1e6)
+    }
+}
+impl fmt::Debug for TimeDelta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == INF {
+            return write!(f, "+inf");
+        }
+        write!(f, "{:.3}ms", self.0 as f64 / 1e3)
+    }
+}
+impl fmt::Debug for DataSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}B", self.0)
+    }
+}
+impl fmt::Debug for DataRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == INF {
+            return write!(f, "+inf bps");
+        }
+        write!(f, "{:.3}Mbps", self.0 as f64 / 1e6)
+    }
+}
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+impl fmt::Display for TimeDelta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+impl fmt::Display for DataSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+impl fmt::Display for DataRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cross_unit_operators() {
+        let size = DataSize::from_bytes(1500);
+        let t = TimeDelta::from_ms(1);
+        assert_eq!((size / t).as_bps(), 12_000_000);
+        let rate = DataRate::from_mbps(12);
+        assert_eq!((rate * t).as_bytes(), 1500);
+        assert_eq!((size / rate).as_us(), 1000);
+    }
+
+    #[test]
+    fn infinities_saturate() {
+        assert_eq!(Timestamp::INFINITY + TimeDelta::from_ms(5), Timestamp::INFINITY);
+        assert_eq!(DataSize::from_bytes(10) / DataRate::INFINITY, TimeDelta::ZERO);
+        assert_eq!(DataSize::from_bytes(10) / DataRate::ZERO, TimeDelta::INFINITY);
+        assert!(!(Timestamp::INFINITY - Timestamp::from_ms(3)).is_finite());
+    }
+
+    #[test]
+    fn time_to_send_rounds_up() {
+        let rate = DataRate::from_bps(396_001);
+        for bytes in [1, 10, 999, 1500] {
+            let size = DataSize::from_bytes(bytes);
+            let t = size / rate;
+            assert!(rate * t >= size, "{bytes} B");
+            assert!(rate * (t - TimeDelta::from_us(1)) < size, "{bytes} B");
+        }
+    }
+
+    #[test]
+    fn large_rates_do_not_overflow() {
+        let rate = DataRate::from_mbps(200);
+        let size = rate * TimeDelta::from_secs(3600);
+        assert_eq!(size.as_bytes(), 90_000_000_000);
+        assert_eq!((size / TimeDelta::from_secs(3600)).as_bps(), 200_000_000);
+    }
+}

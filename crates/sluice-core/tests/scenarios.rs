@@ -1,0 +1,128 @@
+//! End-to-end scenarios on the deterministic simulator, with metric assertions.
+
+use sluice_core::link::trace::Trace;
+use sluice_core::link::trace_gen::{generate, TraceSpec};
+use sluice_core::metrics::FrameRecord;
+use sluice_core::sim::{build_encoder, PathConfig, RunConfig, RunResult, Simulation};
+use sluice_core::units::TimeDelta;
+use std::sync::Arc;
+
+fn trace(spec: &str, seconds: f64) -> Arc<Trace> {
+    let spec = TraceSpec::parse_cli(spec).expect("valid spec");
+    Arc::new(generate(&spec, TimeDelta::from_secs_f64(seconds)).expect("trace"))
+}
+
+fn run(scheme: &str, trace_spec: &str, seconds: f64, downlink: PathConfig, seed: u64) -> RunResult {
+    let cfg = RunConfig {
+        scheme_name: scheme.into(),
+        seed,
+        duration_s: seconds,
+        downlink,
+        ..Default::default()
+    };
+    let t = trace(trace_spec, seconds + 5.0);
+    let sim = Simulation::new(&cfg, Some(t), None, build_encoder(&cfg)).expect("valid config");
+    sim.run()
+}
+
+fn path(queue_packets: Option<usize>, queue_bytes: Option<i64>) -> PathConfig {
+    PathConfig { queue_packets, queue_bytes, delay_ms: 20.0, ..Default::default() }
+}
+
+fn p95(frames: &[&FrameRecord]) -> f64 {
+    let mut v: Vec<f64> =
+        frames.iter().map(|f| f.latency_us.map_or(f64::INFINITY, |l| l as f64 / 1e3)).collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    sluice_core::metrics::percentile(&v, 95.0)
+}
+
+/// Delivered over capacity between two times, from the samples.
+fn utilization_between(r: &RunResult, from_s: f64, to_s: f64) -> f64 {
+    let (mut delivered, mut capacity) = (0.0, 0.0);
+    for s in &r.samples {
+        let t = s.t_us as f64 / 1e6;
+        if t > from_s && t <= to_s {
+            delivered += s.delivered_rate_bps as f64;
+            capacity += s.link_capacity_bps as f64;
+        }
+    }
+    delivered / capacity
+}
+
+#[test]
+fn webrtc_fills_a_constant_12mbps_link_with_low_latency() {
+    let r = run("webrtc", "constant:12", 20.0, path(None, Some(100_000)), 1);
+    let util = utilization_between(&r, 10.0, 20.0);
+    assert!(util >= 0.70, "utilisation over 10-20 s: {util:.3}");
+    assert!(r.summary.latency_ms.p95 < 150.0, "P95 latency {:.1} ms", r.summary.latency_ms.p95);
+    assert!(r.summary.frames_displayed as f64 >= 0.98 * r.summary.frames_sent as f64);
+}
+
+#[test]
+fn webrtc_recovers_after_a_30_to_3_mbps_step() {
+    // 30 Mbps for 10 s, then 3 Mbps.
+    let r = run("webrtc", "steps:30@10,3@30", 20.0, path(None, None), 1);
+    let before: Vec<&FrameRecord> =
+        r.frames.iter().filter(|f| (5e6..10e6).contains(&(f.capture_us as f64))).collect();
+    assert!(p95(&before) < 150.0, "P95 before the step {:.1} ms", p95(&before));
+    // Within 5 s of the step, latency is back below 150 ms and stays there.
+    let after: Vec<&FrameRecord> =
+        r.frames.iter().filter(|f| f.capture_us >= 15_000_000).collect();
+    let worst = after
+        .iter()
+        .map(|f| f.latency_us.map_or(f64::INFINITY, |l| l as f64 / 1e3))
+        .fold(0.0, f64::max);
+    assert!(worst < 150.0, "worst latency from 15 s on: {worst:.1} ms");
+    // And the estimate actually followed the link down.
+    let last = r.samples.last().unwrap();
+    assert!(last.target_rate_bps < 3_300_000, "target {} bps", last.target_rate_bps);
+}
+
+#[test]
+fn always_burst_overflows_a_20_packet_queue_where_webrtc_does_not() {
+    let burst = run("always-burst", "constant:12", 20.0, path(Some(20), None), 1);
+    let paced = run("webrtc", "constant:12", 20.0, path(Some(20), None), 1);
+    assert!(burst.summary.loss_rate > 0.002, "always-burst loss {}", burst.summary.loss_rate);
+    assert!(
+        paced.summary.loss_rate < burst.summary.loss_rate / 10.0,
+        "webrtc loss {} vs always-burst {}",
+        paced.summary.loss_rate,
+        burst.summary.loss_rate
+    );
+}
+
+#[test]
+fn same_seed_same_frames() {
+    let a = run("webrtc", "markov:20,3,3,1,7", 10.0, path(None, Some(60_000)), 42);
+    let b = run("webrtc", "markov:20,3,3,1,7", 10.0, path(None, Some(60_000)), 42);
+    let c = run("webrtc", "markov:20,3,3,1,7", 10.0, path(None, Some(60_000)), 43);
+    let ja = serde_json::to_string(&a.frames).unwrap();
+    let jb = serde_json::to_string(&b.frames).unwrap();
+    let jc = serde_json::to_string(&c.frames).unwrap();
+    assert_eq!(ja, jb);
+    assert_ne!(ja, jc);
+    assert_eq!(
+        serde_json::to_string(&a.samples).unwrap(),
+        serde_json::to_string(&b.samples).unwrap()
+    );
+}
+
+#[test]
+fn bad_configs_are_errors_not_panics() {
+    let bad = [
+        RunConfig { scheme_name: "nope".into(), ..Default::default() },
+        RunConfig { duration_s: -1.0, ..Default::default() },
+        RunConfig {
+            downlink: PathConfig { queue_bytes: Some(10), ..Default::default() },
+            ..Default::default()
+        },
+        RunConfig {
+            downlink: PathConfig { loss: 1.5, ..Default::default() },
+            ..Default::default()
+        },
+    ];
+    for cfg in bad {
+        let err = Simulation::new(&cfg, None, None, build_encoder(&cfg)).err();
+        assert!(err.is_some(), "{cfg:?} accepted");
+    }
+}

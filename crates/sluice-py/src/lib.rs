@@ -1,0 +1,180 @@
+//! Python bindings: the `sluice._core` extension module.
+//!
+//! The front end passes file *contents* in and gets JSON-serialisable results out; the core
+//! does no I/O. User mistakes (bad config, malformed trace) raise `ValueError` with one clear
+//! message.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use sluice_core::link::trace::Trace;
+use sluice_core::link::trace_gen::TraceSpec;
+use sluice_core::sim::{build_encoder, RunConfig, RunResult, Simulation};
+use sluice_core::units::{TimeDelta, Timestamp};
+use std::sync::Arc;
+
+/// A bandwidth trace (Mahimahi delivery opportunities).
+#[pyclass(name = "Trace", module = "sluice._core", frozen)]
+#[derive(Clone)]
+struct PyTrace {
+    inner: Arc<Trace>,
+}
+
+#[pymethods]
+impl PyTrace {
+    /// Parses a Mahimahi trace (one millisecond timestamp per line).
+    #[staticmethod]
+    fn parse_mahimahi(text: &str, name: &str) -> PyResult<PyTrace> {
+        Trace::parse_mahimahi(text, name)
+            .map(|t| PyTrace { inner: Arc::new(t) })
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Parses a "time_s rate_mbps" series, converted with carried remainders.
+    #[staticmethod]
+    fn parse_rate_series(text: &str, name: &str) -> PyResult<PyTrace> {
+        Trace::parse_rate_series(text, name)
+            .map(|t| PyTrace { inner: Arc::new(t) })
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Generates a synthetic trace from a compact spec ("constant:12", "steps:30@10,3@10",
+    /// "alternating:10,2,15", "markov:20,2,5,1[,seed]").
+    #[staticmethod]
+    fn generate(spec: &str, duration_s: f64) -> PyResult<PyTrace> {
+        if !(duration_s > 0.0 && duration_s.is_finite()) {
+            return Err(PyValueError::new_err(format!(
+                "trace duration must be positive, got {duration_s}"
+            )));
+        }
+        let spec = TraceSpec::parse_cli(spec).map_err(PyValueError::new_err)?;
+        sluice_core::link::trace_gen::generate(&spec, TimeDelta::from_secs_f64(duration_s))
+            .map(|t| PyTrace { inner: Arc::new(t) })
+            .map_err(PyValueError::new_err)
+    }
+
+    fn to_mahimahi(&self) -> String {
+        self.inner.to_mahimahi_string()
+    }
+
+    #[getter]
+    fn period_s(&self) -> f64 {
+        self.inner.period().as_secs_f64()
+    }
+
+    #[getter]
+    fn mean_rate_bps(&self) -> f64 {
+        self.inner.mean_rate().as_bps_f64()
+    }
+
+    /// Capacity per bin (bits per second) over `duration_s`, for plots.
+    fn rate_series_bps(&self, bin_s: f64, duration_s: f64) -> Vec<f64> {
+        self.inner
+            .rate_series(TimeDelta::from_secs_f64(bin_s), TimeDelta::from_secs_f64(duration_s))
+            .into_iter()
+            .map(|r| r.as_bps_f64())
+            .collect()
+    }
+}
+
+/// A simulated session. Build it from a JSON `RunConfig`, advance it with `run_until` (so the
+/// caller can show progress), then `finish()` for the results.
+#[pyclass(name = "Simulation", module = "sluice._core", unsendable)]
+struct PySimulation {
+    sim: Option<Simulation>,
+    config: RunConfig,
+}
+
+fn parse_config(config_json: &str) -> PyResult<RunConfig> {
+    serde_json::from_str(config_json)
+        .map_err(|e| PyValueError::new_err(format!("invalid run config: {e}")))
+}
+
+#[pymethods]
+impl PySimulation {
+    #[new]
+    #[pyo3(signature = (config_json, downlink=None, uplink=None))]
+    fn new(config_json: &str, downlink: Option<PyTrace>, uplink: Option<PyTrace>) -> PyResult<Self> {
+        let config = parse_config(config_json)?;
+        config.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let encoder = build_encoder(&config);
+        let sim = Simulation::new(
+            &config,
+            downlink.map(|t| t.inner),
+            uplink.map(|t| t.inner),
+            encoder,
+        )
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PySimulation { sim: Some(sim), config })
+    }
+
+    /// The config with defaults filled in, as JSON (for the result header).
+    fn resolved_config_json(&self) -> PyResult<String> {
+        let mut c = self.config.clone();
+        c.scheme = Some(c.resolve_scheme().map_err(|e| PyValueError::new_err(e.to_string()))?);
+        serde_json::to_string(&c).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    #[getter]
+    fn now_s(&self) -> f64 {
+        self.sim.as_ref().map_or(f64::NAN, |s| s.now().as_secs_f64())
+    }
+
+    #[getter]
+    fn end_s(&self) -> f64 {
+        self.sim.as_ref().map_or(f64::NAN, |s| s.end().as_secs_f64())
+    }
+
+    /// Advances virtual time to `t_s` seconds (releases the GIL while simulating).
+    fn run_until(&mut self, py: Python<'_>, t_s: f64) -> PyResult<()> {
+        let sim = self
+            .sim
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("simulation already finished"))?;
+        let until = Timestamp::from_secs_f64(t_s);
+        py.allow_threads(|| sim.run_until(until));
+        Ok(())
+    }
+
+    /// Runs to the end and returns `(frames_json, samples_json, summary_json)`: JSON arrays
+    /// of per-frame records and time-series samples, and the summary object.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<(String, String, String)> {
+        let mut sim = self
+            .sim
+            .take()
+            .ok_or_else(|| PyValueError::new_err("simulation already finished"))?;
+        let result: RunResult = py.allow_threads(|| {
+            let end = sim.end();
+            sim.run_until(end);
+            sim.finish()
+        });
+        let to_json = |v: serde_json::Result<String>| v.map_err(|e| PyValueError::new_err(e.to_string()));
+        Ok((
+            to_json(serde_json::to_string(&result.frames))?,
+            to_json(serde_json::to_string(&result.samples))?,
+            to_json(serde_json::to_string(&result.summary))?,
+        ))
+    }
+}
+
+/// The registered schemes as JSON: name, description, colour and composition.
+#[pyfunction]
+fn schemes_json() -> PyResult<String> {
+    serde_json::to_string(&sluice_core::scheme::registry())
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The default run config as JSON.
+#[pyfunction]
+fn default_config_json() -> PyResult<String> {
+    serde_json::to_string(&RunConfig::default()).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTrace>()?;
+    m.add_class::<PySimulation>()?;
+    m.add_function(wrap_pyfunction!(schemes_json, m)?)?;
+    m.add_function(wrap_pyfunction!(default_config_json, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
