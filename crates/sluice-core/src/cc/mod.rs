@@ -99,13 +99,15 @@ pub struct CcSignals {
     pub in_alr: bool,
     /// Smoothed RTT as the controller sees it.
     pub rtt: Option<TimeDelta>,
+    /// The rate given to the encoder when it differs from the target (pushback).
+    pub encoder_rate: Option<DataRate>,
 }
 
 /// A congestion controller driven by send events and transport feedback.
 ///
 /// Every method takes the current time; none reads a clock. `poll_*` results can change
 /// after any `on_*`/`handle_timeout` call.
-pub trait CongestionController {
+pub trait CongestionController: Send {
     /// A packet left the sender (media, retransmission, padding or probe).
     fn on_packet_sent(&mut self, packet: &SentPacket, now: Timestamp);
     /// Transport feedback arrived and was matched against the send history.
@@ -117,8 +119,15 @@ pub trait CongestionController {
     fn handle_timeout(&mut self, now: Timestamp);
     /// When `handle_timeout` next wants to run.
     fn poll_timeout(&self) -> Timestamp;
-    /// The rate the sender should target (encoder + retransmissions).
+    /// The rate the sender should target on the network (pacing, retransmission budget).
     fn target_rate(&self) -> DataRate;
+    /// The rate for the encoder: the target, or less while the controller pushes back
+    /// (e.g. GCC's congestion window).
+    fn encoder_rate(&self) -> DataRate {
+        self.target_rate()
+    }
+    /// Bytes waiting in the pacer (for controllers that count them as outstanding).
+    fn on_pacer_queue(&mut self, _queued: DataSize) {}
     /// The next probe cluster the pacer should send, if any.
     fn poll_probe_cluster(&mut self, now: Timestamp) -> Option<ProbeClusterConfig>;
     /// Internal signals for controllers and plots.

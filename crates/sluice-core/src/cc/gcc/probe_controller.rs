@@ -1,0 +1,313 @@
+//! Decides when to send probe clusters: exponential start-up probing, further probing while
+//! results keep up, periodic probing in ALR and a recovery probe after a large drop.
+//! Follows libwebrtc's `ProbeController` (goog_cc) as summarised in
+//! `notes/gcc-pacing-copa.md` §1 "Probing".
+
+use crate::cc::ProbeClusterConfig;
+use crate::units::{DataRate, TimeDelta, Timestamp};
+use std::collections::VecDeque;
+
+/// Start-up probes at these multiples of the start rate (libwebrtc 3.0 and 6.0).
+pub const FIRST_EXPONENTIAL_PROBE_SCALE: f64 = 3.0;
+pub const SECOND_EXPONENTIAL_PROBE_SCALE: f64 = 6.0;
+/// Further probes at this multiple of the new estimate (libwebrtc 2.0)...
+pub const FURTHER_EXPONENTIAL_PROBE_SCALE: f64 = 2.0;
+/// ...while the estimate exceeds this fraction of the last probed rate (libwebrtc 0.7).
+pub const FURTHER_PROBE_THRESHOLD: f64 = 0.7;
+/// Give up waiting for a probe result after this long (libwebrtc 1 s).
+pub const MAX_WAITING_TIME_FOR_PROBING_RESULT: TimeDelta = TimeDelta::from_secs(1);
+/// ALR probing interval and scale (libwebrtc 5 s, 2.0).
+pub const ALR_PROBING_INTERVAL: TimeDelta = TimeDelta::from_secs(5);
+pub const ALR_PROBE_SCALE: f64 = 2.0;
+/// A drop below this fraction of the previous estimate is "large" (libwebrtc 0.66).
+pub const BITRATE_DROP_THRESHOLD: f64 = 0.66;
+/// Recovery probe at this fraction of the rate before the drop (libwebrtc 0.85)...
+pub const PROBE_FRACTION_AFTER_DROP: f64 = 0.85;
+/// ...if the probe could plausibly succeed (libwebrtc 5 % uncertainty)...
+pub const PROBE_UNCERTAINTY: f64 = 0.05;
+/// ...within this time of the drop (libwebrtc 5 s)...
+pub const BITRATE_DROP_TIMEOUT: TimeDelta = TimeDelta::from_secs(5);
+/// ...and not more often than this (libwebrtc kMinTimeBetweenAlrProbes 5 s).
+pub const MIN_TIME_BETWEEN_DROP_PROBES: TimeDelta = TimeDelta::from_secs(5);
+/// ALR counts as "recently ended" for this long (libwebrtc 3 s).
+pub const ALR_ENDED_TIMEOUT: TimeDelta = TimeDelta::from_secs(3);
+/// Probe cluster defaults (libwebrtc 15 ms, 5 probes).
+pub const PROBE_DURATION: TimeDelta = TimeDelta::from_ms(15);
+pub const MIN_PROBES: u32 = 5;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Init,
+    WaitingForProbingResult,
+    ProbingComplete,
+}
+
+#[derive(Clone, Debug)]
+pub struct ProbeController {
+    enabled: bool,
+    alr_probing: bool,
+    rapid_recovery: bool,
+    max_rate: DataRate,
+    start_rate: DataRate,
+    estimated: DataRate,
+    state: State,
+    min_rate_to_probe_further: Option<DataRate>,
+    time_last_probing_initiated: Option<Timestamp>,
+    time_of_last_large_drop: Option<Timestamp>,
+    rate_before_last_large_drop: DataRate,
+    last_drop_probe_time: Option<Timestamp>,
+    alr_start_time: Option<Timestamp>,
+    alr_end_time: Option<Timestamp>,
+    next_id: u32,
+    pending: VecDeque<ProbeClusterConfig>,
+}
+
+impl ProbeController {
+    /// `enabled = false` never probes. `alr_probing` enables the periodic ALR probes;
+    /// `rapid_recovery` allows the drop-recovery probe outside ALR.
+    pub fn new(
+        enabled: bool,
+        alr_probing: bool,
+        rapid_recovery: bool,
+        start_rate: DataRate,
+        max_rate: DataRate,
+    ) -> Self {
+        ProbeController {
+            enabled,
+            alr_probing,
+            rapid_recovery,
+            max_rate,
+            start_rate,
+            estimated: start_rate,
+            state: State::Init,
+            min_rate_to_probe_further: None,
+            time_last_probing_initiated: None,
+            time_of_last_large_drop: None,
+            rate_before_last_large_drop: DataRate::ZERO,
+            last_drop_probe_time: None,
+            alr_start_time: None,
+            alr_end_time: None,
+            next_id: 1,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// Starts exponential probing (3x and 6x the start rate).
+    pub fn start(&mut self, now: Timestamp) {
+        if self.state == State::Init {
+            let probes = [
+                self.start_rate.scale(FIRST_EXPONENTIAL_PROBE_SCALE),
+                self.start_rate.scale(SECOND_EXPONENTIAL_PROBE_SCALE),
+            ];
+            self.initiate(now, &probes, true);
+        }
+    }
+
+    fn initiate(&mut self, now: Timestamp, rates: &[DataRate], mut probe_further: bool) {
+        if !self.enabled {
+            self.state = State::ProbingComplete;
+            return;
+        }
+        let mut last = DataRate::ZERO;
+        for &r in rates {
+            let mut r = r;
+            if r >= self.max_rate {
+                r = self.max_rate;
+                probe_further = false;
+            }
+            last = r;
+            self.pending.push_back(ProbeClusterConfig {
+                id: self.next_id,
+                at_time: now,
+                target_rate: r,
+                target_duration: PROBE_DURATION,
+                min_probes: MIN_PROBES,
+            });
+            self.next_id += 1;
+            if r >= self.max_rate {
+                break;
+            }
+        }
+        self.time_last_probing_initiated = Some(now);
+        if probe_further {
+            self.state = State::WaitingForProbingResult;
+            self.min_rate_to_probe_further = Some(last.scale(FURTHER_PROBE_THRESHOLD));
+        } else {
+            self.state = State::ProbingComplete;
+            self.min_rate_to_probe_further = None;
+        }
+    }
+
+    /// A new target rate. Records large drops and continues exponential probing while the
+    /// results keep up with the probed rates.
+    pub fn set_estimated_bitrate(&mut self, rate: DataRate, now: Timestamp) {
+        if rate.as_bps_f64() < BITRATE_DROP_THRESHOLD * self.estimated.as_bps_f64() {
+            self.time_of_last_large_drop = Some(now);
+            self.rate_before_last_large_drop = self.estimated;
+        }
+        self.estimated = rate;
+        if self.state == State::WaitingForProbingResult {
+            if let Some(min) = self.min_rate_to_probe_further {
+                if rate > min {
+                    self.initiate(now, &[rate.scale(FURTHER_EXPONENTIAL_PROBE_SCALE)], true);
+                }
+            }
+        }
+    }
+
+    pub fn set_alr_start_time(&mut self, t: Option<Timestamp>) {
+        self.alr_start_time = t;
+    }
+    pub fn set_alr_ended_time(&mut self, t: Timestamp) {
+        self.alr_end_time = Some(t);
+    }
+
+    /// The detector recovered from over-use: probe back towards the rate before a recent
+    /// large drop.
+    pub fn request_probe(&mut self, now: Timestamp) {
+        let in_alr = self.alr_start_time.is_some();
+        let alr_ended_recently = self.alr_end_time.is_some_and(|t| now - t < ALR_ENDED_TIMEOUT);
+        if !(in_alr || alr_ended_recently || self.rapid_recovery) {
+            return;
+        }
+        if self.state != State::ProbingComplete {
+            return;
+        }
+        let suggested = self.rate_before_last_large_drop.scale(PROBE_FRACTION_AFTER_DROP);
+        let min_expected = suggested.scale(1.0 - PROBE_UNCERTAINTY);
+        let recent_drop =
+            self.time_of_last_large_drop.is_some_and(|t| now - t < BITRATE_DROP_TIMEOUT);
+        let probe_allowed =
+            self.last_drop_probe_time.is_none_or(|t| now - t > MIN_TIME_BETWEEN_DROP_PROBES);
+        if min_expected > self.estimated && recent_drop && probe_allowed {
+            self.last_drop_probe_time = Some(now);
+            self.initiate(now, &[suggested], false);
+        }
+    }
+
+    /// Periodic work (every process interval).
+    pub fn process(&mut self, now: Timestamp) {
+        if let Some(t) = self.time_last_probing_initiated {
+            if now - t > MAX_WAITING_TIME_FOR_PROBING_RESULT
+                && self.state == State::WaitingForProbingResult
+            {
+                self.state = State::ProbingComplete;
+                self.min_rate_to_probe_further = None;
+            }
+        }
+        if self.estimated == DataRate::ZERO || self.state != State::ProbingComplete {
+            return;
+        }
+        if self.alr_probing {
+            if let Some(alr_start) = self.alr_start_time {
+                let base = match self.time_last_probing_initiated {
+                    Some(t) => t.max(alr_start),
+                    None => alr_start,
+                };
+                if now >= base + ALR_PROBING_INTERVAL {
+                    let r = self.estimated.scale(ALR_PROBE_SCALE);
+                    self.initiate(now, &[r], true);
+                }
+            }
+        }
+    }
+
+    pub fn pop_probe(&mut self) -> Option<ProbeClusterConfig> {
+        self.pending.pop_front()
+    }
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: i64) -> Timestamp {
+        Timestamp::from_ms(ms)
+    }
+    fn kbps(k: i64) -> DataRate {
+        DataRate::from_kbps(k)
+    }
+    fn rates(pc: &mut ProbeController) -> Vec<DataRate> {
+        std::iter::from_fn(|| pc.pop_probe()).map(|p| p.target_rate).collect()
+    }
+
+    #[test]
+    fn exponential_probing_continues_while_results_keep_up() {
+        let mut pc = ProbeController::new(true, true, false, kbps(300), DataRate::from_mbps(30));
+        pc.start(t(0));
+        assert_eq!(rates(&mut pc), vec![kbps(900), kbps(1800)]);
+        // 1.2 Mbps is below 0.7 * 1.8 = 1.26 Mbps: no further probe.
+        pc.set_estimated_bitrate(kbps(1200), t(100));
+        assert!(rates(&mut pc).is_empty());
+        pc.set_estimated_bitrate(kbps(1700), t(150));
+        assert_eq!(rates(&mut pc), vec![kbps(3400)]);
+        pc.set_estimated_bitrate(kbps(3400), t(300));
+        pc.set_estimated_bitrate(kbps(6800), t(450));
+        pc.set_estimated_bitrate(kbps(13600), t(600));
+        // 27.2 Mbps probe, then the max rate (30 Mbps) ends probing.
+        pc.set_estimated_bitrate(kbps(27200), t(750));
+        let r = rates(&mut pc);
+        assert_eq!(r, vec![kbps(6800), kbps(13600), kbps(27200), DataRate::from_mbps(30)]);
+        pc.set_estimated_bitrate(DataRate::from_mbps(30), t(900));
+        assert!(rates(&mut pc).is_empty());
+        let p = ProbeController::new(true, true, false, kbps(300), kbps(1000));
+        assert_eq!(p.state, State::Init);
+    }
+
+    #[test]
+    fn waiting_times_out_and_alr_probes_every_5s() {
+        let mut pc = ProbeController::new(true, true, false, kbps(300), DataRate::from_mbps(30));
+        pc.start(t(0));
+        rates(&mut pc);
+        pc.set_estimated_bitrate(kbps(1000), t(100)); // below 1.26 Mbps: keep waiting
+        pc.process(t(1001));
+        assert_eq!(pc.state, State::ProbingComplete);
+        pc.set_alr_start_time(Some(t(2000)));
+        pc.process(t(6999));
+        assert!(rates(&mut pc).is_empty());
+        pc.process(t(7000));
+        assert_eq!(rates(&mut pc), vec![kbps(2000)]);
+    }
+
+    #[test]
+    fn recovery_probe_after_large_drop_in_alr() {
+        let mut pc = ProbeController::new(true, true, false, kbps(300), DataRate::from_mbps(30));
+        pc.start(t(0));
+        rates(&mut pc);
+        pc.process(t(1100)); // probing complete
+        pc.set_estimated_bitrate(kbps(10_000), t(1200));
+        pc.set_estimated_bitrate(kbps(5000), t(1300)); // < 0.66 * 10 Mbps: large drop
+                                                       // Not in ALR and no rapid recovery: nothing.
+        pc.request_probe(t(1400));
+        assert!(rates(&mut pc).is_empty());
+        pc.set_alr_start_time(Some(t(1350)));
+        pc.request_probe(t(1400));
+        assert_eq!(rates(&mut pc), vec![kbps(8500)]);
+        // Not again within 5 s.
+        pc.request_probe(t(1500));
+        assert!(rates(&mut pc).is_empty());
+        // Too late after the drop.
+        let mut pc = ProbeController::new(true, true, true, kbps(300), DataRate::from_mbps(30));
+        pc.start(t(0));
+        rates(&mut pc);
+        pc.process(t(1100));
+        pc.set_estimated_bitrate(kbps(10_000), t(1200));
+        pc.set_estimated_bitrate(kbps(5000), t(1300));
+        pc.request_probe(t(6300));
+        assert!(rates(&mut pc).is_empty());
+        pc.request_probe(t(6299));
+        assert_eq!(rates(&mut pc), vec![kbps(8500)]);
+    }
+
+    #[test]
+    fn disabled_never_probes() {
+        let mut pc = ProbeController::new(false, true, true, kbps(300), DataRate::from_mbps(30));
+        pc.start(t(0));
+        pc.set_alr_start_time(Some(t(0)));
+        pc.process(t(10_000));
+        assert!(!pc.has_pending());
+    }
+}
