@@ -32,11 +32,11 @@ fn main() {
         std::process::exit(2)
     });
     let r = sim.run();
-    println!("   t_s  cap_mbps target_mbps sent_mbps deliv_mbps queue_ms pacer_ms rtt_ms lost  trend   thr usage");
+    println!("   t_s  cap_mbps target_mbps sent_mbps deliv_mbps queue_ms pacer_ms rtt_ms lost  trend   thr acked_mbps cap_est usage");
     let every = (step_ms * 1000 / (cfg.sample_interval_ms * 1000.0) as i64).max(1) as usize;
     for s in r.samples.iter().step_by(every) {
         println!(
-            "{:6.2} {:9.2} {:11.2} {:9.2} {:10.2} {:8.1} {:8.1} {:6.1} {:4} {:6.2} {:5.1} {:?}",
+            "{:6.2} {:9.2} {:11.2} {:9.2} {:10.2} {:8.1} {:8.1} {:6.1} {:4} {:6.2} {:5.1} {:9.2} {:7.2} {:?}",
             s.t_us as f64 / 1e6,
             s.link_capacity_bps as f64 / 1e6,
             s.target_rate_bps as f64 / 1e6,
@@ -48,6 +48,8 @@ fn main() {
             s.lost_packets,
             s.cc_modified_trend.unwrap_or(f64::NAN),
             s.cc_threshold.unwrap_or(f64::NAN),
+            s.cc_acknowledged_rate_bps.unwrap_or(0) as f64 / 1e6,
+            s.cc_link_capacity_bps.unwrap_or(0) as f64 / 1e6,
             s.cc_usage,
         );
     }

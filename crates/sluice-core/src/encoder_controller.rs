@@ -19,7 +19,7 @@ pub struct FrameContext {
 }
 
 /// Decides the rate control of every frame.
-pub trait EncoderController {
+pub trait EncoderController: Send {
     fn rate_control(&mut self, ctx: &FrameContext) -> RateControl;
 }
 

@@ -14,9 +14,9 @@
 //! * `bwe_ratio`: mean target rate over mean link capacity, both time-averaged over the
 //!   samples.
 
+use crate::packet::PacketKind;
 use crate::receiver::ReceiverEvent;
 use crate::sender::SenderEvent;
-use crate::packet::PacketKind;
 use crate::units::{TimeDelta, Timestamp};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -48,6 +48,8 @@ pub struct FrameRecord {
 pub struct Sample {
     pub t_us: i64,
     pub target_rate_bps: i64,
+    /// Rate given to the encoder (below the target while the controller pushes back).
+    pub encoder_rate_bps: i64,
     pub pacing_rate_bps: i64,
     /// Trace capacity over the last sample interval.
     pub link_capacity_bps: i64,
@@ -254,10 +256,9 @@ pub fn summarize(
         }
     }
     let stall_rate = if duration_s > 0.0 { stalled_us as f64 / 1e6 / duration_s } else { 0.0 };
-    let stall_count_200ms = frames
-        .iter()
-        .filter(|f| f.latency_us.is_none_or(|l| l > STALL_LATENCY.as_us()))
-        .count() as u64;
+    let stall_count_200ms =
+        frames.iter().filter(|f| f.latency_us.is_none_or(|l| l > STALL_LATENCY.as_us())).count()
+            as u64;
 
     let mean_of = |f: &dyn Fn(&Sample) -> f64| -> f64 {
         if samples.is_empty() {
@@ -301,7 +302,11 @@ pub fn summarize(
         padding_bytes: recorder.padding_bytes,
         mean_capacity_bps: mean_capacity,
         mean_target_rate_bps: mean_target,
-        rtt_ms_mean: if rtts.is_empty() { None } else { Some(rtts.iter().sum::<f64>() / rtts.len() as f64) },
+        rtt_ms_mean: if rtts.is_empty() {
+            None
+        } else {
+            Some(rtts.iter().sum::<f64>() / rtts.len() as f64)
+        },
         pacer_delay_ms_p95: percentile(&pacer, 95.0),
         queue_delay_ms_p95: percentile(&queue, 95.0),
     }

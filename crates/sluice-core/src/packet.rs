@@ -106,9 +106,14 @@ pub struct TransportFeedback {
 pub enum Feedback {
     Transport(TransportFeedback),
     /// Generic NACK: the media sequence numbers the receiver is missing.
-    Nack { flow: FlowId, media_seqs: Vec<u64> },
+    Nack {
+        flow: FlowId,
+        media_seqs: Vec<u64>,
+    },
     /// Picture loss indication: the receiver needs a keyframe.
-    KeyframeRequest { flow: FlowId },
+    KeyframeRequest {
+        flow: FlowId,
+    },
 }
 
 impl Feedback {

@@ -134,8 +134,7 @@ impl RtpHeader {
         if buf[0] >> 6 != 2 {
             return Err(RtpParseError::BadVersion);
         }
-        if buf[0] & 0x10 == 0 || buf[12..14] != [0xBE, 0xDE] || buf[16] != 0x11 || buf[19] != 0x2A
-        {
+        if buf[0] & 0x10 == 0 || buf[12..14] != [0xBE, 0xDE] || buf[16] != 0x11 || buf[19] != 0x2A {
             return Err(RtpParseError::MissingExtension);
         }
         let u16_at = |i: usize| u16::from_be_bytes([buf[i], buf[i + 1]]);

@@ -45,11 +45,22 @@ impl Default for ReceiverConfig {
 /// What the receiver reports for metrics.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ReceiverEvent {
-    FrameCompleted { frame_id: u64, time: Timestamp },
-    FrameDisplayed { frame_id: u64, time: Timestamp },
+    FrameCompleted {
+        frame_id: u64,
+        time: Timestamp,
+    },
+    FrameDisplayed {
+        frame_id: u64,
+        time: Timestamp,
+    },
     /// Frames that were skipped because a later keyframe was displayed first.
-    FrameDiscarded { frame_id: u64, time: Timestamp },
-    KeyframeRequested { time: Timestamp },
+    FrameDiscarded {
+        frame_id: u64,
+        time: Timestamp,
+    },
+    KeyframeRequested {
+        time: Timestamp,
+    },
 }
 
 #[derive(Debug)]
@@ -164,7 +175,8 @@ impl Receiver {
             f.received_count += 1;
             if f.received_count == f.packet_count {
                 f.complete = true;
-                self.events.push_back(ReceiverEvent::FrameCompleted { frame_id: p.frame_id, time: now });
+                self.events
+                    .push_back(ReceiverEvent::FrameCompleted { frame_id: p.frame_id, time: now });
                 self.try_display(now);
             }
         }

@@ -9,9 +9,9 @@
 use crate::cc::{CongestionController, PacketResult, SentPacket, TransportPacketsFeedback};
 use crate::encoder::{Encoder, FrameRequest};
 use crate::encoder_controller::{EncoderController, FrameContext};
+use crate::pacer::Pacer;
 use crate::packet::{Datagram, Feedback, Packet, PacketKind, TransportFeedback};
 use crate::packetizer::Packetizer;
-use crate::pacer::Pacer;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use std::collections::VecDeque;
 
@@ -20,8 +20,12 @@ use std::collections::VecDeque;
 pub struct SenderConfig {
     pub fps: f64,
     pub max_payload: DataSize,
-    /// How long sent packets are kept for retransmission and feedback matching.
+    /// How long sent packets are kept for retransmission.
     pub history: TimeDelta,
+    /// How long send times are kept for matching transport feedback (libwebrtc's
+    /// TransportFeedbackAdapter: 60 s). Must outlast the worst queueing delay, or feedback
+    /// for delayed packets is lost and the congestion controller goes blind.
+    pub feedback_history: TimeDelta,
     /// Keyframe requests closer together than this are ignored (libwebrtc: 300 ms).
     pub min_keyframe_interval: TimeDelta,
     /// Stop capturing at this time (the session length).
@@ -34,6 +38,7 @@ impl Default for SenderConfig {
             fps: 30.0,
             max_payload: DataSize::from_bytes(crate::packetizer::DEFAULT_MAX_PAYLOAD),
             history: TimeDelta::from_secs(2),
+            feedback_history: TimeDelta::from_secs(60),
             min_keyframe_interval: TimeDelta::from_ms(300),
             capture_until: Timestamp::INFINITY,
         }
@@ -54,7 +59,12 @@ pub enum SenderEvent {
         target_rate: DataRate,
         packet_count: u16,
     },
-    PacketSent { kind: PacketKind, frame_id: u64, size: DataSize, time: Timestamp },
+    PacketSent {
+        kind: PacketKind,
+        frame_id: u64,
+        size: DataSize,
+        time: Timestamp,
+    },
 }
 
 #[derive(Debug)]
@@ -113,9 +123,9 @@ impl SendHistory {
         Some(r.sent)
     }
 
-    fn prune(&mut self, now: Timestamp, keep: TimeDelta) {
+    fn prune(&mut self, now: Timestamp, keep: TimeDelta, keep_transport: TimeDelta) {
         while let Some(r) = self.transport.front() {
-            if now - r.sent.send_time <= keep {
+            if now - r.sent.send_time <= keep_transport {
                 break;
             }
             if !r.reported {
@@ -157,9 +167,16 @@ pub struct Sender {
     last_keyframe: Option<Timestamp>,
     last_pacing_rates: (DataRate, DataRate),
     smoothed_rtt: Option<TimeDelta>,
+    /// Retransmissions of the last second (time, size), for the rate limit.
+    rtx_window: VecDeque<(Timestamp, DataSize)>,
+    rtx_window_bytes: DataSize,
     events: VecDeque<SenderEvent>,
     start: Timestamp,
 }
+
+/// Retransmissions may use at most the target rate over this window (libwebrtc's
+/// retransmission rate limiter in RtpTransportControllerSend: 1 s at the target rate).
+const RTX_RATE_WINDOW: TimeDelta = TimeDelta::from_secs(1);
 
 impl Sender {
     pub fn new(
@@ -189,6 +206,8 @@ impl Sender {
             last_keyframe: None,
             last_pacing_rates: (DataRate::ZERO, DataRate::ZERO),
             smoothed_rtt: None,
+            rtx_window: VecDeque::new(),
+            rtx_window_bytes: DataSize::ZERO,
             events: VecDeque::new(),
             start: now,
         };
@@ -211,7 +230,7 @@ impl Sender {
     fn media_rate(&self) -> DataRate {
         let payload = self.config.max_payload.as_bytes_f64();
         let overhead = crate::packet::PACKET_OVERHEAD.as_bytes_f64();
-        self.cc.target_rate().scale(payload / (payload + overhead))
+        self.cc.encoder_rate().scale(payload / (payload + overhead))
     }
 
     /// Current target rate of the congestion controller.
@@ -236,6 +255,7 @@ impl Sender {
 
     /// Passes the controller's rates and probe requests to the pacer.
     fn sync_controller_outputs(&mut self, now: Timestamp) {
+        self.cc.on_pacer_queue(self.pacer.queue_size());
         let target = self.cc.target_rate();
         let rates = (target.scale(self.pacing_factor), DataRate::ZERO);
         if rates != self.last_pacing_rates {
@@ -272,8 +292,13 @@ impl Sender {
         self.encoder_free_at = encode_end;
         let frame_id = self.frame_index;
         let ref_frame = if frame.is_keyframe { None } else { frame_id.checked_sub(1) };
-        let packets =
-            self.packetizer.packetize(frame_id, frame.size, frame.is_keyframe, ref_frame, encode_end);
+        let packets = self.packetizer.packetize(
+            frame_id,
+            frame.size,
+            frame.is_keyframe,
+            ref_frame,
+            encode_end,
+        );
         self.events.push_back(SenderEvent::FrameEncoded {
             frame_id,
             capture_time,
@@ -305,7 +330,7 @@ impl Sender {
                 }
             }
         }
-        self.history.prune(now, self.config.history);
+        self.history.prune(now, self.config.history, self.config.feedback_history);
         self.sync_controller_outputs(now);
     }
 
@@ -315,9 +340,8 @@ impl Sender {
             Feedback::Transport(fb) => self.on_transport_feedback(&fb, now),
             Feedback::Nack { media_seqs, .. } => self.on_nack(&media_seqs, now),
             Feedback::KeyframeRequest { .. } => {
-                let recent = self
-                    .last_keyframe
-                    .is_some_and(|t| now - t < self.config.min_keyframe_interval);
+                let recent =
+                    self.last_keyframe.is_some_and(|t| now - t < self.config.min_keyframe_interval);
                 if !recent {
                     self.force_keyframe = true;
                 }
@@ -361,15 +385,27 @@ impl Sender {
 
     fn on_nack(&mut self, media_seqs: &[u64], now: Timestamp) {
         // Do not resend a packet more often than once per RTT (libwebrtc's RTX rate guard).
-        let min_gap = self.smoothed_rtt.unwrap_or(TimeDelta::from_ms(100)).min(TimeDelta::from_ms(500));
+        let min_gap =
+            self.smoothed_rtt.unwrap_or(TimeDelta::from_ms(100)).min(TimeDelta::from_ms(500));
+        while self.rtx_window.front().is_some_and(|(t, _)| now - *t > RTX_RATE_WINDOW) {
+            if let Some((_, size)) = self.rtx_window.pop_front() {
+                self.rtx_window_bytes -= size;
+            }
+        }
+        let budget = self.cc.target_rate() * RTX_RATE_WINDOW;
         for &seq in media_seqs {
             let Some(record) = self.history.media_mut(seq) else { continue };
             if now - record.last_sent < min_gap && record.last_sent != record.packet.send_time {
                 continue;
             }
+            if self.rtx_window_bytes + record.packet.size > budget {
+                break; // over the retransmission rate limit: the rest waits for the next NACK
+            }
             let mut rtx = record.packet.clone();
             rtx.kind = PacketKind::Retransmission;
             record.last_sent = now;
+            self.rtx_window.push_back((now, rtx.size));
+            self.rtx_window_bytes += rtx.size;
             self.pacer.enqueue(rtx, now);
         }
     }

@@ -39,7 +39,13 @@ pub struct PathConfig {
 
 impl Default for PathConfig {
     fn default() -> Self {
-        PathConfig { trace: None, queue_bytes: None, queue_packets: None, delay_ms: 20.0, loss: 0.0 }
+        PathConfig {
+            trace: None,
+            queue_bytes: None,
+            queue_packets: None,
+            delay_ms: 20.0,
+            loss: 0.0,
+        }
     }
 }
 
@@ -135,7 +141,10 @@ impl RunConfig {
             return err("drain, sample and feedback intervals must be positive".into());
         }
         if self.max_payload_bytes < 100 || self.max_payload_bytes > 1400 {
-            return err(format!("max payload must be 100..=1400 bytes, got {}", self.max_payload_bytes));
+            return err(format!(
+                "max payload must be 100..=1400 bytes, got {}",
+                self.max_payload_bytes
+            ));
         }
         for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
             if !(0.0..1.0).contains(&p.loss) {
@@ -401,6 +410,7 @@ impl Simulation {
         let sample = Sample {
             t_us: now.as_us(),
             target_rate_bps: sender.target_rate().as_bps(),
+            encoder_rate_bps: signals.encoder_rate.unwrap_or(sender.target_rate()).as_bps(),
             pacing_rate_bps: sender.pacing_rate().as_bps().min(i64::MAX / 2),
             link_capacity_bps: capacity_bps,
             send_rate_bps: (DataSize::from_bytes(sent - self.last_sent_bytes) / interval).as_bps(),
@@ -462,7 +472,8 @@ impl Simulation {
         let stats = self.link(DOWNLINK).stats();
         // Utilisation covers the sampled part of the session (up to the last sample at or
         // before the end of capture), so bytes delivered while draining do not count.
-        let sampled_until = self.samples.last().map_or(Timestamp::ZERO, |s| Timestamp::from_us(s.t_us));
+        let sampled_until =
+            self.samples.last().map_or(Timestamp::ZERO, |s| Timestamp::from_us(s.t_us));
         let capacity_bytes = match &self.downlink_trace {
             Some(t) => t.capacity_between(Timestamp::ZERO, sampled_until).as_bytes(),
             None => 0,

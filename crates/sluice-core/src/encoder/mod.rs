@@ -24,7 +24,11 @@ impl RateControl {
     /// ABR with VBV max rate = target and a buffer of `buffer_duration` of the target rate
     /// (the seeds' code: 0.5 s).
     pub fn abr_vbv(target_rate: DataRate, buffer_duration: TimeDelta) -> Self {
-        RateControl { target_rate, vbv_max_rate: target_rate, vbv_buffer: target_rate * buffer_duration }
+        RateControl {
+            target_rate,
+            vbv_max_rate: target_rate,
+            vbv_buffer: target_rate * buffer_duration,
+        }
     }
 }
 
@@ -52,7 +56,7 @@ pub struct EncodedFrame {
 }
 
 /// A video encoder with per-frame rate control.
-pub trait Encoder {
+pub trait Encoder: Send {
     /// Encodes the next frame. Frames are requested in capture order.
     fn encode(&mut self, request: &FrameRequest) -> EncodedFrame;
     /// Short human-readable name for results ("model", "x264").

@@ -189,8 +189,8 @@ impl Encoder for ModelEncoder {
         // Keyframes are planned at the P-frame quantiser minus x264's I/P offset
         // (ip_factor 1.4 = about 3 QP), so they come out several times a P frame's size.
         let ip_offset = if is_keyframe { IP_QP_OFFSET } else { 0.0 };
-        let mut qp = qp_for_size(predicted / type_factor, wanted_bytes) + 6.0 * overflow.log2()
-            - ip_offset;
+        let mut qp =
+            qp_for_size(predicted / type_factor, wanted_bytes) + 6.0 * overflow.log2() - ip_offset;
         if let Some(prev) = self.prev_qp {
             // Keyframes are planned on their own (x264 applies ip_factor); P frames follow qpstep.
             if !is_keyframe {
@@ -200,7 +200,8 @@ impl Encoder for ModelEncoder {
         // VBV frame plan (x264's 1-pass clip_qscale): the predicted frame must fit in what the
         // buffer holds, and the quantiser rises as the fill sinks below `vbv_target_fill` of
         // the buffer, so the buffer keeps room for the next complex frame.
-        let deficit = ((self.config.vbv_target_fill * vbv_size - self.vbv_fill) / vbv_size).max(0.0);
+        let deficit =
+            ((self.config.vbv_target_fill * vbv_size - self.vbv_fill) / vbv_size).max(0.0);
         qp += 6.0 * (1.0 + self.config.vbv_fill_gain * deficit).log2();
         qp = qp.max(qp_for_size(predicted, self.vbv_fill));
         qp = qp.clamp(self.config.qp_min, self.config.qp_max);

@@ -238,9 +238,7 @@ pub struct Link {
 impl Link {
     /// A link with drop-tail queueing at `config.queue`.
     pub fn new(config: LinkConfig, rng: Rng) -> Link {
-        let discipline = Box::new(DropTail {
-            limit: config.queue,
-        });
+        let discipline = Box::new(DropTail { limit: config.queue });
         Link::with_discipline(config, rng, discipline)
     }
 
@@ -295,11 +293,7 @@ impl Link {
             self.record_drop(datagram, size, DropReason::RandomLoss);
             return;
         }
-        let item = Queued {
-            datagram,
-            arrival: now,
-            size,
-        };
+        let item = Queued { datagram, arrival: now, size };
         if self.trace.is_none() {
             // Unlimited rate: no queue, straight to the delay line.
             self.last_queue_delay = TimeDelta::ZERO;
@@ -307,8 +301,7 @@ impl Link {
             return;
         }
         let mut dropped = std::mem::take(&mut self.scratch);
-        self.discipline
-            .on_arrival(&mut self.queue, item, now, &mut dropped);
+        self.discipline.on_arrival(&mut self.queue, item, now, &mut dropped);
         for (q, reason) in dropped.drain(..) {
             self.record_drop(q.datagram, q.size, reason);
         }
@@ -346,10 +339,7 @@ impl Link {
     /// [`Link::poll_datagram`]: the earliest of the next usable opportunity (if a packet is
     /// waiting) and the next delivery; [`Timestamp::INFINITY`] when idle.
     pub fn poll_timeout(&self) -> Timestamp {
-        let delivery = self
-            .in_flight
-            .front()
-            .map_or(Timestamp::INFINITY, |(t, _)| *t);
+        let delivery = self.in_flight.front().map_or(Timestamp::INFINITY, |(t, _)| *t);
         let head_arrival = match (&self.in_transit, self.queue.front()) {
             (Some(t), _) => t.item.arrival,
             (None, Some(q)) => q.arrival,
@@ -371,11 +361,7 @@ impl Link {
     }
     /// Bytes still to serialise: the queue plus the rest of the packet being serialised.
     pub fn backlog_bytes(&self) -> DataSize {
-        self.queue.bytes()
-            + self
-                .in_transit
-                .as_ref()
-                .map_or(DataSize::ZERO, |t| t.remaining)
+        self.queue.bytes() + self.in_transit.as_ref().map_or(DataSize::ZERO, |t| t.remaining)
     }
     /// Packets inside the link: waiting, being serialised, or propagating (completed but not
     /// yet delivered). `arrived = delivered + dropped + packets_inside` at all times.
@@ -468,8 +454,7 @@ impl Link {
                 // Invariant: in_transit is Some (borrowed as `transit` above).
                 let done = self.in_transit.take().expect("in transit");
                 self.last_queue_delay = self.cur_opp_time - done.item.arrival;
-                self.in_flight
-                    .push_back((self.cur_opp_time + self.delay, done.item.datagram));
+                self.in_flight.push_back((self.cur_opp_time + self.delay, done.item.datagram));
             }
         }
     }

@@ -18,12 +18,7 @@ fn id_of(d: &Datagram) -> u64 {
 
 fn trace_link(times_ms: &[i64], queue: QueueLimit, delay: TimeDelta) -> Link {
     let trace = Arc::new(Trace::from_ms("t", times_ms.to_vec()).unwrap());
-    let config = LinkConfig {
-        rate: LinkRate::Trace(trace),
-        queue,
-        delay,
-        loss_rate: 0.0,
-    };
+    let config = LinkConfig { rate: LinkRate::Trace(trace), queue, delay, loss_rate: 0.0 };
     Link::new(config, Rng::new(1))
 }
 
@@ -70,15 +65,9 @@ fn small_packets_share_an_opportunity_and_large_ones_carry_over() {
     link.handle_datagram(dgram(4, 3000), Timestamp::from_us(300));
     let out = drain(&mut link);
     let ms = |m| Timestamp::from_ms(m) + delay;
-    assert_eq!(
-        out,
-        vec![(0, ms(1)), (1, ms(1)), (2, ms(1)), (3, ms(2)), (4, ms(4))]
-    );
+    assert_eq!(out, vec![(0, ms(1)), (1, ms(1)), (2, ms(1)), (3, ms(2)), (4, ms(4))]);
     // 496 + 3000 = 3496 B after the 1504 of 1 ms: 2 ms (1504) + 3 ms (1504) + 4 ms (488).
-    assert_eq!(
-        link.last_queue_delay(),
-        Timestamp::from_ms(4) - Timestamp::from_us(300)
-    );
+    assert_eq!(link.last_queue_delay(), Timestamp::from_ms(4) - Timestamp::from_us(300));
 }
 
 #[test]
@@ -113,9 +102,8 @@ fn idle_time_wastes_opportunities() {
         link.handle_datagram(dgram(id, 1504), arrival);
     }
     let out = drain(&mut link);
-    let want: Vec<(u64, Timestamp)> = (0..10)
-        .map(|i| (i, Timestamp::from_ms(10_001 + i as i64)))
-        .collect();
+    let want: Vec<(u64, Timestamp)> =
+        (0..10).map(|i| (i, Timestamp::from_ms(10_001 + i as i64))).collect();
     assert_eq!(out, want);
 }
 
@@ -155,26 +143,16 @@ fn single_line_1_gives_about_12_mbps_for_a_saturating_sender() {
 
 #[test]
 fn unlimited_rate_only_delays_and_loses() {
-    let config = LinkConfig {
-        delay: TimeDelta::from_ms(30),
-        ..LinkConfig::default()
-    };
+    let config = LinkConfig { delay: TimeDelta::from_ms(30), ..LinkConfig::default() };
     let mut link = Link::new(config, Rng::new(9));
     link.handle_datagram(dgram(0, 1200), Timestamp::from_ms(7));
     assert_eq!(link.poll_timeout(), Timestamp::from_ms(37));
     assert_eq!(link.poll_datagram(Timestamp::from_us(36_999)), None);
-    assert_eq!(
-        link.poll_datagram(Timestamp::from_ms(37))
-            .map(|d| id_of(&d)),
-        Some(0)
-    );
+    assert_eq!(link.poll_datagram(Timestamp::from_ms(37)).map(|d| id_of(&d)), Some(0));
     assert_eq!(link.poll_timeout(), Timestamp::INFINITY);
 
-    let config = LinkConfig {
-        delay: TimeDelta::from_ms(30),
-        loss_rate: 0.25,
-        ..LinkConfig::default()
-    };
+    let config =
+        LinkConfig { delay: TimeDelta::from_ms(30), loss_rate: 0.25, ..LinkConfig::default() };
     let mut link = Link::new(config, Rng::new(9));
     let n = 20_000;
     for id in 0..n {
@@ -286,11 +264,7 @@ fn random_scenario(rng: &mut Rng, allow_drops: bool) -> Scenario {
         }
     };
     let delay = TimeDelta::from_us((rng.uniform() * 100_000.0) as i64);
-    let loss_rate = if allow_drops && rng.bernoulli(0.5) {
-        rng.uniform() * 0.3
-    } else {
-        0.0
-    };
+    let loss_rate = if allow_drops && rng.bernoulli(0.5) { rng.uniform() * 0.3 } else { 0.0 };
     // Load relative to the trace's mean rate, with bursts and idle gaps.
     let load = 0.2 + rng.uniform() * 1.6;
     let mean_size = 782.0;
@@ -312,13 +286,7 @@ fn random_scenario(rng: &mut Rng, allow_drops: bool) -> Scenario {
         let size = 60 + (rng.uniform() * 1445.0) as i64; // 60..=1504
         arrivals.push((Timestamp::from_us(t), size));
     }
-    Scenario {
-        trace,
-        queue,
-        delay,
-        loss_rate,
-        arrivals,
-    }
+    Scenario { trace, queue, delay, loss_rate, arrivals }
 }
 
 #[derive(Debug)]
@@ -370,12 +338,7 @@ fn run(sc: &Scenario, seed: u64) -> (Vec<Departure>, Link) {
                 assert!(prev.id < id as u64, "FIFO violated");
                 assert!(prev.completion <= completion);
             }
-            departures.push(Departure {
-                id: id as u64,
-                arrival,
-                completion,
-                size,
-            });
+            departures.push(Departure { id: id as u64, arrival, completion, size });
         }
         while let Some((d, reason)) = link.poll_drop() {
             if sc.queue == QueueLimit::Unlimited {
@@ -507,11 +470,7 @@ fn property_matches_naive_reference_without_drops() {
         let got: Vec<Timestamp> = deps.iter().map(|d| d.completion).collect();
         assert_eq!(got.len(), want.len(), "case {case}");
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(
-                g, w,
-                "case {case}: packet {i} arrived {:?}",
-                sc.arrivals[i].0
-            );
+            assert_eq!(g, w, "case {case}: packet {i} arrived {:?}", sc.arrivals[i].0);
         }
     }
 }
@@ -519,11 +478,7 @@ fn property_matches_naive_reference_without_drops() {
 #[test]
 fn saturating_120_s_at_30_mbps_is_fast() {
     let trace = Arc::new(
-        generate(
-            &TraceSpec::Constant { rate_mbps: 30.0 },
-            TimeDelta::from_secs(120),
-        )
-        .unwrap(),
+        generate(&TraceSpec::Constant { rate_mbps: 30.0 }, TimeDelta::from_secs(120)).unwrap(),
     );
     let config = LinkConfig {
         rate: LinkRate::Trace(trace),

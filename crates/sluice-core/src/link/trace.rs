@@ -64,21 +64,16 @@ impl fmt::Display for TraceError {
         }
         match &self.kind {
             TraceErrorKind::NotAnInteger(s) => {
-                write!(
-                    f,
-                    "{s:?} is not a non-negative integer millisecond timestamp"
-                )
+                write!(f, "{s:?} is not a non-negative integer millisecond timestamp")
             }
             TraceErrorKind::Negative(v) => write!(f, "timestamp {v} is negative"),
-            TraceErrorKind::Decreasing { value, previous } => write!(
-                f,
-                "timestamp {value} is smaller than the previous one ({previous})"
-            ),
+            TraceErrorKind::Decreasing { value, previous } => {
+                write!(f, "timestamp {value} is smaller than the previous one ({previous})")
+            }
             TraceErrorKind::Empty => write!(f, "the trace has no delivery opportunities"),
-            TraceErrorKind::ZeroPeriod => write!(
-                f,
-                "the last timestamp is 0, so the trace would loop with a zero period"
-            ),
+            TraceErrorKind::ZeroPeriod => {
+                write!(f, "the last timestamp is 0, so the trace would loop with a zero period")
+            }
             TraceErrorKind::MissingColumn => {
                 write!(f, "expected two columns \"time_s rate_mbps\"")
             }
@@ -110,20 +105,13 @@ pub struct Trace {
 impl Trace {
     /// Builds a trace from millisecond timestamps, checking the invariants.
     pub fn from_ms(name: &str, times_ms: Vec<i64>) -> Result<Trace, TraceError> {
-        let err = |line, kind| TraceError {
-            file: name.to_string(),
-            line,
-            kind,
-        };
+        let err = |line, kind| TraceError { file: name.to_string(), line, kind };
         for (i, &t) in times_ms.iter().enumerate() {
             if t < 0 {
                 return Err(err(Some(i + 1), TraceErrorKind::Negative(t)));
             }
             if i > 0 && t < times_ms[i - 1] {
-                let kind = TraceErrorKind::Decreasing {
-                    value: t,
-                    previous: times_ms[i - 1],
-                };
+                let kind = TraceErrorKind::Decreasing { value: t, previous: times_ms[i - 1] };
                 return Err(err(Some(i + 1), kind));
             }
         }
@@ -134,22 +122,14 @@ impl Trace {
             return Err(err(None, TraceErrorKind::ZeroPeriod));
         }
         let at_period = times_ms.iter().rev().take_while(|&&t| t == last).count();
-        Ok(Trace {
-            name: name.to_string(),
-            times_ms,
-            at_period,
-        })
+        Ok(Trace { name: name.to_string(), times_ms, at_period })
     }
 
     /// Parses a Mahimahi trace: one non-negative integer millisecond timestamp per line,
     /// non-decreasing, at least one line, last > 0. Blank lines and surrounding whitespace
     /// are ignored.
     pub fn parse_mahimahi(text: &str, name: &str) -> Result<Trace, TraceError> {
-        let err = |line, kind| TraceError {
-            file: name.to_string(),
-            line: Some(line),
-            kind,
-        };
+        let err = |line, kind| TraceError { file: name.to_string(), line: Some(line), kind };
         let mut times_ms = Vec::with_capacity(text.len() / 6);
         let mut prev: Option<i64> = None;
         for (idx, raw) in text.lines().enumerate() {
@@ -184,20 +164,15 @@ impl Trace {
     /// sample. (The sum is rounded to the microsecond before the ceiling, as the reference
     /// converter does, so decimal sample times such as 0.87 s do not pick up float noise.)
     pub fn parse_rate_series(text: &str, name: &str) -> Result<Trace, TraceError> {
-        let err = |line, kind| TraceError {
-            file: name.to_string(),
-            line: Some(line),
-            kind,
-        };
+        let err = |line, kind| TraceError { file: name.to_string(), line: Some(line), kind };
         let mut samples: Vec<(f64, f64)> = Vec::new();
         for (idx, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
                 continue;
             }
-            let mut fields = line
-                .split(|c: char| c == ',' || c.is_whitespace())
-                .filter(|s| !s.is_empty());
+            let mut fields =
+                line.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty());
             let (Some(t), Some(r)) = (fields.next(), fields.next()) else {
                 return Err(err(idx + 1, TraceErrorKind::MissingColumn));
             };
@@ -221,11 +196,7 @@ impl Trace {
         }
         if samples.len() < 2 {
             let kind = TraceErrorKind::TooFewSamples(samples.len());
-            return Err(TraceError {
-                file: name.to_string(),
-                line: None,
-                kind,
-            });
+            return Err(TraceError { file: name.to_string(), line: None, kind });
         }
         let mut intervals: Vec<f64> = samples.windows(2).map(|w| w[1].0 - w[0].0).collect();
         let median = {
@@ -263,20 +234,13 @@ impl Trace {
     ///
     /// Panics if the rate or the period is not positive (a programming error, not input).
     pub fn constant(rate: DataRate, period: TimeDelta) -> Trace {
-        assert!(
-            rate > DataRate::ZERO && rate.is_finite(),
-            "rate must be positive: {rate}"
-        );
-        assert!(
-            period >= TimeDelta::from_ms(1),
-            "period must be at least 1 ms: {period}"
-        );
+        assert!(rate > DataRate::ZERO && rate.is_finite(), "rate must be positive: {rate}");
+        assert!(period >= TimeDelta::from_ms(1), "period must be at least 1 ms: {period}");
         let name = format!("constant-{}bps", rate.as_bps());
         // Invariant: positive rate and period give opportunities with last = period.
         let mut b = Builder::new();
         b.interval(0, period.as_us(), rate.as_bps());
-        b.finish(&name, period.as_us())
-            .expect("positive rate and period")
+        b.finish(&name, period.as_us()).expect("positive rate and period")
     }
 
     pub fn name(&self) -> &str {
@@ -375,17 +339,11 @@ impl Trace {
         let r = t_us % period_us;
         if r == 0 && q > 0 {
             // The previous loop's opportunities at `period` are at t itself.
-            return OppCursor {
-                lap: q - 1,
-                index: self.times_ms.len() - self.at_period,
-            };
+            return OppCursor { lap: q - 1, index: self.times_ms.len() - self.at_period };
         }
         let index = self.times_ms.partition_point(|&m| m * 1000 < r);
         if index == self.times_ms.len() {
-            OppCursor {
-                lap: q + 1,
-                index: 0,
-            }
+            OppCursor { lap: q + 1, index: 0 }
         } else {
             OppCursor { lap: q, index }
         }
@@ -426,10 +384,7 @@ pub(crate) struct Builder {
 
 impl Builder {
     pub(crate) fn new() -> Builder {
-        Builder {
-            times_ms: Vec::new(),
-            carry: 0,
-        }
+        Builder { times_ms: Vec::new(), carry: 0 }
     }
 
     /// Adds `[start_us, start_us + d_us)` at `rate_bps`.
@@ -477,10 +432,7 @@ mod tests {
         let t = Trace::parse_mahimahi("0\n1 \n\n1\n  5\n\n", "x").unwrap();
         assert_eq!(t.times_ms(), &[0, 1, 1, 5]);
         assert_eq!(t.period(), TimeDelta::from_ms(5));
-        assert_eq!(
-            Trace::parse_mahimahi(&t.to_mahimahi_string(), "x").unwrap(),
-            t
-        );
+        assert_eq!(Trace::parse_mahimahi(&t.to_mahimahi_string(), "x").unwrap(), t);
     }
 
     #[test]
@@ -496,18 +448,11 @@ mod tests {
     #[test]
     fn negative_and_non_integer_lines_are_rejected() {
         let e = parse_err("1\n-3\n");
-        assert_eq!(
-            (e.line, e.kind.clone()),
-            (Some(2), TraceErrorKind::Negative(-3))
-        );
+        assert_eq!((e.line, e.kind.clone()), (Some(2), TraceErrorKind::Negative(-3)));
         assert!(e.to_string().starts_with("trace.mahi:2: "), "{e}");
         let e = parse_err("1\n2\n2.5\n");
         assert_eq!(e.line, Some(3));
-        assert!(
-            e.to_string()
-                .contains("\"2.5\" is not a non-negative integer"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("\"2.5\" is not a non-negative integer"), "{e}");
         let e = parse_err("1\nabc\n");
         assert_eq!(e.line, Some(2));
     }
@@ -516,10 +461,7 @@ mod tests {
     fn empty_and_zero_period_are_rejected() {
         let e = parse_err("\n  \n");
         assert_eq!((e.line, e.kind.clone()), (None, TraceErrorKind::Empty));
-        assert_eq!(
-            e.to_string(),
-            "trace.mahi: the trace has no delivery opportunities"
-        );
+        assert_eq!(e.to_string(), "trace.mahi: the trace has no delivery opportunities");
         let e = parse_err("0\n0\n");
         assert_eq!(e.kind, TraceErrorKind::ZeroPeriod);
         let boxed: Box<dyn std::error::Error> = Box::new(e);
@@ -566,10 +508,7 @@ mod tests {
         // (Sample times exact in binary: with 3001.4/3001.6 the float interval is a hair
         // under 0.2 s and, by the README's float rule, one opportunity moves to the carry.)
         let shifted = Trace::parse_rate_series("3001.5 12\n3001.75 12\n", "z").unwrap();
-        assert_eq!(
-            shifted.times_ms(),
-            (1..=500).collect::<Vec<i64>>().as_slice()
-        );
+        assert_eq!(shifted.times_ms(), (1..=500).collect::<Vec<i64>>().as_slice());
     }
 
     #[test]
@@ -589,16 +528,12 @@ mod tests {
         let pairs = [
             ("hairpin/eth_trace9.orig.log", "hairpin/eth_trace9.mahi"),
             ("pitree/hsr_trace4.orig.log", "pitree/hsr_trace4.mahi"),
-            (
-                "norway-hsdpa/norway_car_12.orig.txt",
-                "norway-hsdpa/norway_car_12.mahi",
-            ),
+            ("norway-hsdpa/norway_car_12.orig.txt", "norway-hsdpa/norway_car_12.mahi"),
         ];
         for (orig, mahi) in pairs {
-            let (Ok(o), Ok(m)) = (
-                std::fs::read_to_string(dir.join(orig)),
-                std::fs::read_to_string(dir.join(mahi)),
-            ) else {
+            let (Ok(o), Ok(m)) =
+                (std::fs::read_to_string(dir.join(orig)), std::fs::read_to_string(dir.join(mahi)))
+            else {
                 eprintln!("skipping {orig}: shared traces not present");
                 continue;
             };
@@ -613,9 +548,7 @@ mod tests {
         // Opportunities at 0, 2, 2, 5; period 5: absolute times 0,2,2,5 | 5,7,7,10 | 10,...
         let t = Trace::from_ms("t", vec![0, 2, 2, 5]).unwrap();
         let cap = |a: i64, b: i64| {
-            t.capacity_between(Timestamp::from_ms(a), Timestamp::from_ms(b))
-                .as_bytes()
-                / MTU_BYTES
+            t.capacity_between(Timestamp::from_ms(a), Timestamp::from_ms(b)).as_bytes() / MTU_BYTES
         };
         assert_eq!(cap(0, 1), 1);
         assert_eq!(cap(0, 5), 3);
@@ -638,16 +571,10 @@ mod tests {
             }
             // seek: first opportunity at or after a.
             let first = *abs.iter().find(|&&x| x >= a).unwrap();
-            assert_eq!(
-                t.time_of(t.seek(Timestamp::from_ms(a))),
-                Timestamp::from_ms(first)
-            );
+            assert_eq!(t.time_of(t.seek(Timestamp::from_ms(a))), Timestamp::from_ms(first));
         }
         // Sub-millisecond seek.
-        assert_eq!(
-            t.time_of(t.seek(Timestamp::from_us(2001))),
-            Timestamp::from_ms(5)
-        );
+        assert_eq!(t.time_of(t.seek(Timestamp::from_us(2001))), Timestamp::from_ms(5));
     }
 
     #[test]

@@ -21,11 +21,7 @@ pub enum TraceSpec {
     /// covered (e.g. `[(10, 30), (10, 3)]`: 30 Mbps for 10 s then 3 Mbps for 10 s).
     Steps { steps: Vec<(f64, f64)> },
     /// `high_mbps` for half of `period_s`, then `low_mbps` for the other half, repeated.
-    Alternating {
-        high_mbps: f64,
-        low_mbps: f64,
-        period_s: f64,
-    },
+    Alternating { high_mbps: f64, low_mbps: f64, period_s: f64 },
     /// Two-state good/bad channel starting in the good state, with exponential holding times
     /// of the given means, drawn from [`Rng`] seeded with `seed`.
     Markov {
@@ -47,9 +43,7 @@ fn positive(what: &str, v: f64) -> Result<(), String> {
 }
 
 fn parse_num(what: &str, s: &str) -> Result<f64, String> {
-    s.trim()
-        .parse::<f64>()
-        .map_err(|_| format!("{what}: {:?} is not a number", s.trim()))
+    s.trim().parse::<f64>().map_err(|_| format!("{what}: {:?} is not a number", s.trim()))
 }
 
 impl TraceSpec {
@@ -60,40 +54,28 @@ impl TraceSpec {
     pub fn parse_cli(s: &str) -> Result<TraceSpec, String> {
         const USAGE: &str = "expected constant:RATE, steps:RATE@SECS,..., \
                              alternating:HIGH,LOW,PERIOD_S or markov:GOOD,BAD,MEAN_GOOD_S,MEAN_BAD_S[,SEED]";
-        let (kind, args) = s
-            .split_once(':')
-            .ok_or_else(|| format!("trace spec {s:?}: missing ':'; {USAGE}"))?;
+        let (kind, args) =
+            s.split_once(':').ok_or_else(|| format!("trace spec {s:?}: missing ':'; {USAGE}"))?;
         let args: Vec<&str> = args.split(',').collect();
         let arity = |n: &[usize], form: &str| -> Result<(), String> {
             if n.contains(&args.len()) {
                 Ok(())
             } else {
-                Err(format!(
-                    "trace spec {s:?}: expected {form}, got {} value(s)",
-                    args.len()
-                ))
+                Err(format!("trace spec {s:?}: expected {form}, got {} value(s)", args.len()))
             }
         };
         let spec = match kind.trim() {
             "constant" => {
                 arity(&[1], "constant:RATE_MBPS")?;
-                TraceSpec::Constant {
-                    rate_mbps: parse_num("rate", args[0])?,
-                }
+                TraceSpec::Constant { rate_mbps: parse_num("rate", args[0])? }
             }
             "steps" => {
                 let mut steps = Vec::new();
                 for a in &args {
                     let (rate, secs) = a.split_once('@').ok_or_else(|| {
-                        format!(
-                            "trace spec {s:?}: step {:?} should be RATE_MBPS@SECONDS",
-                            a.trim()
-                        )
+                        format!("trace spec {s:?}: step {:?} should be RATE_MBPS@SECONDS", a.trim())
                     })?;
-                    steps.push((
-                        parse_num("step seconds", secs)?,
-                        parse_num("step rate", rate)?,
-                    ));
+                    steps.push((parse_num("step seconds", secs)?, parse_num("step rate", rate)?));
                 }
                 TraceSpec::Steps { steps }
             }
@@ -106,10 +88,7 @@ impl TraceSpec {
                 }
             }
             "markov" => {
-                arity(
-                    &[4, 5],
-                    "markov:GOOD_MBPS,BAD_MBPS,MEAN_GOOD_S,MEAN_BAD_S[,SEED]",
-                )?;
+                arity(&[4, 5], "markov:GOOD_MBPS,BAD_MBPS,MEAN_GOOD_S,MEAN_BAD_S[,SEED]")?;
                 let seed = match args.get(4) {
                     Some(a) => a.trim().parse::<u64>().map_err(|_| {
                         format!("seed: {:?} is not a non-negative integer", a.trim())
@@ -147,11 +126,7 @@ impl TraceSpec {
                 }
                 Ok(())
             }
-            TraceSpec::Alternating {
-                high_mbps,
-                low_mbps,
-                period_s,
-            } => {
+            TraceSpec::Alternating { high_mbps, low_mbps, period_s } => {
                 positive("high_mbps", *high_mbps)?;
                 positive("low_mbps", *low_mbps)?;
                 positive("period_s", *period_s)?;
@@ -160,13 +135,7 @@ impl TraceSpec {
                 }
                 Ok(())
             }
-            TraceSpec::Markov {
-                good_mbps,
-                bad_mbps,
-                mean_good_s,
-                mean_bad_s,
-                ..
-            } => {
+            TraceSpec::Markov { good_mbps, bad_mbps, mean_good_s, mean_bad_s, .. } => {
                 positive("good_mbps", *good_mbps)?;
                 positive("bad_mbps", *bad_mbps)?;
                 positive("mean_good_s", *mean_good_s)?;
@@ -183,20 +152,10 @@ impl TraceSpec {
                 let parts: Vec<String> = steps.iter().map(|(s, r)| format!("{r}@{s}")).collect();
                 format!("steps-{}", parts.join("-"))
             }
-            TraceSpec::Alternating {
-                high_mbps,
-                low_mbps,
-                period_s,
-            } => {
+            TraceSpec::Alternating { high_mbps, low_mbps, period_s } => {
                 format!("alternating-{high_mbps}-{low_mbps}-{period_s}")
             }
-            TraceSpec::Markov {
-                good_mbps,
-                bad_mbps,
-                mean_good_s,
-                mean_bad_s,
-                seed,
-            } => {
+            TraceSpec::Markov { good_mbps, bad_mbps, mean_good_s, mean_bad_s, seed } => {
                 format!("markov-{good_mbps}-{bad_mbps}-{mean_good_s}-{mean_bad_s}-{seed}")
             }
         }
@@ -235,11 +194,7 @@ pub fn generate(spec: &TraceSpec, duration: TimeDelta) -> Result<Trace, String> 
                 }
             }
         },
-        TraceSpec::Alternating {
-            high_mbps,
-            low_mbps,
-            period_s,
-        } => {
+        TraceSpec::Alternating { high_mbps, low_mbps, period_s } => {
             let period_us = TimeDelta::from_secs_f64(*period_s).as_us();
             let high_us = period_us / 2;
             loop {
@@ -250,21 +205,12 @@ pub fn generate(spec: &TraceSpec, duration: TimeDelta) -> Result<Trace, String> 
                 }
             }
         }
-        TraceSpec::Markov {
-            good_mbps,
-            bad_mbps,
-            mean_good_s,
-            mean_bad_s,
-            seed,
-        } => {
+        TraceSpec::Markov { good_mbps, bad_mbps, mean_good_s, mean_bad_s, seed } => {
             let mut rng = Rng::fork(*seed, "trace-gen-markov");
             let mut good = true;
             loop {
-                let (mean, rate) = if good {
-                    (mean_good_s, good_mbps)
-                } else {
-                    (mean_bad_s, bad_mbps)
-                };
+                let (mean, rate) =
+                    if good { (mean_good_s, good_mbps) } else { (mean_bad_s, bad_mbps) };
                 let hold = TimeDelta::from_secs_f64(rng.exponential(*mean)).as_us();
                 if !segment(&mut builder, hold, mbps_to_bps(*rate)) {
                     break;
@@ -291,17 +237,11 @@ mod tests {
         );
         assert_eq!(
             TraceSpec::parse_cli("steps:30@10,3@10").unwrap(),
-            TraceSpec::Steps {
-                steps: vec![(10.0, 30.0), (10.0, 3.0)]
-            }
+            TraceSpec::Steps { steps: vec![(10.0, 30.0), (10.0, 3.0)] }
         );
         assert_eq!(
             TraceSpec::parse_cli("alternating:10,2,15").unwrap(),
-            TraceSpec::Alternating {
-                high_mbps: 10.0,
-                low_mbps: 2.0,
-                period_s: 15.0
-            }
+            TraceSpec::Alternating { high_mbps: 10.0, low_mbps: 2.0, period_s: 15.0 }
         );
         assert_eq!(
             TraceSpec::parse_cli("markov:20,2,5,1,7").unwrap(),
@@ -343,12 +283,7 @@ mod tests {
     fn deserializes_tagged_json() {
         let spec: TraceSpec =
             serde_json::from_str(r#"{"kind":"steps","steps":[[10,30],[10,3]]}"#).unwrap();
-        assert_eq!(
-            spec,
-            TraceSpec::Steps {
-                steps: vec![(10.0, 30.0), (10.0, 3.0)]
-            }
-        );
+        assert_eq!(spec, TraceSpec::Steps { steps: vec![(10.0, 30.0), (10.0, 3.0)] });
         let spec: TraceSpec = serde_json::from_str(
             r#"{"kind":"markov","good_mbps":20,"bad_mbps":2,"mean_good_s":5,"mean_bad_s":1}"#,
         )
@@ -359,11 +294,8 @@ mod tests {
 
     #[test]
     fn constant_and_steps_have_exact_rates() {
-        let t = generate(
-            &TraceSpec::Constant { rate_mbps: 12.0 },
-            TimeDelta::from_secs(2),
-        )
-        .unwrap();
+        let t =
+            generate(&TraceSpec::Constant { rate_mbps: 12.0 }, TimeDelta::from_secs(2)).unwrap();
         assert_eq!(t.len(), 2000);
         assert_eq!(t.period(), TimeDelta::from_secs(2));
         let spec = TraceSpec::parse_cli("steps:30@10,3@10").unwrap();
@@ -387,11 +319,8 @@ mod tests {
         assert_eq!(t.nominal_rate(), DataRate::from_mbps(6));
         // A rate that does not divide evenly: carried remainders keep the mean within one
         // opportunity over the whole trace.
-        let t = generate(
-            &TraceSpec::Constant { rate_mbps: 0.7 },
-            TimeDelta::from_secs(10),
-        )
-        .unwrap();
+        let t =
+            generate(&TraceSpec::Constant { rate_mbps: 0.7 }, TimeDelta::from_secs(10)).unwrap();
         let want = 0.7e6 * 10.0 / 12000.0;
         assert!((t.len() as f64 - want).abs() < 1.0, "{} vs {want}", t.len());
         assert_eq!(t.period(), TimeDelta::from_secs(10));
@@ -419,19 +348,12 @@ mod tests {
 
     #[test]
     fn generate_rejects_bad_input() {
-        assert!(generate(
-            &TraceSpec::Constant { rate_mbps: 0.0 },
-            TimeDelta::from_secs(1)
-        )
-        .is_err());
+        assert!(generate(&TraceSpec::Constant { rate_mbps: 0.0 }, TimeDelta::from_secs(1)).is_err());
         assert!(generate(&TraceSpec::Constant { rate_mbps: 1.0 }, TimeDelta::ZERO).is_err());
         assert!(generate(&TraceSpec::Steps { steps: vec![] }, TimeDelta::from_secs(1)).is_err());
         // Too slow to give a single opportunity.
-        let e = generate(
-            &TraceSpec::Constant { rate_mbps: 0.001 },
-            TimeDelta::from_secs(1),
-        )
-        .unwrap_err();
+        let e = generate(&TraceSpec::Constant { rate_mbps: 0.001 }, TimeDelta::from_secs(1))
+            .unwrap_err();
         assert!(e.contains("too low"), "{e}");
     }
 }

@@ -91,8 +91,7 @@ impl LeakyBucketPacer {
         self.adjusted_rate = self.pacing_rate;
         if self.config.queue_time_limit_ms > 0.0 && !self.queue.is_empty() {
             let limit = TimeDelta::from_ms_f64(self.config.queue_time_limit_ms);
-            let remaining =
-                (limit - self.queue.average_queue_time(now)).max(TimeDelta::from_ms(1));
+            let remaining = (limit - self.queue.average_queue_time(now)).max(TimeDelta::from_ms(1));
             let min_rate = self.queue.bytes() / remaining;
             self.adjusted_rate = self.adjusted_rate.max(min_rate);
         }
@@ -147,7 +146,8 @@ impl Pacer for LeakyBucketPacer {
     fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
         self.update_budget(now);
         if let Some(id) = self.prober.due_cluster(now) {
-            let mut p = self.queue.pop().unwrap_or_else(|| Packet::padding(PROBE_PADDING_SIZE, now));
+            let mut p =
+                self.queue.pop().unwrap_or_else(|| Packet::padding(PROBE_PADDING_SIZE, now));
             p.probe_cluster_id = Some(id);
             self.prober.on_probe_sent(p.size, now);
             self.on_sent(p.size);
@@ -171,10 +171,7 @@ impl Pacer for LeakyBucketPacer {
     }
 
     fn poll_timeout(&self) -> Timestamp {
-        self.prober
-            .next_probe_time()
-            .min(self.media_send_time())
-            .min(self.padding_send_time())
+        self.prober.next_probe_time().min(self.media_send_time()).min(self.padding_send_time())
     }
 
     fn queue_size(&self) -> DataSize {
@@ -186,6 +183,9 @@ impl Pacer for LeakyBucketPacer {
     fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta {
         self.queue.oldest_queue_time(now)
     }
+    /// The rate in effect, including the queue-drain adjustment (not just the configured
+    /// `pacing_rate`).
+    #[allow(clippy::misnamed_getters)]
     fn pacing_rate(&self) -> DataRate {
         self.adjusted_rate
     }

@@ -17,7 +17,7 @@ use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// A pacer: packets in with `enqueue`, out with `poll_send`.
-pub trait Pacer {
+pub trait Pacer: Send {
     /// New rates from the congestion controller. `pacing_rate` already includes the pacing
     /// factor; `padding_rate` is the rate to fill with padding when there is no media.
     fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp);
@@ -53,7 +53,9 @@ pub enum PacerConfig {
 impl PacerConfig {
     pub fn build(&self, now: Timestamp) -> Box<dyn Pacer> {
         match self {
-            PacerConfig::LeakyBucket(c) => Box::new(leaky_bucket::LeakyBucketPacer::new(c.clone(), now)),
+            PacerConfig::LeakyBucket(c) => {
+                Box::new(leaky_bucket::LeakyBucketPacer::new(c.clone(), now))
+            }
             PacerConfig::None => Box::new(unpaced::Unpaced::new(now)),
         }
     }
