@@ -74,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "schema_version": 1,
         "git_sha": git_sha(),
-        "host": {"machine": platform.machine(), "cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "host": {
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "python": sys.version.split()[0],
+        },
         "benchmarks": results,
     }
     out = Path(args.out)

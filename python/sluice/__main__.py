@@ -1,0 +1,8 @@
+"""``python -m sluice``: the same as the ``sluice`` command."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,419 @@
+"""The ``sluice`` command line.
+
+User mistakes (bad arguments, missing or malformed files, invalid configs) are reported as
+one ``sluice: error: ...`` line on stderr with exit status 2. Set ``SLUICE_DEBUG=1`` to get
+the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import __version__
+from .errors import SluiceError, core
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but errors are one line: ``sluice: error: <message>``."""
+
+    def error(self, message: str) -> NoReturn:
+        cmd = self.prog.split(" ", 1)[1] if " " in self.prog else ""
+        hint = f" (see: sluice {cmd + ' ' if cmd else ''}--help)"
+        print(f"sluice: error: {message}{hint}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+# --- argument types ------------------------------------------------------------------------
+
+
+def _number(kind: str, cond: Any, what: str) -> Any:
+    def parse(s: str) -> float:
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}") from None
+        if not math.isfinite(v) or not cond(v):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}")
+        return v
+
+    parse.__name__ = kind
+    return parse
+
+
+_pos_float = _number("positive number", lambda v: v > 0, "a positive number")
+_nonneg_float = _number("non-negative number", lambda v: v >= 0, "a number >= 0")
+_probability = _number("probability", lambda v: 0 <= v < 1, "a probability in [0, 1)")
+
+
+def _int(minimum: int, what: str) -> Any:
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}")
+        return v
+
+    parse.__name__ = what
+    return parse
+
+
+_pos_int = _int(1, "a positive integer")
+_seed = _int(0, "a non-negative integer")
+
+
+# --- parser ---------------------------------------------------------------------------------
+
+
+def _add_network(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("network")
+    g.add_argument(
+        "--trace", required=True, metavar="T",
+        help="downlink capacity trace: a Mahimahi or 'time_s rate_mbps' file, or gen:SPEC "
+        "(e.g. gen:constant:12, gen:steps:30@10,3@10, gen:alternating:10,2,15, "
+        "gen:markov:20,2,5,1)",
+    )  # fmt: skip
+    g.add_argument("--uplink-trace", metavar="U", help="uplink (feedback) trace; default unlimited")
+    g.add_argument("--trace-format", choices=("mahimahi", "rate"), help="override format detection")
+    g.add_argument(
+        "--delay-ms", type=_nonneg_float, default=20.0, metavar="D",
+        help="one-way propagation delay in each direction (default 20)",
+    )  # fmt: skip
+    q = g.add_mutually_exclusive_group()
+    q.add_argument("--queue-bytes", type=_pos_int, metavar="B", help="bottleneck queue, bytes")
+    q.add_argument("--queue-packets", type=_pos_int, metavar="N", help="bottleneck queue, packets")
+    g.add_argument(
+        "--loss", type=_probability, default=0.0, metavar="P", help="downlink random loss"
+    )
+    r = p.add_argument_group("run")
+    r.add_argument(
+        "--duration", type=_pos_float, default=30.0, metavar="S",
+        help="capture duration in seconds (default 30)",
+    )  # fmt: skip
+    r.add_argument("--seed", type=_seed, default=1, metavar="N", help="random seed (default 1)")
+    r.add_argument("--fps", type=_pos_float, default=30.0, metavar="F", help="frame rate")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="sluice",
+        description="Sluice: pacing, congestion control and encoder control for real-time "
+        "video, compared on one simulated pipeline.",
+    )
+    parser.add_argument("--version", action="version", version=f"sluice {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("run", help="run one scheme on one trace")
+    s = p.add_mutually_exclusive_group()
+    s.add_argument("--scheme", default="webrtc", metavar="S", help="scheme (see: sluice schemes)")
+    s.add_argument(
+        "--scheme-file", metavar="FILE.json",
+        help="a custom composition (SchemeConfig JSON); named after the file stem",
+    )  # fmt: skip
+    _add_network(p)
+    p.add_argument("--out", metavar="DIR", help="default results/<scheme>-<trace>-s<seed>")
+    p.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("compare", help="run several schemes on the same network, in parallel")
+    p.add_argument(
+        "--schemes", default="", metavar="A,B,C", help="comma-separated registered schemes"
+    )
+    p.add_argument(
+        "--scheme-file", action="append", default=[], metavar="FILE.json",
+        help="add a custom composition (repeatable)",
+    )  # fmt: skip
+    _add_network(p)
+    p.add_argument("--jobs", type=_pos_int, metavar="N", help="parallel runs (default: CPUs)")
+    p.add_argument("--backend", choices=("process", "ray"), default="process")
+    p.add_argument("--out", metavar="DIR", help="default results/compare-<trace>")
+    p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("schemes", help="list the registered schemes")
+    p.add_argument("--json", action="store_true", help="the registry as JSON")
+    p.set_defaults(func=cmd_schemes)
+
+    p = sub.add_parser("trace", help="generate or inspect traces")
+    tsub = p.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
+    g = tsub.add_parser("gen", help="write a generated trace as a Mahimahi file")
+    g.add_argument("spec", metavar="SPEC", help="e.g. constant:12, markov:20,2,5,1[,seed]")
+    g.add_argument("--duration", type=_pos_float, required=True, metavar="S")
+    g.add_argument("--out", metavar="FILE", help="output file (default: stdout)")
+    g.set_defaults(func=cmd_trace_gen)
+    i = tsub.add_parser("info", help="mean rate, period, min/max over 1 s bins")
+    i.add_argument("file", metavar="FILE", help="trace file (or gen:SPEC with --duration)")
+    i.add_argument("--trace-format", choices=("mahimahi", "rate"))
+    i.add_argument("--duration", type=_pos_float, default=60.0, metavar="S", help="for gen:SPEC")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_trace_info)
+
+    p = sub.add_parser("plot", help="redraw plots from saved results")
+    p.add_argument(
+        "run_dirs", nargs="+", metavar="RUN_DIR",
+        help="run directories (or a compare directory holding them)",
+    )  # fmt: skip
+    p.add_argument("--out", metavar="DIR", help="default: the run (or compare) directory")
+    p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
+    p.set_defaults(func=cmd_plot)
+    return parser
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+def _registry() -> list[dict[str, Any]]:
+    return json.loads(core().schemes_json())
+
+
+def _check_schemes(names: Sequence[str]) -> None:
+    known = [s["name"] for s in _registry()]
+    for n in names:
+        if n not in known:
+            raise SluiceError(f"unknown scheme '{n}' (known: {', '.join(known)})")
+
+
+def _load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SluiceError(f"scheme file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SluiceError(f"cannot read scheme file {path}: {e}") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SluiceError(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
+    if not isinstance(obj, dict):
+        raise SluiceError(f"{path}: expected a JSON object (a scheme composition)")
+    if isinstance(obj.get("config"), dict) and "pacer" not in obj:
+        obj = obj["config"]  # an entry copied from `sluice schemes --json`
+    return Path(path).stem, obj
+
+
+def _spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, out: str | None):
+    from .runner import RunSpec
+
+    return RunSpec(
+        scheme=scheme,
+        scheme_config=scheme_config,
+        trace=args.trace,
+        uplink_trace=args.uplink_trace,
+        trace_format=args.trace_format,
+        delay_ms=args.delay_ms,
+        queue_bytes=args.queue_bytes,
+        queue_packets=args.queue_packets,
+        loss=args.loss,
+        duration_s=args.duration,
+        seed=args.seed,
+        fps=args.fps,
+        out_dir=out,
+    )
+
+
+def _preflight_traces(args: argparse.Namespace) -> None:
+    """Load the traces once up front, so file errors come before any run starts."""
+    from .runner import default_config
+    from .traces import load_trace
+
+    total = args.duration + float(default_config().get("drain_s", 2.0))
+    for t in (args.trace, args.uplink_trace):
+        if t:
+            load_trace(t, duration_s=total, fmt=args.trace_format)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from . import report, results
+    from .runner import run_one
+
+    if args.scheme_file:
+        name, cfg = _load_scheme_file(args.scheme_file)
+    else:
+        name, cfg = args.scheme, None
+        _check_schemes([name])
+    run_dir = run_one(_spec_from_args(args, name, cfg, args.out))
+    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(report.text_table([(name, summary)]))
+    print(f"\nresults: {run_dir}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from . import plots, report, results
+    from .runner import run_many
+    from .traces import trace_stem
+
+    names = [n.strip() for n in args.schemes.split(",") if n.strip()]
+    _check_schemes(names)
+    entries: list[tuple[str, Any]] = [(n, None) for n in names]
+    entries += [_load_scheme_file(f) for f in args.scheme_file]
+    if not entries:
+        raise SluiceError("give schemes to compare: --schemes a,b,c and/or --scheme-file FILE")
+    seen = [n for n, _ in entries]
+    dup = sorted({n for n in seen if seen.count(n) > 1})
+    if dup:
+        raise SluiceError(f"scheme listed twice: {', '.join(dup)}")
+    _preflight_traces(args)
+
+    out = Path(args.out or os.path.join("results", f"compare-{trace_stem(args.trace)}"))
+    specs = [_spec_from_args(args, n, cfg, str(out / n)) for n, cfg in entries]
+    run_dirs = run_many(specs, jobs=args.jobs, backend=args.backend)
+    runs = [results.load_run(d) for d in run_dirs]
+    named = [(r.scheme, r.summary) for r in runs]
+
+    table = report.markdown_table(named)
+    header = (
+        f"# sluice compare: {args.trace}\n\n"
+        f"duration {args.duration:g} s, seed {args.seed}, one-way delay {args.delay_ms:g} ms, "
+        f"queue {_queue_desc(args)}, loss {args.loss:g}\n\n"
+    )
+    (out / "compare.md").write_text(header + table + "\n", encoding="utf-8")
+    (out / "summary.csv").write_text(report.csv_text(named), encoding="utf-8")
+    pngs = plots.plot_runs(runs, out, logx=args.log_x)
+
+    print(report.text_table(named))
+    print(f"\nresults: {out}")
+    print(f"table:   {out / 'compare.md'}, {out / 'summary.csv'}")
+    print(f"plots:   {', '.join(str(p) for p in pngs)}")
+    return 0
+
+
+def _queue_desc(args: argparse.Namespace) -> str:
+    if args.queue_bytes:
+        return f"{args.queue_bytes} B"
+    if args.queue_packets:
+        return f"{args.queue_packets} packets"
+    return "unlimited"
+
+
+def cmd_schemes(args: argparse.Namespace) -> int:
+    reg = _registry()
+    if args.json:
+        print(json.dumps(reg, indent=2))
+        return 0
+    width = max((len(s["name"]) for s in reg), default=0)
+    for s in reg:
+        print(f"{s['name'].ljust(width)}  {s['color']}  {s['description']}")
+    return 0
+
+
+def cmd_trace_gen(args: argparse.Namespace) -> int:
+    trace = core().Trace.generate(args.spec, args.duration)
+    text = trace.to_mahimahi()
+    if not text.endswith("\n"):
+        text += "\n"
+    if args.out:
+        path = Path(args.out)
+        if path.parent != Path(""):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(
+            f"wrote {path}: mean {trace.mean_rate_bps / 1e6:.3f} Mbit/s, "
+            f"period {trace.period_s:g} s",
+            file=sys.stderr,
+        )
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_trace_info(args: argparse.Namespace) -> int:
+    from .traces import bin_rates_bps, load_trace
+
+    lt = load_trace(args.file, duration_s=args.duration, fmt=args.trace_format)
+    bins = bin_rates_bps(lt.trace, 1.0)
+    info = {
+        "name": lt.name,
+        "format": lt.format,
+        "sha256": lt.sha256,
+        "period_s": lt.trace.period_s,
+        "mean_rate_mbps": lt.trace.mean_rate_bps / 1e6,
+        "min_1s_mbps": min(bins) / 1e6 if bins else None,
+        "max_1s_mbps": max(bins) / 1e6 if bins else None,
+    }
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"trace:     {args.file} ({lt.format})")
+    print(f"period:    {info['period_s']:.3f} s")
+    print(f"mean rate: {info['mean_rate_mbps']:.3f} Mbit/s")
+    if bins:
+        print(f"1 s bins:  min {info['min_1s_mbps']:.3f}  max {info['max_1s_mbps']:.3f} Mbit/s")
+    print(f"sha256:    {lt.sha256}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from . import plots, results
+
+    dirs: list[Path] = []
+    for d in map(Path, args.run_dirs):
+        if results.is_run_dir(d):
+            dirs.append(d)
+        elif d.is_dir() and (subs := sorted(s for s in d.iterdir() if results.is_run_dir(s))):
+            dirs.extend(subs)  # a compare directory
+        elif not d.exists():
+            raise SluiceError(f"no such run directory: {d}")
+        else:
+            raise SluiceError(f"not a sluice run directory (no {results.RUN_FILE}): {d}")
+    runs = [results.load_run(d) for d in dirs]
+    if args.out:
+        out = Path(args.out)
+    elif len(args.run_dirs) == 1:
+        out = Path(args.run_dirs[0])
+    else:
+        out = Path(os.path.commonpath([str(d.resolve().parent) for d in dirs]))
+    for p in plots.plot_runs(runs, out, logx=args.log_x):
+        print(p)
+    return 0
+
+
+# --- entry point ----------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the CLI; returns the exit status (also raises SystemExit for argparse errors)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = os.environ.get("SLUICE_DEBUG", "") not in ("", "0")
+    try:
+        return int(args.func(args) or 0)
+    except (SluiceError, ValueError) as e:
+        if debug:
+            raise
+        return _fail(str(e))
+    except BrokenPipeError:  # e.g. `sluice ... | head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except OSError as e:
+        if debug:
+            raise
+        where = f": {e.filename}" if e.filename else ""
+        return _fail(f"{e.strerror or e}{where}")
+    except KeyboardInterrupt:
+        print("sluice: interrupted", file=sys.stderr)
+        return 130
+
+
+def _fail(message: str) -> int:
+    line = " ".join(message.split()) or "unknown error"
+    print(f"sluice: error: {line}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

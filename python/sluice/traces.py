@@ -1,0 +1,135 @@
+"""Loading bandwidth traces: files (Mahimahi or rate series) and generated ``gen:SPEC`` traces.
+
+The file is read here and its text handed to the core's parsers, which report malformed
+input as ``FILE:LINE: ...``. The format is detected from the first data line: a single
+integer is a Mahimahi trace (one millisecond timestamp per line), two or more numeric
+columns a ``time_s rate_mbps`` series. ``#`` starts a comment in either format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import SluiceError, core
+
+GEN_PREFIX = "gen:"
+FORMATS = ("mahimahi", "rate")
+
+
+@dataclass(frozen=True)
+class LoadedTrace:
+    """A parsed trace and where it came from."""
+
+    trace: Any  # sluice._core.Trace
+    name: str  # the file name (no directory) or "gen:SPEC"
+    stem: str  # for default output names
+    sha256: str  # of the file bytes, or of the generated Mahimahi text
+    format: str  # "mahimahi", "rate" or "generated"
+    source: str  # the argument as given
+
+    def header(self) -> dict[str, Any]:
+        """The ``trace`` entry of a result header (fixed key order)."""
+        return {
+            "name": self.name,
+            "sha256": self.sha256,
+            "mean_rate_bps": self.trace.mean_rate_bps,
+        }
+
+
+def is_generated(arg: str) -> bool:
+    return arg.startswith(GEN_PREFIX)
+
+
+def trace_stem(arg: str) -> str:
+    """A short filesystem-safe name for a trace argument (file stem or sanitised spec)."""
+    if is_generated(arg):
+        raw = "gen-" + arg[len(GEN_PREFIX) :]
+    else:
+        raw = Path(arg).stem or Path(arg).name
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("-") or "trace"
+
+
+def _strip_comment(line: str) -> str:
+    return line.split("#", 1)[0].strip()
+
+
+def detect_format(text: str, path: str) -> str:
+    """``"mahimahi"`` or ``"rate"``, from the first data line of ``text``."""
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = _strip_comment(raw)
+        if not line:
+            continue
+        fields = [f for f in re.split(r"[,\s]+", line) if f]
+        if len(fields) == 1:
+            try:
+                int(fields[0])
+            except ValueError:
+                raise SluiceError(
+                    f"{path}:{lineno}: {fields[0]!r} is neither a Mahimahi timestamp (integer ms) "
+                    "nor a 'time_s rate_mbps' row; use --trace-format to choose"
+                ) from None
+            return "mahimahi"
+        return "rate"
+    raise SluiceError(f"{path}: trace file has no data lines")
+
+
+def parse_trace_text(text: str, path: str, fmt: str | None = None) -> Any:
+    """Parses trace text (``fmt`` None: detect). ``path`` names the source in errors."""
+    fmt = fmt or detect_format(text, path)
+    _core = core()
+    if fmt == "mahimahi":
+        # The core's Mahimahi parser skips blank lines but not comments: blank comment lines
+        # out, keeping line numbers for its error messages.
+        if "#" in text:
+            text = "\n".join(_strip_comment(line) for line in text.splitlines())
+        return _core.Trace.parse_mahimahi(text, path)
+    if fmt == "rate":
+        return _core.Trace.parse_rate_series(text, path)
+    raise SluiceError(f"unknown trace format {fmt!r} (expected one of: {', '.join(FORMATS)})")
+
+
+def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = None) -> LoadedTrace:
+    """Loads ``arg``: a trace file path, or ``gen:SPEC`` generated over ``duration_s``.
+
+    Raises :class:`SluiceError` for a missing or unreadable file and ``ValueError`` (from the
+    core, naming ``FILE:LINE``) for malformed content.
+    """
+    if is_generated(arg):
+        spec = arg[len(GEN_PREFIX) :]
+        if duration_s is None:
+            raise SluiceError(f"{arg}: a generated trace needs a duration")
+        trace = core().Trace.generate(spec, float(duration_s))
+        digest = hashlib.sha256(trace.to_mahimahi().encode()).hexdigest()
+        return LoadedTrace(trace, arg, trace_stem(arg), digest, "generated", arg)
+
+    path = Path(arg)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise SluiceError(f"trace file not found: {arg}") from None
+    except IsADirectoryError:
+        raise SluiceError(f"trace path is a directory, not a file: {arg}") from None
+    except OSError as e:
+        raise SluiceError(f"cannot read trace file {arg}: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        msg = f"{arg}: not a text trace file (invalid UTF-8 at byte {e.start})"
+        raise SluiceError(msg) from None
+    fmt = fmt or detect_format(text, arg)
+    trace = parse_trace_text(text, arg, fmt)
+    digest = hashlib.sha256(data).hexdigest()
+    return LoadedTrace(trace, path.name, trace_stem(arg), digest, fmt, arg)
+
+
+def bin_rates_bps(trace: Any, bin_s: float = 1.0) -> list[float]:
+    """Capacity over whole ``bin_s`` bins of one trace period (at least one bin)."""
+    period = trace.period_s
+    if period < bin_s:
+        return list(trace.rate_series_bps(period, period))
+    n = int(period // bin_s)
+    return list(trace.rate_series_bps(bin_s, n * bin_s))

@@ -1,0 +1,120 @@
+"""User mistakes give one ``sluice: error: ...`` line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from sluice import results
+from sluice.errors import SluiceError
+
+# Short runs keep the suite fast; the generated trace needs no data files.
+TRACE = "gen:constant:12"
+DURATION = "3"
+
+
+def test_missing_trace_file(sluice, tmp_path):
+    missing = tmp_path / "nope.mahi"
+    r = sluice("run", "--trace", str(missing), "--out", str(tmp_path / "out"))
+    r.assert_one_line_error("trace file not found", str(missing))
+
+
+def test_malformed_mahimahi_names_file_and_line(sluice, tmp_path):
+    bad = tmp_path / "bad.mahi"
+    bad.write_text("# a comment\n1\n2\nthree\n4\n")
+    r = sluice("run", "--trace", str(bad), "--out", str(tmp_path / "out"))
+    r.assert_one_line_error(f"{bad}:4")
+
+
+def test_decreasing_mahimahi_names_file_and_line(sluice, tmp_path):
+    bad = tmp_path / "dec.mahi"
+    bad.write_text("1\n5\n3\n")
+    sluice("trace", "info", str(bad)).assert_one_line_error(f"{bad}:3")
+
+
+def test_malformed_rate_series_names_file_and_line(sluice, tmp_path):
+    bad = tmp_path / "bad.log"
+    bad.write_text("0 10\n1 x\n2 10\n")
+    sluice("trace", "info", str(bad)).assert_one_line_error(f"{bad}:2")
+
+
+def test_empty_trace_file(sluice, tmp_path):
+    empty = tmp_path / "empty.mahi"
+    empty.write_text("# nothing\n\n")
+    sluice("trace", "info", str(empty)).assert_one_line_error(str(empty))
+
+
+def test_bad_generator_spec(sluice):
+    sluice("trace", "info", "gen:constant").assert_one_line_error("constant")
+
+
+def test_unknown_scheme(sluice, tmp_path):
+    r = sluice("run", "--scheme", "nosuch", "--trace", TRACE, "--out", str(tmp_path / "o"))
+    r.assert_one_line_error("unknown scheme 'nosuch'", "webrtc")
+
+
+def test_unknown_scheme_in_compare(sluice, tmp_path):
+    r = sluice("compare", "--schemes", "webrtc,nosuch", "--trace", TRACE, "--out", str(tmp_path))
+    r.assert_one_line_error("unknown scheme 'nosuch'")
+
+
+def test_both_queue_options(sluice):
+    r = sluice("run", "--trace", TRACE, "--queue-bytes", "100000", "--queue-packets", "50")
+    r.assert_one_line_error("--queue-packets", "--queue-bytes")
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["run", "--trace", TRACE, "--loss", "1.5"], "--loss"),
+        (["run", "--trace", TRACE, "--duration", "-1"], "--duration"),
+        (["run", "--trace", TRACE, "--delay-ms", "abc"], "--delay-ms"),
+        (["run"], "--trace"),
+        (["bogus"], "bogus"),
+        ([], "COMMAND"),
+    ],
+)
+def test_bad_arguments(sluice, argv, needle):
+    sluice(*argv).assert_one_line_error(needle)
+
+
+def test_scheme_file_errors(sluice, tmp_path):
+    bad = tmp_path / "mine.json"
+    bad.write_text("{not json")
+    r = sluice("run", "--scheme-file", str(bad), "--trace", TRACE, "--out", str(tmp_path / "o"))
+    r.assert_one_line_error(f"{bad}:1")
+    bad.write_text(json.dumps({"pacer": {"kind": "no-such-pacer"}}))
+    r = sluice("run", "--scheme-file", str(bad), "--trace", TRACE, "--duration", DURATION,
+               "--out", str(tmp_path / "o"))  # fmt: skip
+    r.assert_one_line_error()
+    missing = tmp_path / "missing.json"
+    r = sluice("run", "--scheme-file", str(missing), "--trace", TRACE)
+    r.assert_one_line_error("scheme file not found", str(missing))
+
+
+def test_plot_not_a_run_dir(sluice, tmp_path):
+    sluice("plot", str(tmp_path)).assert_one_line_error("not a sluice run directory")
+    sluice("plot", str(tmp_path / "missing")).assert_one_line_error("no such run directory")
+
+
+def test_unknown_schema_version(tmp_path):
+    (tmp_path / "run.jsonl").write_text(
+        json.dumps({"record": "header", "schema_version": 99}) + "\n"
+    )
+    with pytest.raises(SluiceError, match="schema_version 99"):
+        results.load_run(tmp_path)
+    with pytest.raises(SluiceError, match="not a sluice run directory"):
+        results.load_run(tmp_path / "missing")
+
+
+def test_python_m_sluice_prints_no_traceback(tmp_path):
+    missing = tmp_path / "nope.mahi"
+    p = subprocess.run(
+        [sys.executable, "-m", "sluice", "run", "--trace", str(missing)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 2, p
+    assert p.stdout == ""
+    assert p.stderr.splitlines() == [f"sluice: error: trace file not found: {missing}"]

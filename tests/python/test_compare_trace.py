@@ -1,0 +1,86 @@
+"""``sluice compare`` / ``plot`` outputs and ``sluice trace gen`` / ``info``."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+# Short runs keep the suite fast; the generated trace needs no data files.
+TRACE = "gen:constant:12"
+DURATION = "3"
+
+
+def test_compare_writes_table_and_plots(sluice, tmp_path):
+    out = tmp_path / "cmp"
+    r = sluice("compare", "--schemes", "webrtc,always-burst", "--trace", TRACE,
+               "--duration", DURATION, "--queue-bytes", "100000", "--jobs", "2",
+               "--out", str(out))  # fmt: skip
+    assert r.code == 0, r.err
+    for name in ("compare.md", "summary.csv", "latency_cdf.png", "timeseries.png"):
+        assert (out / name).is_file(), name
+        assert (out / name).stat().st_size > 0, name
+    for name in ("latency_cdf.png", "timeseries.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (out / "compare.md").read_text()
+    assert "| webrtc |" in md and "| always-burst |" in md
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert [row["scheme"] for row in rows] == ["webrtc", "always-burst"]
+    assert float(rows[0]["latency_ms_p95"]) > 0
+    assert (out / "webrtc" / "run.jsonl").is_file()
+    assert "webrtc" in r.out and "latency_cdf.png" in r.out
+
+    # Plots can be redrawn from the saved results alone.
+    (out / "latency_cdf.png").unlink()
+    r = sluice("plot", str(out), "--log-x")
+    assert r.code == 0, r.err
+    assert (out / "latency_cdf.png").is_file()
+    r = sluice("plot", str(out / "webrtc"), "--out", str(tmp_path / "single"))
+    assert r.code == 0, r.err
+    assert (tmp_path / "single" / "timeseries.png").is_file()
+
+
+def test_trace_gen_and_info(sluice, tmp_path):
+    f = tmp_path / "c12.mahi"
+    r = sluice("trace", "gen", "constant:12", "--duration", "10", "--out", str(f))
+    assert r.code == 0, r.err
+    lines = f.read_text().split()
+    assert all(x.isdigit() for x in lines)
+    assert len(lines) == 10_000  # 12 Mbit/s = one 1500-byte opportunity per ms
+    r = sluice("trace", "info", str(f))
+    assert r.code == 0, r.err
+    assert "mean rate: 12." in r.out and "period:    10.000 s" in r.out
+    info = json.loads(sluice("trace", "info", str(f), "--json").out)
+    assert info["format"] == "mahimahi"
+    # 10,000 opportunities in 10 s; the core may count 1500 or 1504 bytes per opportunity.
+    assert abs(info["mean_rate_mbps"] - 12) < 0.1
+    assert abs(info["min_1s_mbps"] - 12) < 0.1 and abs(info["max_1s_mbps"] - 12) < 0.1
+
+
+def test_trace_info_rate_series_and_comments(sluice, tmp_path):
+    rate = tmp_path / "series.log"
+    rate.write_text("# time_s rate_mbps\n0 6\n1 6\n2 6\n3 6\n")
+    r = sluice("trace", "info", str(rate), "--json")
+    assert r.code == 0, r.err
+    assert '"format": "rate"' in r.out
+    mahi = tmp_path / "commented.mahi"
+    mahi.write_text("# header comment\n1\n2\n\n3\n4\n")
+    r = sluice("trace", "info", str(mahi))
+    assert r.code == 0, r.err
+    assert "(mahimahi)" in r.out
+    # An explicit format overrides detection.
+    r = sluice("trace", "info", str(rate), "--trace-format", "mahimahi")
+    assert r.code == 2 and f"{rate}:2" in r.err
+
+
+def test_generated_trace_to_stdout(sluice):
+    r = sluice("trace", "gen", "constant:1.2", "--duration", "1")
+    assert r.code == 0, r.err
+    assert len(r.out.split()) == 100
+
+
+def test_schemes_lists_registry(sluice):
+    r = sluice("schemes")
+    assert r.code == 0
+    names = [line.split()[0] for line in r.out.splitlines()]
+    assert "webrtc" in names and "always-burst" in names
+    assert TRACE  # keeps the shared constant imported for readers

@@ -1,0 +1,89 @@
+"""The result format: header, round trip through load_run, determinism."""
+
+from __future__ import annotations
+
+import json
+
+from sluice import results
+
+# Short runs keep the suite fast; the generated trace needs no data files.
+TRACE = "gen:constant:12"
+DURATION = "3"
+
+
+def _run(sluice, out, *extra):
+    r = sluice("run", "--trace", TRACE, "--duration", DURATION, "--out", str(out), *extra)
+    assert r.code == 0, r.err
+    return r
+
+
+def test_round_trip_and_header(sluice, tmp_path):
+    _run(sluice, tmp_path / "a", "--seed", "7", "--queue-bytes", "100000", "--delay-ms", "30")
+    lines = (tmp_path / "a" / "run.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    assert list(header) == [
+        "record", "schema_version", "sluice_version", "git_sha", "git_dirty", "seed", "scheme",
+        "config", "trace", "uplink_trace",
+    ]  # fmt: skip
+    assert header["record"] == "header"
+    assert header["schema_version"] == results.SCHEMA_VERSION
+    assert header["seed"] == 7 and header["scheme"] == "webrtc"
+    assert header["config"]["seed"] == 7
+    assert header["config"]["scheme"] is not None  # resolved composition
+    assert header["config"]["downlink"]["queue_bytes"] == 100000
+    assert header["config"]["downlink"]["delay_ms"] == 30
+    assert header["trace"]["name"] == TRACE
+    assert len(header["trace"]["sha256"]) == 64
+    assert header["trace"]["mean_rate_bps"] > 11e6
+    assert header["uplink_trace"] is None
+    kinds = [json.loads(line)["record"] for line in lines[1:]]
+    n_frames = kinds.count("frame")
+    assert n_frames > 0 and kinds == ["frame"] * n_frames + ["sample"] * (len(kinds) - n_frames)
+
+    run = results.load_run(tmp_path / "a")
+    assert run.header == header
+    assert len(run.frames) == n_frames
+    assert list(run.frames.columns[: len(results.FRAME_COLUMNS)]) == results.FRAME_COLUMNS
+    assert list(run.samples.columns[: len(results.SAMPLE_COLUMNS)]) == results.SAMPLE_COLUMNS
+    assert len(run.samples) == len(kinds) - n_frames
+    assert run.frames["latency_us"].dropna().gt(0).all()
+    assert set(run.summary["latency_ms"]) >= {"mean", "p50", "p95", "p99", "p999", "max"}
+    assert run.summary["frames_sent"] == n_frames
+
+
+def test_same_seed_is_byte_identical(sluice, tmp_path):
+    _run(sluice, tmp_path / "a")
+    _run(sluice, tmp_path / "b")
+    a = (tmp_path / "a" / "run.jsonl").read_bytes()
+    b = (tmp_path / "b" / "run.jsonl").read_bytes()
+    assert a == b
+
+
+def test_json_output_is_the_summary(sluice, tmp_path):
+    r = _run(sluice, tmp_path / "a", "--json")
+    summary = json.loads(r.out)
+    assert summary == json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert {"latency_ms", "stall_rate", "fps", "utilization", "bwe_ratio"} <= set(summary)
+
+
+def test_default_out_dir(sluice, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = sluice("run", "--trace", TRACE, "--duration", DURATION, "--seed", "3")
+    assert r.code == 0, r.err
+    assert (tmp_path / "results" / "webrtc-gen-constant-12-s3" / "run.jsonl").is_file()
+    assert "lat p95 ms" in r.out
+
+
+def test_trace_file_and_scheme_file(sluice, tmp_path):
+    trace = tmp_path / "flat.mahi"
+    assert sluice("trace", "gen", "constant:12", "--duration", "6", "--out", str(trace)).code == 0
+    reg = json.loads(sluice("schemes", "--json").out)
+    scheme_file = tmp_path / "mine.json"
+    scheme_file.write_text(json.dumps(reg[0]["config"]))
+    r = sluice("run", "--scheme-file", str(scheme_file), "--trace", str(trace),
+               "--duration", DURATION, "--out", str(tmp_path / "o"))  # fmt: skip
+    assert r.code == 0, r.err
+    run = results.load_run(tmp_path / "o")
+    assert run.scheme == "mine"
+    assert run.header["trace"]["name"] == "flat.mahi"
+    assert run.header["config"]["scheme"] == reg[0]["config"]
