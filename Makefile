@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 SLUICE := $(VENV)/bin/sluice
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(HOME)/.cargo/bin:$(PATH)
-DEMO_TRACE ?= data/traces/markov-24-4.mahi
+DEMO_TRACE ?= data/traces/markov-24-6.mahi
 DEMO_SCHEMES ?= webrtc,webrtc-b,always-burst
 DEMO_DURATION ?= 60
 
@@ -17,11 +17,12 @@ setup: $(VENV)/.deps-ok
 
 # System packages (Debian) and the Python environment. Idempotent; only installs what is missing.
 $(VENV)/.deps-ok: pyproject.toml scripts/setup.sh
-	bash scripts/setup.sh $(VENV)
+	@bash scripts/setup.sh $(VENV)
 	touch $@
 
 build: setup
-	maturin develop --release --quiet 2>&1 | grep -v -E '^(📦|🔗|✏️|🛠|⚠️ +Warning: .*--profile)' || true
+	@echo "building the Rust core and the Python extension (log: $(VENV)/build.log)"
+	@maturin develop --release > $(VENV)/build.log 2>&1 || { tail -n 30 $(VENV)/build.log >&2; exit 1; }
 	@$(PY) -c "import sluice._core" || { echo "sluice: the extension module did not build" >&2; exit 1; }
 
 demo: build

@@ -93,17 +93,17 @@ fn parse_config(config_json: &str) -> PyResult<RunConfig> {
 impl PySimulation {
     #[new]
     #[pyo3(signature = (config_json, downlink=None, uplink=None))]
-    fn new(config_json: &str, downlink: Option<PyTrace>, uplink: Option<PyTrace>) -> PyResult<Self> {
+    fn new(
+        config_json: &str,
+        downlink: Option<PyTrace>,
+        uplink: Option<PyTrace>,
+    ) -> PyResult<Self> {
         let config = parse_config(config_json)?;
         config.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
         let encoder = build_encoder(&config);
-        let sim = Simulation::new(
-            &config,
-            downlink.map(|t| t.inner),
-            uplink.map(|t| t.inner),
-            encoder,
-        )
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let sim =
+            Simulation::new(&config, downlink.map(|t| t.inner), uplink.map(|t| t.inner), encoder)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(PySimulation { sim: Some(sim), config })
     }
 
@@ -138,16 +138,15 @@ impl PySimulation {
     /// Runs to the end and returns `(frames_json, samples_json, summary_json)`: JSON arrays
     /// of per-frame records and time-series samples, and the summary object.
     fn finish(&mut self, py: Python<'_>) -> PyResult<(String, String, String)> {
-        let mut sim = self
-            .sim
-            .take()
-            .ok_or_else(|| PyValueError::new_err("simulation already finished"))?;
+        let mut sim =
+            self.sim.take().ok_or_else(|| PyValueError::new_err("simulation already finished"))?;
         let result: RunResult = py.allow_threads(|| {
             let end = sim.end();
             sim.run_until(end);
             sim.finish()
         });
-        let to_json = |v: serde_json::Result<String>| v.map_err(|e| PyValueError::new_err(e.to_string()));
+        let to_json =
+            |v: serde_json::Result<String>| v.map_err(|e| PyValueError::new_err(e.to_string()));
         Ok((
             to_json(serde_json::to_string(&result.frames))?,
             to_json(serde_json::to_string(&result.samples))?,
