@@ -3,12 +3,13 @@
 //! Definitions (also in the README):
 //! * latency: display time minus capture time, over displayed frames;
 //! * `stall_rate` (ACE §6.3): the share of the session in which the interval between
-//!   displayed frames exceeds 100 ms (each such interval counts whole; the interval from the
-//!   last displayed frame to the end of the session counts too);
+//!   displayed frames exceeds 100 ms (each such interval counts whole; the session's start and
+//!   end count as display instants, so waiting for the first frame and the time after the
+//!   last one count too, and a session that displays nothing has a stall rate of 1);
 //! * `stall_count_200ms` (MAE §6.1): frames whose latency exceeds 200 ms, counting frames
 //!   never displayed;
-//! * `loss_rate`: media-path packets dropped by the downlink (queue overflow or random loss)
-//!   over packets that reached it;
+//! * `loss_rate`: media-path packets dropped by the downlink (queue overflow, random loss or
+//!   a bottleneck policy) over packets that reached it;
 //! * `utilization`: bytes the downlink delivered over the bytes its trace could deliver during
 //!   the session;
 //! * `bwe_ratio`: mean target rate over mean link capacity, both time-averaged over the
@@ -239,20 +240,20 @@ pub fn summarize(
         max: lat.last().copied().unwrap_or(f64::NAN),
     };
 
-    let mut display_times: Vec<i64> = frames.iter().filter_map(|f| f.displayed_us).collect();
+    // Display instants within the session, anchored at its start: the wait for the first
+    // frame counts, and a session that displays nothing is one long stall.
+    let end_us = session_end.as_us();
+    let mut display_times: Vec<i64> =
+        frames.iter().filter_map(|f| f.displayed_us).filter(|&t| t <= end_us).collect();
     display_times.sort_unstable();
+    display_times.insert(0, 0);
+    display_times.push(end_us);
     let mut stalled_us = 0i64;
     let threshold = STALL_INTERVAL.as_us();
     for w in display_times.windows(2) {
         let gap = w[1] - w[0];
         if gap > threshold {
             stalled_us += gap;
-        }
-    }
-    if let Some(&last) = display_times.last() {
-        let tail = session_end.as_us() - last;
-        if tail > threshold {
-            stalled_us += tail;
         }
     }
     let stall_rate = if duration_s > 0.0 { stalled_us as f64 / 1e6 / duration_s } else { 0.0 };
@@ -293,7 +294,8 @@ pub fn summarize(
         } else {
             f64::NAN
         },
-        bwe_ratio: mean_target / mean_capacity,
+        // Undefined (NaN, written as null) without a capacity trace.
+        bwe_ratio: if mean_capacity > 0.0 { mean_target / mean_capacity } else { f64::NAN },
         frames_sent: frames.len() as u64,
         frames_displayed: displayed,
         frames_discarded: frames.iter().filter(|f| f.discarded).count() as u64,
@@ -355,11 +357,27 @@ mod tests {
             &Recorder::default(),
             Timestamp::from_ms(1000),
         );
-        // Gaps over 100 ms: 250->650 (400 ms) and 750->1000 (250 ms): 650 ms of 1000.
+        // Gaps over 100 ms: 250->650 (400 ms) and 750->1000 (250 ms): 650 ms of 1000. The
+        // wait for the first frame (50 ms) is below the threshold.
         assert!((s.stall_rate - 0.65).abs() < 1e-12, "{}", s.stall_rate);
         // Latency > 200 ms: frame 3 (350), frame 4 (260), frame 5 (never shown).
         assert_eq!(s.stall_count_200ms, 3);
         assert_eq!(s.frames_displayed, 7);
         assert_eq!(s.latency_ms.max, 350.0);
+    }
+
+    #[test]
+    fn nothing_displayed_is_all_stall() {
+        let frames = vec![displayed_frame(0, 0, None), displayed_frame(1, 33, None)];
+        let s = summarize(
+            &frames,
+            &[],
+            LinkTotals::default(),
+            &Recorder::default(),
+            Timestamp::from_ms(2000),
+        );
+        assert_eq!(s.stall_rate, 1.0);
+        assert_eq!(s.stall_count_200ms, 2);
+        assert!(s.bwe_ratio.is_nan());
     }
 }

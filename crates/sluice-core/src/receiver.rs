@@ -71,11 +71,14 @@ struct FrameAssembly {
     is_keyframe: bool,
     ref_frame_id: Option<u64>,
     complete: bool,
+    /// Media sequence number of the frame's first packet.
+    first_media_seq: u64,
 }
 
 #[derive(Debug)]
 struct NackEntry {
     first_missing: Timestamp,
+    first_sent: Option<Timestamp>,
     last_sent: Option<Timestamp>,
     retries: u32,
 }
@@ -97,6 +100,8 @@ pub struct Receiver {
     highest_media_seq: Option<u64>,
     received_media: BTreeMap<u64, ()>,
     nacks: BTreeMap<u64, NackEntry>,
+    /// Earliest time a NACK entry is due (retry or give-up); may be early, never late.
+    nack_due: Timestamp,
     /// Round-trip time measured from NACK to retransmission (EWMA).
     rtt: TimeDelta,
     chain_broken: bool,
@@ -120,6 +125,7 @@ impl Receiver {
             highest_media_seq: None,
             received_media: BTreeMap::new(),
             nacks: BTreeMap::new(),
+            nack_due: Timestamp::INFINITY,
             chain_broken: false,
             last_keyframe_request: None,
             outbox: VecDeque::new(),
@@ -146,8 +152,10 @@ impl Receiver {
             return;
         }
         if let Some(entry) = self.nacks.remove(&p.media_seq) {
-            if p.kind == PacketKind::Retransmission && entry.retries == 1 {
-                if let Some(sent) = entry.last_sent {
+            // RTT from the first NACK to the retransmission. When the first retransmission
+            // was lost this overestimates (Karn's ambiguity); erring long only slows retries.
+            if p.kind == PacketKind::Retransmission {
+                if let Some(sent) = entry.first_sent {
                     let sample = now - sent;
                     self.rtt = self.rtt * 0.75 + sample * 0.25;
                 }
@@ -168,6 +176,7 @@ impl Receiver {
             is_keyframe: p.is_keyframe,
             ref_frame_id: p.ref_frame_id,
             complete: false,
+            first_media_seq: p.media_seq - p.packet_index as u64,
         });
         let idx = p.packet_index as usize;
         if idx < f.received.len() && !f.received[idx] {
@@ -198,7 +207,12 @@ impl Receiver {
                     if !self.received_media.contains_key(&s) {
                         self.nacks.insert(
                             s,
-                            NackEntry { first_missing: now, last_sent: None, retries: 0 },
+                            NackEntry {
+                                first_missing: now,
+                                first_sent: None,
+                                last_sent: None,
+                                retries: 0,
+                            },
                         );
                         new_missing.push(s);
                     }
@@ -217,20 +231,24 @@ impl Receiver {
         let mut due = Vec::new();
         let mut gave_up = false;
         let retry = self.rtt.max(TimeDelta::from_ms(5));
+        let (max_retries, give_up) = (self.config.max_nack_retries, self.config.nack_give_up);
+        let mut next_due = Timestamp::INFINITY;
         self.nacks.retain(|&seq, e| {
-            if e.retries >= self.config.max_nack_retries
-                || now - e.first_missing > self.config.nack_give_up
-            {
+            if e.retries >= max_retries || now - e.first_missing > give_up {
                 gave_up = true;
                 return false;
             }
             if e.last_sent.is_none_or(|t| now - t >= retry) {
+                e.first_sent.get_or_insert(now);
                 e.last_sent = Some(now);
                 e.retries += 1;
                 due.push(seq);
             }
+            let retry_at = e.last_sent.map_or(now, |t| t + retry);
+            next_due = next_due.min(retry_at).min(e.first_missing + give_up);
             true
         });
+        self.nack_due = next_due;
         if gave_up {
             self.chain_broken = true;
             self.request_keyframe(now);
@@ -286,7 +304,13 @@ impl Receiver {
                 self.frames.remove(&k);
                 self.events.push_back(ReceiverEvent::FrameDiscarded { frame_id: k, time: now });
             }
-            self.frames.remove(&id);
+            if let Some(f) = self.frames.remove(&id) {
+                if f.is_keyframe {
+                    // Nothing before a displayed keyframe is needed any more (libwebrtc's
+                    // NackRequester clears up to the keyframe).
+                    self.nacks.retain(|&seq, _| seq >= f.first_media_seq);
+                }
+            }
             self.last_decoded = Some(id);
             self.chain_broken = false;
             self.events.push_back(ReceiverEvent::FrameDisplayed { frame_id: id, time: now });
@@ -334,11 +358,7 @@ impl Receiver {
     pub fn poll_timeout(&self) -> Timestamp {
         let mut t = self.next_feedback_time;
         if !self.nacks.is_empty() {
-            let retry = self.rtt.max(TimeDelta::from_ms(5));
-            for e in self.nacks.values() {
-                let due = e.last_sent.map_or(e.first_missing, |s| s + retry);
-                t = t.min(due).min(e.first_missing + self.config.nack_give_up);
-            }
+            t = t.min(self.nack_due);
         }
         if self.chain_broken {
             let due = self
@@ -487,5 +507,37 @@ mod tests {
         }
         assert_eq!(shown, vec![3]);
         assert_eq!(discarded, vec![2]);
+    }
+
+    #[test]
+    fn keyframe_clears_older_nacks_and_no_spurious_keyframe_request() {
+        let mut pz = Packetizer::new(0, DataSize::from_bytes(1000));
+        let mut r = Receiver::new(ReceiverConfig::default(), 0, Timestamp::ZERO);
+        let mut tseq = 0;
+        for p in frame(&mut pz, 0, 500, true, &mut tseq) {
+            r.handle_datagram(Datagram::Media(p), Timestamp::ZERO);
+        }
+        let f1 = frame(&mut pz, 1, 1500, false, &mut tseq);
+        r.handle_datagram(Datagram::Media(f1[1].clone()), Timestamp::from_ms(30));
+        // Frame 2 is a keyframe and arrives whole: frame 1 is skipped, its NACK dropped.
+        for p in frame(&mut pz, 2, 2500, true, &mut tseq) {
+            r.handle_datagram(Datagram::Media(p), Timestamp::from_ms(60));
+        }
+        assert_eq!(displayed(&mut r), vec![0, 2]);
+        let mut now = Timestamp::from_ms(60);
+        while now < Timestamp::from_ms(2000) {
+            now = r.poll_timeout().max(now + TimeDelta::from_ms(1));
+            r.handle_timeout(now);
+            while let Some(d) = r.poll_transmit() {
+                if let Datagram::Feedback(Feedback::KeyframeRequest { .. }) = d {
+                    panic!("spurious keyframe request at {now:?}");
+                }
+            }
+        }
+        // Decoding continues in order after the keyframe.
+        for p in frame(&mut pz, 3, 500, false, &mut tseq) {
+            r.handle_datagram(Datagram::Media(p), now);
+        }
+        assert_eq!(displayed(&mut r), vec![3]);
     }
 }

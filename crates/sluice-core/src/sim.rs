@@ -134,11 +134,22 @@ impl RunConfig {
             return err(format!("duration must be positive, got {}", self.duration_s));
         }
         if !(self.fps > 0.0 && self.fps <= 1000.0) {
+            // (NaN fails this comparison too.)
             return err(format!("fps must be in (0, 1000], got {}", self.fps));
         }
-        if self.drain_s < 0.0 || self.sample_interval_ms <= 0.0 || self.feedback_interval_ms <= 0.0
-        {
-            return err("drain, sample and feedback intervals must be positive".into());
+        if !(self.drain_s >= 0.0 && self.drain_s.is_finite()) {
+            return err(format!(
+                "drain must be a finite number of seconds >= 0, got {}",
+                self.drain_s
+            ));
+        }
+        for (name, v) in [
+            ("sample interval", self.sample_interval_ms),
+            ("feedback interval", self.feedback_interval_ms),
+        ] {
+            if !(v.is_finite() && (1.0..=10_000.0).contains(&v)) {
+                return err(format!("{name} must be between 1 and 10000 ms, got {v}"));
+            }
         }
         if self.max_payload_bytes < 100 || self.max_payload_bytes > 1400 {
             return err(format!(
@@ -423,7 +434,7 @@ impl Simulation {
             pacer_queue_bytes: sender.pacer_queue_size().as_bytes(),
             pacer_delay_us: sender.pacer_oldest_queue_time(now).as_us(),
             rtt_us: sender.smoothed_rtt().map(|r| r.as_us()),
-            lost_packets: stats.dropped_loss_packets + stats.dropped_queue_packets,
+            lost_packets: stats.dropped_packets(),
             cc_modified_trend: signals.modified_trend,
             cc_threshold: signals.threshold,
             cc_usage: signals.usage,
@@ -445,7 +456,12 @@ impl Simulation {
                 self.take_sample();
                 self.next_sample += self.sample_interval;
             }
-            let mut next = self.next_sample;
+            // No samples after the end of capture (the drain only lets frames arrive).
+            let mut next = if self.next_sample <= self.capture_end {
+                self.next_sample
+            } else {
+                Timestamp::INFINITY
+            };
             for n in &self.nodes {
                 next = next.min(n.poll_timeout());
             }
@@ -480,7 +496,7 @@ impl Simulation {
         };
         let totals = LinkTotals {
             arrived_packets: stats.arrived_packets,
-            dropped_packets: stats.dropped_loss_packets + stats.dropped_queue_packets,
+            dropped_packets: stats.dropped_packets(),
             delivered_bytes: self.last_delivered_bytes,
             capacity_bytes,
         };

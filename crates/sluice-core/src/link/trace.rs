@@ -230,7 +230,9 @@ impl Trace {
 
     /// A constant-rate trace of the given period, with the README conversion's
     /// 12000 bits per opportunity and carried remainders (so `constant(12 Mbps, 1 s)` is one
-    /// opportunity per millisecond, the classic Mahimahi 12 Mbps trace).
+    /// opportunity per millisecond, the classic Mahimahi "12 Mbps" trace). The link serves
+    /// 1504 bytes per opportunity, so its real capacity is 1504/1500 of the nominal rate
+    /// (12.03 Mbps here); utilisation and `bwe_ratio` use the real capacity.
     ///
     /// Panics if the rate or the period is not positive (a programming error, not input).
     pub fn constant(rate: DataRate, period: TimeDelta) -> Trace {
