@@ -159,3 +159,17 @@ fn bad_configs_are_errors_not_panics() {
         assert!(err.is_some(), "{cfg:?} accepted");
     }
 }
+
+#[test]
+fn an_application_limited_encoder_does_not_inflate_the_estimate() {
+    // At 150 Mbps the 720p model encoder cannot fill the link (it tops out near QP 10), so the
+    // sender is application limited: the estimate may follow what probes measure, but never
+    // exceeds the path, and ALR is detected.
+    let r = run("webrtc", "constant:150", 30.0, path(None, None), 1);
+    let capacity = 150.4e6;
+    let max_target = r.samples.iter().map(|s| s.target_rate_bps).max().unwrap() as f64;
+    assert!(max_target <= 1.05 * capacity, "target reached {:.1} Mbps", max_target / 1e6);
+    let alr = r.samples.iter().filter(|s| s.cc_in_alr).count() as f64 / r.samples.len() as f64;
+    assert!(alr > 0.2, "in ALR {:.0}% of the time", alr * 100.0);
+    assert!(r.summary.video_bitrate_bps < 0.7 * capacity);
+}
