@@ -34,5 +34,5 @@ fi
 "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
 "$venv/bin/python" -m pip install -q \
     "maturin>=1.5,<2" "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.7" "tqdm>=4.60" \
-    "pytest>=7" "ruff>=0.4"
+    "imageio-ffmpeg>=0.5" "pytest>=7" "ruff>=0.4"
 echo "setup: ok ($(cargo --version), $("$venv/bin/python" --version))"

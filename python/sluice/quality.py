@@ -1,0 +1,188 @@
+"""Quality as the viewer saw it.
+
+For every source frame ``i`` of the session, the viewer saw frame ``i`` if it was displayed,
+otherwise the most recent displayed frame before it (a freeze repeats it; before the first
+displayed frame the screen is black). The delivered frames' bitstream is decoded with ffmpeg,
+the viewer's sequence is rebuilt from it frame by frame (streamed: one decoded frame is held at
+a time), and scored against the source with VMAF (libvmaf's default model), SSIM and PSNR in
+one ffmpeg pass.
+
+Summary keys: ``vmaf_mean``, ``vmaf_p5``, ``ssim_mean``, ``psnr_mean`` over all scored slots and
+``vmaf_delivered_mean`` over the slots whose own frame was displayed.
+``mode="fast"`` scores every ``fast_step``-th slot only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import SluiceError
+from .video import RawVideo, ffmpeg_exe
+
+MODES = ("none", "fast", "full")
+FAST_STEP = 5
+
+
+@dataclass
+class FrameQuality:
+    slot: int
+    shown_frame: int | None
+    vmaf: float
+    ssim: float
+    psnr: float
+
+
+def _read_exact(stream, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = stream.read(n - len(buf))
+        if not chunk:
+            return None if not buf else bytes(buf)
+        buf += chunk
+    return bytes(buf)
+
+
+def _decoded_frames(bitstream: Path, video: RawVideo) -> Iterator[bytes]:
+    """Frames of an Annex-B H.264 stream decoded to yuv420p at the video's size."""
+    cmd = [ffmpeg_exe(), "-v", "error", "-nostdin", "-f", "h264", "-i", str(bitstream),
+           "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", f"{video.width}x{video.height}",
+           "-"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        while True:
+            frame = _read_exact(proc.stdout, video.frame_bytes)
+            if frame is None or len(frame) < video.frame_bytes:
+                break
+            yield frame
+    finally:
+        proc.stdout.close()
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        if proc.wait() != 0:
+            raise SluiceError(f"ffmpeg could not decode the delivered stream: {err.strip()}")
+
+
+def _black(video: RawVideo) -> bytes:
+    y = video.width * video.height
+    return bytes([16]) * y + bytes([128]) * (y // 2)
+
+
+def viewer_sequence(
+    displayed: Sequence[int], slots: int, delivered_frames: Iterator[bytes], video: RawVideo
+) -> Iterator[tuple[int, int | None, bytes]]:
+    """Yields (slot, shown frame id, frame bytes) for each slot: the frame itself if displayed,
+    else the most recent displayed frame before it. ``displayed`` are the displayed frame ids in
+    increasing order, in the order their frames appear in ``delivered_frames``."""
+    current: bytes | None = None
+    shown: int | None = None
+    k = 0
+    for slot in range(slots):
+        while k < len(displayed) and displayed[k] <= slot:
+            frame = next(delivered_frames, None)
+            if frame is None:
+                raise SluiceError(
+                    f"delivered stream ended after {k} frames; {len(displayed)} were displayed"
+                )
+            current, shown = frame, displayed[k]
+            k += 1
+        yield slot, shown, current if current is not None else _black(video)
+
+
+def score(
+    video: RawVideo,
+    displayed: Sequence[int],
+    slots: int,
+    delivered_bitstream: Path,
+    mode: str = "full",
+    fast_step: int = FAST_STEP,
+) -> tuple[list[FrameQuality], dict[str, float | None]]:
+    """Scores the viewer's sequence against the source. Returns per-slot scores and the summary."""
+    if mode not in MODES:
+        raise SluiceError(f"quality mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode == "none" or slots <= 0:
+        return [], {}
+    step = fast_step if mode == "fast" else 1
+    chosen = list(range(0, slots, step))
+    with tempfile.TemporaryDirectory(prefix="sluice-quality-") as tmp:
+        tmpd = Path(tmp)
+        dist_path = tmpd / "viewer.yuv"
+        ref_path = tmpd / "reference.yuv"
+        vmaf_log = tmpd / "vmaf.json"
+        ssim_log = tmpd / "ssim.log"
+        psnr_log = tmpd / "psnr.log"
+        shown_by_slot: dict[int, int | None] = {}
+        # Write the (possibly subsampled) viewer and reference sequences as raw files. They
+        # hold only the scored slots; with mode="fast" that is a fifth of the session.
+        frames = _decoded_frames(delivered_bitstream, video) if displayed else iter(())
+        wanted = set(chosen)
+        with dist_path.open("wb") as dist, ref_path.open("wb") as ref, \
+                open(video.path, "rb") as src:  # fmt: skip
+            for slot, shown, data in viewer_sequence(displayed, slots, frames, video):
+                if slot not in wanted:
+                    continue
+                shown_by_slot[slot] = shown
+                dist.write(data)
+                src.seek((slot % video.frames) * video.frame_bytes)
+                ref.write(src.read(video.frame_bytes))
+        raw = ["-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", f"{video.width}x{video.height}",
+               "-r", f"{video.fps:g}"]  # fmt: skip
+        graph = (
+            "[1:v]split=3[r1][r2][r3];"
+            f"[0:v][r1]libvmaf=log_fmt=json:log_path={vmaf_log}:n_threads=2[d1];"
+            f"[d1][r2]ssim=stats_file={ssim_log}[d2];"
+            f"[d2][r3]psnr=stats_file={psnr_log}"
+        )
+        cmd = [ffmpeg_exe(), "-v", "error", "-nostdin", *raw, "-i", str(dist_path), *raw,
+               "-i", str(ref_path), "-lavfi", graph, "-f", "null", "-"]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise SluiceError(f"ffmpeg quality scoring failed: {proc.stderr.strip()[-300:]}")
+        vmaf = [f["metrics"]["vmaf"] for f in json.loads(vmaf_log.read_text())["frames"]]
+        ssim = _stats(ssim_log, "All:")
+        psnr = _stats(psnr_log, "psnr_avg:")
+    n = min(len(chosen), len(vmaf), len(ssim), len(psnr))
+    per_frame = [
+        FrameQuality(chosen[i], shown_by_slot.get(chosen[i]), vmaf[i], ssim[i], psnr[i])
+        for i in range(n)
+    ]
+    return per_frame, summarize(per_frame)
+
+
+def _stats(path: Path, key: str) -> list[float]:
+    values = []
+    for line in path.read_text().splitlines():
+        for token in line.split():
+            if token.startswith(key):
+                text = token[len(key) :]
+                values.append(math.inf if text == "inf" else float(text))
+    return values
+
+
+def _percentile(values: list[float], q: float) -> float:
+    s = sorted(values)
+    pos = q / 100 * (len(s) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def summarize(per_frame: Sequence[FrameQuality]) -> dict[str, float | None]:
+    if not per_frame:
+        return {}
+    vmaf = [f.vmaf for f in per_frame]
+    delivered = [f.vmaf for f in per_frame if f.shown_frame == f.slot]
+    finite_psnr = [min(f.psnr, 100.0) for f in per_frame]
+    return {
+        "vmaf_mean": sum(vmaf) / len(vmaf),
+        "vmaf_p5": _percentile(vmaf, 5),
+        "ssim_mean": sum(f.ssim for f in per_frame) / len(per_frame),
+        "psnr_mean": sum(finite_psnr) / len(finite_psnr),
+        "vmaf_delivered_mean": sum(delivered) / len(delivered) if delivered else None,
+        "quality_frames_scored": len(per_frame),
+    }
+

@@ -1,0 +1,146 @@
+"""Video input: any file ffmpeg reads, decoded once to raw I420 (yuv420p) frames.
+
+The encoder and the quality metrics read the same raw file, so the reference frames VMAF sees
+are exactly the frames the encoder got. A run longer than the clip loops it (frame ``i`` of the
+session is frame ``i mod n`` of the file), so nothing longer than the clip is ever stored.
+
+ffmpeg comes from the ``imageio-ffmpeg`` package (a static build with libvmaf) or, failing
+that, from ``PATH``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .errors import SluiceError
+
+
+def ffmpeg_exe() -> str:
+    """Path of an ffmpeg binary; imageio-ffmpeg's bundled one first."""
+    try:
+        import imageio_ffmpeg
+
+        return imageio_ffmpeg.get_ffmpeg_exe()
+    except (ImportError, RuntimeError):
+        pass
+    exe = shutil.which("ffmpeg")
+    if exe is None:
+        raise SluiceError(
+            "ffmpeg not found: install the Python package imageio-ffmpeg "
+            "(pip install imageio-ffmpeg) or a system ffmpeg"
+        )
+    return exe
+
+
+@dataclass(frozen=True)
+class RawVideo:
+    """A raw yuv420p file of ``frames`` frames of ``width`` x ``height``."""
+
+    path: str
+    width: int
+    height: int
+    fps: float
+    frames: int
+    source: str
+
+    @property
+    def frame_bytes(self) -> int:
+        return self.width * self.height * 3 // 2
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _probe(path: Path) -> tuple[int, int, float]:
+    """(width, height, fps) of the first video stream, read from ffmpeg's banner."""
+    proc = subprocess.run(
+        [ffmpeg_exe(), "-hide_banner", "-i", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    for line in proc.stderr.splitlines():
+        if " Video: " not in line:
+            continue
+        width = height = 0
+        fps = 0.0
+        for part in line.split(","):
+            tokens = part.strip().split()
+            if tokens and "x" in tokens[0]:
+                w, _, h = tokens[0].partition("x")
+                if w.isdigit() and h.isdigit():
+                    width, height = int(w), int(h)
+            if len(tokens) == 2 and tokens[1] in ("fps", "tbr") and fps == 0.0:
+                try:
+                    fps = float(tokens[0])
+                except ValueError:
+                    pass
+        if width and height:
+            return width, height, fps or 30.0
+    raise SluiceError(f"{path}: not a video file ffmpeg can read")
+
+
+def prepare(
+    path: str | os.PathLike,
+    cache_dir: str | os.PathLike,
+    width: int | None = None,
+    height: int | None = None,
+    fps: float | None = None,
+    max_frames: int | None = None,
+) -> RawVideo:
+    """Decodes ``path`` to raw yuv420p (scaled and frame-rate converted as asked), cached by
+    content and arguments in ``cache_dir``. Raises :class:`SluiceError` if the file is missing
+    or unreadable."""
+    src = Path(path)
+    if not src.is_file():
+        raise SluiceError(f"{src}: video file not found")
+    src_w, src_h, src_fps = _probe(src)
+    w = width or src_w
+    h = height or (src_h * w // src_w if width else src_h)
+    w -= w % 2
+    h -= h % 2
+    if w <= 0 or h <= 0:
+        raise SluiceError(f"{src}: invalid output size {w}x{h}")
+    rate = fps or src_fps
+    if not rate > 0:
+        raise SluiceError(f"{src}: invalid frame rate {rate}")
+
+    digest = hashlib.sha256()
+    with src.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    key = json.dumps([digest.hexdigest(), w, h, rate, max_frames], sort_keys=True)
+    name = hashlib.sha256(key.encode()).hexdigest()[:16]
+    cache = Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    raw = cache / f"{src.stem}-{w}x{h}-{rate:g}fps-{name}.yuv"
+    meta = raw.with_suffix(".json")
+    if raw.is_file() and meta.is_file():
+        return RawVideo(**json.loads(meta.read_text()))
+
+    cmd = [ffmpeg_exe(), "-v", "error", "-nostdin", "-i", str(src), "-an",
+           "-vf", f"fps={rate:g},scale={w}:{h}:flags=bicubic", "-pix_fmt", "yuv420p"]  # fmt: skip
+    if max_frames:
+        cmd += ["-frames:v", str(max_frames)]
+    tmp = raw.with_suffix(".part")
+    cmd += ["-f", "rawvideo", "-y", str(tmp)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        msg = proc.stderr.strip().splitlines()
+        raise SluiceError(f"{src}: ffmpeg could not decode it ({msg[-1] if msg else 'no output'})")
+    size = tmp.stat().st_size
+    frame_bytes = w * h * 3 // 2
+    if size < frame_bytes:
+        tmp.unlink(missing_ok=True)
+        raise SluiceError(f"{src}: no video frames decoded")
+    tmp.replace(raw)
+    video = RawVideo(str(raw), w, h, rate, size // frame_bytes, str(src))
+    meta.write_text(json.dumps(video.to_json()))
+    return video

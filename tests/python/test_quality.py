@@ -1,0 +1,86 @@
+"""The quality pipeline: the viewer's sequence (freezes repeat the last displayed frame)
+scored against the source with VMAF, SSIM and PSNR."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from sluice import quality, video
+from sluice.errors import SluiceError
+
+
+def _clip(tmp: Path, frames: int = 40) -> Path:
+    path = tmp / "moving.mp4"
+    subprocess.run(
+        [video.ffmpeg_exe(), "-v", "error", "-f", "lavfi",
+         "-i", f"testsrc2=size=320x240:rate=20:duration={frames / 20}",
+         "-pix_fmt", "yuv420p", "-c:v", "libx264", "-qp", "0", "-y", str(path)],
+        check=True,
+    )  # fmt: skip
+    return path
+
+
+def _all_intra_frames(raw: video.RawVideo, tmp: Path) -> list[bytes]:
+    """Each source frame encoded as an IDR frame (so any subset decodes), one access unit per
+    list entry, split at the access-unit delimiters."""
+    stream = tmp / "intra.264"
+    subprocess.run(
+        [video.ffmpeg_exe(), "-v", "error", "-f", "rawvideo", "-pix_fmt", "yuv420p",
+         "-s", f"{raw.width}x{raw.height}", "-r", "20", "-i", raw.path,
+         "-c:v", "libx264", "-preset", "ultrafast", "-x264-params", "keyint=1:aud=1",
+         "-qp", "20", "-bsf:v", "h264_mp4toannexb", "-f", "h264", "-y", str(stream)],
+        check=True,
+    )  # fmt: skip
+    data = stream.read_bytes()
+    aud = b"\x00\x00\x00\x01\x09"
+    starts = []
+    i = data.find(aud)
+    while i != -1:
+        starts.append(i)
+        i = data.find(aud, i + 1)
+    starts.append(len(data))
+    return [data[a:b] for a, b in zip(starts, starts[1:])]
+
+
+def test_frozen_slots_score_lower_than_delivered(tmp_path: Path) -> None:
+    raw = video.prepare(_clip(tmp_path), tmp_path / "cache", fps=20)
+    assert (raw.width, raw.height, raw.frames) == (320, 240, 40)
+    units = _all_intra_frames(raw, tmp_path)
+    assert len(units) == raw.frames
+    # Frames 10..24 never displayed: slots 10..24 freeze on frame 9.
+    displayed = [i for i in range(raw.frames) if not 10 <= i < 25]
+    delivered = tmp_path / "delivered.264"
+    delivered.write_bytes(b"".join(units[i] for i in displayed))
+    per_frame, summary = quality.score(raw, displayed, raw.frames, delivered, mode="full")
+    assert len(per_frame) == raw.frames
+    frozen = [f.vmaf for f in per_frame if f.shown_frame != f.slot]
+    shown = [f.vmaf for f in per_frame if f.shown_frame == f.slot]
+    assert all(f.shown_frame == 9 for f in per_frame if 10 <= f.slot < 25)
+    assert sum(frozen) / len(frozen) < sum(shown) / len(shown) - 10
+    assert summary["vmaf_delivered_mean"] > summary["vmaf_mean"]
+    assert 0 < summary["ssim_mean"] <= 1
+    assert summary["psnr_mean"] > 20
+
+    # "fast" scores a subsample; "none" scores nothing.
+    fast, _ = quality.score(raw, displayed, raw.frames, delivered, mode="fast")
+    assert [f.slot for f in fast] == list(range(0, raw.frames, quality.FAST_STEP))
+    assert quality.score(raw, displayed, raw.frames, delivered, mode="none") == ([], {})
+
+
+def test_nothing_displayed_is_black(tmp_path: Path) -> None:
+    raw = video.prepare(_clip(tmp_path, 10), tmp_path / "cache")
+    per_frame, summary = quality.score(raw, [], raw.frames, tmp_path / "none.264")
+    assert all(f.shown_frame is None for f in per_frame)
+    assert summary["vmaf_mean"] < 20
+    assert summary["vmaf_delivered_mean"] is None
+
+
+def test_bad_video_path_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SluiceError, match="video file not found"):
+        video.prepare(tmp_path / "missing.mp4", tmp_path)
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"not a video")
+    with pytest.raises(SluiceError, match="junk.mp4"):
+        video.prepare(junk, tmp_path)
