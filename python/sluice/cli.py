@@ -101,7 +101,32 @@ def _add_network(p: argparse.ArgumentParser) -> None:
         help="capture duration in seconds (default 30)",
     )  # fmt: skip
     r.add_argument("--seed", type=_seed, default=1, metavar="N", help="random seed (default 1)")
-    r.add_argument("--fps", type=_pos_float, default=30.0, metavar="F", help="frame rate")
+    r.add_argument(
+        "--fps", type=_pos_float, default=None, metavar="F",
+        help="frame rate (default: the video's, or 30 for the model encoder)",
+    )  # fmt: skip
+    v = p.add_argument_group("video")
+    v.add_argument(
+        "--video", metavar="CLIP", default=None,
+        help="encode this clip (any file ffmpeg reads) with x264; looped to the duration",
+    )  # fmt: skip
+    v.add_argument(
+        "--encoder", choices=("x264", "model"), default=None,
+        help="encoder (default: x264 with --video, else the model encoder)",
+    )  # fmt: skip
+    v.add_argument(
+        "--width", type=_int(16, "width"), default=None, metavar="W",
+        help="scale the video to this width (aspect kept)",
+    )  # fmt: skip
+    v.add_argument(
+        "--quality", choices=("none", "fast", "full"), default="fast",
+        help="VMAF/SSIM/PSNR as the viewer saw it: fast scores every 5th frame (default fast)",
+    )  # fmt: skip
+    v.add_argument(
+        "--encode-time", choices=("measured", "modeled"), default="measured",
+        help="charge x264's wall time (measured) or a deterministic model (modeled)",
+    )  # fmt: skip
+    v.add_argument("--preset", default="superfast", help="x264 preset (default superfast)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -218,6 +243,12 @@ def _spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, o
         seed=args.seed,
         fps=args.fps,
         out_dir=out,
+        video=args.video,
+        encoder=args.encoder,
+        width=args.width,
+        quality=args.quality,
+        encode_time=args.encode_time,
+        preset=args.preset,
     )
 
 

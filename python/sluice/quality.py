@@ -27,6 +27,8 @@ from .video import RawVideo, ffmpeg_exe
 
 MODES = ("none", "fast", "full")
 FAST_STEP = 5
+# Identical frames have infinite PSNR; it is capped so means stay finite (and JSON valid).
+PSNR_CAP_DB = 100.0
 
 
 @dataclass
@@ -148,7 +150,9 @@ def score(
         psnr = _stats(psnr_log, "psnr_avg:")
     n = min(len(chosen), len(vmaf), len(ssim), len(psnr))
     per_frame = [
-        FrameQuality(chosen[i], shown_by_slot.get(chosen[i]), vmaf[i], ssim[i], psnr[i])
+        FrameQuality(
+            chosen[i], shown_by_slot.get(chosen[i]), vmaf[i], ssim[i], min(psnr[i], PSNR_CAP_DB)
+        )
         for i in range(n)
     ]
     return per_frame, summarize(per_frame)
@@ -176,7 +180,7 @@ def summarize(per_frame: Sequence[FrameQuality]) -> dict[str, float | None]:
         return {}
     vmaf = [f.vmaf for f in per_frame]
     delivered = [f.vmaf for f in per_frame if f.shown_frame == f.slot]
-    finite_psnr = [min(f.psnr, 100.0) for f in per_frame]
+    finite_psnr = [min(f.psnr, PSNR_CAP_DB) for f in per_frame]
     return {
         "vmaf_mean": sum(vmaf) / len(vmaf),
         "vmaf_p5": _percentile(vmaf, 5),
@@ -186,3 +190,21 @@ def summarize(per_frame: Sequence[FrameQuality]) -> dict[str, float | None]:
         "quality_frames_scored": len(per_frame),
     }
 
+
+
+def delivered_stream(bitstream: Path, displayed: Sequence[int], out: Path) -> Path:
+    """Writes the displayed frames' access units, in order, from an encoder's Annex-B stream
+    and its index (``<bitstream>.idx``: one ``offset length`` line per frame)."""
+    index_path = Path(f"{bitstream}.idx")
+    try:
+        index = [tuple(map(int, line.split())) for line in index_path.read_text().splitlines()]
+        data = bitstream.read_bytes()
+    except (OSError, ValueError) as e:
+        raise SluiceError(f"cannot read the encoded stream {bitstream}: {e}") from None
+    with out.open("wb") as f:
+        for frame_id in displayed:
+            if frame_id >= len(index):
+                raise SluiceError(f"{index_path}: no entry for displayed frame {frame_id}")
+            offset, length = index[frame_id]
+            f.write(data[offset : offset + length])
+    return out

@@ -9,9 +9,13 @@ A run directory holds:
          "git_dirty": ..., "seed": ..., "scheme": ..., "config": <resolved RunConfig>,
          "trace": {"name", "sha256", "mean_rate_bps"}, "uplink_trace": {...} | null}
 
-    then one ``{"record": "frame", ...}`` line per frame and one ``{"record": "sample", ...}``
-    line per time-series sample. The file holds no wall-clock time and its keys are in a fixed
-    order, so the same seed, config and code give a byte-identical file.
+    then one ``{"record": "frame", ...}`` line per frame, one ``{"record": "sample", ...}``
+    line per time-series sample and, for runs on real video scored with ``--quality``, one
+    ``{"record": "quality", "slot", "shown_frame", "vmaf", "ssim", "psnr"}`` line per
+    scored frame slot (what the viewer saw in the place of source frame ``slot``). The file
+    holds no wall-clock time and its keys are in a fixed order, so the same seed, config and
+    code give a byte-identical file (with the model encoder, or x264 with modeled encode
+    time).
 
 ``summary.json``
     The run summary (derived; may be rewritten).
@@ -128,6 +132,7 @@ def write_run(
     frames: list[dict[str, Any]],
     samples: list[dict[str, Any]],
     summary: dict[str, Any],
+    quality: list[dict[str, Any]] | None = None,
 ) -> Path:
     """Writes ``run.jsonl`` and ``summary.json`` into ``run_dir`` (created if needed)."""
     d = Path(run_dir)
@@ -142,6 +147,8 @@ def write_run(
             yield _dumps({"record": "frame", **fr})
         for s in samples:
             yield _dumps({"record": "sample", **s})
+        for q in quality or []:
+            yield _dumps({"record": "quality", **q})
 
     _atomic_write(d / RUN_FILE, lines())
     write_summary(d, summary)
@@ -163,6 +170,7 @@ class Run:
     frames: pd.DataFrame
     samples: pd.DataFrame
     summary: dict[str, Any] | None
+    quality: pd.DataFrame | None = None
 
     @property
     def scheme(self) -> str:
@@ -236,6 +244,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
     header: dict[str, Any] | None = None
     frames: list[dict[str, Any]] = []
     samples: list[dict[str, Any]] = []
+    scores: list[dict[str, Any]] = []
     try:
         f = open(path, encoding="utf-8")
     except FileNotFoundError:
@@ -255,6 +264,8 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
                 frames.append(obj)
             elif kind == "sample":
                 samples.append(obj)
+            elif kind == "quality":
+                scores.append(obj)
             else:
                 raise SluiceError(f"{path}:{lineno}: unknown record type {kind!r}")
     if header is None:
@@ -281,4 +292,5 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
         frames=frame(frames, FRAME_COLUMNS),
         samples=frame(samples, SAMPLE_COLUMNS),
         summary=summary,
+        quality=pd.DataFrame.from_records(scores) if scores else None,
     )

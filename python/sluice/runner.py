@@ -11,9 +11,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import results
+from . import quality, results, video
 from .errors import SluiceError, core
 from .traces import load_trace, trace_stem
+
+ENCODERS = ("model", "x264")
+ENCODE_TIME_MODES = ("measured", "modeled")
 
 BACKENDS = ("process", "ray")
 # Virtual seconds per run_until() step: the granularity of progress reporting.
@@ -37,9 +40,16 @@ class RunSpec:
     loss: float = 0.0  # downlink random loss probability
     duration_s: float = 30.0
     seed: int = 1
-    fps: float = 30.0
+    fps: float | None = None  # None: the video's own rate, or the core default (30)
     out_dir: str | None = None  # None: default_out_dir()
     progress: bool = True
+    video: str | None = None  # any clip ffmpeg reads; x264 is then the default encoder
+    encoder: str | None = None  # "model" | "x264" | None (x264 with a video, else model)
+    width: int | None = None  # scale the video to this width (height keeps the aspect)
+    quality: str = "fast"  # none | fast | full (runs on real video only)
+    encode_time: str = "measured"  # x264 encode time: measured wall time or modeled
+    preset: str = "superfast"
+    cache_dir: str = os.path.join("results", ".video-cache")
 
     def default_out_dir(self) -> str:
         stem = trace_stem(self.trace) if self.trace else "unlimited"
@@ -62,7 +72,8 @@ def build_config(spec: RunSpec, down_name: str | None, up_name: str | None) -> d
     cfg["scheme"] = spec.scheme_config
     cfg["seed"] = spec.seed
     cfg["duration_s"] = float(spec.duration_s)
-    cfg["fps"] = float(spec.fps)
+    if spec.fps is not None:
+        cfg["fps"] = float(spec.fps)
     cfg["downlink"].update(
         trace=down_name,
         queue_bytes=spec.queue_bytes,
@@ -83,9 +94,46 @@ def _show_progress(spec: RunSpec) -> bool:
     )
 
 
+def resolve_encoder(spec: RunSpec) -> str:
+    """The encoder a run uses: the scheme's own if it pins one, else ``--encoder``, else x264
+    for a video and the model encoder otherwise."""
+    pinned = None
+    if spec.scheme_config is None:
+        for entry in json.loads(core().schemes_json()):
+            if entry["name"] == spec.scheme:
+                pinned = entry.get("encoder")
+    if spec.encoder is not None and spec.encoder not in ENCODERS:
+        raise SluiceError(f"encoder must be one of {', '.join(ENCODERS)}, got {spec.encoder!r}")
+    if pinned and spec.encoder and spec.encoder != pinned:
+        raise SluiceError(f"scheme {spec.scheme} is defined with the {pinned} encoder")
+    chosen = pinned or spec.encoder or ("x264" if spec.video else "model")
+    if chosen == "x264" and not spec.video:
+        raise SluiceError(f"the x264 encoder needs a video: add --video CLIP ({spec.scheme})")
+    return chosen
+
+
+def _x264_encoder_config(spec: RunSpec, raw: video.RawVideo, run_dir: Path) -> dict[str, Any]:
+    if spec.encode_time not in ENCODE_TIME_MODES:
+        raise SluiceError(f"encode time must be measured or modeled, got {spec.encode_time!r}")
+    return {
+        "kind": "x264",
+        "video_path": os.path.abspath(raw.path),
+        "width": raw.width,
+        "height": raw.height,
+        "video_frames": raw.frames,
+        "preset": spec.preset,
+        "threads": 1,
+        "encode_time": spec.encode_time,
+        "bitstream_path": str((run_dir / "stream.264").resolve()),
+    }
+
+
 def run_one(spec: RunSpec) -> Path:
     """Runs ``spec`` and writes its results; returns the run directory."""
     _core = core()
+    if spec.quality not in quality.MODES:
+        raise SluiceError(f"quality must be one of {', '.join(quality.MODES)}")
+    encoder = resolve_encoder(spec)
     drain_s = float(default_config().get("drain_s", 2.0))
     total_s = float(spec.duration_s) + drain_s
     down = load_trace(spec.trace, duration_s=total_s, fmt=spec.trace_format) if spec.trace else None
@@ -94,7 +142,19 @@ def run_one(spec: RunSpec) -> Path:
         if spec.uplink_trace
         else None
     )
+    run_dir = Path(spec.resolved_out_dir())
+    raw = None
+    if encoder == "x264":
+        assert spec.video is not None  # resolve_encoder checked it
+        raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=spec.fps)
+        spec = replace(spec, fps=raw.fps)
     cfg = build_config(spec, down.name if down else None, up.name if up else None)
+    if raw is not None:
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise SluiceError(f"cannot create output directory {run_dir}: {e}") from None
+        cfg["encoder"] = _x264_encoder_config(spec, raw, run_dir)
     sim = _core.Simulation(json.dumps(cfg), down.trace if down else None, up.trace if up else None)
     resolved = json.loads(sim.resolved_config_json())
 
@@ -113,6 +173,21 @@ def run_one(spec: RunSpec) -> Path:
                 bar.update(nxt - t)
                 t = nxt
     frames_json, samples_json, summary_json = sim.finish()
+    frames = json.loads(frames_json)
+    summary = json.loads(summary_json)
+
+    scores: list[dict[str, Any]] = []
+    if raw is not None and spec.quality != "none":
+        displayed = sorted(f["frame_id"] for f in frames if f["displayed_us"] is not None)
+        stream = Path(cfg["encoder"]["bitstream_path"])
+        delivered = quality.delivered_stream(stream, displayed, run_dir / "delivered.264")
+        per_frame, qsummary = quality.score(raw, displayed, len(frames), delivered, spec.quality)
+        scores = [
+            {"slot": q.slot, "shown_frame": q.shown_frame, "vmaf": round(q.vmaf, 4),
+             "ssim": round(q.ssim, 6), "psnr": round(q.psnr, 4)}
+            for q in per_frame
+        ]  # fmt: skip
+        summary.update(qsummary)
 
     header = results.make_header(
         seed=spec.seed,
@@ -122,11 +197,7 @@ def run_one(spec: RunSpec) -> Path:
         uplink_trace=up.header() if up else None,
     )
     return results.write_run(
-        spec.resolved_out_dir(),
-        header,
-        json.loads(frames_json),
-        json.loads(samples_json),
-        json.loads(summary_json),
+        run_dir, header, frames, json.loads(samples_json), summary, quality=scores
     )
 
 

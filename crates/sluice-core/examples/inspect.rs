@@ -27,10 +27,11 @@ fn main() {
         downlink: PathConfig { queue_bytes, delay_ms: 20.0, ..Default::default() },
         ..Default::default()
     };
-    let sim = Simulation::new(&cfg, Some(trace), None, build_encoder(&cfg)).unwrap_or_else(|e| {
-        eprintln!("{e}");
-        std::process::exit(2)
-    });
+    let sim = Simulation::new(&cfg, Some(trace), None, build_encoder(&cfg).expect("model encoder"))
+        .unwrap_or_else(|e| {
+            eprintln!("{e}");
+            std::process::exit(2)
+        });
     let r = sim.run();
     println!("   t_s  cap_mbps target_mbps sent_mbps deliv_mbps queue_ms pacer_ms rtt_ms lost  trend   thr acked_mbps cap_est usage");
     let every = (step_ms * 1000 / (cfg.sample_interval_ms * 1000.0) as i64).max(1) as usize;

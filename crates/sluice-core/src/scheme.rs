@@ -39,6 +39,9 @@ pub struct SchemeInfo {
     pub description: &'static str,
     /// Plot colour (hex), stable across plots.
     pub color: &'static str,
+    /// The encoder the scheme is defined with (`"x264"`), or `None` when it runs on either
+    /// (the front end then picks x264 for a video and the model encoder otherwise).
+    pub encoder: Option<&'static str>,
     pub config: SchemeConfig,
 }
 
@@ -53,6 +56,7 @@ pub fn registry() -> Vec<SchemeInfo> {
             name: "webrtc",
             description: "WebRTC: GCC + leaky-bucket pacer at 1.1x the target (libwebrtc's video default), ABR+VBV(0.5 s)",
             color: "#1f77b4",
+            encoder: None,
             config: SchemeConfig {
                 pacer: leaky(1.1),
                 cc: CcConfig::default(),
@@ -63,6 +67,7 @@ pub fn registry() -> Vec<SchemeInfo> {
             name: "webrtc-b",
             description: "WebRTC-B (ACE §6.1): GCC + leaky-bucket pacer at 2.5x the target (libwebrtc's legacy factor)",
             color: "#ff7f0e",
+            encoder: None,
             config: SchemeConfig {
                 pacer: leaky(2.5),
                 cc: CcConfig::default(),
@@ -73,10 +78,33 @@ pub fn registry() -> Vec<SchemeInfo> {
             name: "always-burst",
             description: "AlwaysBurst (ACE §6.1): GCC, no pacing; frames leave as one burst",
             color: "#d62728",
+            encoder: None,
             config: SchemeConfig {
                 pacer: PacerConfig::None,
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
+            },
+        },
+        SchemeInfo {
+            name: "webrtc-x264",
+            description: "WebRTC* (ACE §6.1): x264 ABR + VBV(0.5 s), GCC, leaky-bucket pacer at 1.1x",
+            color: "#2ca02c",
+            encoder: Some("x264"),
+            config: SchemeConfig {
+                pacer: leaky(1.1),
+                cc: CcConfig::default(),
+                encoder_controller: EncoderControllerConfig::default(),
+            },
+        },
+        SchemeInfo {
+            name: "cbr",
+            description: "CBR (ACE §6.1, MAE §6): VBV of one frame so no frame exceeds the target frame size; GCC, pacer at 1.1x",
+            color: "#9467bd",
+            encoder: None,
+            config: SchemeConfig {
+                pacer: leaky(1.1),
+                cc: CcConfig::default(),
+                encoder_controller: EncoderControllerConfig::OneFrameVbv,
             },
         },
     ]

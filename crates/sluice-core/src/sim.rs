@@ -54,6 +54,8 @@ impl Default for PathConfig {
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum EncoderConfig {
     Model(ModelEncoderConfig),
+    /// libx264 on real video; built by the `sluice-x264` crate, not by [`build_encoder`].
+    X264(crate::encoder::X264Settings),
 }
 
 impl Default for EncoderConfig {
@@ -259,8 +261,9 @@ pub struct Simulation {
     last_delivered_bytes: i64,
 }
 
-/// Builds the encoder a config asks for.
-pub fn build_encoder(cfg: &RunConfig) -> Box<dyn Encoder> {
+/// Builds the encoder a config asks for, if the core can: the model encoder. A real encoder
+/// (x264) is built by its own crate and passed to [`Simulation::new`].
+pub fn build_encoder(cfg: &RunConfig) -> Result<Box<dyn Encoder>, ConfigError> {
     match &cfg.encoder {
         EncoderConfig::Model(m) => {
             let mut m = m.clone();
@@ -268,8 +271,11 @@ pub fn build_encoder(cfg: &RunConfig) -> Box<dyn Encoder> {
             if m.seed == ModelEncoderConfig::default().seed {
                 m.seed = cfg.seed;
             }
-            Box::new(ModelEncoder::new(m, cfg.fps))
+            Ok(Box::new(ModelEncoder::new(m, cfg.fps)))
         }
+        EncoderConfig::X264(_) => Err(ConfigError(
+            "the x264 encoder is built by the sluice-x264 crate (use the sluice front end)".into(),
+        )),
     }
 }
 

@@ -21,7 +21,8 @@ fn run(scheme: &str, trace_spec: &str, seconds: f64, downlink: PathConfig, seed:
         ..Default::default()
     };
     let t = trace(trace_spec, seconds + 5.0);
-    let sim = Simulation::new(&cfg, Some(t), None, build_encoder(&cfg)).expect("valid config");
+    let sim = Simulation::new(&cfg, Some(t), None, build_encoder(&cfg).expect("model encoder"))
+        .expect("valid config");
     sim.run()
 }
 
@@ -155,7 +156,8 @@ fn bad_configs_are_errors_not_panics() {
         },
     ];
     for cfg in bad {
-        let err = Simulation::new(&cfg, None, None, build_encoder(&cfg)).err();
+        let err =
+            Simulation::new(&cfg, None, None, build_encoder(&cfg).expect("model encoder")).err();
         assert!(err.is_some(), "{cfg:?} accepted");
     }
 }

@@ -76,6 +76,11 @@ impl PyTrace {
     }
 }
 
+/// The encoder a config asks for: the core's model encoder, or libx264 on real video.
+fn make_encoder(config: &RunConfig) -> PyResult<Box<dyn sluice_core::encoder::Encoder>> {
+    build_encoder(config).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// A simulated session. Build it from a JSON `RunConfig`, advance it with `run_until` (so the
 /// caller can show progress), then `finish()` for the results.
 #[pyclass(name = "Simulation", module = "sluice._core", unsendable)]
@@ -100,7 +105,7 @@ impl PySimulation {
     ) -> PyResult<Self> {
         let config = parse_config(config_json)?;
         config.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let encoder = build_encoder(&config);
+        let encoder = make_encoder(&config)?;
         let sim =
             Simulation::new(&config, downlink.map(|t| t.inner), uplink.map(|t| t.inner), encoder)
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;

@@ -4,10 +4,13 @@
 //!
 //! * [`model::ModelEncoder`]: a deterministic frame-size model that behaves like x264's
 //!   ABR + VBV rate control (heavy-tailed sizes, several frames to converge after a drop).
+//! * libx264 on real video: the `sluice-x264` crate implements [`Encoder`] from an
+//!   [`X264Settings`] (the core only holds the settings; it links no codec).
 
 pub mod model;
 
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
+use serde::{Deserialize, Serialize};
 
 /// Rate-control parameters for one frame (what x264_encoder_reconfig can change).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -61,4 +64,50 @@ pub trait Encoder: Send {
     fn encode(&mut self, request: &FrameRequest) -> EncodedFrame;
     /// Short human-readable name for results ("model", "x264").
     fn name(&self) -> &'static str;
+}
+
+/// How a real encoder's encode time is charged to virtual time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EncodeTimeMode {
+    /// The wall time of the encode call (the default with x264; not reproducible).
+    #[default]
+    Measured,
+    /// A deterministic per-preset model scaled by the pixel count (reproducible).
+    Modeled,
+}
+
+/// Settings of the libx264 encoder on a raw I420 video file (built by `sluice-x264`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct X264Settings {
+    /// Raw yuv420p file (the front end decodes any clip to one); looped when shorter than
+    /// the session.
+    pub video_path: String,
+    pub width: u32,
+    pub height: u32,
+    /// Frames in the file.
+    pub video_frames: u64,
+    /// x264 preset; the seeds' WebRTC forks use superfast or ultrafast with zerolatency.
+    pub preset: String,
+    pub threads: u32,
+    pub encode_time: EncodeTimeMode,
+    /// Where to write the encoded stream (Annex B) and its per-frame index (`<path>.idx`:
+    /// one `offset length` line per frame), for quality scoring after the run.
+    pub bitstream_path: Option<String>,
+}
+
+impl Default for X264Settings {
+    fn default() -> Self {
+        X264Settings {
+            video_path: String::new(),
+            width: 0,
+            height: 0,
+            video_frames: 0,
+            preset: "superfast".into(),
+            threads: 1,
+            encode_time: EncodeTimeMode::Measured,
+            bitstream_path: None,
+        }
+    }
 }
