@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Sluice needs on a Debian machine, skipping what is already there:
-# a C toolchain, Rust (cargo >= 1.82), Python 3 with venv, and the Python packages.
+# a C toolchain, Rust (cargo >= 1.82), Python 3 with venv, libx264-dev, pkg-config and
+# libclang (for x264's bindings), and the Python packages (imageio-ffmpeg brings ffmpeg).
 set -euo pipefail
 venv=${1:-.venv}
 
@@ -9,6 +10,10 @@ command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+# libx264 (Debian's build 164, as the seeds used) and what its bindings are generated with.
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+pkg-config --exists x264 2>/dev/null || need_apt+=(libx264-dev)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     need_apt+=(cargo rustc)
 fi

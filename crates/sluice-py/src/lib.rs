@@ -78,7 +78,14 @@ impl PyTrace {
 
 /// The encoder a config asks for: the core's model encoder, or libx264 on real video.
 fn make_encoder(config: &RunConfig) -> PyResult<Box<dyn sluice_core::encoder::Encoder>> {
-    build_encoder(config).map_err(|e| PyValueError::new_err(e.to_string()))
+    match &config.encoder {
+        sluice_core::sim::EncoderConfig::X264(s) => {
+            sluice_x264::sim_encoder::X264SimEncoder::open(s, config.fps)
+                .map(|e| Box::new(e) as Box<dyn sluice_core::encoder::Encoder>)
+                .map_err(|e| PyValueError::new_err(e.to_string()))
+        }
+        _ => build_encoder(config).map_err(|e| PyValueError::new_err(e.to_string())),
+    }
 }
 
 /// A simulated session. Build it from a JSON `RunConfig`, advance it with `run_until` (so the

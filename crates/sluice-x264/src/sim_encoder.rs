@@ -1,0 +1,173 @@
+//! libx264 as a Sluice [`Encoder`]: encodes frames of a raw yuv420p file (frame `i` of the
+//! session is frame `i mod n` of the file, read on demand, never all in memory), follows the
+//! rate control of every frame request through `x264_encoder_reconfig`, writes the Annex-B
+//! stream and its per-frame index for quality scoring, and charges the encode time to virtual
+//! time as measured wall time or as a deterministic model.
+
+use crate::{I420Frame, X264Config, X264Encoder, X264Error};
+use sluice_core::encoder::{EncodeTimeMode, EncodedFrame, Encoder, FrameRequest, X264Settings};
+use sluice_core::units::{DataSize, TimeDelta};
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+
+/// Modeled encode time of one 1280x720 frame per preset, in ms; scaled by the pixel count.
+/// A coarse single-thread model for reproducible runs (`--encode-time modeled`), not a
+/// measurement of this machine; `encode_time = measured` charges the real wall time.
+fn modeled_ms_720p(preset: &str) -> f64 {
+    match preset {
+        "ultrafast" => 2.5,
+        "superfast" => 4.0,
+        "veryfast" => 6.0,
+        "faster" => 9.0,
+        "fast" => 13.0,
+        "medium" => 18.0,
+        "slow" => 30.0,
+        _ => 45.0,
+    }
+}
+
+pub struct X264SimEncoder {
+    encoder: X264Encoder,
+    video: File,
+    video_frames: u64,
+    frame: I420Frame,
+    rate: Option<(u64, u64, u64)>,
+    stream: Option<(BufWriter<File>, BufWriter<File>, u64)>,
+    encode_time: EncodeTimeMode,
+    modeled: TimeDelta,
+}
+
+/// Why the encoder could not be set up (reported to the user, never a panic).
+#[derive(Debug)]
+pub enum SimEncoderError {
+    Video(String),
+    Output(String),
+    X264(X264Error),
+}
+
+impl std::fmt::Display for SimEncoderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimEncoderError::Video(m) | SimEncoderError::Output(m) => f.write_str(m),
+            SimEncoderError::X264(e) => write!(f, "x264: {e}"),
+        }
+    }
+}
+impl std::error::Error for SimEncoderError {}
+
+impl X264SimEncoder {
+    pub fn open(s: &X264Settings, fps: f64) -> Result<Self, SimEncoderError> {
+        let video = File::open(&s.video_path)
+            .map_err(|e| SimEncoderError::Video(format!("{}: {e}", s.video_path)))?;
+        let frame_bytes = s.width as u64 * s.height as u64 * 3 / 2;
+        let len = video.metadata().map(|m| m.len()).unwrap_or(0);
+        if s.width == 0 || s.height == 0 || s.video_frames == 0 {
+            return Err(SimEncoderError::Video(
+                "x264: video size and frame count are required".into(),
+            ));
+        }
+        if len < frame_bytes * s.video_frames {
+            return Err(SimEncoderError::Video(format!(
+                "{}: {len} bytes, less than {} frames of {}x{} yuv420p",
+                s.video_path, s.video_frames, s.width, s.height
+            )));
+        }
+        // Opened at a placeholder rate; every frame request sets the real one.
+        let mut cfg = X264Config::new(s.width, s.height, 1, 300_000);
+        cfg.fps_num = (fps * 1000.0).round() as u32;
+        cfg.fps_den = 1000;
+        cfg.preset = s.preset.clone();
+        cfg.threads = s.threads;
+        let encoder = X264Encoder::open(&cfg).map_err(SimEncoderError::X264)?;
+        let stream = match &s.bitstream_path {
+            None => None,
+            Some(path) => {
+                let open = |p: String| {
+                    File::create(&p)
+                        .map(BufWriter::new)
+                        .map_err(|e| SimEncoderError::Output(format!("{p}: {e}")))
+                };
+                Some((open(path.clone())?, open(format!("{path}.idx"))?, 0))
+            }
+        };
+        let pixels = s.width as f64 * s.height as f64 / (1280.0 * 720.0);
+        Ok(X264SimEncoder {
+            encoder,
+            video,
+            video_frames: s.video_frames,
+            frame: I420Frame::new_grey(s.width, s.height),
+            rate: None,
+            stream,
+            encode_time: s.encode_time,
+            modeled: TimeDelta::from_ms_f64(modeled_ms_720p(&s.preset) * pixels),
+        })
+    }
+
+    fn read_frame(&mut self, index: u64) -> std::io::Result<()> {
+        let f = &mut self.frame;
+        let frame_bytes = (f.y.len() + f.u.len() + f.v.len()) as u64;
+        self.video.seek(SeekFrom::Start((index % self.video_frames) * frame_bytes))?;
+        self.video.read_exact(&mut f.y)?;
+        self.video.read_exact(&mut f.u)?;
+        self.video.read_exact(&mut f.v)
+    }
+}
+
+impl Encoder for X264SimEncoder {
+    fn encode(&mut self, req: &FrameRequest) -> EncodedFrame {
+        let rc = req.rate_control;
+        let want = (
+            rc.target_rate.as_bps().max(1000) as u64,
+            rc.vbv_max_rate.as_bps().max(1000) as u64,
+            rc.vbv_buffer.as_bits().max(1000) as u64,
+        );
+        if self.rate != Some(want) {
+            // Rates were validated positive above; x264 accepts any positive kbit value.
+            if let Err(e) = self.encoder.reconfigure_rate(want.0, want.1, want.2) {
+                panic!("x264 rejected a rate change to {want:?}: {e}");
+            }
+            self.rate = Some(want);
+        }
+        if let Err(e) = self.read_frame(req.frame_index) {
+            panic!("reading video frame {}: {e}", req.frame_index);
+        }
+        let pic = match self.encoder.encode(&self.frame, req.force_keyframe) {
+            Ok(p) => p,
+            Err(e) => panic!("x264 failed on frame {}: {e}", req.frame_index),
+        };
+        if let Some((out, idx, offset)) = &mut self.stream {
+            let written = out
+                .write_all(&pic.data)
+                .and_then(|_| writeln!(idx, "{} {}", offset, pic.data.len()));
+            if let Err(e) = written {
+                panic!("writing the encoded stream: {e}");
+            }
+            *offset += pic.data.len() as u64;
+        }
+        let encode_time = match self.encode_time {
+            EncodeTimeMode::Measured => TimeDelta::from_us(pic.encode_time.as_micros() as i64),
+            EncodeTimeMode::Modeled => self.modeled,
+        };
+        EncodedFrame {
+            frame_index: req.frame_index,
+            size: DataSize::from_bytes(pic.data.len().max(1) as i64),
+            is_keyframe: pic.is_keyframe,
+            qp: pic.qp,
+            encode_time,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "x264"
+    }
+}
+
+impl Drop for X264SimEncoder {
+    fn drop(&mut self) {
+        if let Some((out, idx, _)) = &mut self.stream {
+            // Best effort: a failed flush shows up as a short stream when it is scored.
+            let _ = out.flush();
+            let _ = idx.flush();
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! End-to-end tests against the system libx264 (and ffmpeg for decoding, if installed).
+
+use sluice_x264::{
+    AnalysisParams, FrameType, I420Frame, I420Planes, MeMethod, Partitions, X264Config,
+    X264Encoder, X264Error,
+};
+use std::process::Command;
+
+const W: u32 = 320;
+const H: u32 = 240;
+const FPS: u32 = 30;
+
+/// Deterministic test clip: a diagonal gradient moving 2 px/frame, a static noise texture
+/// that moves with it, and a little fresh noise per frame (so every frame costs bits).
+struct Clip {
+    texture: Vec<u8>,
+    rng: u64,
+}
+
+impl Clip {
+    fn new() -> Self {
+        let mut c = Clip { texture: Vec::new(), rng: 0x9E37_79B9_7F4A_7C15 };
+        let n = (W * 2 * H) as usize;
+        c.texture = (0..n).map(|_| (c.next() % 48) as u8).collect();
+        c
+    }
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32
+    }
+    fn frame(&mut self, i: u32) -> I420Frame {
+        let mut f = I420Frame::new_grey(W, H);
+        let shift = (i * 2) as usize;
+        for y in 0..H as usize {
+            for x in 0..W as usize {
+                let xs = x + shift;
+                let grad = ((xs + y) % 256) as u32 / 2 + 40;
+                let tex = self.texture
+                    [(y * (W as usize * 2) + xs % (W as usize * 2)) % self.texture.len()]
+                    as u32;
+                let fresh = (self.next() % 6) as u32;
+                f.y[y * W as usize + x] = (grad + tex + fresh).min(255) as u8;
+            }
+        }
+        let cw = (W / 2) as usize;
+        for y in 0..(H / 2) as usize {
+            for x in 0..cw {
+                f.u[y * cw + x] = (96 + ((x + shift / 2) % 64)) as u8;
+                f.v[y * cw + x] = (160 - (y % 64)) as u8;
+            }
+        }
+        f
+    }
+}
+
+fn open(bitrate_bps: u64) -> X264Encoder {
+    X264Encoder::open(&X264Config::new(W, H, FPS, bitrate_bps)).expect("open x264")
+}
+
+#[test]
+fn clip_at_1mbps_hits_target_and_starts_with_keyframe() {
+    let mut enc = open(1_000_000);
+    let mut clip = Clip::new();
+    let mut sizes = Vec::new();
+    for i in 0..60 {
+        let pic = enc.encode(&clip.frame(i), false).unwrap();
+        assert!(!pic.is_empty(), "frame {i} produced no output (zerolatency should not delay)");
+        assert_eq!(pic.pts, i as i64);
+        assert!(pic.qp > 0.0 && pic.qp <= 69.0, "qp {}", pic.qp);
+        if i == 0 {
+            assert!(pic.is_keyframe, "frame 0 must be a keyframe");
+            assert_eq!(pic.frame_type, Some(FrameType::Idr));
+            // Annex B with SPS first.
+            assert_eq!(&pic.data[..4], &[0, 0, 0, 1]);
+            assert_eq!(pic.data[4] & 0x1f, 7, "first NAL should be an SPS");
+        } else {
+            assert!(!pic.is_keyframe, "unexpected keyframe at frame {i}");
+        }
+        if i % 10 == 0 {
+            eprintln!(
+                "frame {i}: {} B qp {} {:?} in {:?}",
+                pic.size_bytes(),
+                pic.qp,
+                pic.frame_type,
+                pic.encode_time
+            );
+        }
+        sizes.push(pic.size_bytes());
+    }
+    let second: usize = sizes[FPS as usize..].iter().sum();
+    let target = 1_000_000.0 / 8.0; // bytes in one second
+    let ratio = second as f64 / target;
+    eprintln!("second-second bytes {second}, target {target}, ratio {ratio:.3}");
+    assert!((0.7..=1.3).contains(&ratio), "size ratio {ratio:.3} outside ±30%");
+}
+
+#[test]
+fn reconfigure_rate_drops_frame_size() {
+    let mut enc = open(2_000_000);
+    let mut clip = Clip::new();
+    let mut sizes = Vec::new();
+    for i in 0..60 {
+        if i == 30 {
+            enc.reconfigure_rate(200_000, 200_000, 100_000).unwrap();
+            assert_eq!(enc.rate().bitrate_bps, 200_000);
+        }
+        sizes.push(enc.encode(&clip.frame(i), false).unwrap().size_bytes() as f64);
+    }
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+    let before = mean(&sizes[10..30]);
+    let after = mean(&sizes[40..60]);
+    eprintln!(
+        "mean frame size before {before:.0} B, after {after:.0} B, ratio {:.2}",
+        before / after
+    );
+    assert!(before > 4.0 * after, "before {before:.0} after {after:.0}");
+}
+
+#[test]
+fn forced_keyframe_at_30() {
+    let mut enc = open(1_000_000);
+    let mut clip = Clip::new();
+    for i in 0..40 {
+        let pic = enc.encode(&clip.frame(i), i == 30).unwrap();
+        if i == 0 || i == 30 {
+            assert!(pic.is_keyframe, "frame {i} should be a keyframe");
+            assert_eq!(pic.frame_type, Some(FrameType::Idr));
+            assert_eq!(pic.data[4] & 0x1f, 7, "keyframe {i} should repeat the SPS");
+        } else {
+            assert!(!pic.is_keyframe, "unexpected keyframe at {i}");
+            assert_eq!(pic.frame_type, Some(FrameType::P), "frame {i}");
+        }
+    }
+}
+
+#[test]
+fn invalidated_reference_stream_decodes_with_ffmpeg() {
+    let mut enc = open(1_000_000);
+    let mut clip = Clip::new();
+    let mut stream = Vec::new();
+    let mut types = Vec::new();
+    for i in 0..45 {
+        if i == 25 {
+            // Frame 24 "was lost": stop predicting from it.
+            enc.invalidate_reference(24).unwrap();
+        }
+        if i == 31 {
+            enc.invalidate_reference(40).unwrap();
+        }
+        if i == 35 {
+            // Change analysis mid-stream too, to exercise reconfig in the decoded stream.
+            enc.reconfigure_analysis(&AnalysisParams {
+                partitions: Partitions::I4X4 | Partitions::P8X8,
+                me_method: MeMethod::Hex,
+                subpel_refine: 4,
+                trellis: 1,
+            })
+            .unwrap();
+            assert_eq!(enc.analysis().me_method, MeMethod::Hex);
+        }
+        let pic = enc.encode(&clip.frame(i), false).unwrap();
+        types.push((pic.is_keyframe, pic.frame_type));
+        stream.extend_from_slice(&pic.data);
+    }
+    assert!(enc.flush().unwrap().is_empty());
+    assert_eq!(enc.encode(&clip.frame(0), false), Err(X264Error::Flushed));
+    // With one reference frame, the frame after the invalidation has nothing to predict
+    // from, and x264 codes it as an IDR frame; invalidating a pts newer than every encoded
+    // frame (frame 40 at frame 30) is a no-op.
+    assert_eq!(types[25], (true, Some(FrameType::Idr)), "frame after invalidation");
+    assert_eq!(types[26], (false, Some(FrameType::P)));
+    assert_eq!(types[31], (false, Some(FrameType::P)), "future pts must not invalidate");
+
+    if Command::new("ffmpeg").arg("-version").output().is_err() {
+        eprintln!("SKIPPED ffmpeg decode check: ffmpeg not installed (apt-get install -y ffmpeg)");
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("sluice-x264-test-{}.264", std::process::id()));
+    std::fs::write(&path, &stream).unwrap();
+    let out = Command::new("ffmpeg")
+        .args(["-nostdin", "-v", "error", "-i"])
+        .arg(&path)
+        .args(["-f", "null", "-"])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "ffmpeg failed: {stderr}");
+    assert!(
+        stderr.trim().is_empty() && stdout.trim().is_empty(),
+        "ffmpeg printed: {stderr}{stdout}"
+    );
+}
+
+#[test]
+fn invalid_config_and_input_return_typed_errors() {
+    let good = X264Config::new(W, H, FPS, 1_000_000);
+
+    let odd = X264Config { width: 321, ..good.clone() };
+    assert!(matches!(
+        X264Encoder::open(&odd),
+        Err(X264Error::InvalidDimensions { width: 321, .. })
+    ));
+    let zero_h = X264Config { height: 0, ..good.clone() };
+    assert!(matches!(X264Encoder::open(&zero_h), Err(X264Error::InvalidDimensions { .. })));
+    let zero_fps = X264Config { fps_num: 0, ..good.clone() };
+    assert!(matches!(
+        X264Encoder::open(&zero_fps),
+        Err(X264Error::InvalidFrameRate { num: 0, den: 1 })
+    ));
+    let zero_den = X264Config { fps_den: 0, ..good.clone() };
+    assert!(matches!(X264Encoder::open(&zero_den), Err(X264Error::InvalidFrameRate { .. })));
+    let zero_rate = X264Config { bitrate_bps: 0, ..good.clone() };
+    assert!(matches!(X264Encoder::open(&zero_rate), Err(X264Error::InvalidRate(_))));
+    let half_vbv = X264Config { vbv_buffer_bits: 0, ..good.clone() };
+    assert!(matches!(X264Encoder::open(&half_vbv), Err(X264Error::InvalidRate(_))));
+    let preset = X264Config { preset: "warpspeed".into(), ..good.clone() };
+    assert_eq!(
+        X264Encoder::open(&preset).unwrap_err(),
+        X264Error::UnknownPreset("warpspeed".into())
+    );
+    let nul = X264Config { preset: "fast\0".into(), ..good.clone() };
+    assert!(matches!(X264Encoder::open(&nul), Err(X264Error::InvalidString { field: "preset" })));
+    let profile = X264Config { profile: Some("ultra".into()), ..good.clone() };
+    assert!(matches!(X264Encoder::open(&profile), Err(X264Error::InvalidProfile(_))));
+    let subme = X264Config { subpel_refine: Some(12), ..good.clone() };
+    assert!(matches!(X264Encoder::open(&subme), Err(X264Error::InvalidAnalysis(_))));
+
+    // Bad frames.
+    let mut enc = X264Encoder::open(&good).unwrap();
+    let wrong = I420Frame::new_grey(160, 120);
+    assert!(matches!(enc.encode(&wrong, false), Err(X264Error::FrameSizeMismatch { .. })));
+    let mut short = I420Frame::new_grey(W, H);
+    short.v.truncate(10);
+    assert!(matches!(enc.encode(&short, false), Err(X264Error::PlaneTooSmall { plane: 2, .. })));
+    let f = I420Frame::new_grey(W, H);
+    let bad_stride = I420Planes { y_stride: 100, ..f.as_planes() };
+    assert!(matches!(
+        enc.encode_planes(&bad_stride, false),
+        Err(X264Error::InvalidStride { plane: 0, .. })
+    ));
+    // Padded strides work.
+    let (ys, cs) = (W as usize + 32, (W / 2) as usize + 16);
+    let y = vec![100u8; ys * H as usize];
+    let c = vec![128u8; cs * (H / 2) as usize];
+    let padded = I420Planes {
+        width: W,
+        height: H,
+        y: &y,
+        y_stride: ys,
+        u: &c,
+        u_stride: cs,
+        v: &c,
+        v_stride: cs,
+    };
+    assert!(enc.encode_planes(&padded, false).unwrap().is_keyframe);
+
+    // Bad reconfigurations.
+    assert!(matches!(enc.reconfigure_rate(0, 1, 1), Err(X264Error::InvalidRate(_))));
+    assert_eq!(enc.reconfigure_rate(100_000, 0, 0), Err(X264Error::VbvRequired));
+    let analysis = AnalysisParams {
+        partitions: Partitions::I4X4,
+        me_method: MeMethod::Dia,
+        subpel_refine: 1,
+        trellis: 3,
+    };
+    assert!(matches!(enc.reconfigure_analysis(&analysis), Err(X264Error::InvalidAnalysis(_))));
+
+    // No VBV at open: rate cannot be reconfigured.
+    let no_vbv = X264Config { vbv_max_rate_bps: 0, vbv_buffer_bits: 0, ..good.clone() };
+    let mut enc = X264Encoder::open(&no_vbv).unwrap();
+    assert_eq!(enc.reconfigure_rate(500_000, 500_000, 250_000), Err(X264Error::VbvRequired));
+
+    // subme 0 at open is sticky; main profile has no 8x8 transform.
+    let sub0 = X264Config { subpel_refine: Some(0), profile: Some("main".into()), ..good.clone() };
+    let mut enc = X264Encoder::open(&sub0).unwrap();
+    assert!(!enc.transform_8x8_enabled());
+    let a = AnalysisParams {
+        partitions: Partitions::I4X4,
+        me_method: MeMethod::Dia,
+        subpel_refine: 2,
+        trellis: 0,
+    };
+    assert!(matches!(enc.reconfigure_analysis(&a), Err(X264Error::InvalidAnalysis(_))));
+    let a = AnalysisParams { partitions: Partitions::I8X8, subpel_refine: 0, ..a };
+    assert!(matches!(enc.reconfigure_analysis(&a), Err(X264Error::InvalidAnalysis(_))));
+
+    // High profile keeps 8x8 and accepts I8X8.
+    let high = X264Config { profile: Some("high".into()), ..good };
+    let mut enc = X264Encoder::open(&high).unwrap();
+    assert!(enc.transform_8x8_enabled());
+    let a = AnalysisParams {
+        partitions: Partitions::ALL,
+        me_method: MeMethod::Umh,
+        subpel_refine: 6,
+        trellis: 2,
+    };
+    enc.reconfigure_analysis(&a).unwrap();
+    assert!(enc.analysis().partitions.contains(Partitions::I8X8));
+}
+
+#[test]
+fn encoder_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<X264Encoder>();
+    let mut enc = open(500_000);
+    let handle = std::thread::spawn(move || {
+        let mut clip = Clip::new();
+        enc.encode(&clip.frame(0), false).unwrap().is_keyframe
+    });
+    assert!(handle.join().unwrap());
+}
