@@ -10,6 +10,8 @@ export PATH := $(abspath $(VENV))/bin:$(HOME)/.cargo/bin:$(PATH)
 DEMO_TRACE ?= data/traces/markov-24-6.mahi
 DEMO_SCHEMES ?= webrtc,webrtc-b,always-burst
 DEMO_DURATION ?= 60
+DEMO_VIDEO ?= data/videos/bbb-intro_1280x720_24fps_10s.mp4
+DEMO_VIDEO_SCHEMES ?= webrtc-x264,cbr,always-burst
 
 .PHONY: setup build demo test test-rust test-python lint bench clean
 
@@ -28,8 +30,11 @@ build: setup
 demo: build
 	$(SLUICE) compare --schemes $(DEMO_SCHEMES) --trace $(DEMO_TRACE) \
 		--duration $(DEMO_DURATION) --delay-ms 20 --queue-bytes 100000 --out results/demo
+	$(SLUICE) compare --schemes $(DEMO_VIDEO_SCHEMES) --video $(DEMO_VIDEO) --width 640 \
+		--trace $(DEMO_TRACE) --duration 20 --delay-ms 20 --queue-bytes 100000 \
+		--quality fast --out results/demo-video
 	@echo
-	@echo "Demo results: results/demo (compare.md, latency_cdf.png, timeseries.png)"
+	@echo "Demo results: results/demo and results/demo-video (compare.md, latency_cdf.png, timeseries.png)"
 
 test: build lint test-rust test-python
 

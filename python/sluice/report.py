@@ -41,6 +41,14 @@ COLUMNS: list[Column] = [
     ("bwe ratio", ("bwe_ratio",), _ratio),
 ]
 
+# Shown only when some run was scored (runs on real video with --quality).
+QUALITY_COLUMNS: list[Column] = [
+    ("VMAF", ("vmaf_mean",), lambda v: f"{v:.2f}"),
+    ("VMAF p5", ("vmaf_p5",), lambda v: f"{v:.2f}"),
+    ("SSIM", ("ssim_mean",), lambda v: f"{v:.4f}"),
+    ("PSNR dB", ("psnr_mean",), lambda v: f"{v:.2f}"),
+]
+
 # Flat CSV columns: name -> summary path.
 CSV_FIELDS: list[tuple[str, tuple[str, ...]]] = [
     ("latency_ms_mean", ("latency_ms", "mean")),
@@ -58,6 +66,11 @@ CSV_FIELDS: list[tuple[str, tuple[str, ...]]] = [
     ("bwe_ratio", ("bwe_ratio",)),
     ("frames_sent", ("frames_sent",)),
     ("frames_displayed", ("frames_displayed",)),
+    ("vmaf_mean", ("vmaf_mean",)),
+    ("vmaf_p5", ("vmaf_p5",)),
+    ("vmaf_delivered_mean", ("vmaf_delivered_mean",)),
+    ("ssim_mean", ("ssim_mean",)),
+    ("psnr_mean", ("psnr_mean",)),
 ]
 
 
@@ -80,8 +93,11 @@ def _fmt(v: Any, f: Callable[[float], str]) -> str:
 
 
 def rows(named: Sequence[tuple[str, dict[str, Any] | None]]) -> tuple[list[str], list[list[str]]]:
-    head = ["scheme", *(c[0] for c in COLUMNS)]
-    body = [[name, *(_fmt(_get(s, c[1]), c[2]) for c in COLUMNS)] for name, s in named]
+    columns = list(COLUMNS)
+    if any(_get(s, ("vmaf_mean",)) is not None for _, s in named):
+        columns += QUALITY_COLUMNS
+    head = ["scheme", *(c[0] for c in columns)]
+    body = [[name, *(_fmt(_get(s, c[1]), c[2]) for c in columns)] for name, s in named]
     return head, body
 
 

@@ -128,7 +128,8 @@ def prepare(
            "-vf", f"fps={rate:g},scale={w}:{h}:flags=bicubic", "-pix_fmt", "yuv420p"]  # fmt: skip
     if max_frames:
         cmd += ["-frames:v", str(max_frames)]
-    tmp = raw.with_suffix(".part")
+    # Per-process temporary, renamed atomically: parallel runs may prepare the same clip.
+    tmp = raw.with_suffix(f".{os.getpid()}.part")
     cmd += ["-f", "rawvideo", "-y", str(tmp)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -142,5 +143,7 @@ def prepare(
         raise SluiceError(f"{src}: no video frames decoded")
     tmp.replace(raw)
     video = RawVideo(str(raw), w, h, rate, size // frame_bytes, str(src))
-    meta.write_text(json.dumps(video.to_json()))
+    meta_tmp = meta.with_suffix(f".{os.getpid()}.part")
+    meta_tmp.write_text(json.dumps(video.to_json()))
+    meta_tmp.replace(meta)
     return video
