@@ -51,7 +51,8 @@ pub struct Sample {
     pub target_rate_bps: i64,
     /// Rate given to the encoder (below the target while the controller pushes back).
     pub encoder_rate_bps: i64,
-    pub pacing_rate_bps: i64,
+    /// `None` without pacing (the unpaced scheme has no finite rate).
+    pub pacing_rate_bps: Option<i64>,
     /// Trace capacity over the last sample interval.
     pub link_capacity_bps: i64,
     /// Rate the sender put on the wire over the last interval (all packet kinds).

@@ -15,7 +15,7 @@ use crate::packet::{
     Datagram, Feedback, FlowId, Packet, PacketKind, PacketReport, TransportFeedback,
 };
 use crate::units::{TimeDelta, Timestamp};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 #[derive(Clone, Debug)]
 pub struct ReceiverConfig {
@@ -98,7 +98,7 @@ pub struct Receiver {
     /// Highest frame id displayed so far (the decoder's reference).
     last_decoded: Option<u64>,
     highest_media_seq: Option<u64>,
-    received_media: BTreeMap<u64, ()>,
+    received_media: BTreeSet<u64>,
     nacks: BTreeMap<u64, NackEntry>,
     /// Earliest time a NACK entry is due (retry or give-up); may be early, never late.
     nack_due: Timestamp,
@@ -123,7 +123,7 @@ impl Receiver {
             frames: BTreeMap::new(),
             last_decoded: None,
             highest_media_seq: None,
-            received_media: BTreeMap::new(),
+            received_media: BTreeSet::new(),
             nacks: BTreeMap::new(),
             nack_due: Timestamp::INFINITY,
             chain_broken: false,
@@ -161,7 +161,7 @@ impl Receiver {
                 }
             }
         }
-        if self.received_media.insert(p.media_seq, ()).is_some() {
+        if !self.received_media.insert(p.media_seq) {
             return; // duplicate
         }
         self.track_gaps(p.media_seq, now);
@@ -192,7 +192,7 @@ impl Receiver {
         // Forget media sequence numbers far behind (bounded memory).
         if let Some(h) = self.highest_media_seq {
             let floor = h.saturating_sub(100_000);
-            while self.received_media.first_key_value().is_some_and(|(k, _)| *k < floor) {
+            while self.received_media.first().is_some_and(|k| *k < floor) {
                 self.received_media.pop_first();
             }
         }
@@ -204,7 +204,7 @@ impl Receiver {
             Some(h) if media_seq > h => {
                 let mut new_missing = Vec::new();
                 for s in h + 1..media_seq {
-                    if !self.received_media.contains_key(&s) {
+                    if !self.received_media.contains(&s) {
                         self.nacks.insert(
                             s,
                             NackEntry {

@@ -428,7 +428,9 @@ impl Simulation {
             t_us: now.as_us(),
             target_rate_bps: sender.target_rate().as_bps(),
             encoder_rate_bps: signals.encoder_rate.unwrap_or(sender.target_rate()).as_bps(),
-            pacing_rate_bps: sender.pacing_rate().as_bps().min(i64::MAX / 2),
+            pacing_rate_bps: Some(sender.pacing_rate())
+                .filter(|r| r.is_finite())
+                .map(|r| r.as_bps()),
             link_capacity_bps: capacity_bps,
             send_rate_bps: (DataSize::from_bytes(sent - self.last_sent_bytes) / interval).as_bps(),
             delivered_rate_bps: (DataSize::from_bytes(delivered - self.last_delivered_bytes)
