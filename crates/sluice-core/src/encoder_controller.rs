@@ -3,7 +3,7 @@
 //! and Co-RTV add their own controllers behind the same trait.
 
 use crate::cc::CcSignals;
-use crate::encoder::RateControl;
+use crate::encoder::{Complexity, EncodedFrame, FrameAnalysis, RateControl};
 use crate::units::{DataRate, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -16,11 +16,37 @@ pub struct FrameContext {
     /// The congestion controller's target rate.
     pub cc_target: DataRate,
     pub cc_signals: CcSignals,
+    /// The encoder's look at the frame, if the controller asked for it
+    /// ([`EncoderController::wants_analysis`]) and the encoder can give it.
+    pub analysis: Option<FrameAnalysis>,
 }
 
-/// Decides the rate control of every frame.
+/// How one frame is to be encoded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FramePlan {
+    pub rate_control: RateControl,
+    /// `None`: the encoder's own analysis settings.
+    pub complexity: Option<Complexity>,
+    /// The controller's prediction of the frame's size relative to the average frame
+    /// (ACE-C's rho-hat), recorded with the frame.
+    pub predicted_relative_size: Option<f64>,
+}
+
+impl From<RateControl> for FramePlan {
+    fn from(rate_control: RateControl) -> Self {
+        FramePlan { rate_control, complexity: None, predicted_relative_size: None }
+    }
+}
+
+/// Decides how every frame is encoded.
 pub trait EncoderController: Send {
-    fn rate_control(&mut self, ctx: &FrameContext) -> RateControl;
+    /// Whether [`FrameContext::analysis`] is needed (analysis costs time on a real encoder).
+    fn wants_analysis(&self) -> bool {
+        false
+    }
+    fn plan(&mut self, ctx: &FrameContext) -> FramePlan;
+    /// The frame planned by the last `plan` call was encoded.
+    fn on_frame_encoded(&mut self, _frame: &EncodedFrame, _plan: &FramePlan) {}
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,8 +90,8 @@ pub struct AbrVbv {
 }
 
 impl EncoderController for AbrVbv {
-    fn rate_control(&mut self, ctx: &FrameContext) -> RateControl {
-        RateControl::abr_vbv(ctx.cc_target, self.vbv_buffer)
+    fn plan(&mut self, ctx: &FrameContext) -> FramePlan {
+        RateControl::abr_vbv(ctx.cc_target, self.vbv_buffer).into()
     }
 }
 
@@ -73,7 +99,7 @@ impl EncoderController for AbrVbv {
 pub struct OneFrameVbv;
 
 impl EncoderController for OneFrameVbv {
-    fn rate_control(&mut self, ctx: &FrameContext) -> RateControl {
-        RateControl::abr_vbv(ctx.cc_target, TimeDelta::from_secs_f64(1.0 / ctx.fps))
+    fn plan(&mut self, ctx: &FrameContext) -> FramePlan {
+        RateControl::abr_vbv(ctx.cc_target, TimeDelta::from_secs_f64(1.0 / ctx.fps)).into()
     }
 }

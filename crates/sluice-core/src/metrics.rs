@@ -42,6 +42,10 @@ pub struct FrameRecord {
     pub latency_us: Option<i64>,
     /// Skipped by the receiver because a later keyframe was displayed first.
     pub discarded: bool,
+    /// Complexity level chosen by the encoder controller (ACE-C); `None`: the preset's.
+    pub complexity: Option<crate::encoder::Complexity>,
+    /// The controller's predicted size relative to the average frame (ACE-C's rho-hat).
+    pub predicted_relative_size: Option<f64>,
 }
 
 /// One time-series sample, taken every sample interval.
@@ -74,6 +78,13 @@ pub struct Sample {
     pub cc_link_capacity_bps: Option<i64>,
     pub cc_acknowledged_rate_bps: Option<i64>,
     pub cc_in_alr: bool,
+    /// Token-bucket size of an adaptive pacer (ACE-N).
+    pub pacer_bucket_bytes: Option<i64>,
+    pub pacer_tokens_bytes: Option<i64>,
+    /// The pacer's predicted bottleneck queue (ACE-N).
+    pub pacer_predicted_queue_bytes: Option<i64>,
+    /// The pacer's bottleneck-capacity estimate (ACE-N packet trains).
+    pub pacer_link_capacity_bps: Option<i64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -133,6 +144,8 @@ impl Recorder {
                 qp,
                 target_rate,
                 packet_count,
+                complexity,
+                predicted_relative_size,
             } => {
                 self.frames.insert(
                     frame_id,
@@ -146,6 +159,9 @@ impl Recorder {
                         qp: (qp * 1000.0).round() / 1000.0,
                         target_rate_bps: target_rate.as_bps(),
                         packets: packet_count,
+                        complexity,
+                        predicted_relative_size: predicted_relative_size
+                            .map(|r| (r * 1000.0).round() / 1000.0),
                         ..Default::default()
                     },
                 );

@@ -58,6 +58,10 @@ pub enum SenderEvent {
         qp: f64,
         target_rate: DataRate,
         packet_count: u16,
+        /// The complexity level the encoder controller chose (`None`: the encoder's own).
+        complexity: Option<crate::encoder::Complexity>,
+        /// The controller's size prediction relative to the average frame (ACE-C's rho-hat).
+        predicted_relative_size: Option<f64>,
     },
     PacketSent {
         kind: PacketKind,
@@ -147,6 +151,7 @@ impl SendHistory {
 /// One captured frame waiting for its encode to finish.
 struct PendingFrame {
     ready: Timestamp,
+    size: DataSize,
     packets: Vec<Packet>,
 }
 
@@ -252,6 +257,9 @@ impl Sender {
     pub fn cc_signals(&self) -> crate::cc::CcSignals {
         self.cc.signals()
     }
+    pub fn pacer_signals(&self) -> crate::pacer::PacerSignals {
+        self.pacer.signals()
+    }
 
     /// Passes the controller's rates and probe requests to the pacer.
     fn sync_controller_outputs(&mut self, now: Timestamp) {
@@ -268,21 +276,30 @@ impl Sender {
     }
 
     fn capture_frame(&mut self, capture_time: Timestamp) {
+        let analysis = if self.controller.wants_analysis() {
+            self.encoder.analyze(self.frame_index)
+        } else {
+            None
+        };
         let ctx = FrameContext {
             now: capture_time,
             frame_index: self.frame_index,
             fps: self.config.fps,
             cc_target: self.media_rate(),
             cc_signals: self.cc.signals(),
+            analysis,
         };
-        let rate_control = self.controller.rate_control(&ctx);
+        let plan = self.controller.plan(&ctx);
+        let rate_control = plan.rate_control;
         let request = FrameRequest {
             frame_index: self.frame_index,
             capture_time,
             rate_control,
             force_keyframe: self.force_keyframe,
+            complexity: plan.complexity,
         };
         let frame = self.encoder.encode(&request);
+        self.controller.on_frame_encoded(&frame, &plan);
         self.force_keyframe = false;
         if frame.is_keyframe {
             self.last_keyframe = Some(capture_time);
@@ -309,8 +326,10 @@ impl Sender {
             qp: frame.qp,
             target_rate: rate_control.target_rate,
             packet_count: packets.len() as u16,
+            complexity: plan.complexity,
+            predicted_relative_size: plan.predicted_relative_size,
         });
-        self.pending.push_back(PendingFrame { ready: encode_end, packets });
+        self.pending.push_back(PendingFrame { ready: encode_end, size: frame.size, packets });
         self.frame_index += 1;
     }
 
@@ -325,6 +344,7 @@ impl Sender {
         }
         while self.pending.front().is_some_and(|f| f.ready <= now) {
             if let Some(frame) = self.pending.pop_front() {
+                self.pacer.on_frame(frame.size, now);
                 for p in frame.packets {
                     self.pacer.enqueue(p, now);
                 }
@@ -363,8 +383,9 @@ impl Sender {
             }
             packets.push(PacketResult { sent, receive_time: report.arrival_time });
         }
-        if let Some((_, send_time)) = newest {
-            let rtt = (now - send_time - fb.hold_time).max(TimeDelta::from_us(1));
+        let rtt = newest
+            .map(|(_, send_time)| (now - send_time - fb.hold_time).max(TimeDelta::from_us(1)));
+        if let Some(rtt) = rtt {
             self.smoothed_rtt = Some(match self.smoothed_rtt {
                 None => rtt,
                 Some(s) => s * 0.875 + rtt * 0.125,
@@ -381,6 +402,7 @@ impl Sender {
             data_in_flight: self.history.in_flight,
         };
         self.cc.on_transport_feedback(&feedback, now);
+        self.pacer.on_transport_feedback(&feedback, rtt, now);
     }
 
     fn on_nack(&mut self, media_seqs: &[u64], now: Timestamp) {

@@ -418,6 +418,7 @@ impl Simulation {
         let down = self.link(DOWNLINK);
         let stats = down.stats();
         let signals = sender.cc_signals();
+        let pacer = sender.pacer_signals();
         let capacity_bps = match &self.downlink_trace {
             Some(t) => (t.capacity_between(now - interval, now) / interval).as_bps(),
             None => 0,
@@ -449,6 +450,10 @@ impl Simulation {
             cc_link_capacity_bps: signals.link_capacity.map(|r| r.as_bps()),
             cc_acknowledged_rate_bps: signals.acknowledged_rate.map(|r| r.as_bps()),
             cc_in_alr: signals.in_alr,
+            pacer_bucket_bytes: pacer.bucket.map(|b| b.as_bytes()),
+            pacer_tokens_bytes: pacer.tokens.map(|b| b.as_bytes()),
+            pacer_predicted_queue_bytes: pacer.predicted_queue.map(|b| b.as_bytes()),
+            pacer_link_capacity_bps: pacer.link_capacity.map(|r| r.as_bps()),
         };
         self.last_sent_bytes = sent;
         self.last_delivered_bytes = delivered;

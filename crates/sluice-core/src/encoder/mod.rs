@@ -35,6 +35,31 @@ impl RateControl {
     }
 }
 
+/// Encoding-complexity level (ACE §5.1, Table 2): how hard the encoder searches for a
+/// smaller frame. Each step up trades encode time for a smaller frame at equal quality.
+///
+/// With libx264 (`sluice-x264` maps them to analysis parameters):
+/// * `C0`: 8x8 inter and intra partitions only, DIA motion search, subpel 1, no trellis;
+/// * `C1`: all partitions, HEX search, subpel 4, no trellis;
+/// * `C2`: `C1` with trellis quantisation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Complexity {
+    C0,
+    C1,
+    C2,
+}
+
+impl Complexity {
+    pub const ALL: [Complexity; 3] = [Complexity::C0, Complexity::C1, Complexity::C2];
+    pub fn index(self) -> usize {
+        self as usize
+    }
+    pub fn name(self) -> &'static str {
+        ["c0", "c1", "c2"][self.index()]
+    }
+}
+
 /// A request to encode the frame captured at `capture_time`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FrameRequest {
@@ -43,6 +68,17 @@ pub struct FrameRequest {
     pub capture_time: Timestamp,
     pub rate_control: RateControl,
     pub force_keyframe: bool,
+    /// Complexity level for this frame; `None` keeps the encoder's own settings (the
+    /// preset's).
+    pub complexity: Option<Complexity>,
+}
+
+/// What the encoder can say about a frame before encoding it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameAnalysis {
+    /// SATD between the frame and its predecessor (luma, 4x4 Hadamard), the size predictor
+    /// of ACE-C §4.2 Eq. 3-4. Only ratios between frames matter.
+    pub satd: f64,
 }
 
 /// The result of encoding one frame.
@@ -60,6 +96,11 @@ pub struct EncodedFrame {
 
 /// A video encoder with per-frame rate control.
 pub trait Encoder: Send {
+    /// Looks at frame `frame_index` before it is encoded (the next frame to encode). Encoders
+    /// that cannot answer return `None`, the default; calling it is optional.
+    fn analyze(&mut self, _frame_index: u64) -> Option<FrameAnalysis> {
+        None
+    }
     /// Encodes the next frame. Frames are requested in capture order.
     fn encode(&mut self, request: &FrameRequest) -> EncodedFrame;
     /// Short human-readable name for results ("model", "x264").

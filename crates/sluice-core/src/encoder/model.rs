@@ -266,6 +266,7 @@ mod tests {
                     capture_time: Timestamp::from_us((i as f64 / 30.0 * 1e6) as i64),
                     rate_control: rc,
                     force_keyframe: false,
+                    complexity: None,
                 };
                 enc.encode(&req).size.as_bytes_f64()
             })

@@ -11,7 +11,7 @@ pub mod prober;
 pub mod queue;
 pub mod unpaced;
 
-use crate::cc::ProbeClusterConfig;
+use crate::cc::{ProbeClusterConfig, TransportPacketsFeedback};
 use crate::packet::Packet;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -38,6 +38,37 @@ pub trait Pacer: Send {
     fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta;
     /// The current pacing rate (including any queue-drain adjustment).
     fn pacing_rate(&self) -> DataRate;
+    /// A frame's packets are about to be enqueued (`size`: the frame's payload bytes, no
+    /// headers). Called once per frame, before its packets' `enqueue` calls. Pacers that
+    /// adapt per frame (ACE-N) update here; the default does nothing.
+    fn on_frame(&mut self, _size: DataSize, _now: Timestamp) {}
+    /// Transport feedback, matched against the send history, and the RTT sample taken from
+    /// it (newest packet's send time to the report's arrival, minus the receiver's hold
+    /// time). For pacers that watch the network (ACE-N); the default ignores it.
+    fn on_transport_feedback(
+        &mut self,
+        _feedback: &TransportPacketsFeedback,
+        _rtt: Option<TimeDelta>,
+        _now: Timestamp,
+    ) {
+    }
+    /// Internal state for results and plots; fields a pacer does not have stay `None`.
+    fn signals(&self) -> PacerSignals {
+        PacerSignals::default()
+    }
+}
+
+/// Internal state of a pacer, recorded in the time series.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PacerSignals {
+    /// Token-bucket size (ACE-N's adaptive bucket).
+    pub bucket: Option<DataSize>,
+    /// Tokens currently available.
+    pub tokens: Option<DataSize>,
+    /// The pacer's prediction of the bottleneck queue (ACE-N: queuing delay x capacity).
+    pub predicted_queue: Option<DataSize>,
+    /// The pacer's estimate of the bottleneck capacity (ACE-N: packet trains).
+    pub link_capacity: Option<DataRate>,
 }
 
 /// Pacer choice and parameters, part of a scheme.
