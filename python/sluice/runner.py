@@ -128,6 +128,26 @@ def _x264_encoder_config(spec: RunSpec, raw: video.RawVideo, run_dir: Path) -> d
     }
 
 
+
+def _advance(sim: Any, spec: RunSpec) -> tuple[str, str, str]:
+    """Runs the simulation to its end (with a progress bar on a terminal)."""
+    end = sim.end_s
+    if _show_progress(spec):
+        from tqdm import tqdm
+
+        with tqdm(
+            total=round(end, 3), unit="s", desc=spec.scheme, leave=False, file=sys.stderr,
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} sim s [{elapsed}]",
+        ) as bar:  # fmt: skip
+            t = sim.now_s
+            while t < end:
+                nxt = min(t + CHUNK_S, end)
+                sim.run_until(nxt)
+                bar.update(nxt - t)
+                t = nxt
+    return sim.finish()
+
+
 def run_one(spec: RunSpec) -> Path:
     """Runs ``spec`` and writes its results; returns the run directory."""
     _core = core()
@@ -158,21 +178,10 @@ def run_one(spec: RunSpec) -> Path:
     sim = _core.Simulation(json.dumps(cfg), down.trace if down else None, up.trace if up else None)
     resolved = json.loads(sim.resolved_config_json())
 
-    end = sim.end_s
-    if _show_progress(spec):
-        from tqdm import tqdm
-
-        with tqdm(
-            total=round(end, 3), unit="s", desc=spec.scheme, leave=False, file=sys.stderr,
-            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} sim s [{elapsed}]",
-        ) as bar:  # fmt: skip
-            t = sim.now_s
-            while t < end:
-                nxt = min(t + CHUNK_S, end)
-                sim.run_until(nxt)
-                bar.update(nxt - t)
-                t = nxt
-    frames_json, samples_json, summary_json = sim.finish()
+    try:
+        frames_json, samples_json, summary_json = _advance(sim, spec)
+    except RuntimeError as e:  # the encoder failed mid-run (unreadable video, x264 error)
+        raise SluiceError(f"run {spec.scheme} stopped: {e}") from None
     frames = json.loads(frames_json)
     summary = json.loads(summary_json)
 

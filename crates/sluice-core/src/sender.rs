@@ -257,6 +257,10 @@ impl Sender {
     pub fn cc_signals(&self) -> crate::cc::CcSignals {
         self.cc.signals()
     }
+    /// The encoder's failure, if it failed (see [`Encoder::failure`]).
+    pub fn encoder_failure(&self) -> Option<&str> {
+        self.encoder.failure()
+    }
     pub fn pacer_signals(&self) -> crate::pacer::PacerSignals {
         self.pacer.signals()
     }

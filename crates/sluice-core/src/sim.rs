@@ -460,11 +460,20 @@ impl Simulation {
         self.samples.push(sample);
     }
 
-    /// Advances virtual time to `until` (or the end of the run, whichever is first).
+    /// Why the run cannot go on (the encoder failed), if it cannot.
+    pub fn failure(&self) -> Option<&str> {
+        self.sender().encoder_failure()
+    }
+
+    /// Advances virtual time to `until` (or the end of the run, whichever is first). Stops
+    /// early if the encoder fails ([`failure`](Self::failure)).
     pub fn run_until(&mut self, until: Timestamp) {
         let until = until.min(self.end);
         loop {
             self.settle();
+            if self.failure().is_some() {
+                break;
+            }
             if self.now >= self.next_sample && self.now <= self.capture_end {
                 self.take_sample();
                 self.next_sample += self.sample_interval;

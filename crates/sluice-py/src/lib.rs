@@ -4,7 +4,7 @@
 //! does no I/O. User mistakes (bad config, malformed trace) raise `ValueError` with one clear
 //! message.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use sluice_core::link::trace::Trace;
 use sluice_core::link::trace_gen::TraceSpec;
@@ -144,7 +144,10 @@ impl PySimulation {
             .ok_or_else(|| PyValueError::new_err("simulation already finished"))?;
         let until = Timestamp::from_secs_f64(t_s);
         py.allow_threads(|| sim.run_until(until));
-        Ok(())
+        match sim.failure() {
+            Some(why) => Err(PyRuntimeError::new_err(why.to_owned())),
+            None => Ok(()),
+        }
     }
 
     /// Runs to the end and returns `(frames_json, samples_json, summary_json)`: JSON arrays
@@ -152,11 +155,12 @@ impl PySimulation {
     fn finish(&mut self, py: Python<'_>) -> PyResult<(String, String, String)> {
         let mut sim =
             self.sim.take().ok_or_else(|| PyValueError::new_err("simulation already finished"))?;
-        let result: RunResult = py.allow_threads(|| {
-            let end = sim.end();
-            sim.run_until(end);
-            sim.finish()
-        });
+        let end = sim.end();
+        py.allow_threads(|| sim.run_until(end));
+        if let Some(why) = sim.failure() {
+            return Err(PyRuntimeError::new_err(why.to_owned()));
+        }
+        let result: RunResult = py.allow_threads(|| sim.finish());
         let to_json =
             |v: serde_json::Result<String>| v.map_err(|e| PyValueError::new_err(e.to_string()));
         Ok((

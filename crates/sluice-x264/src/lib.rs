@@ -16,6 +16,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod complexity;
 pub mod sim_encoder;
 mod sys;
 

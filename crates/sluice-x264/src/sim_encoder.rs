@@ -4,8 +4,12 @@
 //! stream and its per-frame index for quality scoring, and charges the encode time to virtual
 //! time as measured wall time or as a deterministic model.
 
+use crate::complexity::analysis_for;
 use crate::{I420Frame, X264Config, X264Encoder, X264Error};
-use sluice_core::encoder::{EncodeTimeMode, EncodedFrame, Encoder, FrameRequest, X264Settings};
+use sluice_core::encoder::satd::{satd, LumaPlane};
+use sluice_core::encoder::{
+    Complexity, EncodeTimeMode, EncodedFrame, Encoder, FrameAnalysis, FrameRequest, X264Settings,
+};
 use sluice_core::units::{DataSize, TimeDelta};
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -26,15 +30,34 @@ fn modeled_ms_720p(preset: &str) -> f64 {
     }
 }
 
+/// Modeled encode time of a complexity level relative to the preset's own settings.
+/// Fitted to `bench/encoder.py` measurements (see the README's encoder characterisation).
+fn modeled_complexity_factor(level: Complexity) -> f64 {
+    match level {
+        Complexity::C0 => 1.0,
+        Complexity::C1 => 1.6,
+        Complexity::C2 => 2.0,
+    }
+}
+
 pub struct X264SimEncoder {
     encoder: X264Encoder,
     video: File,
     video_frames: u64,
     frame: I420Frame,
+    /// Which source frame `frame` holds.
+    loaded: Option<u64>,
     rate: Option<(u64, u64, u64)>,
+    complexity: Option<Complexity>,
+    /// Half-resolution luma of the last analysed frame, for the SATD of the next one.
+    last_luma: Option<(u64, LumaPlane)>,
+    /// Wall time spent on analysis since the last encode (charged to that encode when time
+    /// is measured).
+    analysis_time: std::time::Duration,
     stream: Option<(BufWriter<File>, BufWriter<File>, u64)>,
     encode_time: EncodeTimeMode,
     modeled: TimeDelta,
+    failure: Option<String>,
 }
 
 /// Why the encoder could not be set up (reported to the user, never a panic).
@@ -96,25 +119,35 @@ impl X264SimEncoder {
             video,
             video_frames: s.video_frames,
             frame: I420Frame::new_grey(s.width, s.height),
+            loaded: None,
             rate: None,
+            complexity: None,
+            last_luma: None,
+            analysis_time: std::time::Duration::ZERO,
             stream,
             encode_time: s.encode_time,
             modeled: TimeDelta::from_ms_f64(modeled_ms_720p(&s.preset) * pixels),
+            failure: None,
         })
     }
 
     fn read_frame(&mut self, index: u64) -> std::io::Result<()> {
+        if self.loaded == Some(index) {
+            return Ok(());
+        }
+        self.loaded = None;
         let f = &mut self.frame;
         let frame_bytes = (f.y.len() + f.u.len() + f.v.len()) as u64;
         self.video.seek(SeekFrom::Start((index % self.video_frames) * frame_bytes))?;
         self.video.read_exact(&mut f.y)?;
         self.video.read_exact(&mut f.u)?;
-        self.video.read_exact(&mut f.v)
+        self.video.read_exact(&mut f.v)?;
+        self.loaded = Some(index);
+        Ok(())
     }
-}
 
-impl Encoder for X264SimEncoder {
-    fn encode(&mut self, req: &FrameRequest) -> EncodedFrame {
+    /// Encodes one frame, or says why it could not.
+    fn try_encode(&mut self, req: &FrameRequest) -> Result<EncodedFrame, String> {
         let rc = req.rate_control;
         let want = (
             rc.target_rate.as_bps().max(1000) as u64,
@@ -122,39 +155,95 @@ impl Encoder for X264SimEncoder {
             rc.vbv_buffer.as_bits().max(1000) as u64,
         );
         if self.rate != Some(want) {
-            // Rates were validated positive above; x264 accepts any positive kbit value.
-            if let Err(e) = self.encoder.reconfigure_rate(want.0, want.1, want.2) {
-                panic!("x264 rejected a rate change to {want:?}: {e}");
-            }
+            self.encoder
+                .reconfigure_rate(want.0, want.1, want.2)
+                .map_err(|e| format!("x264 rejected a rate change to {want:?}: {e}"))?;
             self.rate = Some(want);
         }
-        if let Err(e) = self.read_frame(req.frame_index) {
-            panic!("reading video frame {}: {e}", req.frame_index);
-        }
-        let pic = match self.encoder.encode(&self.frame, req.force_keyframe) {
-            Ok(p) => p,
-            Err(e) => panic!("x264 failed on frame {}: {e}", req.frame_index),
-        };
-        if let Some((out, idx, offset)) = &mut self.stream {
-            let written = out
-                .write_all(&pic.data)
-                .and_then(|_| writeln!(idx, "{} {}", offset, pic.data.len()));
-            if let Err(e) = written {
-                panic!("writing the encoded stream: {e}");
+        if let Some(level) = req.complexity {
+            if self.complexity != Some(level) {
+                self.encoder.reconfigure_analysis(&analysis_for(level)).map_err(|e| {
+                    format!(
+                        "x264 cannot switch to complexity {} (ACE-C needs a preset from \
+                         superfast up, with CABAC and the 8x8 transform): {e}",
+                        level.name()
+                    )
+                })?;
+                self.complexity = Some(level);
             }
+        }
+        self.read_frame(req.frame_index)
+            .map_err(|e| format!("reading video frame {}: {e}", req.frame_index))?;
+        let pic = self
+            .encoder
+            .encode(&self.frame, req.force_keyframe)
+            .map_err(|e| format!("x264 failed on frame {}: {e}", req.frame_index))?;
+        if let Some((out, idx, offset)) = &mut self.stream {
+            out.write_all(&pic.data)
+                .and_then(|_| writeln!(idx, "{} {}", offset, pic.data.len()))
+                .map_err(|e| format!("writing the encoded stream: {e}"))?;
             *offset += pic.data.len() as u64;
         }
+        let analysis = std::mem::take(&mut self.analysis_time);
         let encode_time = match self.encode_time {
-            EncodeTimeMode::Measured => TimeDelta::from_us(pic.encode_time.as_micros() as i64),
-            EncodeTimeMode::Modeled => self.modeled,
+            EncodeTimeMode::Measured => {
+                TimeDelta::from_us((pic.encode_time + analysis).as_micros() as i64)
+            }
+            EncodeTimeMode::Modeled => {
+                self.modeled * req.complexity.map_or(1.0, modeled_complexity_factor)
+            }
         };
-        EncodedFrame {
+        Ok(EncodedFrame {
             frame_index: req.frame_index,
             size: DataSize::from_bytes(pic.data.len().max(1) as i64),
             is_keyframe: pic.is_keyframe,
             qp: pic.qp,
             encode_time,
+        })
+    }
+}
+
+impl Encoder for X264SimEncoder {
+    /// SATD of the frame against the previously analysed one, on half-resolution luma.
+    fn analyze(&mut self, frame_index: u64) -> Option<FrameAnalysis> {
+        if self.failure.is_some() {
+            return None;
         }
+        let started = std::time::Instant::now();
+        if let Err(e) = self.read_frame(frame_index) {
+            self.failure = Some(format!("reading video frame {frame_index}: {e}"));
+            return None;
+        }
+        let (w, h) = (self.frame.width as usize, self.frame.height as usize);
+        let luma = LumaPlane::downscale_2x(&self.frame.y, w, h, w);
+        let value = match &self.last_luma {
+            Some((prev_index, prev)) if prev_index + 1 == frame_index => satd(&luma, prev),
+            _ => None,
+        };
+        self.last_luma = Some((frame_index, luma));
+        self.analysis_time += started.elapsed();
+        value.map(|s| FrameAnalysis { satd: s as f64 })
+    }
+
+    fn encode(&mut self, req: &FrameRequest) -> EncodedFrame {
+        if self.failure.is_none() {
+            match self.try_encode(req) {
+                Ok(frame) => return frame,
+                Err(why) => self.failure = Some(why),
+            }
+        }
+        // Failed: a placeholder until the simulation sees `failure()` and stops.
+        EncodedFrame {
+            frame_index: req.frame_index,
+            size: DataSize::from_bytes(1),
+            is_keyframe: false,
+            qp: 0.0,
+            encode_time: TimeDelta::ZERO,
+        }
+    }
+
+    fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
     }
 
     fn name(&self) -> &'static str {

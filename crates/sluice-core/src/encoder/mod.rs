@@ -8,6 +8,7 @@
 //!   [`X264Settings`] (the core only holds the settings; it links no codec).
 
 pub mod model;
+pub mod satd;
 
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -103,6 +104,12 @@ pub trait Encoder: Send {
     }
     /// Encodes the next frame. Frames are requested in capture order.
     fn encode(&mut self, request: &FrameRequest) -> EncodedFrame;
+    /// Why the encoder cannot go on (a read or codec error in the middle of a run), if it
+    /// failed. The simulation stops at the first failure and reports it; an encoder that
+    /// failed returns placeholder frames until then.
+    fn failure(&self) -> Option<&str> {
+        None
+    }
     /// Short human-readable name for results ("model", "x264").
     fn name(&self) -> &'static str;
 }
