@@ -2,10 +2,13 @@
 //! controller). A scheme is data, so a new combination needs no new code: the registry below
 //! names the ones the papers compare, and any [`SchemeConfig`] can be given as JSON.
 
+use crate::cc::gcc::trendline::TrendlineWindow;
 use crate::cc::gcc::GccConfig;
+use crate::encoder_controller::ace_c::AceCConfig;
 use crate::encoder_controller::EncoderControllerConfig;
 use crate::pacer::leaky_bucket::LeakyBucketConfig;
 use crate::pacer::PacerConfig;
+use crate::units::TimeDelta;
 use serde::{Deserialize, Serialize};
 
 /// Congestion-controller choice and parameters.
@@ -43,6 +46,15 @@ pub struct SchemeInfo {
     /// (the front end then picks x264 for a video and the model encoder otherwise).
     pub encoder: Option<&'static str>,
     pub config: SchemeConfig,
+}
+
+/// GCC with the 200 ms time-window trendline ACE uses (§5.2): bursts make fewer packet
+/// groups, and a fixed count of groups would span too long.
+fn gcc_200ms() -> CcConfig {
+    CcConfig::Gcc(GccConfig {
+        trendline_window: TrendlineWindow::Time(TimeDelta::from_ms(200)),
+        ..Default::default()
+    })
 }
 
 fn leaky(pacing_factor: f64) -> PacerConfig {
@@ -105,6 +117,17 @@ pub fn registry() -> Vec<SchemeInfo> {
                 pacer: leaky(1.1),
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::OneFrameVbv,
+            },
+        },
+        SchemeInfo {
+            name: "ace-c",
+            description: "ACE-C only (ACE §4.2, §6.4 ablation): complexity level per frame from the SATD size prediction; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline, leaky-bucket pacer at 1.1x",
+            color: "#8c564b",
+            encoder: Some("x264"),
+            config: SchemeConfig {
+                pacer: leaky(1.1),
+                cc: gcc_200ms(),
+                encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
             },
         },
     ]

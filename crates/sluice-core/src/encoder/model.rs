@@ -24,7 +24,7 @@
 //! `size_distribution_is_heavy_tailed` checks them against ACE §2 Fig. 2 (about 10% of frames
 //! above 2x and 1% above 5x the mean).
 
-use super::{EncodedFrame, Encoder, FrameRequest};
+use super::{EncodedFrame, Encoder, FrameAnalysis, FrameRequest};
 use crate::rng::Rng;
 use crate::units::{DataSize, TimeDelta};
 use serde::{Deserialize, Serialize};
@@ -61,8 +61,18 @@ pub struct ModelEncoderConfig {
     pub vbv_fill_gain: f64,
     /// Weight of the newest frame in the encoder's complexity prediction.
     pub complexity_ewma_weight: f64,
-    /// Encode time charged per frame (the model does no real work).
+    /// Encode time charged per frame at the encoder's own settings or c0 (the model does no
+    /// real work).
     pub encode_time_ms: f64,
+    /// Frame size at complexity c0, c1, c2 relative to c0 at the same quantiser (1 - phi(c)
+    /// of ACE-C; measured on x264 by `bench/encoder.py`).
+    pub complexity_size_factor: [f64; 3],
+    /// Encode time at c0, c1, c2 relative to c0 (measured on x264 by `bench/encoder.py`).
+    pub complexity_time_factor: [f64; 3],
+    /// Noise of the pre-encode SATD the model reports ([`Encoder::analyze`]): the SATD is the
+    /// frame's true complexity times a log-normal error of this sigma, so a size prediction
+    /// from it is informative but imperfect, as ACE Fig. 19 shows for x264.
+    pub satd_noise_sigma: f64,
     pub seed: u64,
 }
 
@@ -86,6 +96,9 @@ impl Default for ModelEncoderConfig {
             vbv_fill_gain: 1.0,
             complexity_ewma_weight: 0.5,
             encode_time_ms: 4.0,
+            complexity_size_factor: [1.0, 0.9, 0.85],
+            complexity_time_factor: [1.0, 1.6, 2.0],
+            satd_noise_sigma: 0.3,
             seed: 1,
         }
     }
@@ -108,6 +121,11 @@ pub struct ModelEncoder {
     frames: u64,
     /// 1 / fps: the encoder is opened with the source frame rate, as x264 is.
     frame_interval_s: f64,
+    /// The next frame's complexity, drawn early when the frame was analysed.
+    drawn: Option<(u64, f64)>,
+    /// Previous frame's complexity, for the SATD (a difference to the previous frame).
+    last_complexity: Option<f64>,
+    analysis_rng: Rng,
 }
 
 /// x264's ip_factor 1.4 expressed in QP: 6 * log2(1.4).
@@ -124,6 +142,7 @@ fn qp_for_size(complexity: f64, size: f64) -> f64 {
 impl ModelEncoder {
     pub fn new(config: ModelEncoderConfig, fps: f64) -> Self {
         let rng = Rng::fork(config.seed, "model-encoder");
+        let analysis_rng = Rng::fork(config.seed, "model-encoder-analysis");
         let mean_complexity =
             config.width as f64 * config.height as f64 * config.bytes_per_pixel_at_qp26;
         ModelEncoder {
@@ -137,6 +156,9 @@ impl ModelEncoder {
             spent_bits: 0.0,
             frames: 0,
             frame_interval_s: 1.0 / fps,
+            drawn: None,
+            last_complexity: None,
+            analysis_rng,
         }
     }
 
@@ -161,14 +183,44 @@ impl ModelEncoder {
     }
 }
 
+impl ModelEncoder {
+    /// The complexity of frame `index` (drawn once, by `analyze` or `encode`).
+    fn complexity_of(&mut self, index: u64) -> f64 {
+        match self.drawn {
+            Some((i, c)) if i == index => c,
+            _ => {
+                let c = self.draw_complexity();
+                self.drawn = Some((index, c));
+                c
+            }
+        }
+    }
+}
+
 impl Encoder for ModelEncoder {
+    /// A SATD stand-in: the frame's true P-frame complexity (bytes at QP 26) with a
+    /// log-normal error. The first frame has no predecessor and no SATD.
+    fn analyze(&mut self, frame_index: u64) -> Option<FrameAnalysis> {
+        self.last_complexity?;
+        let c = self.complexity_of(frame_index);
+        let sigma = self.config.satd_noise_sigma;
+        let noise = (sigma * self.analysis_rng.normal() - sigma * sigma / 2.0).exp();
+        Some(FrameAnalysis { satd: c * noise })
+    }
+
     fn encode(&mut self, req: &FrameRequest) -> EncodedFrame {
         let rc = req.rate_control;
         let fps_frame_bytes = |rate: crate::units::DataRate| rate.as_bps_f64() / 8.0;
         let is_keyframe = self.frames == 0 || req.force_keyframe;
-        let complexity_p = self.draw_complexity();
+        let complexity_p = self.complexity_of(req.frame_index);
+        self.drawn = None;
+        self.last_complexity = Some(complexity_p);
         let type_factor = if is_keyframe { self.config.keyframe_factor } else { 1.0 };
-        let complexity = complexity_p * type_factor;
+        let level = req.complexity.map_or(0, |c| c.index());
+        // A higher complexity level finds a smaller encoding of the same content: the frame
+        // costs less at every quantiser. The rate control plans with its c0-based
+        // prediction, so the saving shows up as a smaller frame (ACE §5.1's intent).
+        let complexity = complexity_p * type_factor * self.config.complexity_size_factor[level];
 
         let frame_interval_s = self.frame_interval_s;
         let wanted_bytes = fps_frame_bytes(rc.target_rate) * frame_interval_s;
@@ -232,7 +284,9 @@ impl Encoder for ModelEncoder {
             size: DataSize::from_bytes(size as i64),
             is_keyframe,
             qp,
-            encode_time: TimeDelta::from_ms_f64(self.config.encode_time_ms),
+            encode_time: TimeDelta::from_ms_f64(
+                self.config.encode_time_ms * self.config.complexity_time_factor[level],
+            ),
         }
     }
 

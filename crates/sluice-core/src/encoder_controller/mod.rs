@@ -2,6 +2,8 @@
 //! into each frame's rate-control parameters. The baselines live here; MAE, ACE-C, Vidaptive
 //! and Co-RTV add their own controllers behind the same trait.
 
+pub mod ace_c;
+
 use crate::cc::CcSignals;
 use crate::encoder::{Complexity, EncodedFrame, FrameAnalysis, RateControl};
 use crate::units::{DataRate, TimeDelta, Timestamp};
@@ -61,6 +63,8 @@ pub enum EncoderControllerConfig {
     /// CBR-like: a VBV buffer of one frame, so no frame exceeds the target frame size
     /// (the CBR baseline of ACE §6.1 and MAE §6).
     OneFrameVbv,
+    /// ACE-C: complexity level per frame from the SATD size prediction (ACE §4.2).
+    AceC(ace_c::AceCConfig),
 }
 
 fn default_vbv_ms() -> f64 {
@@ -80,6 +84,7 @@ impl EncoderControllerConfig {
                 Box::new(AbrVbv { vbv_buffer: TimeDelta::from_ms_f64(*vbv_buffer_ms) })
             }
             EncoderControllerConfig::OneFrameVbv => Box::new(OneFrameVbv),
+            EncoderControllerConfig::AceC(c) => Box::new(ace_c::AceC::new(c.clone())),
         }
     }
 }

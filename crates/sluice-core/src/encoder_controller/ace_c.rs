@@ -1,0 +1,410 @@
+//! ACE-C, the complexity-adaptive encoding controller (ACE §4.2, §5.1, Tables 1-2).
+//!
+//! Before each frame, ACE-C predicts the frame's size relative to the recent average from
+//! the SATD between the frame and its predecessor (Eq. 4: `rho_hat = w * S / S_n + offset`)
+//! and picks the complexity level with the largest gain (Eq. 2):
+//!
+//! ```text
+//! Gain(c) = rho_hat * phi(c) / f - dTe(c)
+//! ```
+//!
+//! the transmission time saved by a frame `phi(c)` smaller (at the estimated bandwidth,
+//! `BWE = f * F_n`) minus the extra encode time. `phi(c0) = dTe(c0) = 0`, so c0 wins unless
+//! a frame is large enough for the saving to pay for the slower encode. After each frame,
+//! `w`, `offset`, `phi(c)` and `dTe(c)` are updated by EWMA with weight 0.5 (Eq. 5).
+//!
+//! The rate control underneath is unchanged: ABR + VBV at the congestion controller's target
+//! (as the `webrtc-x264` baseline).
+//!
+//! The planned-size correction of §5.1 (x264's row-level VBV control would otherwise spend a
+//! higher level's saving on quality) is not applied: with Sluice's x264 settings
+//! (zerolatency, one reference, VBV 0.5 s) the QP of frames encoded at c1/c2 stayed within
+//! 0.3 of the c0 frames' in the same position (`examples/complexity_probe.rs` of
+//! `sluice-x264`), so the saving already comes out as a smaller frame and there is no plan to
+//! correct. Where a level does not save bits (on some content c1/c2 frames came out larger at
+//! the same QP), the learned `phi` falls to 0 and ACE-C stays at c0.
+//!
+//! Choices where the paper is silent, and why:
+//! * `S_n` and `F_n`, "over a short time window n": exponential averages over about one
+//!   second (`window_frames` = 30), the horizon of x264's ABR blur.
+//! * Fitting `w` and `offset` from single frames is underdetermined, so each frame first
+//!   refits them by exponentially weighted least squares over the recent frames
+//!   (`fit_window_frames`), and the fit enters Eq. 5's EWMA.
+//! * `phi(c)` is observed as `1 - size / (rho_hat * F_n)` for frames encoded at `c`: the size
+//!   against what the predictor expected at c0. Clamped to [0, `max_phi`] so a bad
+//!   prediction cannot make a level look free or negative.
+//! * `dTe(c)` is observed as the frame's encode time minus the running c0 encode time.
+//! * Keyframes are always encoded at c0 and are not used for learning (their size is a
+//!   different population; ACE-C targets oversized P frames).
+//! * Priors: `phi` and encode-time factors from the x264 measurements of `bench/encoder.py`
+//!   (see the README), `w = 1`, `offset = 0`.
+
+use super::{EncoderController, FrameContext, FramePlan};
+use crate::encoder::{Complexity, EncodedFrame, RateControl};
+use crate::units::TimeDelta;
+use serde::{Deserialize, Serialize};
+
+/// Parameters of ACE-C, with the paper's defaults where it gives them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AceCConfig {
+    /// VBV buffer of the underlying ABR + VBV rate control (the seeds: 500 ms).
+    pub vbv_buffer_ms: f64,
+    /// EWMA weight of the newest value (§4.2 Eq. 5: 0.5).
+    pub ewma_alpha: f64,
+    /// Averaging horizon for `S_n` and `F_n`, in frames.
+    pub window_frames: f64,
+    /// Horizon of the least-squares fit of `w` and `offset`, in frames.
+    pub fit_window_frames: f64,
+    /// Initial `phi(c)` for c0, c1, c2 (c0 is 0 by definition).
+    pub initial_phi: [f64; 3],
+    /// Initial extra encode time over c0 for c0, c1, c2, in ms (c0 is 0 by definition).
+    pub initial_extra_encode_ms: [f64; 3],
+    /// Initial `w` and `offset` of Eq. 4.
+    pub initial_w: f64,
+    pub initial_offset: f64,
+    /// Largest `phi` an observation may report.
+    pub max_phi: f64,
+    /// Levels ACE-C may choose from (the paper's x264 implementation: c0, c1, c2).
+    pub levels: Vec<Complexity>,
+}
+
+impl Default for AceCConfig {
+    fn default() -> Self {
+        AceCConfig {
+            vbv_buffer_ms: 500.0,
+            ewma_alpha: 0.5,
+            window_frames: 30.0,
+            fit_window_frames: 30.0,
+            initial_phi: [0.0, 0.10, 0.15],
+            initial_extra_encode_ms: [0.0, 2.0, 3.0],
+            initial_w: 1.0,
+            initial_offset: 0.0,
+            max_phi: 0.5,
+            levels: Complexity::ALL.to_vec(),
+        }
+    }
+}
+
+/// One decision, for tests and plots.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AceCDecision {
+    pub rho_hat: f64,
+    pub level: Complexity,
+    /// Gain of each level in seconds (Eq. 2).
+    pub gains_s: [f64; 3],
+}
+
+pub struct AceC {
+    config: AceCConfig,
+    w: f64,
+    offset: f64,
+    phi: [f64; 3],
+    extra_encode_s: [f64; 3],
+    /// Running c0 encode time (s), the base of `dTe`.
+    c0_encode_s: Option<f64>,
+    /// Exponential averages of the SATD and of the frame size (`S_n`, `F_n`, bytes).
+    satd_avg: Option<f64>,
+    size_avg: Option<f64>,
+    /// Weighted sums for the least-squares fit of rho = w * x + offset.
+    fit: [f64; 5],
+    /// The pending frame's x = S / S_n and decision.
+    pending: Option<(Option<f64>, AceCDecision)>,
+    last: Option<AceCDecision>,
+}
+
+impl AceC {
+    pub fn new(config: AceCConfig) -> Self {
+        let extra_encode_s = config.initial_extra_encode_ms.map(|ms| ms / 1e3);
+        AceC {
+            w: config.initial_w,
+            offset: config.initial_offset,
+            phi: config.initial_phi,
+            extra_encode_s,
+            c0_encode_s: None,
+            satd_avg: None,
+            size_avg: None,
+            fit: [0.0; 5],
+            pending: None,
+            last: None,
+            config,
+        }
+    }
+
+    /// The last decision.
+    pub fn last_decision(&self) -> Option<AceCDecision> {
+        self.last
+    }
+    pub fn phi(&self) -> [f64; 3] {
+        self.phi
+    }
+    pub fn extra_encode_time(&self) -> [TimeDelta; 3] {
+        self.extra_encode_s.map(TimeDelta::from_secs_f64)
+    }
+    pub fn size_model(&self) -> (f64, f64) {
+        (self.w, self.offset)
+    }
+
+    /// Eq. 2 for every level at relative size `rho_hat` and `fps`; the best allowed level.
+    pub fn choose(&self, rho_hat: f64, fps: f64) -> AceCDecision {
+        let mut gains_s = [f64::NEG_INFINITY; 3];
+        let mut best = (Complexity::C0, f64::NEG_INFINITY);
+        for &c in &self.config.levels {
+            let i = c.index();
+            let gain = rho_hat * self.phi[i] / fps - self.extra_encode_s[i];
+            gains_s[i] = gain;
+            // Ties go to the cheaper level.
+            if gain > best.1 {
+                best = (c, gain);
+            }
+        }
+        AceCDecision { rho_hat, level: best.0, gains_s }
+    }
+
+    fn ewma(&self, old: f64, new: f64) -> f64 {
+        self.config.ewma_alpha * new + (1.0 - self.config.ewma_alpha) * old
+    }
+
+    fn window_weight(frames: f64) -> f64 {
+        1.0 / frames.max(1.0)
+    }
+}
+
+impl EncoderController for AceC {
+    fn wants_analysis(&self) -> bool {
+        true
+    }
+
+    fn plan(&mut self, ctx: &FrameContext) -> FramePlan {
+        let rate =
+            RateControl::abr_vbv(ctx.cc_target, TimeDelta::from_ms_f64(self.config.vbv_buffer_ms));
+        let satd = ctx.analysis.map(|a| a.satd);
+        let x = match (satd, self.satd_avg) {
+            (Some(s), Some(avg)) if avg > 0.0 => Some(s / avg),
+            _ => None,
+        };
+        if let Some(s) = satd {
+            let k = Self::window_weight(self.config.window_frames);
+            self.satd_avg = Some(self.satd_avg.map_or(s, |a| (1.0 - k) * a + k * s));
+        }
+        // Without a SATD (first frame, no analysis) the frame is assumed average.
+        let rho_hat = x.map_or(1.0, |x| (self.w * x + self.offset).max(0.0));
+        let decision = match (x, self.size_avg) {
+            (Some(_), Some(_)) => self.choose(rho_hat, ctx.fps),
+            _ => AceCDecision { rho_hat, level: Complexity::C0, gains_s: [0.0; 3] },
+        };
+        self.pending = Some((x, decision));
+        self.last = Some(decision);
+        FramePlan {
+            rate_control: rate,
+            complexity: Some(decision.level),
+            predicted_relative_size: x.map(|_| rho_hat),
+        }
+    }
+
+    fn on_frame_encoded(&mut self, frame: &EncodedFrame, plan: &FramePlan) {
+        let Some((x, decision)) = self.pending.take() else { return };
+        let level = plan.complexity.unwrap_or(Complexity::C0).index();
+        let size = frame.size.as_bytes_f64();
+        let encode_s = frame.encode_time.as_secs_f64();
+        if frame.is_keyframe {
+            return;
+        }
+        // Encode time: c0 frames move the base; other levels their extra time.
+        match self.c0_encode_s {
+            _ if level == 0 => {
+                self.c0_encode_s =
+                    Some(self.c0_encode_s.map_or(encode_s, |b| self.ewma(b, encode_s)));
+            }
+            Some(base) => {
+                self.extra_encode_s[level] = self.ewma(self.extra_encode_s[level], encode_s - base);
+            }
+            None => {}
+        }
+        if let (Some(x), Some(avg)) = (x, self.size_avg) {
+            // The size this frame would have had at c0.
+            let c0_size = size / (1.0 - self.phi[level]).max(0.05);
+            let rho = c0_size / avg;
+            if level != 0 && decision.rho_hat > 0.0 {
+                let observed =
+                    (1.0 - size / (decision.rho_hat * avg)).clamp(0.0, self.config.max_phi);
+                self.phi[level] = self.ewma(self.phi[level], observed);
+            }
+            // Weighted least squares of rho on x over the recent frames, then Eq. 5.
+            let k = Self::window_weight(self.config.fit_window_frames);
+            for (s, v) in self.fit.iter_mut().zip([1.0, x, rho, x * x, x * rho]) {
+                *s = (1.0 - k) * *s + k * v;
+            }
+            let [n, sx, sy, sxx, sxy] = self.fit;
+            let var = sxx * n - sx * sx;
+            if var > 1e-9 * n * n {
+                let w_fit = (sxy * n - sx * sy) / var;
+                let offset_fit = (sy - w_fit * sx) / n;
+                self.w = self.ewma(self.w, w_fit);
+                self.offset = self.ewma(self.offset, offset_fit);
+            }
+            let k = Self::window_weight(self.config.window_frames);
+            self.size_avg = Some((1.0 - k) * avg + k * c0_size);
+        } else {
+            self.size_avg = Some(self.size_avg.map_or(size, |a| {
+                let k = Self::window_weight(self.config.window_frames);
+                (1.0 - k) * a + k * size
+            }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::CcSignals;
+    use crate::encoder::FrameAnalysis;
+    use crate::units::{DataRate, DataSize, Timestamp};
+
+    fn config() -> AceCConfig {
+        AceCConfig {
+            initial_phi: [0.0, 0.10, 0.15],
+            initial_extra_encode_ms: [0.0, 5.0, 9.0],
+            ..Default::default()
+        }
+    }
+
+    fn ctx(i: u64, satd: Option<f64>) -> FrameContext {
+        FrameContext {
+            now: Timestamp::from_ms(i as i64 * 33),
+            frame_index: i,
+            fps: 30.0,
+            cc_target: DataRate::from_mbps(3),
+            cc_signals: CcSignals::default(),
+            analysis: satd.map(|satd| FrameAnalysis { satd }),
+        }
+    }
+
+    fn frame(i: u64, bytes: i64, encode_ms: f64) -> EncodedFrame {
+        EncodedFrame {
+            frame_index: i,
+            size: DataSize::from_bytes(bytes),
+            is_keyframe: false,
+            qp: 30.0,
+            encode_time: TimeDelta::from_ms_f64(encode_ms),
+        }
+    }
+
+    #[test]
+    fn gain_picks_the_level_that_pays_for_its_encode_time() {
+        let a = AceC::new(config());
+        // rho 1: c1 saves 0.1/30 s = 3.3 ms < 5 ms extra; c2 5 ms < 9 ms: c0.
+        let d = a.choose(1.0, 30.0);
+        assert_eq!(d.level, Complexity::C0);
+        assert!((d.gains_s[1] - (0.1 / 30.0 - 0.005)).abs() < 1e-12);
+        // rho 2: c1 gains 6.7 - 5 = 1.7 ms, c2 10 - 9 = 1 ms: c1.
+        assert_eq!(a.choose(2.0, 30.0).level, Complexity::C1);
+        // rho 4: c1 13.3 - 5 = 8.3 ms, c2 20 - 9 = 11 ms: c2.
+        let d = a.choose(4.0, 30.0);
+        assert_eq!(d.level, Complexity::C2);
+        assert!((d.gains_s[2] - (4.0 * 0.15 / 30.0 - 0.009)).abs() < 1e-12);
+        // Break-even of c1 is rho = 5 ms * 30 / 0.1 = 1.5.
+        assert_eq!(a.choose(1.49, 30.0).level, Complexity::C0);
+        assert_eq!(a.choose(1.51, 30.0).level, Complexity::C1);
+        // Only the allowed levels compete.
+        let only_c0 = AceC::new(AceCConfig { levels: vec![Complexity::C0], ..config() });
+        assert_eq!(only_c0.choose(10.0, 30.0).level, Complexity::C0);
+    }
+
+    #[test]
+    fn first_frames_without_history_are_c0() {
+        let mut a = AceC::new(config());
+        let p = a.plan(&ctx(0, None));
+        assert_eq!(p.complexity, Some(Complexity::C0));
+        assert_eq!(p.predicted_relative_size, None);
+        assert_eq!(
+            p.rate_control,
+            RateControl::abr_vbv(DataRate::from_mbps(3), TimeDelta::from_ms(500))
+        );
+    }
+
+    /// Runs frames whose size is exactly `k * satd` with a constant encode time per level.
+    fn drive(
+        a: &mut AceC,
+        satds: &[f64],
+        bytes_per_satd: f64,
+        encode_ms: [f64; 3],
+    ) -> Vec<FramePlan> {
+        let mut plans = Vec::new();
+        for (i, &s) in satds.iter().enumerate() {
+            let p = a.plan(&ctx(i as u64, Some(s)));
+            let level = p.complexity.unwrap().index();
+            let size = bytes_per_satd * s;
+            a.on_frame_encoded(&frame(i as u64, size as i64, encode_ms[level]), &p);
+            plans.push(p);
+        }
+        plans
+    }
+
+    #[test]
+    fn size_model_learns_that_size_follows_satd() {
+        // Frame sizes proportional to the SATD, which alternates 1000 / 3000: the mean is
+        // 2000, so the relative sizes are 0.5 and 1.5, and rho_hat should learn them.
+        let mut a = AceC::new(AceCConfig { levels: vec![Complexity::C0], ..config() });
+        let satds: Vec<f64> = (0..300).map(|i| if i % 2 == 0 { 1000.0 } else { 3000.0 }).collect();
+        let plans = drive(&mut a, &satds, 10.0, [4.0; 3]);
+        let last: Vec<f64> =
+            plans[290..].iter().map(|p| p.predicted_relative_size.unwrap()).collect();
+        for (i, rho) in last.iter().enumerate() {
+            let want = if (290 + i) % 2 == 0 { 0.5 } else { 1.5 };
+            assert!((rho - want).abs() < 0.05, "frame {}: rho_hat {rho:.3}, want {want}", 290 + i);
+        }
+        let (w, offset) = a.size_model();
+        assert!((w - 1.0).abs() < 0.05 && offset.abs() < 0.05, "w {w:.3} offset {offset:.3}");
+    }
+
+    #[test]
+    fn ewma_updates_of_encode_time_and_phi() {
+        let mut a = AceC::new(config());
+        // Warm up with average frames at c0 (4 ms each).
+        drive(&mut a, &vec![1000.0; 40], 10.0, [4.0; 3]);
+        assert_eq!(a.c0_encode_s, Some(0.004));
+        // A frame 5x the average: c2 (gain 5*0.15/30 - 9 ms = 16 ms).
+        let p = a.plan(&ctx(40, Some(5000.0)));
+        assert_eq!(p.complexity, Some(Complexity::C2));
+        let rho_hat = p.predicted_relative_size.unwrap();
+        let avg = a.size_avg.unwrap();
+        // It comes out 30% smaller than predicted and takes 12 ms (8 ms over c0).
+        let size = 0.7 * rho_hat * avg;
+        a.on_frame_encoded(&frame(40, size.round() as i64, 12.0), &p);
+        let phi = a.phi()[2];
+        let observed = 1.0 - size.round() / (rho_hat * avg);
+        assert!((phi - (0.5 * 0.15 + 0.5 * observed)).abs() < 1e-9, "phi {phi}");
+        let extra = a.extra_encode_time()[2].as_secs_f64();
+        assert!((extra - (0.5 * 0.009 + 0.5 * 0.008)).abs() < 1e-6, "extra {extra}");
+        // c1 untouched.
+        assert_eq!(a.phi()[1], 0.10);
+    }
+
+    #[test]
+    fn a_level_that_saves_nothing_is_abandoned() {
+        // Every frame at c2 comes out as large as predicted (phi observed 0): phi(c2) decays
+        // geometrically and the big frames go back to c0 within a few frames.
+        let mut a =
+            AceC::new(AceCConfig { levels: vec![Complexity::C0, Complexity::C2], ..config() });
+        drive(&mut a, &vec![1000.0; 40], 10.0, [4.0; 3]);
+        let mut levels = Vec::new();
+        for i in 40..60 {
+            let satd = if i % 2 == 0 { 5000.0 } else { 1000.0 };
+            let p = a.plan(&ctx(i, Some(satd)));
+            let rho_hat = p.predicted_relative_size.unwrap();
+            let size = rho_hat * a.size_avg.unwrap();
+            a.on_frame_encoded(
+                &frame(
+                    i,
+                    size as i64,
+                    if p.complexity == Some(Complexity::C2) { 13.0 } else { 4.0 },
+                ),
+                &p,
+            );
+            levels.push(p.complexity.unwrap());
+        }
+        assert_eq!(levels[0], Complexity::C2);
+        assert!(levels[10..].iter().all(|&l| l == Complexity::C0), "{levels:?}");
+    }
+}
