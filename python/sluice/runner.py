@@ -128,7 +128,6 @@ def _x264_encoder_config(spec: RunSpec, raw: video.RawVideo, run_dir: Path) -> d
     }
 
 
-
 def _advance(sim: Any, spec: RunSpec) -> tuple[str, str, str]:
     """Runs the simulation to its end (with a progress bar on a terminal)."""
     end = sim.end_s

@@ -58,3 +58,37 @@ def test_losses_cost_latency_stalls_and_quality(clip: Path, tmp_path: Path) -> N
     assert lossy["stall_rate"] > clean["stall_rate"]
     assert lossy["latency_ms"]["p95"] > clean["latency_ms"]["p95"]
     assert lossy["vmaf_mean"] < clean["vmaf_mean"]
+
+
+def test_ace_c_runs_on_x264_and_records_its_choices(clip: Path, tmp_path: Path) -> None:
+    rc = cli.main(
+        ["run", "--scheme", "ace-c", "--video", str(clip), "--trace", "gen:constant:4",
+         "--duration", "4", "--encode-time", "modeled", "--quality", "none",
+         "--out", str(tmp_path / "ace")]
+    )  # fmt: skip
+    assert rc == 0
+    frames = results.load_run(tmp_path / "ace").frames
+    assert set(frames["complexity"]) <= {"c0", "c1", "c2"}
+    # Every frame after the first two (no SATD history yet) carries a size prediction.
+    assert frames["predicted_relative_size"].iloc[2:].notna().all()
+
+
+def test_a_video_failing_mid_run_is_one_error_not_a_panic(tmp_path: Path) -> None:
+    from sluice import _core
+
+    width, height, frames = 64, 48, 10
+    raw = tmp_path / "clip.yuv"
+    raw.write_bytes(bytes(width * height * 3 // 2 * frames))
+    cfg = {
+        "scheme_name": "webrtc-x264",
+        "duration_s": 2.0,
+        "encoder": {"kind": "x264", "video_path": str(raw), "width": width, "height": height,
+                    "video_frames": frames, "encode_time": "modeled"},
+    }  # fmt: skip
+    sim = _core.Simulation(json.dumps(cfg), None, None)
+    # The file loses its frames after the encoder opened it.
+    raw.write_bytes(bytes(width * height * 3 // 2 * 2))
+    with pytest.raises(RuntimeError, match="reading video frame 2"):
+        sim.run_until(1.0)
+    with pytest.raises(RuntimeError, match="reading video frame 2"):
+        sim.finish()
