@@ -7,6 +7,7 @@
 //! * [`unpaced::Unpaced`]: no pacing ("always burst").
 
 pub mod leaky_bucket;
+pub mod packet_train;
 pub mod prober;
 pub mod queue;
 pub mod unpaced;
