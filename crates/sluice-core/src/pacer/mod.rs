@@ -5,7 +5,10 @@
 //!
 //! * [`leaky_bucket::LeakyBucketPacer`]: libwebrtc's debt-based pacing controller.
 //! * [`unpaced::Unpaced`]: no pacing ("always burst").
+//! * [`ace_n::AceNPacer`]: ACE-N (ACE §4.1), a token bucket whose size adapts per frame to
+//!   the predicted bottleneck queue, with [`packet_train`] capacity estimates.
 
+pub mod ace_n;
 pub mod leaky_bucket;
 pub mod packet_train;
 pub mod prober;
@@ -80,6 +83,8 @@ pub enum PacerConfig {
     LeakyBucket(leaky_bucket::LeakyBucketConfig),
     /// No pacing: media leaves as soon as it is packetized.
     None,
+    /// ACE-N: token bucket with an adaptive bucket size.
+    AceN(ace_n::AceNConfig),
 }
 
 impl PacerConfig {
@@ -89,6 +94,7 @@ impl PacerConfig {
                 Box::new(leaky_bucket::LeakyBucketPacer::new(c.clone(), now))
             }
             PacerConfig::None => Box::new(unpaced::Unpaced::new(now)),
+            PacerConfig::AceN(c) => Box::new(ace_n::AceNPacer::new(c.clone(), now)),
         }
     }
     /// Multiplier from the target rate to the pacing rate.
@@ -96,6 +102,7 @@ impl PacerConfig {
         match self {
             PacerConfig::LeakyBucket(c) => c.pacing_factor,
             PacerConfig::None => 1.0,
+            PacerConfig::AceN(c) => c.pacing_factor,
         }
     }
 }
