@@ -61,8 +61,8 @@
 //!   ACE Fig. 25, where bursts spike the buffer while the predicted queue stays low until
 //!   the bandwidth drops. With the newest packet's RTT alone (`standing_rtt_fraction` = 0)
 //!   any report taken during a burst's drain reads the burst as a queue and shrinks the
-//!   bucket: in the scenario of `ace_n_bursts_...` in tests/scenarios.rs it sent 17 % of the
-//!   frames as one burst instead of 57 %.
+//!   bucket: in `ace_n_bursts_frames_when_the_estimate_underrates_the_link`
+//!   (tests/scenarios.rs) it sent 17 % of the frames as one burst instead of 57 %.
 //! * Capacity before the first usable train: the token rate (the only rate known).
 //! * One reaction per observation: the threshold decrease is applied once per new RTT sample
 //!   (a frame that comes before the next report does not shrink the bucket again for the
