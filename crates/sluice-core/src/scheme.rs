@@ -6,6 +6,7 @@ use crate::cc::gcc::trendline::TrendlineWindow;
 use crate::cc::gcc::GccConfig;
 use crate::encoder_controller::ace_c::AceCConfig;
 use crate::encoder_controller::EncoderControllerConfig;
+use crate::pacer::ace_n::AceNConfig;
 use crate::pacer::leaky_bucket::LeakyBucketConfig;
 use crate::pacer::PacerConfig;
 use crate::units::TimeDelta;
@@ -126,6 +127,28 @@ pub fn registry() -> Vec<SchemeInfo> {
             encoder: Some("x264"),
             config: SchemeConfig {
                 pacer: leaky(1.1),
+                cc: gcc_200ms(),
+                encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
+            },
+        },
+        SchemeInfo {
+            name: "ace-n",
+            description: "ACE-N only (ACE §4.1, §6.4 ablation): token-bucket pacer whose bucket adapts per frame to the predicted network queue; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline",
+            color: "#17becf",
+            encoder: Some("x264"),
+            config: SchemeConfig {
+                pacer: PacerConfig::AceN(AceNConfig::default()),
+                cc: gcc_200ms(),
+                encoder_controller: EncoderControllerConfig::default(),
+            },
+        },
+        SchemeInfo {
+            name: "ace",
+            description: "ACE (SIGCOMM '25): ACE-N adaptive token-bucket pacing + ACE-C complexity-adaptive encoding on x264, GCC with 200 ms trendline",
+            color: "#e377c2",
+            encoder: Some("x264"),
+            config: SchemeConfig {
+                pacer: PacerConfig::AceN(AceNConfig::default()),
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
             },
