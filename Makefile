@@ -46,10 +46,17 @@ test-python: build
 
 lint: setup
 	cargo clippy --workspace --all-targets --release -q -- -D warnings
-	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff check python tests bench experiments
 
 bench: build
 	$(PY) bench/run.py --out bench/out/bench.json
+
+# ACE (SIGCOMM '25) §6 reproduction: runs the matrix (resumable: results/ace/...) and writes
+# docs/results/ace.md and docs/results/img/ace-*.png. E.g. make ace-report ACE_ARGS="--quick".
+.PHONY: ace-report
+ACE_ARGS ?=
+ace-report: build
+	$(PY) experiments/ace.py $(ACE_ARGS)
 
 clean:
 	cargo clean

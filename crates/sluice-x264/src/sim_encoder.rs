@@ -30,13 +30,14 @@ fn modeled_ms_720p(preset: &str) -> f64 {
     }
 }
 
-/// Modeled encode time of a complexity level relative to the preset's own settings.
-/// Fitted to `bench/encoder.py` measurements (see the README's encoder characterisation).
+/// Modeled encode time of a complexity level relative to c0. Measured with
+/// `examples/complexity_probe.rs` at 640x360 (superfast, 1.5 Mbps, one frame in 7-10 at the
+/// level): c1 frames took 2.6x and c2 frames 3.1-3.3x a c0 frame on two clips.
 fn modeled_complexity_factor(level: Complexity) -> f64 {
     match level {
         Complexity::C0 => 1.0,
-        Complexity::C1 => 1.6,
-        Complexity::C2 => 2.0,
+        Complexity::C1 => 2.6,
+        Complexity::C2 => 3.2,
     }
 }
 

@@ -97,7 +97,7 @@ impl Default for ModelEncoderConfig {
             complexity_ewma_weight: 0.5,
             encode_time_ms: 4.0,
             complexity_size_factor: [1.0, 0.9, 0.85],
-            complexity_time_factor: [1.0, 1.6, 2.0],
+            complexity_time_factor: [1.0, 2.6, 3.2],
             satd_noise_sigma: 0.3,
             seed: 1,
         }
