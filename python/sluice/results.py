@@ -5,7 +5,7 @@ A run directory holds:
 ``run.jsonl``
     Raw results, written once and never rewritten by analysis. Line 1 is the header::
 
-        {"record": "header", "schema_version": 1, "sluice_version": ..., "git_sha": ...,
+        {"record": "header", "schema_version": 2, "sluice_version": ..., "git_sha": ...,
          "git_dirty": ..., "seed": ..., "scheme": ..., "config": <resolved RunConfig>,
          "trace": {"name", "sha256", "mean_rate_bps"}, "uplink_trace": {...} | null}
 
@@ -40,8 +40,11 @@ from .errors import SluiceError
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 1
-SUPPORTED_SCHEMA_VERSIONS = (1,)
+# 2: frames gained `complexity` and `predicted_relative_size`, samples the pacer's
+# `pacer_bucket_bytes`, `pacer_tokens_bytes`, `pacer_predicted_queue_bytes` and
+# `pacer_link_capacity_bps` (version 1 files simply lack them).
+SCHEMA_VERSION = 2
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 RUN_FILE = "run.jsonl"
 SUMMARY_FILE = "summary.json"
 
