@@ -3,10 +3,11 @@
 //! The encoder is opened for low-latency streaming: `x264_param_default_preset` with the
 //! configured preset (and `zerolatency` tune), endless GOP (`X264_KEYINT_MAX_INFINITE`),
 //! one reference frame, no B-frames, Annex B output with SPS/PPS repeated on every keyframe,
-//! ABR rate control with VBV. Frames are I420.
+//! ABR rate control with VBV (or, for measurements, a constant quantiser). Frames are I420.
 //!
 //! * [`X264Encoder::open`] / [`X264Encoder::encode`]: one frame in, one [`EncodedPicture`]
-//!   out (Annex B bytes, keyframe flag, QP, pts, wall time of the encode call).
+//!   out (Annex B bytes, keyframe flag, QP, pts, wall time of the encode call, and the luma
+//!   PSNR of the reconstruction if asked for).
 //! * [`X264Encoder::reconfigure_rate`] / [`X264Encoder::reconfigure_analysis`]: per-frame
 //!   changes through `x264_encoder_reconfig`.
 //! * [`X264Encoder::invalidate_reference`]: loss recovery without a keyframe.
@@ -150,7 +151,8 @@ pub struct X264Config {
     pub tune_zerolatency: bool,
     /// Encoder threads; 0 lets x264 choose. Default 1.
     pub threads: u32,
-    /// ABR target in bit/s (rounded to kbit/s for x264, at least 1 kbit/s).
+    /// ABR target in bit/s (rounded to kbit/s for x264, at least 1 kbit/s). Ignored with
+    /// `constant_qp`.
     pub bitrate_bps: u64,
     /// VBV maximum rate in bit/s; 0 (with `vbv_buffer_bits` 0) disables VBV, which also
     /// disables [`X264Encoder::reconfigure_rate`]. Default = `bitrate_bps`.
@@ -169,6 +171,14 @@ pub struct X264Config {
     pub scenecut: bool,
     /// x264 log level. Default [`LogLevel::Error`].
     pub log_level: LogLevel,
+    /// Constant quantiser (x264 `--qp`, 1..=51) instead of ABR: every P frame at this QP,
+    /// I frames `ip_factor` lower, no VBV (the rate fields are ignored and
+    /// [`X264Encoder::reconfigure_rate`] returns [`X264Error::VbvRequired`]). For measuring
+    /// what an analysis setting saves at equal quantiser. Default `None` (ABR).
+    pub constant_qp: Option<u8>,
+    /// Compute each frame's PSNR against its input (x264 `--psnr`, reported in
+    /// [`EncodedPicture::psnr_y`]). Costs time inside the encode call. Default false.
+    pub psnr: bool,
 }
 
 impl X264Config {
@@ -190,6 +200,8 @@ impl X264Config {
             subpel_refine: None,
             scenecut: true,
             log_level: LogLevel::default(),
+            constant_qp: None,
+            psnr: false,
         }
     }
 
@@ -217,6 +229,12 @@ impl X264Config {
         }
         if let Some(s) = self.subpel_refine {
             check_subpel(s)?;
+        }
+        if let Some(qp) = self.constant_qp {
+            if !(1..=51).contains(&qp) {
+                return Err(X264Error::InvalidRate(format!("constant QP {qp} outside 1..=51")));
+            }
+            return Ok(RateKbps { bitrate: 0, vbv_max: 0, vbv_buffer: 0 });
         }
         RateKbps::from_bps(self.bitrate_bps, self.vbv_max_rate_bps, self.vbv_buffer_bits)
     }
@@ -365,6 +383,9 @@ pub struct EncodedPicture {
     pub pts: i64,
     /// Wall time of the `x264_encoder_encode` call.
     pub encode_time: Duration,
+    /// Luma PSNR in dB of the reconstructed frame against the input, if the encoder was
+    /// opened with [`X264Config::psnr`] and produced a picture.
+    pub psnr_y: Option<f64>,
 }
 
 impl EncodedPicture {
@@ -494,6 +515,8 @@ impl X264Encoder {
             subpel_refine: cfg.subpel_refine,
             scenecut: cfg.scenecut,
             log_level: cfg.log_level.raw(),
+            constant_qp: cfg.constant_qp.map(i32::from),
+            psnr: cfg.psnr,
         };
         let raw = sys::RawEncoder::open(&settings)?;
         Ok(X264Encoder {
@@ -575,6 +598,7 @@ impl X264Encoder {
             qp: out.qp,
             pts: out.pts,
             encode_time: out.encode_time,
+            psnr_y: out.psnr_y,
             data: out.data,
         }
     }

@@ -45,6 +45,9 @@ pub(crate) struct OpenSettings<'a> {
     pub subpel_refine: Option<i32>,
     pub scenecut: bool,
     pub log_level: i32,
+    /// Constant QP instead of ABR (the rate fields are then zero).
+    pub constant_qp: Option<i32>,
+    pub psnr: bool,
 }
 
 /// Analysis settings in x264's representation.
@@ -88,6 +91,8 @@ pub(crate) struct RawOutput {
     pub qp: f64,
     pub pts: i64,
     pub encode_time: Duration,
+    /// Luma PSNR (dB) if PSNR was enabled at open and a picture came out.
+    pub psnr_y: Option<f64>,
 }
 
 fn cstring(field: &'static str, s: &str) -> Result<CString, X264Error> {
@@ -99,6 +104,7 @@ pub(crate) struct RawEncoder {
     handle: NonNull<ffi::x264_t>,
     width: u32,
     height: u32,
+    psnr: bool,
     /// The parameters as of the last successful reconfig (or open). x264 applies
     /// x264_encoder_reconfig lazily, on the next encoded frame, and x264_encoder_parameters
     /// keeps returning the old values until then; basing a second reconfig on those would
@@ -159,10 +165,20 @@ impl RawEncoder {
         p.i_bframe = 0;
         p.b_annexb = 1;
         p.b_repeat_headers = 1;
-        p.rc.i_rc_method = ffi::X264_RC_ABR as c_int;
-        p.rc.i_bitrate = s.bitrate_kbps;
-        p.rc.i_vbv_max_bitrate = s.vbv_max_kbps;
-        p.rc.i_vbv_buffer_size = s.vbv_buffer_kbit;
+        if let Some(qp) = s.constant_qp {
+            p.rc.i_rc_method = ffi::X264_RC_CQP as c_int;
+            p.rc.i_qp_constant = qp;
+            p.rc.i_vbv_max_bitrate = 0;
+            p.rc.i_vbv_buffer_size = 0;
+        } else {
+            p.rc.i_rc_method = ffi::X264_RC_ABR as c_int;
+            p.rc.i_bitrate = s.bitrate_kbps;
+            p.rc.i_vbv_max_bitrate = s.vbv_max_kbps;
+            p.rc.i_vbv_buffer_size = s.vbv_buffer_kbit;
+        }
+        // PSNR is computed here from x264's reconstruction (x264's own `b_psnr` is switched off
+        // below log level INFO), outside the timed call.
+        p.b_full_recon = c_int::from(s.psnr);
         if let Some(subme) = s.subpel_refine {
             p.analyse.i_subpel_refine = subme;
         }
@@ -178,7 +194,8 @@ impl RawEncoder {
         // needs (it strdups the string fields it keeps), so `p` may be dropped afterwards.
         let handle = unsafe { ffi::x264_encoder_open(&mut p) };
         let handle = NonNull::new(handle).ok_or(X264Error::OpenFailed)?;
-        let mut enc = RawEncoder { handle, width: s.width, height: s.height, shadow: p };
+        let mut enc =
+            RawEncoder { handle, width: s.width, height: s.height, psnr: s.psnr, shadow: p };
         enc.shadow = enc.params();
         Ok(enc)
     }
@@ -343,7 +360,46 @@ impl RawEncoder {
             qp: if got_picture { f64::from(pic_out.i_qpplus1 - 1).max(0.0) } else { 0.0 },
             pts: if got_picture { pic_out.i_pts } else { pts_in },
             encode_time,
+            psnr_y: match input {
+                Some((planes, _, _)) if got_picture && self.psnr && pic_out.i_pts == pts_in => {
+                    self.recon_psnr_y(&pic_out.img, planes)
+                }
+                _ => None,
+            },
         })
+    }
+
+    /// Luma PSNR (dB, capped at 100) of x264's reconstruction `img` (as returned in the output
+    /// picture of the call that encoded `input`) against `input`. `None` for a high-depth or
+    /// missing reconstruction.
+    fn recon_psnr_y(&self, img: &ffi::x264_image_t, input: &Planes<'_>) -> Option<f64> {
+        let (w, h) = (self.width as usize, self.height as usize);
+        let csp = img.i_csp as u32;
+        if img.plane[0].is_null() || csp & ffi::X264_CSP_HIGH_DEPTH != 0 {
+            return None;
+        }
+        let stride = usize::try_from(img.i_stride[0]).ok().filter(|&s| s >= w)?;
+        // SAFETY: x264 sets `img` of the output picture to its reconstructed frame (x264.h:
+        // "Out: reconstructed image data"): an 8-bit luma plane of the encoder's width and
+        // height with `i_stride[0]` bytes per row (checked >= width above; 8-bit checked via
+        // the csp), valid until the next call on this encoder. `b_full_recon` is set when PSNR
+        // is on, so the plane is fully reconstructed.
+        let recon = unsafe { std::slice::from_raw_parts(img.plane[0], stride * (h - 1) + w) };
+        let mut ssd: u64 = 0;
+        for y in 0..h {
+            let a = &recon[y * stride..y * stride + w];
+            let b = &input.data[0][y * input.stride[0]..y * input.stride[0] + w];
+            ssd += a
+                .iter()
+                .zip(b)
+                .map(|(&p, &q)| (i32::from(p) - i32::from(q)).pow(2) as u64)
+                .sum::<u64>();
+        }
+        if ssd == 0 {
+            return Some(100.0);
+        }
+        let mse = ssd as f64 / (w * h) as f64;
+        Some((10.0 * (255.0 * 255.0 / mse).log10()).min(100.0))
     }
 
     /// Checks that the planes match the encoder and are large enough for x264 to read

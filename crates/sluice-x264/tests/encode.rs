@@ -120,6 +120,37 @@ fn reconfigure_rate_drops_frame_size() {
 }
 
 #[test]
+fn constant_qp_holds_the_quantiser_and_reports_psnr() {
+    let encode_at = |qp: u8| {
+        let cfg = X264Config { constant_qp: Some(qp), psnr: true, ..X264Config::new(W, H, FPS, 1) };
+        let mut enc = X264Encoder::open(&cfg).unwrap();
+        assert_eq!(enc.reconfigure_rate(500_000, 500_000, 250_000), Err(X264Error::VbvRequired));
+        let mut clip = Clip::new();
+        let pics: Vec<_> = (0..20).map(|i| enc.encode(&clip.frame(i), false).unwrap()).collect();
+        for pic in &pics[1..] {
+            assert_eq!(pic.qp, f64::from(qp), "P frames stay at the constant QP");
+        }
+        let bytes: usize = pics.iter().map(|p| p.size_bytes()).sum();
+        let psnr = pics.iter().map(|p| p.psnr_y.expect("psnr requested")).sum::<f64>() / 20.0;
+        (bytes, psnr)
+    };
+    let (fine_bytes, fine_psnr) = encode_at(20);
+    let (coarse_bytes, coarse_psnr) = encode_at(36);
+    eprintln!(
+        "qp 20: {fine_bytes} B {fine_psnr:.1} dB; qp 36: {coarse_bytes} B {coarse_psnr:.1} dB"
+    );
+    assert!(fine_bytes > 2 * coarse_bytes);
+    assert!(fine_psnr > coarse_psnr + 3.0 && coarse_psnr > 20.0);
+    // Without the flag there is no PSNR; out-of-range quantisers are refused.
+    let mut enc = open(500_000);
+    assert_eq!(enc.encode(&Clip::new().frame(0), false).unwrap().psnr_y, None);
+    for qp in [0, 52] {
+        let cfg = X264Config { constant_qp: Some(qp), ..X264Config::new(W, H, FPS, 1) };
+        assert!(matches!(X264Encoder::open(&cfg), Err(X264Error::InvalidRate(_))));
+    }
+}
+
+#[test]
 fn forced_keyframe_at_30() {
     let mut enc = open(1_000_000);
     let mut clip = Clip::new();
