@@ -12,6 +12,8 @@ use sluice_core::sim::{build_encoder, RunConfig, RunResult, Simulation};
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::sync::Arc;
 
+mod encode;
+
 /// A bandwidth trace (Mahimahi delivery opportunities).
 #[pyclass(name = "Trace", module = "sluice._core", frozen)]
 #[derive(Clone)]
@@ -190,6 +192,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySimulation>()?;
     m.add_function(wrap_pyfunction!(schemes_json, m)?)?;
     m.add_function(wrap_pyfunction!(default_config_json, m)?)?;
+    encode::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
