@@ -13,7 +13,7 @@ DEMO_DURATION ?= 60
 DEMO_VIDEO ?= data/videos/bbb-intro_1280x720_24fps_10s.mp4
 DEMO_VIDEO_SCHEMES ?= webrtc-x264,cbr,always-burst
 
-.PHONY: setup build demo test test-rust test-python lint bench clean
+.PHONY: setup build demo test test-rust test-python lint bench bench-encoder clean
 
 setup: $(VENV)/.deps-ok
 
@@ -50,6 +50,10 @@ lint: setup
 
 bench: build
 	$(PY) bench/run.py --out bench/out/bench.json
+
+# libx264 characterisation (about 4 minutes on 2 cores): bench/out/encoder.json and PNGs.
+bench-encoder: build
+	$(PY) bench/encoder.py --out bench/out/encoder.json
 
 # ACE (SIGCOMM '25) §6 reproduction: runs the matrix (resumable: results/ace/...) and writes
 # docs/results/ace.md and docs/results/img/ace-*.png. E.g. make ace-report ACE_ARGS="--quick".
