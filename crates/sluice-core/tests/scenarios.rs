@@ -1,6 +1,7 @@
 //! End-to-end scenarios on the deterministic simulator, with metric assertions.
 
 use sluice_core::cc::gcc::{GccConfig, TrendlineWindow};
+use sluice_core::encoder::model::ModelEncoderConfig;
 use sluice_core::encoder_controller::EncoderControllerConfig;
 use sluice_core::link::trace::Trace;
 use sluice_core::link::trace_gen::{generate, TraceSpec};
@@ -9,7 +10,9 @@ use sluice_core::pacer::ace_n::AceNConfig;
 use sluice_core::pacer::leaky_bucket::LeakyBucketConfig;
 use sluice_core::pacer::PacerConfig;
 use sluice_core::scheme::{CcConfig, SchemeConfig};
-use sluice_core::sim::{build_encoder, PathConfig, RunConfig, RunResult, Simulation};
+use sluice_core::sim::{
+    build_encoder, EncoderConfig, PathConfig, RunConfig, RunResult, Simulation,
+};
 use sluice_core::units::{DataRate, TimeDelta};
 use std::sync::Arc;
 
@@ -202,6 +205,9 @@ fn run_ace_pacer(pacer: PacerConfig, trace_spec: &str, max_mbps: i64, seed: u64)
         seed,
         duration_s: seconds,
         downlink: path(None, Some(100_000)),
+        // ACE's premise: frame sizes as heavy-tailed as ACE §2 Fig. 2 (heavier than x264 on
+        // the benchmark clips, the model's default).
+        encoder: EncoderConfig::Model(ModelEncoderConfig::ace_fig2()),
         ..Default::default()
     };
     let t = trace(trace_spec, seconds + 5.0);

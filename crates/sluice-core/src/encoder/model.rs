@@ -6,13 +6,16 @@
 //! 1. **Content.** Every frame has a true complexity `C` (the bytes it would take at the
 //!    reference quantiser): a slowly varying scene level (AR(1) in log space), per-frame
 //!    innovation (log-normal), and occasional spikes (scene cuts, sudden motion). Keyframes
-//!    cost `keyframe_factor` times more. The encoder never knows `C` in advance.
+//!    cost `keyframe_factor` times more. The encoder never knows `C` in advance. (x264 does
+//!    look at the current frame's SATD before choosing its quantiser, which absorbs much of
+//!    the content variation; the model's noise terms stand for what that prediction misses,
+//!    so they are calibrated to x264's output sizes, not to the content.)
 //! 2. **ABR.** The encoder predicts `C` from the frames it has encoded (an EWMA in log space,
 //!    like x264's blurred complexity), picks the quantiser that would hit the wanted frame size
 //!    `target / fps`, and corrects it with x264's ABR overflow factor
 //!    `clip(1 + (spent - wanted) / abr_buffer, 0.5, 2)`. The quantiser may move by at most
 //!    `qp_step` per frame (x264 `--qpstep`, default 4): this is what makes the encoder take
-//!    five or more frames to converge after a 10x target drop (MAE §3.1, Fig. 2).
+//!    several frames to converge after a 10x target drop (MAE §3.1, Fig. 2).
 //! 3. **VBV.** A leaky buffer of `vbv_buffer` bytes fills at `vbv_max_rate / fps` per frame;
 //!    a frame may never take more than the buffer holds (x264 raises the quantiser in the frame
 //!    plan and, row by row, during the encode). With a 0.5 s buffer this rarely binds and
@@ -20,9 +23,12 @@
 //!    target frame size.
 //!
 //! Size at quantiser `qp`: `C * 2^(-(qp - 26) / 6)` (H.264 doubles the step every 6 QP).
-//! The calibration constants are in [`ModelEncoderConfig`]; the test
-//! `size_distribution_is_heavy_tailed` checks them against ACE §2 Fig. 2 (about 10% of frames
-//! above 2x and 1% above 5x the mean).
+//! The calibration constants are in [`ModelEncoderConfig`], fitted to libx264 (superfast,
+//! zerolatency, ABR + 0.5 s VBV) on six clips by `bench/encoder.py` (README, "Encoder
+//! characterisation"). The tests `size_distribution_is_heavy_tailed` and
+//! `converges_like_x264_after_a_10x_drop` check them against those measurements. ACE §2
+//! Fig. 2 reports a heavier tail (10% of frames above 2x and 1% above 5x the mean, on YouTube
+//! UGC); the previous calibration to it is [`ModelEncoderConfig::ace_fig2`].
 
 use super::{EncodedFrame, Encoder, FrameAnalysis, FrameRequest};
 use crate::rng::Rng;
@@ -84,22 +90,48 @@ impl Default for ModelEncoderConfig {
             bytes_per_pixel_at_qp26: 0.05,
             scene_rho: 0.98,
             scene_sigma: 0.35,
-            frame_sigma: 0.55,
-            spike_probability: 0.03,
-            spike_mean: 4.0,
+            // Size distribution: x264 at 4 Mbps on six 720p clips, pooled (each clip's sizes over
+            // its mean): 2.7% of frames above 2x the mean, 0.33% above 5x, CV 0.65; camera
+            // clips alone are smoother (CV 0.2-0.4), screen content heavier (11% above 2x, 2%
+            // above 5x, CV 1.5). These values give 2.9%, 0.34%, CV 0.57.
+            frame_sigma: 0.3,
+            spike_probability: 0.02,
+            spike_mean: 3.5,
             spike_sigma: 0.45,
             keyframe_factor: 3.5,
             qp_step: 4.0,
             qp_min: 10.0,
             qp_max: 51.0,
             vbv_target_fill: 0.6,
-            vbv_fill_gain: 1.0,
+            // Convergence after a 30 -> 3 Mbps drop, x264 with 0.5 s VBV (mean of 12 drops on
+            // six clips): 3.8 frames until three frames average <= 1.5x the new target, 6
+            // until two frames are each <= the target, 590 ms backlog at 3 Mbps. The model (VBV
+            // gain 2; 1.0 before) takes 3.4 and 7 frames; its backlog (430 ms) cannot exceed its
+            // 0.5 s buffer, while x264 overspends the buffer after the reconfiguration.
+            vbv_fill_gain: 2.0,
             complexity_ewma_weight: 0.5,
             encode_time_ms: 4.0,
             complexity_size_factor: [1.0, 0.9, 0.85],
             complexity_time_factor: [1.0, 2.6, 3.2],
             satd_noise_sigma: 0.3,
             seed: 1,
+        }
+    }
+}
+
+impl ModelEncoderConfig {
+    /// Content with ACE §2 Fig. 2's heavier tail (8.9% of frames above 2x the mean, 0.96%
+    /// above 5x, CV 0.9; ACE reports about 10% and 1% on YouTube UGC): the model's calibration
+    /// before the libx264 measurements, VBV gain included. For scenarios about ACE's premise
+    /// (pacing heavy-tailed frames); as JSON: `{"kind": "model", "frame_sigma": 0.55,
+    /// "spike_probability": 0.03, "spike_mean": 4.0, "vbv_fill_gain": 1.0}`.
+    pub fn ace_fig2() -> Self {
+        ModelEncoderConfig {
+            frame_sigma: 0.55,
+            spike_probability: 0.03,
+            spike_mean: 4.0,
+            vbv_fill_gain: 1.0,
+            ..Default::default()
         }
     }
 }
@@ -329,7 +361,8 @@ mod tests {
 
     #[test]
     fn size_distribution_is_heavy_tailed() {
-        // ACE §2 Fig. 2: about 10% of frames above 2x and 1% above 5x the mean.
+        // libx264 at 4 Mbps on six clips (bench/encoder.py), pooled: 2.7% of frames above 2x
+        // the mean and 0.33% above 5x (ACE §2 Fig. 2 reports 10% and 1% on YouTube UGC).
         let mut enc = ModelEncoder::new(ModelEncoderConfig::default(), 30.0);
         let rc = RateControl::abr_vbv(DataRate::from_mbps(20), TimeDelta::from_ms(500));
         let sizes = run(&mut enc, rc, 0, 30_000);
@@ -337,8 +370,8 @@ mod tests {
         let mean = p.iter().sum::<f64>() / p.len() as f64;
         let above = |k: f64| p.iter().filter(|&&s| s > k * mean).count() as f64 / p.len() as f64;
         let (a2, a5) = (above(2.0), above(5.0));
-        assert!((0.06..0.14).contains(&a2), "P(size > 2x mean) = {a2}");
-        assert!((0.004..0.02).contains(&a5), "P(size > 5x mean) = {a5}");
+        assert!((0.02..0.04).contains(&a2), "P(size > 2x mean) = {a2}");
+        assert!((0.002..0.005).contains(&a5), "P(size > 5x mean) = {a5}");
         // ABR keeps the long-run rate on target.
         let target = 20e6 / 8.0 / 30.0;
         assert!((mean / target - 1.0).abs() < 0.05, "mean {mean} vs target {target}");
@@ -366,6 +399,35 @@ mod tests {
                 assert!(after.iter().all(|&s| s <= 3e6 / 8.0 / 30.0 + 1.0), "{after:?}");
             }
         }
+    }
+
+    #[test]
+    fn converges_like_x264_after_a_10x_drop() {
+        // bench/encoder.py, x264 with 0.5 s VBV, 30 -> 3 Mbps at 12.5-30 fps on six clips:
+        // 3.8 frames on average until three consecutive frames average at most 1.5x the new
+        // target frame size; a link of exactly 3 Mbps builds up 590 ms (420-750 ms). The
+        // model's backlog is bounded by its 0.5 s buffer.
+        let fps = 25.0;
+        let buf = TimeDelta::from_ms(500);
+        let mut enc = ModelEncoder::new(ModelEncoderConfig::default(), fps);
+        let target = 3e6 / 8.0 / fps;
+        let (mut frames, mut backlog_ms) = (Vec::new(), Vec::new());
+        for k in 0..40 {
+            run(&mut enc, RateControl::abr_vbv(DataRate::from_mbps(30), buf), k * 150, 90);
+            let low = RateControl::abr_vbv(DataRate::from_mbps(3), buf);
+            let after = run(&mut enc, low, k * 150 + 90, 60);
+            frames.push(frames_to_converge(&after, target, 0.5) as f64);
+            let (mut backlog, mut peak) = (0.0_f64, 0.0_f64);
+            for s in &after {
+                backlog = (backlog + s - target).max(0.0);
+                peak = peak.max(backlog);
+            }
+            backlog_ms.push(peak * 8.0 / 3e6 * 1000.0);
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let (f, b) = (mean(&frames), mean(&backlog_ms));
+        assert!((2.5..=4.5).contains(&f), "{f} frames to converge ({frames:?})");
+        assert!((350.0..=500.0).contains(&b), "backlog {b} ms");
     }
 
     #[test]
