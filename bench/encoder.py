@@ -13,7 +13,9 @@
    at equal quality is the Bjontegaard delta rate (cubic fit of log bytes over PSNR, VCEG-M33)
    against c0. Encode time per frame is measured under ABR at the 4 Mbps target, where the
    simulator runs it; the jobs of one clip run in lockstep (frame i through every encoder
-   before frame i + 1), so machine load affects the levels alike.
+   before frame i + 1), so machine load affects the levels alike. As ACE-C uses the levels,
+   every 10th frame of a c0 stream is also switched to c1 (or c2) under ABR: its size, QP and
+   time against the same frame of the all-c0 stream.
 3. Convergence after a 30 -> 3 Mbps target drop (MAE §3.1 Fig. 2): ABR at 30 Mbps for 90
    frames, 3 Mbps for 60, 30 for 90, 3 for 60; with the default 0.5 s VBV and with a one-frame
    VBV (the `cbr` scheme). Per drop: frames until three consecutive frames average at most
@@ -64,6 +66,8 @@ HIGH_BPS, LOW_BPS = 30_000_000, 3_000_000
 DROP_SCHEDULE = [(0, HIGH_BPS), (90, LOW_BPS), (150, HIGH_BPS), (240, LOW_BPS)]
 DROP_FRAMES = 300
 CONVERGE_TOLERANCE = 0.5
+SWITCH_EVERY = 10
+VBVS = ("vbv_0.5s", "vbv_1frame")  # 0.5 s of the target, one frame of it
 
 
 def git(*args: str) -> str:
@@ -186,10 +190,21 @@ def sizes_of(records: list[dict], skip_first: bool = True) -> np.ndarray:
 # --- benchmarks ---------------------------------------------------------------------------
 
 
+def switch_schedule(fps: float, level: str, frames: int) -> list[dict]:
+    """c0 at TARGET_BPS, with every SWITCH_EVERY-th frame at ``level`` (as ACE-C does)."""
+    sched = [step(0, TARGET_BPS, fps=fps, complexity="c0")]
+    for f in range(SWITCH_EVERY, frames, SWITCH_EVERY):
+        sched += [{"frame": f, "complexity": level}, {"frame": f + 1, "complexity": "c0"}]
+    return sched
+
+
 def bench_abr(video, frames: int) -> dict:
-    """Size distribution of the preset and encode time of every level, ABR at TARGET_BPS."""
+    """Size distribution of the preset and encode time of every level, ABR at TARGET_BPS; and
+    single frames switched to c1 or c2 within a c0 stream, against the same frames at c0."""
     jobs = [{"schedule": [step(0, TARGET_BPS, fps=video.fps, complexity=lvl)]} for lvl in LEVELS]
-    res = dict(zip(LEVELS, encode(video, frames, jobs)))
+    jobs += [{"schedule": switch_schedule(video.fps, lvl, frames)} for lvl in ("c1", "c2")]
+    *runs, sw_c1, sw_c2 = encode(video, frames, jobs)
+    res = dict(zip(LEVELS, runs))
     target_frame = TARGET_BPS / 8 / video.fps
     sizes = sizes_of(res["preset"])
     out = {
@@ -210,6 +225,22 @@ def bench_abr(video, frames: int) -> dict:
             "time_vs_preset": round(float(t.mean() / t_preset), 3),
             "mean_bytes": round(float(sizes_of(res[lvl]).mean()), 1),
             "mean_qp": round(float(np.mean([r["qp"] for r in res[lvl][1:]])), 2),
+        }
+    switched = list(range(SWITCH_EVERY, frames, SWITCH_EVERY))
+    out["single_frame_switch"] = {}
+    base = res["c0"]
+
+    def ratio(run: list[dict], key: str) -> list[float]:
+        return [run[i][key] / base[i][key] for i in switched]
+
+    for lvl, run in (("c1", sw_c1), ("c2", sw_c2)):
+        out["single_frame_switch"][lvl] = {
+            "frames": len(switched),
+            "size_vs_c0_mean": round(float(np.mean(ratio(run, "size_bytes"))), 3),
+            "qp_minus_c0_mean": round(
+                float(np.mean([run[i]["qp"] - base[i]["qp"] for i in switched])), 2
+            ),
+            "time_vs_c0_mean": round(float(np.mean(ratio(run, "encode_us"))), 3),
         }
     return out
 
@@ -255,18 +286,24 @@ def bench_rd(video, frames: int) -> dict:
     return out
 
 
-def drop_schedule(fps: float, vbv_s: float | None) -> list[dict]:
-    return [step(f, bps, vbv_s=vbv_s, fps=fps) for f, bps in DROP_SCHEDULE]
+def drop_points(repeats: int = 1) -> list[tuple[int, int]]:
+    """DROP_SCHEDULE, repeated ``repeats`` times back to back."""
+    return [(f + k * DROP_FRAMES, b) for k in range(repeats) for f, b in DROP_SCHEDULE]
 
 
-def drop_metrics(records: list[dict], fps: float) -> dict:
+def drop_schedule(fps: float, vbv_s: float | None, repeats: int = 1) -> list[dict]:
+    return [step(f, bps, vbv_s=vbv_s, fps=fps) for f, bps in drop_points(repeats)]
+
+
+def drop_metrics(records: list[dict], fps: float, repeats: int = 1) -> dict:
     sizes = sizes_of(records, skip_first=False)
     target = LOW_BPS / 8 / fps
     drops = []
-    for f, bps in DROP_SCHEDULE:
+    points = drop_points(repeats)
+    for f, bps in points:
         if bps != LOW_BPS:
             continue
-        nxt = [g for g, _ in DROP_SCHEDULE if g > f] + [len(sizes)]
+        nxt = [g for g, _ in points if g > f] + [len(sizes)]
         after = sizes[f : nxt[0]]
         drops.append(
             {
@@ -292,10 +329,7 @@ def drop_metrics(records: list[dict], fps: float) -> dict:
 def bench_convergence(video) -> dict:
     jobs = [{"schedule": drop_schedule(video.fps, v)} for v in (0.5, None)]
     res = encode(video, DROP_FRAMES, jobs)
-    return {
-        "vbv_0.5s": drop_metrics(res[0], video.fps),
-        "vbv_1frame": drop_metrics(res[1], video.fps),
-    }
+    return {key: drop_metrics(r, video.fps) for key, r in zip(VBVS, res)}
 
 
 def bench_presets(video, frames: int) -> dict:
@@ -312,22 +346,21 @@ def bench_presets(video, frames: int) -> dict:
     }
 
 
-def bench_model(fps: float = 30.0) -> dict:
-    """The model encoder on the same targets and schedules (its default config)."""
-    n = 30_000
-    (rec,) = model_encode(fps, n, [{"schedule": [step(0, TARGET_BPS, fps=fps)]}])
+def bench_model(fps: float = 25.0, repeats: int = 20) -> dict:
+    """The model encoder (its default config) on the same target and drop schedule: 30000
+    frames for the size distribution, the drop schedule ``repeats`` times (40 drops)."""
+    (rec,) = model_encode(fps, 30_000, [{"schedule": [step(0, TARGET_BPS, fps=fps)]}])
     sizes = sizes_of(rec)[300:]
-    conv = model_encode(
-        fps, DROP_FRAMES, [{"schedule": drop_schedule(fps, v)} for v in (0.5, None)]
-    )
+    jobs = [{"schedule": drop_schedule(fps, v, repeats)} for v in (0.5, None)]
+    conv = model_encode(fps, DROP_FRAMES * repeats, jobs)
+    metrics = {key: drop_metrics(r, fps, repeats) for key, r in zip(VBVS, conv)}
+    for m in metrics.values():
+        m["drops"] = len(m["drops"])
     return {
         "fps": fps,
         "size": size_stats(sizes, TARGET_BPS / 8 / fps),
         "_sizes": sizes,
-        "convergence": {
-            "vbv_0.5s": drop_metrics(conv[0], fps),
-            "vbv_1frame": drop_metrics(conv[1], fps),
-        },
+        "convergence": metrics,
     }
 
 
@@ -345,6 +378,12 @@ def plot_all(report: dict, ccdfs: dict, around: dict, out_dir: Path) -> list[str
     colors["model"] = "black"
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    clips = [n for n in ccdfs if n != "model"]
+    if len(clips) > 1:
+        pooled = np.concatenate([ccdfs[n] / ccdfs[n].mean() for n in clips])
+        x, y = ccdf(pooled)
+        ax.step(x, np.maximum(y, 1e-5), where="post", label="x264 pooled", color="grey",
+                linewidth=3, alpha=0.5)  # fmt: skip
     for name, sizes in ccdfs.items():
         x, y = ccdf(sizes)
         ax.step(
@@ -360,6 +399,7 @@ def plot_all(report: dict, ccdfs: dict, around: dict, out_dir: Path) -> list[str
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(1e-3, 1.05)
+    ax.set_xlim(0.1, 15)
     ax.set_xlabel("frame size / mean frame size")
     ax.set_ylabel("P(size > x)")
     ax.set_title(
@@ -371,7 +411,7 @@ def plot_all(report: dict, ccdfs: dict, around: dict, out_dir: Path) -> list[str
     paths.append(_save(fig, out_dir / "encoder_ccdf.png"))
 
     clips = [c for c in report["complexity"]]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (a1, a3, a2) = plt.subplots(1, 3, figsize=(14, 4))
     width = 0.8 / len(LEVELS)
     xs = np.arange(len(clips))
     for k, lvl in enumerate(LEVELS):
@@ -391,7 +431,18 @@ def plot_all(report: dict, ccdfs: dict, around: dict, out_dir: Path) -> list[str
             elinewidth=0.7,
             capsize=2,
         )
-    for a in (a1, a2):
+    level_colors = dict(zip(LEVELS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    for k, lvl in enumerate(("c1", "c2")):
+        sw = [report["complexity"][c]["abr"]["single_frame_switch"][lvl] for c in clips]
+        a3.bar(xs + (k + 2) * width, [v["size_vs_c0_mean"] for v in sw], width, label=lvl,
+               color=level_colors[lvl])  # fmt: skip
+    a3.axhline(1.0, color="grey", linewidth=0.8)
+    a3.set_ylabel("size / same frame at c0")
+    a3.set_title(
+        f"One frame in {SWITCH_EVERY} switched under ABR {TARGET_BPS / 1e6:g} Mbps", fontsize=9
+    )
+    a3.legend(fontsize=8)
+    for a in (a1, a3, a2):
         a.set_xticks(xs + width * (len(LEVELS) - 1) / 2)
         a.set_xticklabels(clips, fontsize=8, rotation=20)
         a.grid(True, axis="y", alpha=0.3)
@@ -463,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rd-frames",
         type=int,
-        default=90,
+        default=60,
         help="frames per clip and quantiser for the size-vs-complexity curves",
     )
     parser.add_argument(
@@ -541,7 +592,10 @@ def main(argv: list[str] | None = None) -> int:
             "i_frames_after_first": abr["i_frames_after_first"],
         }
         rd = bench_rd(video, args.rd_frames)
-        report["complexity"][name] = {"abr": {"levels": abr["levels"]}, "rd": rd}
+        report["complexity"][name] = {
+            "abr": {"levels": abr["levels"], "single_frame_switch": abr["single_frame_switch"]},
+            "rd": rd,
+        }
         conv = bench_convergence(video)
         for key in around:
             around[key][name] = conv[key].pop("_around")[0]
@@ -605,6 +659,17 @@ def calibration(report: dict) -> dict:
                     cx[c]["rd"]["bd_rate_vs_c0"][lvl]
                 )
             )
+            for lvl in LEVELS
+        },
+        "single_frame_switch": {
+            lvl: {
+                k: mean_over(lambda c, lvl=lvl, k=k: cx[c]["abr"]["single_frame_switch"][lvl][k])
+                for k in ("size_vs_c0_mean", "time_vs_c0_mean")
+            }
+            for lvl in ("c1", "c2")
+        },
+        "time_vs_c0_whole_run": {
+            lvl: mean_over(lambda c, lvl=lvl: cx[c]["abr"]["levels"][lvl]["time_vs_c0"])
             for lvl in LEVELS
         },
         "preset_bytes_per_pixel_qp26_median": round(
