@@ -104,10 +104,11 @@ impl Default for ModelEncoderConfig {
             qp_max: 51.0,
             vbv_target_fill: 0.6,
             // Convergence after a 30 -> 3 Mbps drop, x264 with 0.5 s VBV (mean of 12 drops on
-            // six clips): 3.8 frames until three frames average <= 1.5x the new target, 6
+            // six clips): 3.8 frames until three frames average <= 1.5x the new target, 5.5
             // until two frames are each <= the target, 590 ms backlog at 3 Mbps. The model (VBV
-            // gain 2; 1.0 before) takes 3.4 and 7 frames; its backlog (430 ms) cannot exceed its
-            // 0.5 s buffer, while x264 overspends the buffer after the reconfiguration.
+            // gain 2; 1.0 before; mean of 40 drops) takes 3.2 and 6.9 frames; its backlog (430
+            // ms) cannot exceed its 0.5 s buffer, while x264 overspends the buffer right after
+            // the reconfiguration.
             vbv_fill_gain: 2.0,
             complexity_ewma_weight: 0.5,
             // libx264 superfast, one 1280x720 frame, single thread: 6.0 ms (bench/encoder.py,
@@ -409,8 +410,8 @@ mod tests {
     #[test]
     fn converges_like_x264_after_a_10x_drop() {
         // bench/encoder.py, x264 with 0.5 s VBV, 30 -> 3 Mbps at 12.5-30 fps on six clips:
-        // 3.8 frames on average until three consecutive frames average at most 1.5x the new
-        // target frame size; a link of exactly 3 Mbps builds up 590 ms (420-750 ms). The
+        // 3.8 frames on average (0-6) until three consecutive frames average at most 1.5x the
+        // new target frame size; a link of exactly 3 Mbps builds up 590 ms (420-750 ms). The
         // model's backlog is bounded by its 0.5 s buffer.
         let fps = 25.0;
         let buf = TimeDelta::from_ms(500);
