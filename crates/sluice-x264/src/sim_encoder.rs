@@ -17,30 +17,29 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 /// Modeled encode time of one 1280x720 frame per preset, in ms; scaled by the pixel count.
 /// For reproducible runs (`--encode-time modeled`); `measured` charges the real wall time.
 /// Measured by `bench/encoder.py` (README, "Encoder characterisation") on the 2-core AMD EPYC
-/// VM Sluice is developed on, one thread, ABR 4 Mbps + 0.5 s VBV, while other builds shared
-/// the cores (load average 4-5): superfast 6.0 ms, the mean over six clips at 1280 px wide
-/// (per-clip means 4.9-7.8 ms, +-15% run to run); the other presets are superfast times
-/// their measured ratio on the shipped clip (medium took no longer than fast). slow and
-/// slower presets were not measured: the medium time scaled as in the earlier guess (x1.67,
-/// x2.5).
+/// VM Sluice is developed on, one thread, ABR 4 Mbps + 0.5 s VBV, nothing else running:
+/// superfast 5.6 ms, the mean over six clips at 1280 px wide (per-clip means 4.9-7.5 ms; runs
+/// while other builds shared the cores gave 6.0-6.2 ms); the other presets are superfast
+/// times their measured ratio on the shipped clip (medium took no longer than fast). slow and
+/// slower were not measured: medium's time x1.67 and x2.5, the ratios of the earlier guess.
 fn modeled_ms_720p(preset: &str) -> f64 {
     match preset {
-        "ultrafast" => 3.1,
-        "superfast" => 6.0,
-        "veryfast" => 9.5,
-        "faster" => 13.5,
-        "fast" => 19.7,
-        "medium" => 19.4,
-        "slow" => 32.0,
-        _ => 49.0,
+        "ultrafast" => 2.9,
+        "superfast" => 5.6,
+        "veryfast" => 8.7,
+        "faster" => 12.4,
+        "fast" => 17.9,
+        "medium" => 18.1,
+        "slow" => 30.0,
+        _ => 45.0,
     }
 }
 
 /// Modeled encode time of a complexity level relative to c0 (c0 itself is charged the
-/// preset's time; measured, c0 takes 1.15x superfast's own settings). Measured by
+/// preset's time; measured, c0 takes 1.13x superfast's own settings). Measured by
 /// `bench/encoder.py` as ACE-C uses the levels: one frame in 10 of a c0 stream switched to
 /// the level, its time over the same frame's at c0, mean over six clips at 1280 px, ABR
-/// 4 Mbps: c1 2.1x, c2 2.6x (per clip 1.8-2.6x and 2.2-3.1x; at 640x360 and 1.5 Mbps the same
+/// 4 Mbps: c1 2.1x, c2 2.6x (per clip 1.8-2.5x and 2.2-3.1x; at 640x360 and 1.5 Mbps the same
 /// clips give 2.25x and 2.85x, and `examples/complexity_probe.rs` found 2.6x and 3.2x on two
 /// of them).
 fn modeled_complexity_factor(level: Complexity) -> f64 {

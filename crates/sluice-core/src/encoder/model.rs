@@ -111,10 +111,10 @@ impl Default for ModelEncoderConfig {
             // the reconfiguration.
             vbv_fill_gain: 2.0,
             complexity_ewma_weight: 0.5,
-            // libx264 superfast, one 1280x720 frame, single thread: 6.0 ms (bench/encoder.py,
+            // libx264 superfast, one 1280x720 frame, single thread: 5.6 ms (bench/encoder.py,
             // mean over six clips on the 2-core development VM; `modeled_ms_720p` of the x264
             // adapter uses the same number).
-            encode_time_ms: 6.0,
+            encode_time_ms: 5.6,
             complexity_size_factor: [1.0, 0.9, 0.85],
             complexity_time_factor: [1.0, 2.6, 3.2],
             satd_noise_sigma: 0.3,
