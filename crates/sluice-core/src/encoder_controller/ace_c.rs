@@ -16,13 +16,13 @@
 //! The rate control underneath is unchanged: ABR + VBV at the congestion controller's target
 //! (as the `webrtc-x264` baseline).
 //!
-//! The planned-size correction of §5.1 (x264's row-level VBV control would otherwise spend a
-//! higher level's saving on quality) is not applied: with Sluice's x264 settings
-//! (zerolatency, one reference, VBV 0.5 s) the QP of frames encoded at c1/c2 stayed within
-//! 0.3 of the c0 frames' in the same position (`examples/complexity_probe.rs` of
-//! `sluice-x264`), so the saving already comes out as a smaller frame and there is no plan to
-//! correct. Where a level does not save bits (on some content c1/c2 frames came out larger at
-//! the same QP), the learned `phi` falls to 0 and ACE-C stays at c0.
+//! The planned-size correction of §5.1 is NOT implemented: libx264's public API has no way
+//! to lower one frame's planned size (the authors patched x264). It matters: measured by
+//! `bench/encoder.py` (README, "Encoder characterisation"), a single frame switched to c1/c2
+//! inside a c0 stream under ABR keeps its QP within 0.3 of c0's and comes out 5% / 11%
+//! *larger* on average (0.9 / 1.3 dB better), while at equal quality c1/c2 would save 21% /
+//! 27%. So in Sluice a higher level buys quality, not size; ACE-C's learned `phi` reflects
+//! the sizes it observes and falls towards 0 where a level does not shrink frames.
 //!
 //! Choices where the paper is silent, and why:
 //! * `S_n` and `F_n`, "over a short time window n": exponential averages over about one
