@@ -76,17 +76,19 @@ def latency_ms(run: Run) -> np.ndarray:
     return lat / 1000.0
 
 
-def plot_latency_cdf(runs: Sequence[Run], out: str | os.PathLike[str], logx: bool = False) -> Path:
-    """CDF of frame latency (capture to display), one line per run."""
-    fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
-    for run, color, label in zip(runs, scheme_colors(runs), run_labels(runs)):
-        lat = np.sort(latency_ms(run))
-        if lat.size == 0:
-            ax.plot([], [], color=color, label=f"{label} (no frames displayed)")
-            continue
-        y = np.arange(1, lat.size + 1) / lat.size
-        p95 = lat[min(lat.size - 1, int(np.ceil(0.95 * lat.size)) - 1)]
-        ax.step(lat, y, where="post", color=color, lw=1.6, label=f"{label} (p95 {p95:.0f} ms)")
+def _cdf_line(ax: plt.Axes, lat: np.ndarray, color: str, label: str) -> None:
+    """One latency CDF line; the legend gives its P95 as the summary defines it (linear
+    interpolation)."""
+    lat = np.sort(lat)
+    if lat.size == 0:
+        ax.plot([], [], color=color, label=f"{label} (no frames displayed)")
+        return
+    y = np.arange(1, lat.size + 1) / lat.size
+    p95 = np.percentile(lat, 95)
+    ax.step(lat, y, where="post", color=color, lw=1.6, label=f"{label} (p95 {p95:.0f} ms)")
+
+
+def _cdf_axes(ax: plt.Axes, logx: bool, title: str) -> None:
     if logx:
         ax.set_xscale("log")
     ax.set_xlabel("frame latency, capture to display (ms)" + (", log scale" if logx else ""))
@@ -94,7 +96,15 @@ def plot_latency_cdf(runs: Sequence[Run], out: str | os.PathLike[str], logx: boo
     ax.set_ylim(0, 1.005)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(_title(runs, "Frame latency CDF"), fontsize=10)
+    ax.set_title(title, fontsize=10)
+
+
+def plot_latency_cdf(runs: Sequence[Run], out: str | os.PathLike[str], logx: bool = False) -> Path:
+    """CDF of frame latency (capture to display), one line per run."""
+    fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+    for run, color, label in zip(runs, scheme_colors(runs), run_labels(runs)):
+        _cdf_line(ax, latency_ms(run), color, label)
+    _cdf_axes(ax, logx, _title(runs, "Frame latency CDF"))
     return _save(fig, out)
 
 
@@ -314,24 +324,10 @@ def plot_latency_cdf_pooled(
     lats = pooled_latencies(df, schemes)
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
     for s, lat in lats.items():
-        lat = np.sort(lat)
-        c = scheme_color(s)
-        if lat.size == 0:
-            ax.plot([], [], color=c, label=f"{s} (no frames displayed)")
-            continue
-        yv = np.arange(1, lat.size + 1) / lat.size
-        p95 = np.percentile(lat, 95)
-        ax.step(lat, yv, where="post", color=c, lw=1.5, label=f"{s} (p95 {p95:.0f} ms)")
+        _cdf_line(ax, lat, scheme_color(s), s)
     if not lats:
         _no_data(ax, "no runs")
-    if logx:
-        ax.set_xscale("log")
-    ax.set_xlabel("frame latency, capture to display (ms)" + (", log scale" if logx else ""))
-    ax.set_ylabel("fraction of displayed frames")
-    ax.set_ylim(0, 1.005)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(title, fontsize=10)
+    _cdf_axes(ax, logx, title)
     return _save(fig, out)
 
 

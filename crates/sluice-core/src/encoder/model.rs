@@ -162,8 +162,6 @@ pub struct ModelEncoder {
     frame_interval_s: f64,
     /// The next frame's complexity, drawn early when the frame was analysed.
     drawn: Option<(u64, f64)>,
-    /// Previous frame's complexity, for the SATD (a difference to the previous frame).
-    last_complexity: Option<f64>,
     analysis_rng: Rng,
 }
 
@@ -196,7 +194,6 @@ impl ModelEncoder {
             frames: 0,
             frame_interval_s: 1.0 / fps,
             drawn: None,
-            last_complexity: None,
             analysis_rng,
         }
     }
@@ -240,7 +237,9 @@ impl Encoder for ModelEncoder {
     /// A SATD stand-in: the frame's true P-frame complexity (bytes at QP 26) with a
     /// log-normal error. The first frame has no predecessor and no SATD.
     fn analyze(&mut self, frame_index: u64) -> Option<FrameAnalysis> {
-        self.last_complexity?;
+        if self.frames == 0 {
+            return None;
+        }
         let c = self.complexity_of(frame_index);
         let sigma = self.config.satd_noise_sigma;
         let noise = (sigma * self.analysis_rng.normal() - sigma * sigma / 2.0).exp();
@@ -253,7 +252,6 @@ impl Encoder for ModelEncoder {
         let is_keyframe = self.frames == 0 || req.force_keyframe;
         let complexity_p = self.complexity_of(req.frame_index);
         self.drawn = None;
-        self.last_complexity = Some(complexity_p);
         let type_factor = if is_keyframe { self.config.keyframe_factor } else { 1.0 };
         let level = req.complexity.map_or(0, |c| c.index());
         // A complexity level changes the frame's cost at the planned quantiser by the factor

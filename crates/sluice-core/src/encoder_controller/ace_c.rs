@@ -211,26 +211,21 @@ impl EncoderController for AceC {
             return;
         }
         // Encode time: c0 frames move the base; other levels their extra time.
-        match self.c0_encode_s {
-            _ if level == 0 => {
-                self.c0_encode_s =
-                    Some(self.c0_encode_s.map_or(encode_s, |b| self.ewma(b, encode_s)));
-            }
-            Some(base) => {
-                self.extra_encode_s[level] = self.ewma(self.extra_encode_s[level], encode_s - base);
-            }
-            None => {}
+        if level == 0 {
+            self.c0_encode_s = Some(self.c0_encode_s.map_or(encode_s, |b| self.ewma(b, encode_s)));
+        } else if let Some(base) = self.c0_encode_s {
+            self.extra_encode_s[level] = self.ewma(self.extra_encode_s[level], encode_s - base);
         }
+        // The size this frame would have had at c0 (before this frame updates `phi`).
+        let c0_size = size / (1.0 - self.phi[level]).max(0.05);
         if let (Some(x), Some(avg)) = (x, self.size_avg) {
-            // The size this frame would have had at c0.
-            let c0_size = size / (1.0 - self.phi[level]).max(0.05);
-            let rho = c0_size / avg;
             if level != 0 && decision.rho_hat > 0.0 {
                 let observed =
                     (1.0 - size / (decision.rho_hat * avg)).clamp(0.0, self.config.max_phi);
                 self.phi[level] = self.ewma(self.phi[level], observed);
             }
             // Weighted least squares of rho on x over the recent frames, then Eq. 5.
+            let rho = c0_size / avg;
             let k = Self::window_weight(self.config.fit_window_frames);
             for (s, v) in self.fit.iter_mut().zip([1.0, x, rho, x * x, x * rho]) {
                 *s = (1.0 - k) * *s + k * v;
@@ -243,14 +238,9 @@ impl EncoderController for AceC {
                 self.w = self.ewma(self.w, w_fit);
                 self.offset = self.ewma(self.offset, offset_fit);
             }
-            let k = Self::window_weight(self.config.window_frames);
-            self.size_avg = Some((1.0 - k) * avg + k * c0_size);
-        } else {
-            self.size_avg = Some(self.size_avg.map_or(size, |a| {
-                let k = Self::window_weight(self.config.window_frames);
-                (1.0 - k) * a + k * size
-            }));
         }
+        let k = Self::window_weight(self.config.window_frames);
+        self.size_avg = Some(self.size_avg.map_or(c0_size, |a| (1.0 - k) * a + k * c0_size));
     }
 }
 
