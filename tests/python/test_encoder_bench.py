@@ -120,3 +120,46 @@ def test_statistics() -> None:
     assert bench.bd_rate(rates, psnr, rates, psnr) == pytest.approx(0.0, abs=1e-9)
     assert bench.bd_rate(rates, psnr, [0.8 * r for r in rates], psnr) == pytest.approx(-0.2)
     assert bench.bd_rate(rates, psnr, rates, [p + 20 for p in psnr]) is None
+
+
+def test_planned_size_correction_turns_the_levels_gain_into_a_smaller_frame(
+    tmp_path: Path,
+) -> None:
+    """ACE §5.1 on x264 and real content (the shipped clip): one frame in ten switched to c1
+    or c2 inside a c0 stream. Without the correction the switched frame is about c0's size and
+    better; with ACE-C's default planned-size scale it is clearly smaller at about c0's PSNR."""
+    from sluice.video import prepare
+
+    clip = Path(__file__).resolve().parents[2] / "data" / "videos"
+    video = prepare(next(clip.glob("bbb-intro_*.mp4")), tmp_path, width=480)
+    (ace_c,) = [s for s in json.loads(_core.schemes_json()) if s["name"] == "ace-c"]
+    scale = ace_c["config"]["encoder_controller"]["planned_size_scale"]
+    frames, every, bps = 120, 10, 1_000_000
+
+    def switched(level: str, size_scale: float) -> dict:
+        sched = [bench.step(0, bps, fps=video.fps, complexity="c0")]
+        for f in range(every, frames, every):
+            sched += [
+                {"frame": f, "complexity": level, "size_scale": size_scale},
+                {"frame": f + 1, "complexity": "c0", "size_scale": 1.0},
+            ]
+        return {"psnr": True, "schedule": sched}
+
+    jobs = [{"psnr": True, "schedule": [bench.step(0, bps, fps=video.fps, complexity="c0")]}]
+    for level in ("c1", "c2"):
+        jobs += [switched(level, 1.0), switched(level, scale[int(level[1])])]
+    base, *runs = bench.encode(video, frames, jobs)
+    idx = range(every, frames, every)
+
+    def vs_c0(run: list[dict]) -> tuple[float, float]:
+        size = np.mean([run[i]["size_bytes"] / base[i]["size_bytes"] for i in idx])
+        dpsnr = np.mean([run[i]["psnr_y"] - base[i]["psnr_y"] for i in idx])
+        return float(size), float(dpsnr)
+
+    for level, (plain, corrected) in zip(("c1", "c2"), (runs[:2], runs[2:])):
+        (s_plain, q_plain), (s_corr, q_corr) = vs_c0(plain), vs_c0(corrected)
+        msg = f"{level}: plain {s_plain:.2f}x {q_plain:+.2f} dB, "
+        msg += f"corrected {s_corr:.2f}x {q_corr:+.2f} dB"
+        assert s_plain > 0.95 and q_plain > 0.2, msg
+        assert s_corr < 0.97 and s_corr < s_plain - 0.1, msg
+        assert abs(q_corr) < 0.4, msg

@@ -301,6 +301,7 @@ impl Sender {
             rate_control,
             force_keyframe: self.force_keyframe,
             complexity: plan.complexity,
+            planned_size_scale: plan.planned_size_scale,
         };
         let frame = self.encoder.encode(&request);
         self.controller.on_frame_encoded(&frame, &plan);

@@ -13,10 +13,11 @@
 //! "model": {...}, "schedule": [STEP, ...]}` (all but `schedule` optional; `model` is a
 //! `ModelEncoderConfig` for `model_encode`, `preset`/`threads`/`qp`/`psnr` are x264's). A
 //! step `{"frame": N, "bitrate_bps": B, "vbv_max_bps": M, "vbv_buffer_bits": V,
-//! "complexity": "c0"}` applies from frame `N` on: a step with `bitrate_bps` sets the ABR
-//! target and VBV (`vbv_max_bps` defaults to the bitrate, `vbv_buffer_bits` to half of it, a
-//! 0.5 s buffer); `complexity` switches the analysis level (ACE Table 2); absent fields keep
-//! what is in effect. ABR jobs need a rate at frame 0; `qp` jobs (constant quantiser, no
+//! "complexity": "c0", "size_scale": 1.0}` applies from frame `N` on: a step with
+//! `bitrate_bps` sets the ABR target and VBV (`vbv_max_bps` defaults to the bitrate,
+//! `vbv_buffer_bits` to half of it, a 0.5 s buffer); `complexity` switches the analysis level
+//! (ACE Table 2); `size_scale` is the planned-size correction (ACE §5.1; on x264 a
+//! quant offset of `-QP_PER_SIZE_HALVING * log2(size_scale)` on every macroblock); absent fields keep what is in effect. ABR jobs need a rate at frame 0; `qp` jobs (constant quantiser, no
 //! VBV) take no rates. Both return JSON: one array per job of per-frame records `{"frame",
 //! "size_bytes", "type" ("IDR", "I", "P", "B", "?"), "keyframe", "qp", "encode_us",
 //! "psnr_y"}`, `encode_us` being the wall time of the encode call (model: its modeled time)
@@ -28,8 +29,8 @@ use serde::{Deserialize, Serialize};
 use sluice_core::encoder::model::{ModelEncoder, ModelEncoderConfig};
 use sluice_core::encoder::{Complexity, Encoder, FrameRequest, RateControl};
 use sluice_core::units::{DataRate, DataSize, Timestamp};
-use sluice_x264::complexity::analysis_for;
-use sluice_x264::{FrameType, I420Frame, X264Config, X264Encoder};
+use sluice_x264::complexity::{analysis_for, qp_offset_for_size_scale};
+use sluice_x264::{FrameType, I420Frame, PictureOptions, X264Config, X264Encoder};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
@@ -65,6 +66,8 @@ struct Step {
     vbv_max_bps: Option<u64>,
     vbv_buffer_bits: Option<u64>,
     complexity: Option<Complexity>,
+    /// Planned-size scale from this frame on (see `FrameRequest::planned_size_scale`).
+    size_scale: Option<f64>,
 }
 
 impl Step {
@@ -114,6 +117,9 @@ fn parse_jobs(jobs_json: &str, model: bool) -> Result<Vec<Job>, Failure> {
         if !job.schedule.windows(2).all(|w| w[0].frame < w[1].frame) {
             return Err(bad("schedule steps must have increasing frame numbers"));
         }
+        if job.schedule.iter().any(|s| s.size_scale.is_some_and(|x| !(x > 0.0 && x.is_finite()))) {
+            return Err(bad("size_scale must be a positive number"));
+        }
         let has_rate = job.schedule.iter().any(|s| s.rate().is_some());
         if job.schedule.iter().any(|s| {
             s.bitrate_bps.is_none() && (s.vbv_max_bps.is_some() || s.vbv_buffer_bits.is_some())
@@ -154,6 +160,7 @@ struct X264Job {
     encoder: X264Encoder,
     schedule: Vec<Step>,
     next_step: usize,
+    size_scale: f64,
     records: Vec<Record>,
 }
 
@@ -172,7 +179,13 @@ impl X264Job {
         cfg.psnr = job.psnr;
         let encoder =
             X264Encoder::open(&cfg).map_err(|e| Failure::Invalid(format!("x264: {e}")))?;
-        Ok(X264Job { encoder, schedule: job.schedule, next_step: 0, records: Vec::new() })
+        Ok(X264Job {
+            encoder,
+            schedule: job.schedule,
+            next_step: 0,
+            size_scale: 1.0,
+            records: Vec::new(),
+        })
     }
 
     fn encode(&mut self, index: u64, frame: &I420Frame) -> Result<(), Failure> {
@@ -187,11 +200,14 @@ impl X264Job {
                     Failure::Invalid(format!("frame {index}: complexity {}: {e}", level.name()))
                 })?;
             }
+            self.size_scale = step.size_scale.unwrap_or(self.size_scale);
             self.next_step += 1;
         }
+        let qp_offset = qp_offset_for_size_scale(self.size_scale);
+        let options = PictureOptions { force_keyframe: false, qp_offset };
         let pic = self
             .encoder
-            .encode(frame, false)
+            .encode_with(frame, options)
             .map_err(|e| Failure::Run(format!("x264 failed on frame {index}: {e}")))?;
         self.records.push(Record {
             frame: index,
@@ -254,6 +270,7 @@ fn run_model(fps: f64, frames: u64, jobs: Vec<Job>) -> Result<String, Failure> {
         let mut enc = ModelEncoder::new(job.model.unwrap_or_default(), fps);
         let mut rc = None;
         let mut complexity = None;
+        let mut size_scale = 1.0;
         let mut steps = job.schedule.iter().peekable();
         let mut records = Vec::with_capacity(frames as usize);
         for i in 0..frames {
@@ -267,6 +284,7 @@ fn run_model(fps: f64, frames: u64, jobs: Vec<Job>) -> Result<String, Failure> {
                     });
                 }
                 complexity = step.complexity.or(complexity);
+                size_scale = step.size_scale.unwrap_or(size_scale);
             }
             let Some(rate_control) = rc else {
                 return Err(Failure::Invalid("model job without a rate at frame 0".into()));
@@ -277,6 +295,7 @@ fn run_model(fps: f64, frames: u64, jobs: Vec<Job>) -> Result<String, Failure> {
                 rate_control,
                 force_keyframe: false,
                 complexity,
+                planned_size_scale: size_scale,
             });
             records.push(Record {
                 frame: i,
@@ -336,5 +355,6 @@ fn model_encode(py: Python<'_>, fps: f64, frames: u64, jobs_json: &str) -> PyRes
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_clip, m)?)?;
     m.add_function(wrap_pyfunction!(model_encode, m)?)?;
+    m.add("X264_QP_PER_SIZE_HALVING", sluice_x264::complexity::QP_PER_SIZE_HALVING)?;
     Ok(())
 }

@@ -69,6 +69,11 @@ pub enum X264Error {
     InvalidateFailed(i32),
     /// [`X264Encoder::flush`] was called; the encoder accepts no more frames.
     Flushed,
+    /// A quantiser offset that is not a finite number.
+    InvalidQpOffset(String),
+    /// A quantiser offset was asked of an encoder without adaptive quantisation (x264 would
+    /// ignore it; ultrafast switches AQ off).
+    QpOffsetNeedsAq,
 }
 
 impl fmt::Display for X264Error {
@@ -107,6 +112,11 @@ impl fmt::Display for X264Error {
             ReconfigFailed(rc) => write!(f, "x264_encoder_reconfig failed ({rc})"),
             InvalidateFailed(rc) => write!(f, "x264_encoder_invalidate_reference failed ({rc})"),
             Flushed => write!(f, "encoder was flushed"),
+            InvalidQpOffset(q) => write!(f, "quantiser offset {q} is not a finite number"),
+            QpOffsetNeedsAq => write!(
+                f,
+                "a quantiser offset needs adaptive quantisation (every preset but ultrafast has it)"
+            ),
         }
     }
 }
@@ -364,6 +374,17 @@ impl FrameType {
     }
 }
 
+/// Per-picture options of [`X264Encoder::encode_with`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PictureOptions {
+    /// Make the picture an IDR frame (with SPS/PPS in front).
+    pub force_keyframe: bool,
+    /// Quantiser offset added to every macroblock on top of x264's own decision (its rate
+    /// control and adaptive quantisation), through `quant_offsets`. Positive: a coarser,
+    /// smaller frame. Needs adaptive quantisation (every preset but ultrafast).
+    pub qp_offset: f32,
+}
+
 /// One encoded frame.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EncodedPicture {
@@ -553,7 +574,16 @@ impl X264Encoder {
         frame: &I420Frame,
         force_keyframe: bool,
     ) -> Result<EncodedPicture, X264Error> {
-        self.encode_planes(&frame.as_planes(), force_keyframe)
+        self.encode_with(frame, PictureOptions { force_keyframe, ..PictureOptions::default() })
+    }
+
+    /// [`encode`](Self::encode) with every per-picture option.
+    pub fn encode_with(
+        &mut self,
+        frame: &I420Frame,
+        options: PictureOptions,
+    ) -> Result<EncodedPicture, X264Error> {
+        self.encode_planes_with(&frame.as_planes(), options)
     }
 
     /// Like [`encode`](Self::encode) for a borrowed picture with strides.
@@ -561,6 +591,15 @@ impl X264Encoder {
         &mut self,
         planes: &I420Planes<'_>,
         force_keyframe: bool,
+    ) -> Result<EncodedPicture, X264Error> {
+        self.encode_planes_with(planes, PictureOptions { force_keyframe, ..Default::default() })
+    }
+
+    /// Like [`encode_with`](Self::encode_with) for a borrowed picture with strides.
+    pub fn encode_planes_with(
+        &mut self,
+        planes: &I420Planes<'_>,
+        options: PictureOptions,
     ) -> Result<EncodedPicture, X264Error> {
         if self.flushed {
             return Err(X264Error::Flushed);
@@ -571,7 +610,12 @@ impl X264Encoder {
             data: [planes.y, planes.u, planes.v],
             stride: [planes.y_stride, planes.u_stride, planes.v_stride],
         };
-        let out = self.raw.encode(Some((&p, self.next_pts, force_keyframe)))?;
+        let out = self.raw.encode(Some(&sys::RawInput {
+            planes: &p,
+            pts: self.next_pts,
+            force_idr: options.force_keyframe,
+            qp_offset: options.qp_offset,
+        }))?;
         self.next_pts += 1;
         Ok(Self::picture(out))
     }

@@ -4,8 +4,8 @@
 //! stream and its per-frame index for quality scoring, and charges the encode time to virtual
 //! time as measured wall time or as a deterministic model.
 
-use crate::complexity::analysis_for;
-use crate::{I420Frame, X264Config, X264Encoder, X264Error};
+use crate::complexity::{analysis_for, qp_offset_for_size_scale};
+use crate::{I420Frame, PictureOptions, X264Config, X264Encoder, X264Error};
 use sluice_core::encoder::satd::{satd, LumaPlane};
 use sluice_core::encoder::{
     Complexity, EncodeTimeMode, EncodedFrame, Encoder, FrameAnalysis, FrameRequest, X264Settings,
@@ -184,9 +184,16 @@ impl X264SimEncoder {
         }
         self.read_frame(req.frame_index)
             .map_err(|e| format!("reading video frame {}: {e}", req.frame_index))?;
+        // ACE §5.1's planned-size correction as a quantiser offset on every macroblock: x264
+        // plans the frame as usual and the offset lowers its size (x264's API has no other
+        // way to change one frame's plan).
+        let options = PictureOptions {
+            force_keyframe: req.force_keyframe,
+            qp_offset: qp_offset_for_size_scale(req.planned_size_scale),
+        };
         let pic = self
             .encoder
-            .encode(&self.frame, req.force_keyframe)
+            .encode_with(&self.frame, options)
             .map_err(|e| format!("x264 failed on frame {}: {e}", req.frame_index))?;
         if let Some((out, idx, offset)) = &mut self.stream {
             out.write_all(&pic.data)

@@ -71,6 +71,19 @@ pub(crate) struct ParamSnapshot {
     pub inter: u32,
     pub me_method: i32,
     pub trellis: i32,
+    /// Adaptive quantisation is on (mode and strength non-zero), so per-macroblock quantiser
+    /// offsets take effect.
+    pub adaptive_quant: bool,
+}
+
+/// One picture to encode.
+pub(crate) struct RawInput<'a> {
+    pub planes: &'a Planes<'a>,
+    pub pts: i64,
+    pub force_idr: bool,
+    /// Quantiser offset added to every macroblock of this picture on top of x264's own
+    /// decisions (`x264_image_properties_t::quant_offsets`); 0 for none.
+    pub qp_offset: f32,
 }
 
 /// One I420 picture: three planes with their strides, read-only.
@@ -224,6 +237,7 @@ impl RawEncoder {
             inter: p.analyse.inter,
             me_method: p.analyse.i_me_method,
             trellis: p.analyse.i_trellis,
+            adaptive_quant: p.rc.i_aq_mode != 0 && p.rc.f_aq_strength != 0.0,
         }
     }
 
@@ -280,10 +294,7 @@ impl RawEncoder {
     }
 
     /// Encodes one picture (`Some`) or drains one delayed frame (`None`, end of stream).
-    pub fn encode(
-        &mut self,
-        input: Option<(&Planes<'_>, i64, bool)>,
-    ) -> Result<RawOutput, X264Error> {
+    pub fn encode(&mut self, input: Option<&RawInput<'_>>) -> Result<RawOutput, X264Error> {
         // SAFETY: all-zero is a valid x264_picture_t (ints, floats, null pointers);
         // x264_picture_init then sets the documented defaults.
         let mut pic_in: ffi::x264_picture_t = unsafe { std::mem::zeroed() };
@@ -294,8 +305,24 @@ impl RawEncoder {
             ffi::x264_picture_init(&mut pic_out);
         }
         let mut pts_in = 0;
-        if let Some((planes, pts, force_idr)) = input {
+        // Kept alive until after the encode call, which reads it synchronously (x264 turns it
+        // into the frame's AQ offsets before the call returns).
+        let mut quant_offsets: Vec<f32> = Vec::new();
+        if let Some(&RawInput { planes, pts, force_idr, qp_offset }) = input {
             self.check_planes(planes)?;
+            if qp_offset != 0.0 {
+                if !qp_offset.is_finite() {
+                    return Err(X264Error::InvalidQpOffset(qp_offset.to_string()));
+                }
+                // x264 ignores quant_offsets without adaptive quantisation; say so instead.
+                if !self.snapshot().adaptive_quant {
+                    return Err(X264Error::QpOffsetNeedsAq);
+                }
+                // One offset per 16x16 macroblock, dimensions rounded up (progressive).
+                let mbs = self.width.div_ceil(16) as usize * self.height.div_ceil(16) as usize;
+                quant_offsets = vec![qp_offset; mbs];
+                pic_in.prop.quant_offsets = quant_offsets.as_mut_ptr();
+            }
             pic_in.img.i_csp = ffi::X264_CSP_I420 as c_int;
             pic_in.img.i_plane = 3;
             for i in 0..3 {
@@ -319,7 +346,9 @@ impl RawEncoder {
         // SAFETY: live handle; `pic_in` (if given) describes three planes that
         // check_planes verified to contain `stride * (rows - 1) + row_width` readable bytes
         // each for the encoder's dimensions, and the borrowed slices outlive the call (x264
-        // copies the picture synchronously inside x264_encoder_encode). `nals`, `n_nal`
+        // copies the picture synchronously inside x264_encoder_encode). `prop.quant_offsets`
+        // is null or points to one float per macroblock in `quant_offsets`, which outlives
+        // the call and which x264 only reads (no free callback is set). `nals`, `n_nal`
         // and `pic_out` are valid out-pointers.
         let ret = unsafe {
             ffi::x264_encoder_encode(
@@ -331,6 +360,7 @@ impl RawEncoder {
             )
         };
         let encode_time = start.elapsed();
+        drop(quant_offsets);
         if ret < 0 {
             return Err(X264Error::EncodeFailed(ret));
         }
@@ -361,8 +391,8 @@ impl RawEncoder {
             pts: if got_picture { pic_out.i_pts } else { pts_in },
             encode_time,
             psnr_y: match input {
-                Some((planes, _, _)) if got_picture && self.psnr && pic_out.i_pts == pts_in => {
-                    self.recon_psnr_y(&pic_out.img, planes)
+                Some(i) if got_picture && self.psnr && pic_out.i_pts == pts_in => {
+                    self.recon_psnr_y(&pic_out.img, i.planes)
                 }
                 _ => None,
             },

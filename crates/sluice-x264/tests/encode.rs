@@ -345,3 +345,70 @@ fn encoder_is_send() {
     });
     assert!(handle.join().unwrap());
 }
+
+/// ACE §5.1's planned-size correction: a quant offset on one frame shrinks that frame, at
+/// some quality, and leaves the frames before it alone.
+#[test]
+fn quant_offset_shrinks_one_frame() {
+    use sluice_core::encoder::Complexity;
+    use sluice_x264::complexity::{analysis_for, qp_offset_for_size_scale};
+    use sluice_x264::PictureOptions;
+
+    let open_at = |preset: &str| {
+        let cfg =
+            X264Config { preset: preset.into(), psnr: true, ..X264Config::new(W, H, FPS, 800_000) };
+        X264Encoder::open(&cfg).unwrap()
+    };
+    // Four encoders in lockstep on the same frames: c0; c0 with frame 30 offset by 3 QP;
+    // frame 30 at c2; frame 30 at c2 planned at 0.65x.
+    let mut encs: Vec<_> = (0..4).map(|_| open_at("superfast")).collect();
+    for e in &mut encs {
+        e.reconfigure_analysis(&analysis_for(Complexity::C0)).unwrap();
+    }
+    let mut clip = Clip::new();
+    let mut out = vec![Vec::new(); 4];
+    for i in 0..32 {
+        let frame = clip.frame(i);
+        for (k, e) in encs.iter_mut().enumerate() {
+            let switched = i == 30 && k >= 2;
+            let level = if switched { Complexity::C2 } else { Complexity::C0 };
+            e.reconfigure_analysis(&analysis_for(level)).unwrap();
+            let qp_offset = match (i, k) {
+                (30, 1) => 3.0,
+                (30, 3) => qp_offset_for_size_scale(0.65),
+                _ => 0.0,
+            };
+            let pic = e.encode_with(&frame, PictureOptions { qp_offset, ..Default::default() });
+            out[k].push(pic.unwrap());
+        }
+    }
+    let size = |k: usize, i: usize| out[k][i].size_bytes() as f64;
+    let psnr = |k: usize, i: usize| out[k][i].psnr_y.unwrap();
+    for k in 0..4 {
+        eprintln!(
+            "encoder {k}: frame 30 {} B {:.2} dB, frame 31 {} B",
+            size(k, 30),
+            psnr(k, 30),
+            size(k, 31)
+        );
+    }
+    // Before frame 30 the streams are identical.
+    assert!((0..30).all(|i| out[1][i].data == out[0][i].data));
+    // +3 QP: a clearly smaller, worse frame.
+    assert!(size(1, 30) < 0.85 * size(0, 30));
+    assert!(psnr(1, 30) < psnr(0, 30) - 0.3);
+    // c2 planned at 0.65x: smaller and worse than c2 alone. (Whether c2 alone is better than
+    // c0 depends on the content: see the Python test on the shipped clip.)
+    assert!(size(3, 30) < 0.9 * size(2, 30) && psnr(3, 30) < psnr(2, 30));
+
+    // Offsets need adaptive quantisation (off in ultrafast) and a finite value.
+    let mut fast = open_at("ultrafast");
+    let opts = |qp_offset| PictureOptions { qp_offset, ..Default::default() };
+    assert_eq!(fast.encode_with(&clip.frame(0), opts(1.0)), Err(X264Error::QpOffsetNeedsAq));
+    let mut enc = open_at("superfast");
+    assert!(matches!(
+        enc.encode_with(&clip.frame(0), opts(f32::NAN)),
+        Err(X264Error::InvalidQpOffset(_))
+    ));
+    assert!(enc.encode_with(&clip.frame(0), opts(0.0)).is_ok());
+}

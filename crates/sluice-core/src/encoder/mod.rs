@@ -72,6 +72,12 @@ pub struct FrameRequest {
     /// Complexity level for this frame; `None` keeps the encoder's own settings (the
     /// preset's).
     pub complexity: Option<Complexity>,
+    /// Scale on the size the rate control plans for this frame (ACE §5.1's planned-size
+    /// correction): 1 leaves the plan alone; 0.8 asks for a frame about 20% smaller than the
+    /// rate control would make it. Encoders carry it out as a quantiser offset on top of
+    /// their rate control's decision, each with its own size-vs-quantiser law, so the saving
+    /// is approximate. Values that are not positive numbers count as 1.
+    pub planned_size_scale: f64,
 }
 
 /// What the encoder can say about a frame before encoding it.

@@ -172,6 +172,16 @@ fn size_at_qp(complexity: f64, qp: f64) -> f64 {
     complexity * (-(qp - 26.0) / 6.0).exp2()
 }
 
+/// The quantiser offset that scales a frame by `scale` under the model's law (`size_at_qp`);
+/// 0 for a scale that is not a positive number.
+fn qp_offset_for_size_scale(scale: f64) -> f64 {
+    if scale > 0.0 && scale.is_finite() {
+        -6.0 * scale.log2()
+    } else {
+        0.0
+    }
+}
+
 fn qp_for_size(complexity: f64, size: f64) -> f64 {
     26.0 + 6.0 * (complexity / size.max(1.0)).log2()
 }
@@ -293,7 +303,11 @@ impl Encoder for ModelEncoder {
             ((self.config.vbv_target_fill * vbv_size - self.vbv_fill) / vbv_size).max(0.0);
         qp += 6.0 * (1.0 + self.config.vbv_fill_gain * deficit).log2();
         qp = qp.max(qp_for_size(predicted, self.vbv_fill));
-        qp = qp.clamp(self.config.qp_min, self.config.qp_max);
+        // A planned-size correction is a quantiser offset on top of the rate control's
+        // decision, as x264's quant offsets are; the next frame's qpstep limit is taken from
+        // the rate control's quantiser, without it.
+        let qp_offset = qp_offset_for_size_scale(req.planned_size_scale);
+        qp = (qp + qp_offset).clamp(self.config.qp_min, self.config.qp_max);
 
         // The encode: the true complexity decides the size; row-level VBV control keeps it
         // within the buffer (raising the quantiser during the encode).
@@ -313,7 +327,8 @@ impl Encoder for ModelEncoder {
         self.predicted_log_complexity =
             (1.0 - w) * self.predicted_log_complexity + w * complexity_p.ln();
         if !is_keyframe || self.prev_qp.is_none() {
-            self.prev_qp = Some(if is_keyframe { qp + IP_QP_OFFSET } else { qp });
+            let rc_qp = qp - qp_offset;
+            self.prev_qp = Some(if is_keyframe { rc_qp + IP_QP_OFFSET } else { rc_qp });
         }
         self.frames += 1;
         EncodedFrame {
@@ -358,10 +373,43 @@ mod tests {
                     rate_control: rc,
                     force_keyframe: false,
                     complexity: None,
+                    planned_size_scale: 1.0,
                 };
                 enc.encode(&req).size.as_bytes_f64()
             })
             .collect()
+    }
+
+    #[test]
+    fn a_planned_size_scale_shrinks_that_frame_by_the_scale() {
+        // Two encoders on the same content; one plans frame 100 at 0.6x. VBV has room, so the
+        // frame comes out 0.6x the other's; the rate control's quantiser for the next frame is
+        // not pushed up by the offset (the following frame may be larger as ABR re-spends the
+        // saving, never smaller).
+        let rc = RateControl::abr_vbv(DataRate::from_mbps(10), TimeDelta::from_ms(500));
+        let mut a = ModelEncoder::new(ModelEncoderConfig::default(), 30.0);
+        let mut b = ModelEncoder::new(ModelEncoderConfig::default(), 30.0);
+        run(&mut a, rc, 0, 100);
+        run(&mut b, rc, 0, 100);
+        let req = |scale| FrameRequest {
+            frame_index: 100,
+            capture_time: Timestamp::from_us(3_333_333),
+            rate_control: rc,
+            force_keyframe: false,
+            complexity: None,
+            planned_size_scale: scale,
+        };
+        let plain = a.encode(&req(1.0));
+        let scaled = b.encode(&req(0.6));
+        let ratio = scaled.size.as_bytes_f64() / plain.size.as_bytes_f64();
+        assert!((ratio - 0.6).abs() < 0.01, "ratio {ratio}");
+        assert!((scaled.qp - plain.qp - 6.0 * (1.0f64 / 0.6).log2()).abs() < 1e-9);
+        let (na, nb) = (run(&mut a, rc, 101, 1)[0], run(&mut b, rc, 101, 1)[0]);
+        assert!(nb >= na, "next frame {nb} vs {na}");
+        // Nonsense scales are ignored.
+        let mut c = ModelEncoder::new(ModelEncoderConfig::default(), 30.0);
+        run(&mut c, rc, 0, 100);
+        assert_eq!(c.encode(&req(f64::NAN)).size, plain.size);
     }
 
     #[test]

@@ -16,13 +16,16 @@
 //! The rate control underneath is unchanged: ABR + VBV at the congestion controller's target
 //! (as the `webrtc-x264` baseline).
 //!
-//! The planned-size correction of §5.1 is NOT implemented: libx264's public API has no way
-//! to lower one frame's planned size (the authors patched x264). It matters: measured by
-//! `bench/encoder.py` (README, "Encoder characterisation"), a single frame switched to c1/c2
-//! inside a c0 stream under ABR keeps its QP within 0.3 of c0's and comes out 5% / 11%
-//! *larger* on average (0.9 / 1.3 dB better), while at equal quality c1/c2 would save 21% /
-//! 27%. So in Sluice a higher level buys quality, not size; ACE-C's learned `phi` reflects
-//! the sizes it observes and falls towards 0 where a level does not shrink frames.
+//! The planned-size correction of §5.1: under ABR a frame switched to c1/c2 is planned at
+//! c0's size, and x264's rate control spends the level's saving on quality (measured by
+//! `bench/encoder.py`, README "Encoder characterisation": 3-11% *larger* and 0.4-1.4 dB
+//! better than the same frame at c0). The authors patched x264 to shrink the plan by the
+//! level's preset saving. libx264's public API cannot change one frame's plan, so Sluice asks
+//! for a scaled plan ([`FramePlan::planned_size_scale`]) and the x264 encoder carries it out
+//! as a uniform quant offset on the frame (`sluice_x264::complexity`). The default scales,
+//! 0.76 (c1) and 0.65 (c2), are the ones at which a switched frame comes out at c0's PSNR on
+//! x264 (within 0.1 dB on average over four clips at 1.5 and 4 Mbps); it is then 0.80 / 0.73
+//! of c0's size, the levels' saving at equal quality (BD-rate 0.79 / 0.73).
 //!
 //! Choices where the paper is silent, and why:
 //! * `S_n` and `F_n`, "over a short time window n": exponential averages over about one
@@ -36,8 +39,10 @@
 //! * `dTe(c)` is observed as the frame's encode time minus the running c0 encode time.
 //! * Keyframes are always encoded at c0 and are not used for learning (their size is a
 //!   different population; ACE-C targets oversized P frames).
-//! * Priors: `phi` and encode-time factors from the x264 measurements of `bench/encoder.py`
-//!   (see the README), `w = 1`, `offset = 0`.
+//! * Priors from the x264 measurements of `bench/encoder.py` (see the README): `phi` 0.20 and
+//!   0.27 (the corrected sizes above); extra encode times 3.5 and 5 ms, what a switched frame
+//!   (2.1x and 2.6x c0's time) costs at 960x540 on superfast (5.6 ms per 720p frame at c0).
+//!   `w = 1`, `offset = 0`.
 
 use super::{EncoderController, FrameContext, FramePlan};
 use crate::encoder::{Complexity, EncodedFrame, RateControl};
@@ -67,6 +72,12 @@ pub struct AceCConfig {
     pub max_phi: f64,
     /// Levels ACE-C may choose from (the paper's x264 implementation: c0, c1, c2).
     pub levels: Vec<Complexity>,
+    /// The planned-size correction of §5.1: a frame at c0, c1, c2 is planned at this
+    /// fraction of the rate control's plan, so that a higher level yields a smaller frame
+    /// at about c0's quality instead of a better frame at c0's size. The defaults bring a
+    /// switched x264 frame to c0's PSNR (see the module docs). `[1, 1, 1]` turns the
+    /// correction off.
+    pub planned_size_scale: [f64; 3],
 }
 
 impl Default for AceCConfig {
@@ -76,12 +87,13 @@ impl Default for AceCConfig {
             ewma_alpha: 0.5,
             window_frames: 30.0,
             fit_window_frames: 30.0,
-            initial_phi: [0.0, 0.10, 0.15],
-            initial_extra_encode_ms: [0.0, 2.0, 3.0],
+            initial_phi: [0.0, 0.20, 0.27],
+            initial_extra_encode_ms: [0.0, 3.5, 5.0],
             initial_w: 1.0,
             initial_offset: 0.0,
             max_phi: 0.5,
             levels: Complexity::ALL.to_vec(),
+            planned_size_scale: [1.0, 0.76, 0.65],
         }
     }
 }
@@ -199,6 +211,7 @@ impl EncoderController for AceC {
             rate_control: rate,
             complexity: Some(decision.level),
             predicted_relative_size: x.map(|_| rho_hat),
+            planned_size_scale: self.config.planned_size_scale[decision.level.index()],
         }
     }
 
@@ -369,6 +382,24 @@ mod tests {
         assert!((extra - (0.5 * 0.009 + 0.5 * 0.008)).abs() < 1e-6, "extra {extra}");
         // c1 untouched.
         assert_eq!(a.phi()[1], 0.10);
+    }
+
+    #[test]
+    fn the_plan_carries_the_levels_planned_size_correction() {
+        let scales = [1.0, 0.76, 0.65];
+        let mut a = AceC::new(AceCConfig { planned_size_scale: scales, ..config() });
+        drive(&mut a, &vec![1000.0; 40], 10.0, [4.0; 3]);
+        // An average frame stays at c0 and unscaled; a 5x frame goes to c2 at c2's scale.
+        let p = a.plan(&ctx(40, Some(1000.0)));
+        assert_eq!((p.complexity, p.planned_size_scale), (Some(Complexity::C0), 1.0));
+        a.on_frame_encoded(&frame(40, 10_000, 4.0), &p);
+        let p = a.plan(&ctx(41, Some(5000.0)));
+        assert_eq!((p.complexity, p.planned_size_scale), (Some(Complexity::C2), 0.65));
+        // Without the correction the plan is never scaled.
+        let mut off = AceC::new(AceCConfig { planned_size_scale: [1.0; 3], ..config() });
+        drive(&mut off, &vec![1000.0; 40], 10.0, [4.0; 3]);
+        let p = off.plan(&ctx(40, Some(5000.0)));
+        assert_eq!((p.complexity, p.planned_size_scale), (Some(Complexity::C2), 1.0));
     }
 
     #[test]

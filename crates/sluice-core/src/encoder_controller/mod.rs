@@ -32,11 +32,18 @@ pub struct FramePlan {
     /// The controller's prediction of the frame's size relative to the average frame
     /// (ACE-C's rho-hat), recorded with the frame.
     pub predicted_relative_size: Option<f64>,
+    /// See [`FrameRequest::planned_size_scale`](crate::encoder::FrameRequest); 1 for none.
+    pub planned_size_scale: f64,
 }
 
 impl From<RateControl> for FramePlan {
     fn from(rate_control: RateControl) -> Self {
-        FramePlan { rate_control, complexity: None, predicted_relative_size: None }
+        FramePlan {
+            rate_control,
+            complexity: None,
+            predicted_relative_size: None,
+            planned_size_scale: 1.0,
+        }
     }
 }
 
