@@ -14,8 +14,10 @@
    against c0. Encode time per frame is measured under ABR at the 4 Mbps target, where the
    simulator runs it; the jobs of one clip run in lockstep (frame i through every encoder
    before frame i + 1), so machine load affects the levels alike. As ACE-C uses the levels,
-   every 10th frame of a c0 stream is also switched to c1 (or c2) under ABR: its size, QP and
-   time against the same frame of the all-c0 stream.
+   every 10th frame of a c0 stream is also switched to c1 (or c2) under ABR, without and with
+   ACE-C's planned-size correction (ACE §5.1; on x264 a uniform quant offset): its size,
+   PSNR, QP, time and the next frame's size against the same frames of the all-c0 stream.
+   Single c0 frames offset by 1 and 2 QP the same way give x264's size-per-QP law.
 3. Convergence after a 30 -> 3 Mbps target drop (MAE §3.1 Fig. 2): ABR at 30 Mbps for 90
    frames, 3 Mbps for 60, 30 for 90, 3 for 60; with the default 0.5 s VBV and with a one-frame
    VBV (the `cbr` scheme). Per drop: frames until three consecutive frames average at most
@@ -67,6 +69,7 @@ DROP_SCHEDULE = [(0, HIGH_BPS), (90, LOW_BPS), (150, HIGH_BPS), (240, LOW_BPS)]
 DROP_FRAMES = 300
 CONVERGE_TOLERANCE = 0.5
 SWITCH_EVERY = 10
+OFFSET_QPS = (1, 2)  # quant offsets on single c0 frames (x264's size-per-QP law)
 VBVS = ("vbv_0.5s", "vbv_1frame")  # 0.5 s of the target, one frame of it
 
 
@@ -190,20 +193,58 @@ def sizes_of(records: list[dict], skip_first: bool = True) -> np.ndarray:
 # --- benchmarks ---------------------------------------------------------------------------
 
 
-def switch_schedule(fps: float, level: str, frames: int) -> list[dict]:
-    """c0 at TARGET_BPS, with every SWITCH_EVERY-th frame at ``level`` (as ACE-C does)."""
+def switch_schedule(fps: float, level: str, frames: int, size_scale: float = 1.0) -> list[dict]:
+    """c0 at TARGET_BPS, with every SWITCH_EVERY-th frame at ``level`` (as ACE-C does) and
+    planned at ``size_scale`` of the rate control's plan (ACE §5.1's correction)."""
     sched = [step(0, TARGET_BPS, fps=fps, complexity="c0")]
     for f in range(SWITCH_EVERY, frames, SWITCH_EVERY):
-        sched += [{"frame": f, "complexity": level}, {"frame": f + 1, "complexity": "c0"}]
+        sched += [
+            {"frame": f, "complexity": level, "size_scale": size_scale},
+            {"frame": f + 1, "complexity": "c0", "size_scale": 1.0},
+        ]
     return sched
 
 
+def ace_c_size_scale() -> list[float]:
+    """ACE-C's default planned-size scale per level (c0, c1, c2)."""
+    (ace_c,) = [s for s in json.loads(_core.schemes_json()) if s["name"] == "ace-c"]
+    return ace_c["config"]["encoder_controller"]["planned_size_scale"]
+
+
 def bench_abr(video, frames: int) -> dict:
-    """Size distribution of the preset and encode time of every level, ABR at TARGET_BPS; and
-    single frames switched to c1 or c2 within a c0 stream, against the same frames at c0."""
-    jobs = [{"schedule": [step(0, TARGET_BPS, fps=video.fps, complexity=lvl)]} for lvl in LEVELS]
-    jobs += [{"schedule": switch_schedule(video.fps, lvl, frames)} for lvl in ("c1", "c2")]
-    *runs, sw_c1, sw_c2 = encode(video, frames, jobs)
+    """Size distribution of the preset and encode time of every level, ABR at TARGET_BPS;
+    single frames switched to c1 or c2 within a c0 stream, with and without ACE-C's
+    planned-size correction, against the same frames at c0; and single c0 frames with a quant
+    offset of OFFSET_QPS, for x264's size-per-QP law."""
+    scale = ace_c_size_scale()
+    jobs = [
+        {"psnr": lvl == "c0", "schedule": [step(0, TARGET_BPS, fps=video.fps, complexity=lvl)]}
+        for lvl in LEVELS
+    ]
+    switches = [(lvl, corrected) for lvl in ("c1", "c2") for corrected in (False, True)]
+    jobs += [
+        {
+            "psnr": True,
+            "schedule": switch_schedule(
+                video.fps, lvl, frames, scale[int(lvl[1])] if corrected else 1.0
+            ),
+        }
+        for lvl, corrected in switches
+    ]
+    # The size scales whose quant offsets are exactly OFFSET_QPS.
+    jobs += [
+        {
+            "psnr": True,
+            "schedule": switch_schedule(
+                video.fps, "c0", frames, 2 ** (-qp / _core.X264_QP_PER_SIZE_HALVING)
+            ),
+        }
+        for qp in OFFSET_QPS
+    ]
+    out_runs = encode(video, frames, jobs)
+    runs = out_runs[: len(LEVELS)]
+    switch_runs = out_runs[len(LEVELS) : len(LEVELS) + len(switches)]
+    offset_runs = out_runs[len(LEVELS) + len(switches) :]
     res = dict(zip(LEVELS, runs))
     target_frame = TARGET_BPS / 8 / video.fps
     sizes = sizes_of(res["preset"])
@@ -230,17 +271,36 @@ def bench_abr(video, frames: int) -> dict:
     out["single_frame_switch"] = {}
     base = res["c0"]
 
-    def ratio(run: list[dict], key: str) -> list[float]:
-        return [run[i][key] / base[i][key] for i in switched]
+    def ratio(run: list[dict], key: str) -> float:
+        return round(float(np.mean([run[i][key] / base[i][key] for i in switched])), 3)
 
-    for lvl, run in (("c1", sw_c1), ("c2", sw_c2)):
-        out["single_frame_switch"][lvl] = {
+    def next_frames(run: list[dict]) -> float:
+        # Bytes over bytes: the frame after a near-empty static one (screen content) would
+        # dominate a mean of ratios.
+        nxt = [i + 1 for i in switched if i + 1 < frames]
+        total = sum(base[i]["size_bytes"] for i in nxt)
+        return round(sum(run[i]["size_bytes"] for i in nxt) / total, 3)
+
+    def minus(run: list[dict], key: str) -> float:
+        return round(float(np.mean([run[i][key] - base[i][key] for i in switched])), 2)
+
+    for (lvl, corrected), run in zip(switches, switch_runs):
+        out["single_frame_switch"][lvl + ("_corrected" if corrected else "")] = {
             "frames": len(switched),
-            "size_vs_c0_mean": round(float(np.mean(ratio(run, "size_bytes"))), 3),
-            "qp_minus_c0_mean": round(
-                float(np.mean([run[i]["qp"] - base[i]["qp"] for i in switched])), 2
-            ),
-            "time_vs_c0_mean": round(float(np.mean(ratio(run, "encode_us"))), 3),
+            "size_scale": scale[int(lvl[1])] if corrected else 1.0,
+            "size_vs_c0_mean": ratio(run, "size_bytes"),
+            "psnr_minus_c0_mean": minus(run, "psnr_y"),
+            "qp_minus_c0_mean": minus(run, "qp"),
+            "time_vs_c0_mean": ratio(run, "encode_us"),
+            "next_frame_bytes_vs_c0": next_frames(run),
+        }
+    out["quant_offset"] = {}
+    for qp, run in zip(OFFSET_QPS, offset_runs):
+        size = ratio(run, "size_bytes")
+        out["quant_offset"][str(qp)] = {
+            "size_vs_c0_mean": size,
+            "psnr_minus_c0_mean": minus(run, "psnr_y"),
+            "qp_per_size_halving": round(-qp / float(np.log2(size)), 2),
         }
     return out
 
@@ -432,10 +492,13 @@ def plot_all(report: dict, ccdfs: dict, around: dict, out_dir: Path) -> list[str
             capsize=2,
         )
     level_colors = dict(zip(LEVELS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
-    for k, lvl in enumerate(("c1", "c2")):
-        sw = [report["complexity"][c]["abr"]["single_frame_switch"][lvl] for c in clips]
-        a3.bar(xs + (k + 2) * width, [v["size_vs_c0_mean"] for v in sw], width, label=lvl,
-               color=level_colors[lvl])  # fmt: skip
+    for k, key in enumerate(("c1", "c1_corrected", "c2", "c2_corrected")):
+        sw = [report["complexity"][c]["abr"]["single_frame_switch"][key] for c in clips]
+        corrected = key.endswith("_corrected")
+        label = f"{key[:2]}, planned at {sw[0]['size_scale']:g}x" if corrected else key
+        a3.bar(xs + k * width, [v["size_vs_c0_mean"] for v in sw], width, label=label,
+               color=level_colors[key[:2]], hatch="//" if corrected else None,
+               alpha=0.6 if corrected else 1.0)  # fmt: skip
     a3.axhline(1.0, color="grey", linewidth=0.8)
     a3.set_ylabel("size / same frame at c0")
     a3.set_title(
@@ -593,7 +656,11 @@ def main(argv: list[str] | None = None) -> int:
         }
         rd = bench_rd(video, args.rd_frames)
         report["complexity"][name] = {
-            "abr": {"levels": abr["levels"], "single_frame_switch": abr["single_frame_switch"]},
+            "abr": {
+                "levels": abr["levels"],
+                "single_frame_switch": abr["single_frame_switch"],
+                "quant_offset": abr["quant_offset"],
+            },
             "rd": rd,
         }
         conv = bench_convergence(video)
@@ -664,12 +731,22 @@ def calibration(report: dict) -> dict:
             for lvl in LEVELS
         },
         "single_frame_switch": {
-            lvl: {
-                k: mean_over(lambda c, lvl=lvl, k=k: cx[c]["abr"]["single_frame_switch"][lvl][k])
-                for k in ("size_vs_c0_mean", "time_vs_c0_mean")
+            key: {
+                k: mean_over(lambda c, key=key, k=k: cx[c]["abr"]["single_frame_switch"][key][k])
+                for k in (
+                    "size_vs_c0_mean",
+                    "psnr_minus_c0_mean",
+                    "time_vs_c0_mean",
+                    "next_frame_bytes_vs_c0",
+                )
             }
-            for lvl in ("c1", "c2")
+            for key in ("c1", "c1_corrected", "c2", "c2_corrected")
         },
+        "quant_offset_qp_per_size_halving": mean_over(
+            lambda c: float(
+                np.mean([v["qp_per_size_halving"] for v in cx[c]["abr"]["quant_offset"].values()])
+            )
+        ),
         "time_vs_c0_whole_run": {
             lvl: mean_over(lambda c, lvl=lvl: cx[c]["abr"]["levels"][lvl]["time_vs_c0"])
             for lvl in LEVELS
