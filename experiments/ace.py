@@ -43,6 +43,9 @@ ACE = "ace"
 # the ablation of §6.4.
 SCHEMES = ["webrtc-x264", "webrtc-b", "cbr", "always-burst", "ace-c", "ace-n", "ace"]
 ABLATION = ["webrtc-x264", "ace-c", "ace-n", "ace"]
+# `ace` without ACE-C's planned-size correction (§5.1): the correction's own ablation.
+UNCORRECTED = "ace-uncorrected"
+SIZE_SCALE_FIELD = "planned_size_scale"
 T_VALUES = (7.5, 10.0, 12.5, 15.0)  # ACE §6.5
 NETWORKS = ("Wi-Fi", "4G", "5G")
 
@@ -87,6 +90,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--schemes", metavar="A,B", help=f"default: {','.join(SCHEMES)}")
     p.add_argument("--t-values", default=",".join(f"{t:g}" for t in T_VALUES), metavar="T,T",
                    help="ACE-N thresholds T (packets) for the sweep on 'ace'; '' for none")
+    p.add_argument("--no-uncorrected", action="store_true",
+                   help=f"skip `{UNCORRECTED}` (`ace` without ACE-C's planned-size correction)")
     p.add_argument("--duration", type=float, default=20.0, metavar="S", help="seconds (20)")
     p.add_argument("--width", type=int, default=1280, metavar="W", help="video width (1280)")
     p.add_argument("--fps", type=float, default=None, metavar="F",
@@ -166,6 +171,12 @@ def clips(args: argparse.Namespace) -> list[ex.ClipSpec]:
     return [ex.ClipSpec(str(p), ex.clip_label(str(p))) for p in paths]
 
 
+def ablation(df: Any) -> list[str]:
+    """The ablation's schemes that ran: ACE Fig. 15's, and `ace` without §5.1's correction."""
+    present = set(df["scheme"])
+    return [s for s in [*ABLATION, UNCORRECTED] if s in present]
+
+
 def t_label(t: float) -> str:
     return f"{ACE}-T{t:g}"
 
@@ -191,6 +202,12 @@ def schemes(args: argparse.Namespace) -> tuple[list[ex.SchemeSpec], dict[str, fl
                 v = ex.variant(ACE, ex.ACE_N_T_FIELD, t, name=t_label(t))
                 run.append(v)
                 sweep[v.name] = t
+    if ACE in names and not args.no_uncorrected:
+        base = ex.registered_config(ACE)
+        if base is not None and ex.find_param(base, SIZE_SCALE_FIELD) is not None:
+            run.append(ex.variant(ACE, SIZE_SCALE_FIELD, [1.0, 1.0, 1.0], name=UNCORRECTED))
+        else:
+            notes.append(f"`{UNCORRECTED}` skipped: `{ACE}` has no `{SIZE_SCALE_FIELD}` field")
     for n in notes:
         print(f"warning: {n}", file=sys.stderr)
     return run, sweep, notes
@@ -359,8 +376,9 @@ def make_figures(df: Any, args: argparse.Namespace, img: Path, main: list[str]) 
         "Frame latency CDF, all runs of each scheme pooled (ACE Fig. 14a)")  # fmt: skip
     add("loss", plots.plot_loss_stall(df, img / "ace-loss-stall.png", schemes=main),
         "Loss rate and stall rate (ACE Fig. 14b,c)")  # fmt: skip
-    add("ablation", plots.plot_ablation(df, img / "ace-ablation.png", schemes=ABLATION),
-        "Ablation: WebRTC*, ACE-C only, ACE-N only, ACE (ACE Fig. 15)")  # fmt: skip
+    add("ablation", plots.plot_ablation(df, img / "ace-ablation.png", schemes=ablation(df)),
+        "Ablation: WebRTC*, ACE-C only, ACE-N only, ACE, ACE without the planned-size "
+        "correction (ACE Fig. 15)")  # fmt: skip
     if df["T"].notna().any():
         add("sweep", plots.plot_param_sweep(df, img / "ace-t-sweep.png",
                                             reference=df[df["scheme"] == BASELINE]),
@@ -471,7 +489,7 @@ def write_report(df: Any, args: argparse.Namespace, notes: list[str], argv: Sequ
     L.append(fig("cdf") + fig("loss"))
 
     L.append("## Ablation (ACE Fig. 15)\n")
-    abl = [s for s in ABLATION if s in order]
+    abl = [s for s in ablation(df) if s in order]
     L.append(means_table(df, abl) + "\n")
     if BASELINE in abl:
         L.append(relative_table(df, abl, []) + "\n")

@@ -182,3 +182,19 @@ def test_ace_report_from_runs(matrix, tmp_path):
     mine = "\nKept.\n\n\n\nAcross regenerations.\n"
     md.write_text(text.replace(ace.ANALYSIS_PLACEHOLDER, mine))
     assert mine in ace.write_report(df, args, [], argv).read_text()
+
+
+def test_ace_script_adds_the_planned_size_ablation():
+    ace = _ace_script()
+    run, sweep, notes = ace.schemes(ace.parse_args(["--schemes", "ace", "--t-values", ""]))
+    by_name = {s.name: s for s in run}
+    assert set(by_name) == {"ace", ace.UNCORRECTED} and not sweep and not notes
+    cfg = by_name[ace.UNCORRECTED].config
+    assert ex.find_param(cfg, ace.SIZE_SCALE_FIELD) == [1.0, 1.0, 1.0]
+    # Everything else is `ace`'s.
+    assert ex.find_param(ex.registered_config("ace"), ace.SIZE_SCALE_FIELD) != [1.0, 1.0, 1.0]
+    assert ex.with_param(cfg, ace.SIZE_SCALE_FIELD, None) == ex.with_param(
+        ex.registered_config("ace"), ace.SIZE_SCALE_FIELD, None
+    )
+    args = ace.parse_args(["--schemes", "ace", "--t-values", "", "--no-uncorrected"])
+    assert [s.name for s in ace.schemes(args)[0]] == ["ace"]
