@@ -216,8 +216,11 @@ def _derived_color(name: str) -> str:
     if base is not None:
         r, g, b = matplotlib.colors.to_rgb(reg[base])
         hue, light, sat = colorsys.rgb_to_hls(r, g, b)
-        light = 0.25 + 0.5 * h  # darker or lighter than the base, never white or black
-        return matplotlib.colors.to_hex(colorsys.hls_to_rgb(hue, light, sat))
+        # Clearly darker or lighter than the base (never white or black), so the variant
+        # stands apart from its base in a legend.
+        step = 0.2 + 0.15 * h
+        light = light - step if light > 0.5 else light + step
+        return matplotlib.colors.to_hex(colorsys.hls_to_rgb(hue, min(max(light, 0.15), 0.85), sat))
     return matplotlib.colors.to_hex(colorsys.hsv_to_rgb(h, 0.65, 0.8))
 
 
@@ -295,7 +298,8 @@ def plot_tradeoff(
         nruns = len(sub)
         ax.set_title(f"{g if g is not None else 'all runs'} ({nruns} runs)", fontsize=10)
     if legend:
-        fig.legend(list(legend.values()), list(legend), loc="outside right upper", fontsize=8)
+        # Centred: at the top it would sit under the suptitle.
+        fig.legend(list(legend.values()), list(legend), loc="outside right center", fontsize=8)
     fig.suptitle(f"{title}: faint = one run, bold = mean over runs", fontsize=10)
     return _save(fig, out)
 
