@@ -23,9 +23,11 @@
 //! level's preset saving. libx264's public API cannot change one frame's plan, so Sluice asks
 //! for a scaled plan ([`FramePlan::planned_size_scale`]) and the x264 encoder carries it out
 //! as a uniform quant offset on the frame (`sluice_x264::complexity`). The default scales,
-//! 0.76 (c1) and 0.65 (c2), are the ones at which a switched frame comes out at c0's PSNR on
-//! x264 (within 0.1 dB on average over four clips at 1.5 and 4 Mbps); it is then 0.80 / 0.73
-//! of c0's size, the levels' saving at equal quality (BD-rate 0.79 / 0.73).
+//! 0.76 (c1) and 0.65 (c2), are the ones at which a switched frame came out at c0's PSNR on
+//! x264 in a spot check at 960 px (four clips at 1.5 and 4 Mbps: -0.05 / -0.09 dB on average,
+//! 0.80 / 0.73 of c0's size, the levels' saving at equal quality, BD-rate 0.79 / 0.73); the
+//! encoder bench at 1280 px and 4 Mbps gives 0.84 / 0.76 of c0's size at +0.19 / +0.13 dB.
+//! Under ABR the next frame spends most of the saving again (0.99x / 1.06x c0's bytes).
 //!
 //! Choices where the paper is silent, and why:
 //! * `S_n` and `F_n`, "over a short time window n": exponential averages over about one
