@@ -16,8 +16,9 @@
 //! "complexity": "c0", "size_scale": 1.0}` applies from frame `N` on: a step with
 //! `bitrate_bps` sets the ABR target and VBV (`vbv_max_bps` defaults to the bitrate,
 //! `vbv_buffer_bits` to half of it, a 0.5 s buffer); `complexity` switches the analysis level
-//! (ACE Table 2); `size_scale` is the planned-size correction (ACE §5.1; on x264 a
-//! quant offset of `-QP_PER_SIZE_HALVING * log2(size_scale)` on every macroblock); absent fields keep what is in effect. ABR jobs need a rate at frame 0; `qp` jobs (constant quantiser, no
+//! (ACE Table 2); `size_scale` is the planned-size correction (ACE §5.1; on x264 a quant
+//! offset of `-QP_PER_SIZE_HALVING * log2(size_scale)` on every macroblock); absent fields
+//! keep what is in effect. ABR jobs need a rate at frame 0; `qp` jobs (constant quantiser, no
 //! VBV) take no rates. Both return JSON: one array per job of per-frame records `{"frame",
 //! "size_bytes", "type" ("IDR", "I", "P", "B", "?"), "keyframe", "qp", "encode_us",
 //! "psnr_y"}`, `encode_us` being the wall time of the encode call (model: its modeled time)
