@@ -82,6 +82,7 @@ def test_encode_clip_from_a_start_frame_matches_the_looped_clip(raw: Path) -> No
         ('[{"qp": 60, "schedule": [{"frame": 0}]}]', "constant QP 60"),
         ('[{"schedule": [{"frame": 0, "bitrate_bps": 1000, "complexity": "c9"}]}]', "c9"),
         ('[{"schedule": [{"frame": 5, "bitrate_bps": 1}, {"frame": 2}]}]', "increasing"),
+        ('[{"schedule": [{"frame": 0, "bitrate_bps": 1000, "size_scale": 0}]}]', "size_scale"),
     ],
 )
 def test_encode_clip_rejects_bad_jobs(raw: Path, jobs: str, needle: str) -> None:
