@@ -90,7 +90,8 @@
 //!   pacer, the target times 1.1 for video. 1.0 is the literal reading.
 
 use super::packet_train::PacketTrainEstimator;
-use super::prober::{Prober, PROBE_PADDING_SIZE};
+use super::padding::PaddingBudget;
+use super::prober::Prober;
 use super::queue::PacketQueue;
 use super::{Pacer, PacerSignals};
 use crate::cc::{ProbeClusterConfig, TransportPacketsFeedback};
@@ -196,18 +197,15 @@ const CREDIT_PER_BYTE: i128 = 8_000_000;
 /// Gain of the smoothed RTT per report (RFC 6298's 1/8; Copa's 1/16 is per ACK, i.e.
 /// several samples per report).
 const SRTT_GAIN: f64 = 0.125;
-/// Padding is sent in 5 ms worth of the padding rate (as in the leaky bucket).
-const PADDING_TARGET: TimeDelta = TimeDelta::from_ms(5);
 
 pub struct AceNPacer {
     config: AceNConfig,
     queue: PacketQueue,
     prober: Prober,
     pacing_rate: DataRate,
-    padding_rate: DataRate,
+    padding: PaddingBudget,
     /// Token rate after the queue-drain adjustment.
     adjusted_rate: DataRate,
-    padding_debt: DataSize,
     last_update: Timestamp,
     rates_set: bool,
     // Token bucket.
@@ -255,9 +253,8 @@ impl AceNPacer {
             queue: PacketQueue::default(),
             prober: Prober::default(),
             pacing_rate: rate,
-            padding_rate: DataRate::ZERO,
+            padding: PaddingBudget::default(),
             adjusted_rate: rate,
-            padding_debt: DataSize::ZERO,
             last_update: now,
             rates_set: false,
             bucket: DataSize::ZERO,
@@ -323,7 +320,7 @@ impl AceNPacer {
     fn update_tokens(&mut self, now: Timestamp) {
         let elapsed = now.saturating_since(self.last_update);
         self.last_update = self.last_update.max(now);
-        self.padding_debt = (self.padding_debt - self.padding_rate * elapsed).max(DataSize::ZERO);
+        self.padding.pay(elapsed);
         if self.tokens >= self.bucket || !self.adjusted_rate.is_finite() {
             self.tokens = self.bucket;
             self.credit = 0;
@@ -345,12 +342,8 @@ impl AceNPacer {
 
     /// libwebrtc's drain rule (see the leaky bucket).
     fn update_adjusted_rate(&mut self, now: Timestamp) {
-        self.adjusted_rate = self.pacing_rate;
-        if self.config.queue_time_limit_ms > 0.0 && !self.queue.is_empty() {
-            let limit = TimeDelta::from_ms_f64(self.config.queue_time_limit_ms);
-            let remaining = (limit - self.queue.average_queue_time(now)).max(TimeDelta::from_ms(1));
-            self.adjusted_rate = self.adjusted_rate.max(self.queue.bytes() / remaining);
-        }
+        let limit = TimeDelta::from_ms_f64(self.config.queue_time_limit_ms);
+        self.adjusted_rate = self.pacing_rate.max(self.queue.drain_rate(limit, now));
     }
 
     /// Tokens a packet of `size` needs before it may leave.
@@ -376,10 +369,7 @@ impl AceNPacer {
     }
 
     fn padding_send_time(&self) -> Timestamp {
-        if self.padding_rate == DataRate::ZERO || !self.queue.is_empty() {
-            return Timestamp::INFINITY;
-        }
-        self.last_update + self.padding_debt / self.padding_rate
+        self.padding.send_time(self.last_update, self.queue.is_empty())
     }
 
     /// Probes and padding take tokens, never below zero (module doc).
@@ -460,7 +450,7 @@ impl Pacer for AceNPacer {
     fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp) {
         self.update_tokens(now);
         self.pacing_rate = pacing_rate.max(DataRate::from_bps(1));
-        self.padding_rate = padding_rate;
+        self.padding.set_rate(padding_rate);
         if !self.rates_set {
             self.rates_set = true;
             self.reset_bucket();
@@ -484,11 +474,7 @@ impl Pacer for AceNPacer {
 
     fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
         self.update_tokens(now);
-        if let Some(id) = self.prober.due_cluster(now) {
-            let mut p =
-                self.queue.pop().unwrap_or_else(|| Packet::padding(PROBE_PADDING_SIZE, now));
-            p.probe_cluster_id = Some(id);
-            self.prober.on_probe_sent(p.size, now);
+        if let Some(p) = self.prober.poll_probe(&mut self.queue, now) {
             self.charge_non_media(p.size);
             self.update_adjusted_rate(now);
             return Some(p);
@@ -500,9 +486,7 @@ impl Pacer for AceNPacer {
             return Some(p);
         }
         if self.padding_send_time() <= now {
-            let size = (self.padding_rate * PADDING_TARGET).max(DataSize::from_bytes(50));
-            let size = size.min(PROBE_PADDING_SIZE);
-            self.padding_debt += size;
+            let size = self.padding.take_packet();
             self.charge_non_media(size);
             return Some(Packet::padding(size, now));
         }

@@ -12,7 +12,8 @@
 //! The pacing rate is `pacing_factor * target`; WebRTC's video default is 1.1, the legacy
 //! default (ACE's WebRTC-B) 2.5 (notes §2).
 
-use super::prober::{Prober, PROBE_PADDING_SIZE};
+use super::padding::PaddingBudget;
+use super::prober::Prober;
 use super::queue::PacketQueue;
 use super::Pacer;
 use crate::cc::ProbeClusterConfig;
@@ -46,19 +47,16 @@ impl Default for LeakyBucketConfig {
 
 /// Largest gap over which debt is paid off at once (libwebrtc: 2 s).
 const MAX_ELAPSED: TimeDelta = TimeDelta::from_secs(2);
-/// Padding is sent in 5 ms worth of the padding rate (libwebrtc).
-const PADDING_TARGET: TimeDelta = TimeDelta::from_ms(5);
 
 pub struct LeakyBucketPacer {
     config: LeakyBucketConfig,
     queue: PacketQueue,
     prober: Prober,
     pacing_rate: DataRate,
-    padding_rate: DataRate,
+    padding: PaddingBudget,
     /// Rate after the queue-drain adjustment.
     adjusted_rate: DataRate,
     media_debt: DataSize,
-    padding_debt: DataSize,
     last_update: Timestamp,
 }
 
@@ -69,10 +67,9 @@ impl LeakyBucketPacer {
             queue: PacketQueue::default(),
             prober: Prober::default(),
             pacing_rate: DataRate::from_kbps(300),
-            padding_rate: DataRate::ZERO,
+            padding: PaddingBudget::default(),
             adjusted_rate: DataRate::from_kbps(300),
             media_debt: DataSize::ZERO,
-            padding_debt: DataSize::ZERO,
             last_update: now,
         }
     }
@@ -82,19 +79,14 @@ impl LeakyBucketPacer {
         let elapsed = now.saturating_since(self.last_update).min(MAX_ELAPSED);
         self.last_update = self.last_update.max(now);
         self.media_debt = (self.media_debt - self.adjusted_rate * elapsed).max(DataSize::ZERO);
-        self.padding_debt = (self.padding_debt - self.padding_rate * elapsed).max(DataSize::ZERO);
+        self.padding.pay(elapsed);
         self.update_adjusted_rate(now);
     }
 
     /// libwebrtc's drain rule: make the queue drain before the queue-time limit.
     fn update_adjusted_rate(&mut self, now: Timestamp) {
-        self.adjusted_rate = self.pacing_rate;
-        if self.config.queue_time_limit_ms > 0.0 && !self.queue.is_empty() {
-            let limit = TimeDelta::from_ms_f64(self.config.queue_time_limit_ms);
-            let remaining = (limit - self.queue.average_queue_time(now)).max(TimeDelta::from_ms(1));
-            let min_rate = self.queue.bytes() / remaining;
-            self.adjusted_rate = self.adjusted_rate.max(min_rate);
-        }
+        let limit = TimeDelta::from_ms_f64(self.config.queue_time_limit_ms);
+        self.adjusted_rate = self.pacing_rate.max(self.queue.drain_rate(limit, now));
     }
 
     fn on_sent(&mut self, size: DataSize) {
@@ -117,10 +109,7 @@ impl LeakyBucketPacer {
     }
 
     fn padding_send_time(&self) -> Timestamp {
-        if self.padding_rate == DataRate::ZERO || !self.queue.is_empty() {
-            return Timestamp::INFINITY;
-        }
-        self.last_update + self.padding_debt / self.padding_rate
+        self.padding.send_time(self.last_update, self.queue.is_empty())
     }
 }
 
@@ -128,7 +117,7 @@ impl Pacer for LeakyBucketPacer {
     fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp) {
         self.update_budget(now);
         self.pacing_rate = pacing_rate.max(DataRate::from_bps(1));
-        self.padding_rate = padding_rate;
+        self.padding.set_rate(padding_rate);
         self.update_adjusted_rate(now);
     }
 
@@ -145,11 +134,7 @@ impl Pacer for LeakyBucketPacer {
 
     fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
         self.update_budget(now);
-        if let Some(id) = self.prober.due_cluster(now) {
-            let mut p =
-                self.queue.pop().unwrap_or_else(|| Packet::padding(PROBE_PADDING_SIZE, now));
-            p.probe_cluster_id = Some(id);
-            self.prober.on_probe_sent(p.size, now);
+        if let Some(p) = self.prober.poll_probe(&mut self.queue, now) {
             self.on_sent(p.size);
             self.update_adjusted_rate(now);
             return Some(p);
@@ -161,9 +146,7 @@ impl Pacer for LeakyBucketPacer {
             return Some(p);
         }
         if self.padding_send_time() <= now {
-            let size = (self.padding_rate * PADDING_TARGET).max(DataSize::from_bytes(50));
-            let size = size.min(PROBE_PADDING_SIZE);
-            self.padding_debt += size;
+            let size = self.padding.take_packet();
             self.on_sent(size);
             return Some(Packet::padding(size, now));
         }

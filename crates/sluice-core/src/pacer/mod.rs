@@ -11,6 +11,7 @@
 pub mod ace_n;
 pub mod leaky_bucket;
 pub mod packet_train;
+pub mod padding;
 pub mod prober;
 pub mod queue;
 pub mod unpaced;

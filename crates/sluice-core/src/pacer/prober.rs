@@ -3,7 +3,9 @@
 //! `min_probes` packets and `rate * target_duration` bytes. Queued media is used for probes
 //! when available; otherwise the pacer creates padding of [`PROBE_PADDING_SIZE`].
 
+use super::queue::PacketQueue;
 use crate::cc::ProbeClusterConfig;
+use crate::packet::Packet;
 use crate::units::{DataSize, Timestamp};
 use std::collections::VecDeque;
 
@@ -58,6 +60,16 @@ impl Prober {
         } else {
             None
         }
+    }
+
+    /// The probe due at `now`, if any, accounted as sent: the head of `queue` if there is
+    /// one, else padding of [`PROBE_PADDING_SIZE`], tagged with its cluster.
+    pub fn poll_probe(&mut self, queue: &mut PacketQueue, now: Timestamp) -> Option<Packet> {
+        let id = self.due_cluster(now)?;
+        let mut p = queue.pop().unwrap_or_else(|| Packet::padding(PROBE_PADDING_SIZE, now));
+        p.probe_cluster_id = Some(id);
+        self.on_probe_sent(p.size, now);
+        Some(p)
     }
 
     /// Accounts a probe packet sent at `now`.

@@ -3,7 +3,7 @@
 //! queue-drain rule.
 
 use crate::packet::{Packet, PacketKind};
-use crate::units::{DataSize, TimeDelta, Timestamp};
+use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use std::collections::VecDeque;
 
 #[derive(Debug, Default)]
@@ -54,6 +54,17 @@ impl PacketQueue {
         }
         let mean_enqueue = self.enqueue_time_sum_us / n;
         TimeDelta::from_us((now.as_us() as i128 - mean_enqueue) as i64)
+    }
+
+    /// libwebrtc's queue-drain rule: the rate at which the queued bytes leave before their
+    /// average queue time reaches `limit` (at least 1 ms is left to drain them). Zero for an
+    /// empty queue or a zero limit (rule off).
+    pub fn drain_rate(&self, limit: TimeDelta, now: Timestamp) -> DataRate {
+        if limit <= TimeDelta::ZERO || self.is_empty() {
+            return DataRate::ZERO;
+        }
+        let remaining = (limit - self.average_queue_time(now)).max(TimeDelta::from_ms(1));
+        self.bytes / remaining
     }
 
     pub fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta {

@@ -2,7 +2,7 @@
 //! Probe clusters are still sent at their rate by the shared prober, since a probe sent as
 //! one burst would measure nothing.
 
-use super::prober::{Prober, PROBE_PADDING_SIZE};
+use super::prober::Prober;
 use super::queue::PacketQueue;
 use super::Pacer;
 use crate::cc::ProbeClusterConfig;
@@ -33,14 +33,8 @@ impl Pacer for Unpaced {
         self.prober.add_cluster(cluster);
     }
     fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
-        if let Some(p) = self.queue.pop() {
-            return Some(p);
-        }
-        let id = self.prober.due_cluster(now)?;
-        let mut p = Packet::padding(PROBE_PADDING_SIZE, now);
-        p.probe_cluster_id = Some(id);
-        self.prober.on_probe_sent(p.size, now);
-        Some(p)
+        // Media goes at once; probes (padding, the queue being empty) at their rate.
+        self.queue.pop().or_else(|| self.prober.poll_probe(&mut self.queue, now))
     }
     fn poll_timeout(&self) -> Timestamp {
         if !self.queue.is_empty() {
