@@ -13,7 +13,7 @@ DEMO_DURATION ?= 60
 DEMO_VIDEO ?= data/videos/bbb-intro_1280x720_24fps_10s.mp4
 DEMO_VIDEO_SCHEMES ?= webrtc-x264,cbr,always-burst
 
-.PHONY: setup build demo test test-rust test-python lint bench bench-encoder clean
+.PHONY: setup build demo test test-rust test-python lint bench bench-encoder clean check-fresh
 
 setup: $(VENV)/.deps-ok
 
@@ -61,6 +61,11 @@ bench-encoder: build
 ACE_ARGS ?=
 ace-report: build
 	$(PY) experiments/ace.py $(ACE_ARGS)
+
+# The README's two commands in a clean Debian root (debootstrap + chroot, as root; about
+# 15 minutes): proves that setup installs everything a new user lacks. See scripts/check-fresh.sh.
+check-fresh:
+	bash scripts/check-fresh.sh
 
 clean:
 	cargo clean

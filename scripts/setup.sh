@@ -1,34 +1,42 @@
 #!/usr/bin/env bash
-# Installs what Sluice needs on a Debian machine, skipping what is already there:
-# a C toolchain, Rust (cargo >= 1.82), Python 3 with venv, libx264-dev, pkg-config and
-# libclang (for x264's bindings), and the Python packages (imageio-ffmpeg brings ffmpeg).
+# Installs what Sluice needs on a Debian machine, skipping what already works.
+#
+# Every prerequisite is checked by using it (scripts/prereqs.py): a C program is built and run
+# against libx264, libclang is loaded the way bindgen finds it, a venv is created with pip,
+# ffmpeg is asked for libvmaf. The Debian packages of the checks that fail are installed and
+# the checks run again; anything still broken stops the setup with one line saying what to do.
+# Rust (>= 1.82, from rustup) and Python 3 must be present; Debian's Rust is too old.
 set -euo pipefail
 venv=${1:-.venv}
-
-need_apt=()
-command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
-command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
-python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
-command -v git >/dev/null 2>&1 || need_apt+=(git)
-# libx264 (Debian's build 164, as the seeds used) and what its bindings are generated with.
-command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
-pkg-config --exists x264 2>/dev/null || need_apt+=(libx264-dev)
-ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
-if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
-    need_apt+=(cargo rustc)
-fi
-if [ ${#need_apt[@]} -gt 0 ]; then
-    echo "setup: installing Debian packages: ${need_apt[*]}"
-    sudo_cmd=""
-    [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_apt[@]}"
-fi
-
+here=$(cd "$(dirname "$0")" && pwd)
 export PATH="$HOME/.cargo/bin:$PATH"
-rust_minor=$(cargo --version | sed -E 's/^cargo 1\.([0-9]+).*/\1/')
-if [ "$rust_minor" -lt 82 ]; then
-    echo "setup: cargo $(cargo --version) is too old; Sluice needs Rust >= 1.82 (rustup.rs)" >&2
+
+sudo_cmd=""
+[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+apt_install() {
+    echo "setup: installing Debian packages: $*"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "$@" \
+        >/dev/null
+}
+
+# The checks are Python (standard library only); everything else follows from them.
+if ! command -v python3 >/dev/null 2>&1; then
+    apt_install python3
+fi
+
+missing=$(python3 "$here/prereqs.py" missing-packages)
+if [ -n "$missing" ]; then
+    # shellcheck disable=SC2086 # a list of package names
+    apt_install $missing
+fi
+# clippy (for `make test`) comes from rustup, not Debian.
+if ! cargo clippy --version >/dev/null 2>&1 && command -v rustup >/dev/null 2>&1; then
+    echo "setup: adding clippy to the Rust toolchain"
+    rustup component add clippy >/dev/null
+fi
+echo "setup: checking the system"
+if ! python3 "$here/prereqs.py" system; then
     exit 1
 fi
 
@@ -40,4 +48,8 @@ fi
 "$venv/bin/python" -m pip install -q \
     "maturin>=1.5,<2" "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.7" "tqdm>=4.60" \
     "imageio-ffmpeg>=0.5" "pytest>=7" "ruff>=0.4"
+echo "setup: checking $venv"
+if ! "$venv/bin/python" "$here/prereqs.py" venv; then
+    exit 1
+fi
 echo "setup: ok ($(cargo --version), $("$venv/bin/python" --version))"
