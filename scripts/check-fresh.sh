@@ -6,7 +6,10 @@
 # and nothing else; Rust is this machine's toolchain, bind-mounted read-only (Debian's rustc
 # is too old, and a new user installs Rust with rustup). The environment is emptied (env -i),
 # so nothing of this machine's PATH, virtualenvs or caches leaks in. Needs root (debootstrap,
-# chroot, mounts) and access to Debian's mirror, PyPI and crates.io.
+# chroot, mounts) and access to Debian's mirror, PyPI and crates.io. Besides the toolchain,
+# only this machine's network settings go in: proxy variables and, where an environment
+# variable names one (SSL_CERT_FILE, PIP_CERT, ...), its TLS trust bundle, which a network that
+# intercepts TLS (this sandbox's does) needs for any download to work.
 #
 # Settings (environment):
 #   FRESH_DIR       where the root lives (default /var/tmp/sluice-fresh); rebuilt every run
@@ -99,9 +102,21 @@ mount -t devpts devpts "$root/dev/pts" 2>/dev/null && mounts+=("$root/dev/pts") 
 git clone --quiet --no-local "$repo" "$root/root/sluice"
 say "clean clone of $sha in $root/root/sluice"
 
+# Network settings: proxies, and TLS trust bundles named by the usual variables (copied to
+# the same path in the root, so the variables can be passed as they are).
+net_vars=(http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY)
+for v in SSL_CERT_FILE PIP_CERT REQUESTS_CA_BUNDLE CURL_CA_BUNDLE CARGO_HTTP_CAINFO; do
+    f=${!v:-}
+    if [ -n "$f" ] && [ -f "$f" ]; then
+        mkdir -p "$root$(dirname "$f")"
+        cp "$f" "$root$f"
+        net_vars+=("$v")
+    fi
+done
+
 in_root() {
     local passthrough=()
-    for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+    for v in "${net_vars[@]}"; do
         [ -n "${!v:-}" ] && passthrough+=("$v=${!v}")
     done
     chroot "$root" /usr/bin/env -i HOME=/root USER=root LANG=C.UTF-8 TERM=dumb \
