@@ -62,7 +62,7 @@ bind() { # bind SRC DST [ro]
 
 # A leftover root from an interrupted run may still have mounts: undo them before deleting.
 if [ -d "$root" ]; then
-    grep -o " $root[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
+    { grep -o " $root[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m" || true; done
     rm -rf "$root"
 fi
 mkdir -p "$work/cache" "$root"
