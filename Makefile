@@ -46,7 +46,7 @@ test-python: build
 
 lint: setup
 	cargo clippy --workspace --all-targets --release -q -- -D warnings
-	$(VENV)/bin/ruff check python tests bench experiments
+	$(VENV)/bin/ruff check python tests bench experiments scripts
 
 bench: build
 	$(PY) bench/run.py --out bench/out/bench.json

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable
 
 #: Oldest Rust that builds Sluice (the workspace uses let-else chains and 2021 edition
 #: features stabilised by 1.82).
@@ -50,7 +50,7 @@ class Result:
 class Check:
     name: str
     #: Debian package that provides it, or None when setup cannot install it.
-    package: Optional[str]
+    package: str | None
     run: Callable[[], Result]
     #: What to do when it fails and no package can fix it.
     hint: str = ""
@@ -69,7 +69,7 @@ def _first_line(text: str) -> str:
 # --- C toolchain, pkg-config, libx264 -------------------------------------------------------
 
 
-def c_compiler_works(cc: Optional[str] = None) -> Result:
+def c_compiler_works(cc: str | None = None) -> Result:
     """Compiles, links and runs a C program with ``$CC`` (default ``cc``), as the Rust build
     does for its linker and build scripts."""
     cc = cc or os.environ.get("CC") or "cc"
@@ -91,7 +91,7 @@ def c_compiler_works(cc: Optional[str] = None) -> Result:
     return Result(True, f"{cc} builds and runs C programs")
 
 
-def pkg_config_works(env: Optional[dict] = None) -> Result:
+def pkg_config_works(env: dict | None = None) -> Result:
     try:
         p = _run(["pkg-config", "--version"], env=env)
     except (OSError, subprocess.SubprocessError) as e:
@@ -118,7 +118,7 @@ int main(void) {
 """
 
 
-def x264_works(env: Optional[dict] = None, cc: Optional[str] = None) -> Result:
+def x264_works(env: dict | None = None, cc: str | None = None) -> Result:
     """Builds a program against libx264 with the flags pkg-config gives (as build.rs does),
     runs it, opens an encoder, and checks the build number bindgen needs."""
     cc = cc or os.environ.get("CC") or "cc"
@@ -165,7 +165,7 @@ LIBCLANG_DIRS = (
 )
 
 
-def libclang_search_dirs(env: Optional[dict] = None) -> list[Path]:
+def libclang_search_dirs(env: dict | None = None) -> list[Path]:
     """The directories clang-sys searches, in its order: ``LIBCLANG_PATH`` alone if set,
     else ``llvm-config --prefix``'s bin, lib and lib64, then the fixed globs."""
     env = os.environ if env is None else env
@@ -222,7 +222,7 @@ def libclang_loads(path: Path) -> bool:
         return False
 
 
-def libclang_works(dirs: Optional[list[Path]] = None) -> Result:
+def libclang_works(dirs: list[Path] | None = None) -> Result:
     """A libclang bindgen finds (same search as clang-sys) and can load and call."""
     dirs = libclang_search_dirs() if dirs is None else dirs
     candidates = libclang_candidates(dirs)
@@ -238,7 +238,7 @@ def libclang_works(dirs: Optional[list[Path]] = None) -> Result:
 # --- Python, git, Rust ----------------------------------------------------------------------
 
 
-def python_works(python: Optional[str] = None) -> Result:
+def python_works(python: str | None = None) -> Result:
     python = python or sys.executable
     try:
         p = _run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
@@ -252,7 +252,7 @@ def python_works(python: Optional[str] = None) -> Result:
     return Result(True, f"Python {major}.{minor}")
 
 
-def venv_works(python: Optional[str] = None) -> Result:
+def venv_works(python: str | None = None) -> Result:
     """Creates a throwaway virtual environment and runs pip in it (Debian ships venv and
     ensurepip apart from python3, in python3-venv)."""
     python = python or sys.executable
@@ -281,7 +281,7 @@ def git_works() -> Result:
     return Result(p.returncode == 0, p.stdout.strip() or "git does not run")
 
 
-def _cargo() -> Optional[str]:
+def _cargo() -> str | None:
     found = shutil.which("cargo")
     if found:
         return found
@@ -364,7 +364,7 @@ def module_works(name: str) -> Result:
     return Result(True, f"{name} {p.stdout.strip()}".strip())
 
 
-def ffmpeg_vmaf_works(ffmpeg: Optional[str] = None) -> Result:
+def ffmpeg_vmaf_works(ffmpeg: str | None = None) -> Result:
     """imageio-ffmpeg's ffmpeg runs and has the libvmaf, ssim and psnr filters."""
     if ffmpeg is None:
         try:
@@ -420,7 +420,7 @@ def run_checks(checks: list[Check], quiet: bool = False) -> list[tuple[Check, Re
     return results
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=("system", "missing-packages", "venv"))
     args = ap.parse_args(argv)

@@ -53,12 +53,13 @@ FRAME_COLUMNS = [
     "qp", "target_rate_bps", "packets", "first_packet_sent_us", "last_packet_sent_us",
     "completed_us", "displayed_us", "latency_us", "discarded",
 ]  # fmt: skip
+# The fixed sample columns; each run adds the named debug columns its congestion controller
+# and pacer publish (`cc_*`, `pacer_*`), whatever they are.
 SAMPLE_COLUMNS = [
     "t_us", "target_rate_bps", "encoder_rate_bps", "pacing_rate_bps", "link_capacity_bps",
     "send_rate_bps",
     "delivered_rate_bps", "queue_bytes", "queue_packets", "queue_delay_us", "pacer_queue_bytes",
-    "pacer_delay_us", "rtt_us", "lost_packets", "cc_modified_trend", "cc_threshold", "cc_usage",
-    "cc_link_capacity_bps", "cc_acknowledged_rate_bps", "cc_in_alr",
+    "pacer_delay_us", "rtt_us", "lost_packets",
 ]  # fmt: skip
 
 

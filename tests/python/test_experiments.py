@@ -98,8 +98,8 @@ def test_cells_reject_bad_settings():
 
 def test_variants():
     v = ex.variant("webrtc", "pacing_factor", 2.0)
-    assert v.name == "webrtc-P2" and v.config["pacer"]["pacing_factor"] == 2.0
-    assert ex.registered_config("webrtc")["pacer"]["pacing_factor"] == 1.1  # not modified
+    assert v.name == "webrtc-P2" and v.config["cc"]["pacing_factor"] == 2.0
+    assert ex.registered_config("webrtc")["cc"]["pacing_factor"] == 1.1  # not modified
     assert ex.find_param(v.config, "pacing_factor") == 2.0
     with pytest.raises(SluiceError, match="no field"):
         ex.with_param(v.config, "no_such_field", 1)
@@ -132,8 +132,8 @@ def test_plots_write_pngs(matrix, tmp_path):
         plots.plot_ablation(df, tmp_path / "ablation.png", baselines=["webrtc"]),
         plots.plot_param_sweep(df, tmp_path / "sweep.png", reference=df),
     ]
-    run = results.load_run(df["run_dir"][0])  # webrtc: no ACE-N state (null pacer fields)
-    assert run.samples["pacer_bucket_bytes"].isna().all()
+    run = results.load_run(df["run_dir"][0])  # webrtc: its pacer publishes no ACE-N state
+    assert "pacer_bucket_bytes" not in run.samples and "cc_modified_trend" in run.samples
     outs.append(plots.plot_acen_timeseries(run, tmp_path / "acen.png"))
     outs.append(plots.plot_decision_scatter(run, tmp_path / "decisions.png"))
     outs.append(plots.plot_tradeoff(df.iloc[0:0], tmp_path / "empty.png"))

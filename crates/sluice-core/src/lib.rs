@@ -11,6 +11,7 @@
 //! it next needs to run (`poll_timeout`).
 
 pub mod cc;
+pub mod columns;
 pub mod encoder;
 pub mod encoder_controller;
 pub mod link;

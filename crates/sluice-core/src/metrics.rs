@@ -15,6 +15,7 @@
 //! * `bwe_ratio`: mean target rate over mean link capacity, both time-averaged over the
 //!   samples.
 
+use crate::columns::Columns;
 use crate::packet::PacketKind;
 use crate::receiver::ReceiverEvent;
 use crate::sender::SenderEvent;
@@ -72,19 +73,10 @@ pub struct Sample {
     pub rtt_us: Option<i64>,
     /// Downlink drops so far (cumulative).
     pub lost_packets: u64,
-    pub cc_modified_trend: Option<f64>,
-    pub cc_threshold: Option<f64>,
-    pub cc_usage: Option<crate::cc::BandwidthUsage>,
-    pub cc_link_capacity_bps: Option<i64>,
-    pub cc_acknowledged_rate_bps: Option<i64>,
-    pub cc_in_alr: bool,
-    /// Token-bucket size of an adaptive pacer (ACE-N).
-    pub pacer_bucket_bytes: Option<i64>,
-    pub pacer_tokens_bytes: Option<i64>,
-    /// The pacer's predicted bottleneck queue (ACE-N).
-    pub pacer_predicted_queue_bytes: Option<i64>,
-    /// The pacer's bottleneck-capacity estimate (ACE-N packet trains).
-    pub pacer_link_capacity_bps: Option<i64>,
+    /// The congestion controller's and the pacer's named state (`cc_*`, `pacer_*`; see
+    /// [`crate::columns`]), flattened into the record.
+    #[serde(flatten)]
+    pub columns: Columns,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

@@ -58,8 +58,13 @@ fn gcc_200ms() -> CcConfig {
     })
 }
 
-fn leaky(pacing_factor: f64) -> PacerConfig {
-    PacerConfig::LeakyBucket(LeakyBucketConfig { pacing_factor, ..Default::default() })
+/// GCC with libwebrtc's legacy pacing factor 2.5 (ACE's WebRTC-B).
+fn gcc_pacing_2_5() -> CcConfig {
+    CcConfig::Gcc(GccConfig { pacing_factor: 2.5, ..Default::default() })
+}
+
+fn leaky() -> PacerConfig {
+    PacerConfig::LeakyBucket(LeakyBucketConfig::default())
 }
 
 /// The built-in schemes.
@@ -71,7 +76,7 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#1f77b4",
             encoder: None,
             config: SchemeConfig {
-                pacer: leaky(1.1),
+                pacer: leaky(),
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
             },
@@ -82,8 +87,8 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#ff7f0e",
             encoder: None,
             config: SchemeConfig {
-                pacer: leaky(2.5),
-                cc: CcConfig::default(),
+                pacer: leaky(),
+                cc: gcc_pacing_2_5(),
                 encoder_controller: EncoderControllerConfig::default(),
             },
         },
@@ -104,7 +109,7 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#2ca02c",
             encoder: Some("x264"),
             config: SchemeConfig {
-                pacer: leaky(1.1),
+                pacer: leaky(),
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
             },
@@ -115,7 +120,7 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#9467bd",
             encoder: None,
             config: SchemeConfig {
-                pacer: leaky(1.1),
+                pacer: leaky(),
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::OneFrameVbv,
             },
@@ -126,7 +131,7 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#8c564b",
             encoder: Some("x264"),
             config: SchemeConfig {
-                pacer: leaky(1.1),
+                pacer: leaky(),
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
             },
@@ -181,11 +186,12 @@ mod tests {
     #[test]
     fn custom_composition_from_json() {
         let c: SchemeConfig = serde_json::from_str(
-            r#"{"pacer": {"kind": "leaky-bucket", "pacing_factor": 1.5},
+            r#"{"pacer": {"kind": "leaky-bucket"}, "cc": {"kind": "gcc", "pacing_factor": 1.5},
                 "encoder_controller": {"kind": "one-frame-vbv"}}"#,
         )
         .unwrap();
-        assert_eq!(c.pacer.pacing_factor(), 1.5);
+        let CcConfig::Gcc(ref g) = c.cc;
+        assert_eq!(g.pacing_factor, 1.5);
         assert_eq!(c.encoder_controller, EncoderControllerConfig::OneFrameVbv);
         assert!(serde_json::from_str::<SchemeConfig>(r#"{"pacer": {"kind": "warp"}}"#).is_err());
     }

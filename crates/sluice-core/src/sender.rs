@@ -6,7 +6,12 @@
 //! datagrams to put on the wire, `poll_timeout` says when to call again, and `poll_event`
 //! yields what happened (for metrics).
 
-use crate::cc::{CongestionController, PacketResult, SentPacket, TransportPacketsFeedback};
+use crate::cc::rtt::RttEstimator;
+use crate::cc::{
+    CongestionController, NetworkControlUpdate, PacketResult, SentPacket,
+    TransportPacketsFeedback,
+};
+use crate::columns::Columns;
 use crate::encoder::{Encoder, FrameRequest};
 use crate::encoder_controller::{EncoderController, FrameContext};
 use crate::pacer::Pacer;
@@ -159,7 +164,6 @@ pub struct Sender {
     config: SenderConfig,
     cc: Box<dyn CongestionController>,
     pacer: Box<dyn Pacer>,
-    pacing_factor: f64,
     encoder: Box<dyn Encoder>,
     controller: Box<dyn EncoderController>,
     packetizer: Packetizer,
@@ -171,7 +175,11 @@ pub struct Sender {
     force_keyframe: bool,
     last_keyframe: Option<Timestamp>,
     last_pacing_rates: (DataRate, DataRate),
-    smoothed_rtt: Option<TimeDelta>,
+    /// The congestion window of the controller's latest update (`None`: no window).
+    window: Option<DataSize>,
+    /// When the last packet left (for the keepalive while the window is full).
+    last_send: Timestamp,
+    rtt: RttEstimator,
     /// Retransmissions of the last second (time, size), for the rate limit.
     rtx_window: VecDeque<(Timestamp, DataSize)>,
     rtx_window_bytes: DataSize,
@@ -182,13 +190,18 @@ pub struct Sender {
 /// Retransmissions may use at most the target rate over this window (libwebrtc's
 /// retransmission rate limiter in RtpTransportControllerSend: 1 s at the target rate).
 const RTX_RATE_WINDOW: TimeDelta = TimeDelta::from_secs(1);
+/// While the congestion window is full, a padding packet goes out this long after the last
+/// send, so that feedback keeps coming even if the packets in flight were all lost
+/// (libwebrtc's PacingController: kCongestedPacketInterval, 500 ms).
+const KEEPALIVE_INTERVAL: TimeDelta = TimeDelta::from_ms(500);
+/// The keepalive: one byte of padding payload (libwebrtc sends a 1-byte padding packet).
+const KEEPALIVE_SIZE: DataSize = DataSize::from_bytes(crate::packet::PACKET_OVERHEAD.as_bytes() + 1);
 
 impl Sender {
     pub fn new(
         config: SenderConfig,
         cc: Box<dyn CongestionController>,
         pacer: Box<dyn Pacer>,
-        pacing_factor: f64,
         encoder: Box<dyn Encoder>,
         controller: Box<dyn EncoderController>,
         now: Timestamp,
@@ -198,7 +211,6 @@ impl Sender {
             config,
             cc,
             pacer,
-            pacing_factor,
             encoder,
             controller,
             packetizer,
@@ -210,7 +222,9 @@ impl Sender {
             force_keyframe: false,
             last_keyframe: None,
             last_pacing_rates: (DataRate::ZERO, DataRate::ZERO),
-            smoothed_rtt: None,
+            window: None,
+            last_send: now,
+            rtt: RttEstimator::default(),
             rtx_window: VecDeque::new(),
             rtx_window_bytes: DataSize::ZERO,
             events: VecDeque::new(),
@@ -235,12 +249,16 @@ impl Sender {
     fn media_rate(&self) -> DataRate {
         let payload = self.config.max_payload.as_bytes_f64();
         let overhead = crate::packet::PACKET_OVERHEAD.as_bytes_f64();
-        self.cc.encoder_rate().scale(payload / (payload + overhead))
+        self.cc.update().encoder_rate.scale(payload / (payload + overhead))
     }
 
-    /// Current target rate of the congestion controller.
-    pub fn target_rate(&self) -> DataRate {
-        self.cc.target_rate()
+    /// The congestion controller's latest update.
+    pub fn control_update(&self) -> NetworkControlUpdate {
+        self.cc.update()
+    }
+    /// Bytes sent and not yet reported by feedback (nor given up on).
+    pub fn bytes_in_flight(&self) -> DataSize {
+        self.history.in_flight
     }
     pub fn pacing_rate(&self) -> DataRate {
         self.pacer.pacing_rate()
@@ -252,28 +270,29 @@ impl Sender {
         self.pacer.oldest_queue_time(now)
     }
     pub fn smoothed_rtt(&self) -> Option<TimeDelta> {
-        self.smoothed_rtt
-    }
-    pub fn cc_signals(&self) -> crate::cc::CcSignals {
-        self.cc.signals()
+        self.rtt.smoothed()
     }
     /// The encoder's failure, if it failed (see [`Encoder::failure`]).
     pub fn encoder_failure(&self) -> Option<&str> {
         self.encoder.failure()
     }
-    pub fn pacer_signals(&self) -> crate::pacer::PacerSignals {
-        self.pacer.signals()
+    /// The controller's and the pacer's debug columns (`cc_*`, `pacer_*`).
+    pub fn debug_columns(&self, out: &mut Columns) {
+        self.cc.debug_columns(out);
+        self.pacer.debug_columns(out);
     }
 
-    /// Passes the controller's rates and probe requests to the pacer.
+    /// Applies the controller's update: rates to the pacer, the window to the sender, probe
+    /// requests to the pacer.
     fn sync_controller_outputs(&mut self, now: Timestamp) {
         self.cc.on_pacer_queue(self.pacer.queue_size());
-        let target = self.cc.target_rate();
-        let rates = (target.scale(self.pacing_factor), DataRate::ZERO);
+        let update = self.cc.update();
+        let rates = (update.pacing_rate, update.padding_rate);
         if rates != self.last_pacing_rates {
             self.pacer.set_rates(rates.0, rates.1, now);
             self.last_pacing_rates = rates;
         }
+        self.window = update.congestion_window;
         while let Some(cluster) = self.cc.poll_probe_cluster(now) {
             self.pacer.create_probe_cluster(cluster, now);
         }
@@ -378,25 +397,11 @@ impl Sender {
     fn on_transport_feedback(&mut self, fb: &TransportFeedback, now: Timestamp) {
         let prior_in_flight = self.history.in_flight;
         let mut packets = Vec::with_capacity(fb.packets.len());
-        let mut newest: Option<(Timestamp, Timestamp)> = None; // (arrival, send time)
         for report in &fb.packets {
             let Some(sent) = self.history.report(report.transport_seq) else { continue };
-            if let Some(arrival) = report.arrival_time {
-                if newest.is_none_or(|(a, _)| arrival > a) {
-                    newest = Some((arrival, sent.send_time));
-                }
-            }
-            packets.push(PacketResult { sent, receive_time: report.arrival_time });
+            packets.push(PacketResult { sent, receive_time: report.arrival_time, rtt: None });
         }
-        let rtt = newest
-            .map(|(_, send_time)| (now - send_time - fb.hold_time).max(TimeDelta::from_us(1)));
-        if let Some(rtt) = rtt {
-            self.smoothed_rtt = Some(match self.smoothed_rtt {
-                None => rtt,
-                Some(s) => s * 0.875 + rtt * 0.125,
-            });
-            self.cc.on_rtt_sample(rtt, now);
-        }
+        let rtt = self.rtt.on_feedback(&mut packets, fb.hold_time, now);
         if packets.is_empty() {
             return;
         }
@@ -405,21 +410,23 @@ impl Sender {
             packets,
             prior_in_flight,
             data_in_flight: self.history.in_flight,
+            rtt,
+            smoothed_rtt: self.rtt.smoothed(),
         };
         self.cc.on_transport_feedback(&feedback, now);
-        self.pacer.on_transport_feedback(&feedback, rtt, now);
+        self.pacer.on_transport_feedback(&feedback, now);
     }
 
     fn on_nack(&mut self, media_seqs: &[u64], now: Timestamp) {
         // Do not resend a packet more often than once per RTT (libwebrtc's RTX rate guard).
         let min_gap =
-            self.smoothed_rtt.unwrap_or(TimeDelta::from_ms(100)).min(TimeDelta::from_ms(500));
+            self.rtt.smoothed().unwrap_or(TimeDelta::from_ms(100)).min(TimeDelta::from_ms(500));
         while self.rtx_window.front().is_some_and(|(t, _)| now - *t > RTX_RATE_WINDOW) {
             if let Some((_, size)) = self.rtx_window.pop_front() {
                 self.rtx_window_bytes -= size;
             }
         }
-        let budget = self.cc.target_rate() * RTX_RATE_WINDOW;
+        let budget = self.cc.update().target_rate * RTX_RATE_WINDOW;
         for &seq in media_seqs {
             let Some(record) = self.history.media_mut(seq) else { continue };
             if now - record.last_sent < min_gap && record.last_sent != record.packet.send_time {
@@ -437,9 +444,28 @@ impl Sender {
         }
     }
 
-    /// The next datagram to put on the wire at `now`, if any.
+    /// Whether the congestion window lets another packet go: bytes in flight below the
+    /// window (so the window is exceeded by less than one packet).
+    fn window_open(&self) -> bool {
+        self.window.is_none_or(|w| self.history.in_flight < w)
+    }
+
+    /// When a keepalive goes out if the window stays full.
+    fn keepalive_time(&self) -> Timestamp {
+        self.last_send + KEEPALIVE_INTERVAL
+    }
+
+    /// The next datagram to put on the wire at `now`, if any. Changes after any `handle_*`
+    /// call and as time passes ([`poll_timeout`](Self::poll_timeout)).
     pub fn poll_transmit(&mut self, now: Timestamp) -> Option<Datagram> {
-        let mut p = self.pacer.poll_send(now)?;
+        let mut p = if self.window_open() {
+            self.pacer.poll_send(now)?
+        } else if self.keepalive_time() <= now {
+            Packet::padding(KEEPALIVE_SIZE, now)
+        } else {
+            return None;
+        };
+        self.last_send = now;
         p.transport_seq = self.next_transport_seq;
         self.next_transport_seq += 1;
         p.send_time = now;
@@ -464,10 +490,9 @@ impl Sender {
 
     pub fn poll_timeout(&self) -> Timestamp {
         let pending = self.pending.front().map_or(Timestamp::INFINITY, |f| f.ready);
-        self.next_capture_time()
-            .min(pending)
-            .min(self.pacer.poll_timeout())
-            .min(self.cc.poll_timeout())
+        // A full window waits for feedback (an input), or for the keepalive.
+        let send = if self.window_open() { self.pacer.poll_timeout() } else { self.keepalive_time() };
+        self.next_capture_time().min(pending).min(send).min(self.cc.poll_timeout())
     }
 
     pub fn poll_event(&mut self) -> Option<SenderEvent> {

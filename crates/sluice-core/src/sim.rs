@@ -304,7 +304,6 @@ impl Simulation {
             },
             cc,
             scheme.pacer.build(now),
-            scheme.pacer.pacing_factor(),
             encoder,
             scheme.encoder_controller.build(),
             now,
@@ -417,8 +416,9 @@ impl Simulation {
         let sender = self.sender();
         let down = self.link(DOWNLINK);
         let stats = down.stats();
-        let signals = sender.cc_signals();
-        let pacer = sender.pacer_signals();
+        let control = sender.control_update();
+        let mut columns = crate::columns::Columns::default();
+        sender.debug_columns(&mut columns);
         let capacity_bps = match &self.downlink_trace {
             Some(t) => (t.capacity_between(now - interval, now) / interval).as_bps(),
             None => 0,
@@ -427,8 +427,8 @@ impl Simulation {
         let delivered = stats.delivered_bytes;
         let sample = Sample {
             t_us: now.as_us(),
-            target_rate_bps: sender.target_rate().as_bps(),
-            encoder_rate_bps: signals.encoder_rate.unwrap_or(sender.target_rate()).as_bps(),
+            target_rate_bps: control.target_rate.as_bps(),
+            encoder_rate_bps: control.encoder_rate.as_bps(),
             pacing_rate_bps: Some(sender.pacing_rate())
                 .filter(|r| r.is_finite())
                 .map(|r| r.as_bps()),
@@ -444,16 +444,7 @@ impl Simulation {
             pacer_delay_us: sender.pacer_oldest_queue_time(now).as_us(),
             rtt_us: sender.smoothed_rtt().map(|r| r.as_us()),
             lost_packets: stats.dropped_packets(),
-            cc_modified_trend: signals.modified_trend,
-            cc_threshold: signals.threshold,
-            cc_usage: signals.usage,
-            cc_link_capacity_bps: signals.link_capacity.map(|r| r.as_bps()),
-            cc_acknowledged_rate_bps: signals.acknowledged_rate.map(|r| r.as_bps()),
-            cc_in_alr: signals.in_alr,
-            pacer_bucket_bytes: pacer.bucket.map(|b| b.as_bytes()),
-            pacer_tokens_bytes: pacer.tokens.map(|b| b.as_bytes()),
-            pacer_predicted_queue_bytes: pacer.predicted_queue.map(|b| b.as_bytes()),
-            pacer_link_capacity_bps: pacer.link_capacity.map(|r| r.as_bps()),
+            columns,
         };
         self.last_sent_bytes = sent;
         self.last_delivered_bytes = delivered;

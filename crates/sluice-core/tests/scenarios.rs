@@ -5,7 +5,8 @@ use sluice_core::encoder::model::ModelEncoderConfig;
 use sluice_core::encoder_controller::EncoderControllerConfig;
 use sluice_core::link::trace::Trace;
 use sluice_core::link::trace_gen::{generate, TraceSpec};
-use sluice_core::metrics::FrameRecord;
+use sluice_core::columns::Value;
+use sluice_core::metrics::{FrameRecord, Sample};
 use sluice_core::pacer::ace_n::AceNConfig;
 use sluice_core::pacer::leaky_bucket::LeakyBucketConfig;
 use sluice_core::pacer::PacerConfig;
@@ -180,7 +181,8 @@ fn an_application_limited_encoder_does_not_inflate_the_estimate() {
     let capacity = 150.4e6;
     let max_target = r.samples.iter().map(|s| s.target_rate_bps).max().unwrap() as f64;
     assert!(max_target <= 1.05 * capacity, "target reached {:.1} Mbps", max_target / 1e6);
-    let alr = r.samples.iter().filter(|s| s.cc_in_alr).count() as f64 / r.samples.len() as f64;
+    let in_alr = |s: &&Sample| s.columns.get("cc_in_alr") == Some(Value::Bool(true));
+    let alr = r.samples.iter().filter(in_alr).count() as f64 / r.samples.len() as f64;
     assert!(alr > 0.2, "in ALR {:.0}% of the time", alr * 100.0);
     assert!(r.summary.video_bitrate_bps < 0.7 * capacity);
 }
@@ -254,7 +256,10 @@ fn buckets(r: &RunResult, from_s: f64, to_s: f64) -> Vec<i64> {
     r.samples
         .iter()
         .filter(|s| (from_s * 1e6..to_s * 1e6).contains(&(s.t_us as f64)))
-        .filter_map(|s| s.pacer_bucket_bytes)
+        .filter_map(|s| match s.columns.get("pacer_bucket_bytes") {
+            Some(Value::Int(b)) => Some(b),
+            _ => None,
+        })
         .collect()
 }
 

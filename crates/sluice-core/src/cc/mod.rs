@@ -1,11 +1,16 @@
 //! Congestion control: the [`CongestionController`] trait and the value types it consumes
-//! and produces. Controllers are sans-IO: every input carries its time, and the sender polls
-//! them for the target rate and for probe clusters.
+//! and produces. Controllers are sans-IO: every input carries its time, and after every event
+//! the sender reads the controller's [`NetworkControlUpdate`] (target, pacing and padding
+//! rates, congestion window) and polls it for probe clusters.
 //!
 //! Built-in controllers: [`gcc`] (Google Congestion Control as in libwebrtc's goog_cc).
+//! [`rtt`] is the sender's RTT estimator, whose per-packet samples every controller and
+//! pacer shares.
 
 pub mod gcc;
+pub mod rtt;
 
+use crate::columns::Columns;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 
 /// A packet as the congestion controller sees it when it leaves the sender.
@@ -28,6 +33,18 @@ pub struct PacketResult {
     pub sent: SentPacket,
     /// Arrival time in the receiver's clock, `None` if reported lost.
     pub receive_time: Option<Timestamp>,
+    /// This packet's round-trip time, from its own arrival time (see [`rtt::RttEstimator`]);
+    /// `None` if lost.
+    pub rtt: Option<TimeDelta>,
+}
+
+impl PacketResult {
+    /// Arrival minus send time: the one-way delay plus the (unknown, constant) offset between
+    /// the receiver's and the sender's clocks, so only differences between packets mean
+    /// anything. `None` if lost.
+    pub fn one_way_delay(&self) -> Option<TimeDelta> {
+        self.receive_time.map(|r| r - self.sent.send_time)
+    }
 }
 
 /// One transport feedback report matched against the send history.
@@ -35,12 +52,16 @@ pub struct PacketResult {
 pub struct TransportPacketsFeedback {
     /// When the report reached the sender.
     pub feedback_time: Timestamp,
-    /// Reported packets in transport-sequence order.
+    /// Reported packets in transport-sequence order, each with its own RTT sample.
     pub packets: Vec<PacketResult>,
     /// Bytes in flight before this report was processed.
     pub prior_in_flight: DataSize,
     /// Bytes in flight after it.
     pub data_in_flight: DataSize,
+    /// The report's RTT sample (its newest arrival's), if it reported an arrival.
+    pub rtt: Option<TimeDelta>,
+    /// The sender's smoothed RTT after this report.
+    pub smoothed_rtt: Option<TimeDelta>,
 }
 
 impl TransportPacketsFeedback {
@@ -78,58 +99,67 @@ pub enum BandwidthUsage {
     Overusing,
 }
 
-/// Internal signals a controller exposes for encoder controllers (MAE pre-reaction, ACE)
-/// and for plots. Fields a controller does not have stay `None`.
+/// A congestion controller's outputs (libwebrtc's NetworkControlUpdate): what the sender
+/// does with the network after the controller's latest event.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NetworkControlUpdate {
+    /// The rate the sender targets on the network (retransmission budget, the encoder's
+    /// basis).
+    pub target_rate: DataRate,
+    /// The rate for the encoder: the target, or less while the controller pushes back (GCC's
+    /// congestion-window pushback).
+    pub encoder_rate: DataRate,
+    /// The rate the pacer releases packets at (the controller's pacing factor applied).
+    pub pacing_rate: DataRate,
+    /// The rate to fill with padding when no media waits.
+    pub padding_rate: DataRate,
+    /// Bytes the sender may have in flight (sent and not yet reported); `None`: no window.
+    pub congestion_window: Option<DataSize>,
+}
+
+/// Controller-independent signals for encoder controllers: the small common set every
+/// controller can fill (what it does not have stays `None`). Events are latched with the
+/// time of the latest feedback that showed them, so a frame planned after several reports
+/// still sees what happened in between.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct CcSignals {
-    /// The trendline detector's modified trend (slope * min(n,60) * gain).
-    pub modified_trend: Option<f64>,
-    /// The adaptive over-use threshold.
-    pub threshold: Option<f64>,
-    pub usage: Option<BandwidthUsage>,
-    /// The link-capacity estimate of AIMD rate control, if it has one.
-    pub link_capacity: Option<DataRate>,
-    /// The acknowledged (throughput) rate.
-    pub acknowledged_rate: Option<DataRate>,
-    /// Delay-based estimate.
-    pub delay_based_rate: Option<DataRate>,
-    /// Loss-based estimate.
-    pub loss_based_rate: Option<DataRate>,
-    /// Whether the sender is currently application limited (ALR).
-    pub in_alr: bool,
-    /// Smoothed RTT as the controller sees it.
-    pub rtt: Option<TimeDelta>,
-    /// The rate given to the encoder when it differs from the target (pushback).
-    pub encoder_rate: Option<DataRate>,
+    /// The controller's estimate of the queuing delay at the bottleneck.
+    pub queuing_delay: Option<TimeDelta>,
+    /// Latest time the controller's "a drop is coming" condition held: MAE's pre-reaction
+    /// (§4.2, §5.2), below the controller's own decision threshold.
+    pub pre_reaction_at: Option<Timestamp>,
+    /// The pre-reaction level after the latest feedback (1 = at the pre-reaction threshold).
+    pub pre_reaction_level: Option<f64>,
+    /// Latest time the controller decided the path is over-used (congested).
+    pub overuse_at: Option<Timestamp>,
+    /// Latest time it saw the path under-used (the queue draining).
+    pub underuse_at: Option<Timestamp>,
 }
 
 /// A congestion controller driven by send events and transport feedback.
 ///
-/// Every method takes the current time; none reads a clock. `poll_*` results can change
-/// after any `on_*`/`handle_timeout` call.
+/// Every method takes the current time; none reads a clock. [`update`](Self::update),
+/// [`signals`](Self::signals) and [`poll_probe_cluster`](Self::poll_probe_cluster) can change
+/// after any `on_*` or `handle_timeout` call, and only then.
 pub trait CongestionController: Send {
     /// A packet left the sender (media, retransmission, padding or probe).
     fn on_packet_sent(&mut self, packet: &SentPacket, now: Timestamp);
-    /// Transport feedback arrived and was matched against the send history.
+    /// Transport feedback arrived and was matched against the send history; its packets
+    /// carry their RTT samples.
     fn on_transport_feedback(&mut self, feedback: &TransportPacketsFeedback, now: Timestamp);
-    /// A new round-trip-time sample (from feedback hold times or receiver reports).
-    fn on_rtt_sample(&mut self, rtt: TimeDelta, now: Timestamp);
     /// Periodic processing (libwebrtc calls it every 25 ms); a spurious call does nothing
     /// harmful.
     fn handle_timeout(&mut self, now: Timestamp);
     /// When `handle_timeout` next wants to run.
     fn poll_timeout(&self) -> Timestamp;
-    /// The rate the sender should target on the network (pacing, retransmission budget).
-    fn target_rate(&self) -> DataRate;
-    /// The rate for the encoder: the target, or less while the controller pushes back
-    /// (e.g. GCC's congestion window).
-    fn encoder_rate(&self) -> DataRate {
-        self.target_rate()
-    }
     /// Bytes waiting in the pacer (for controllers that count them as outstanding).
     fn on_pacer_queue(&mut self, _queued: DataSize) {}
-    /// The next probe cluster the pacer should send, if any.
+    /// The controller's outputs as of its latest event.
+    fn update(&self) -> NetworkControlUpdate;
+    /// The next probe cluster the pacer should send, if any (each is handed out once).
     fn poll_probe_cluster(&mut self, now: Timestamp) -> Option<ProbeClusterConfig>;
-    /// Internal signals for controllers and plots.
+    /// The common signals for encoder controllers.
     fn signals(&self) -> CcSignals;
+    /// Controller-specific state for the time series, under `cc_*` names.
+    fn debug_columns(&self, _out: &mut Columns) {}
 }

@@ -9,8 +9,8 @@
 //! * queue-time limit: when the average queue time approaches `queue_time_limit`, the rate is
 //!   raised to `queue_bytes / (limit - average queue time)` so the queue drains in time.
 //!
-//! The pacing rate is `pacing_factor * target`; WebRTC's video default is 1.1, the legacy
-//! default (ACE's WebRTC-B) 2.5 (notes §2).
+//! The pacing rate is the congestion controller's (GCC: `pacing_factor * target`; WebRTC's
+//! video default is 1.1, the legacy default, ACE's WebRTC-B, 2.5; notes §2).
 
 use super::padding::PaddingBudget;
 use super::prober::Prober;
@@ -24,8 +24,6 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LeakyBucketConfig {
-    /// Pacing rate = pacing_factor * target rate (WebRTC video: 1.1; WebRTC-B: 2.5).
-    pub pacing_factor: f64,
     /// Debt that may be sent at once (libwebrtc's "burst interval"); 0 paces every packet.
     pub burst_interval_ms: f64,
     /// Queue-time limit for the drain rule (libwebrtc: 2000 ms); 0 disables it.
@@ -37,7 +35,6 @@ pub struct LeakyBucketConfig {
 impl Default for LeakyBucketConfig {
     fn default() -> Self {
         LeakyBucketConfig {
-            pacing_factor: 1.1,
             burst_interval_ms: 0.0,
             queue_time_limit_ms: 2000.0,
             max_debt_ms: 500.0,
@@ -204,7 +201,7 @@ mod tests {
 
     #[test]
     fn paces_at_the_rate_without_burst_interval() {
-        let cfg = LeakyBucketConfig { pacing_factor: 1.0, ..Default::default() };
+        let cfg = LeakyBucketConfig::default();
         let mut p = LeakyBucketPacer::new(cfg, Timestamp::ZERO);
         // 12 Mbps = 1500 B per ms.
         p.set_rates(DataRate::from_mbps(12), DataRate::ZERO, Timestamp::ZERO);
@@ -218,8 +215,7 @@ mod tests {
 
     #[test]
     fn burst_interval_lets_debt_go_at_once() {
-        let cfg =
-            LeakyBucketConfig { pacing_factor: 1.0, burst_interval_ms: 5.0, ..Default::default() };
+        let cfg = LeakyBucketConfig { burst_interval_ms: 5.0, ..Default::default() };
         let mut p = LeakyBucketPacer::new(cfg, Timestamp::ZERO);
         p.set_rates(DataRate::from_mbps(12), DataRate::ZERO, Timestamp::ZERO);
         for i in 0..10 {

@@ -17,14 +17,16 @@ pub mod queue;
 pub mod unpaced;
 
 use crate::cc::{ProbeClusterConfig, TransportPacketsFeedback};
+use crate::columns::Columns;
 use crate::packet::Packet;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// A pacer: packets in with `enqueue`, out with `poll_send`.
 pub trait Pacer: Send {
-    /// New rates from the congestion controller. `pacing_rate` already includes the pacing
-    /// factor; `padding_rate` is the rate to fill with padding when there is no media.
+    /// New rates from the congestion controller's update. `pacing_rate` is the controller's
+    /// (its pacing factor applied); `padding_rate` is the rate to fill with padding when
+    /// there is no media.
     fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp);
     /// A packet to send (video or retransmission).
     fn enqueue(&mut self, packet: Packet, now: Timestamp);
@@ -47,33 +49,11 @@ pub trait Pacer: Send {
     /// headers). Called once per frame, before its packets' `enqueue` calls. Pacers that
     /// adapt per frame (ACE-N) update here; the default does nothing.
     fn on_frame(&mut self, _size: DataSize, _now: Timestamp) {}
-    /// Transport feedback, matched against the send history, and the RTT sample taken from
-    /// it (newest packet's send time to the report's arrival, minus the receiver's hold
-    /// time). For pacers that watch the network (ACE-N); the default ignores it.
-    fn on_transport_feedback(
-        &mut self,
-        _feedback: &TransportPacketsFeedback,
-        _rtt: Option<TimeDelta>,
-        _now: Timestamp,
-    ) {
-    }
-    /// Internal state for results and plots; fields a pacer does not have stay `None`.
-    fn signals(&self) -> PacerSignals {
-        PacerSignals::default()
-    }
-}
-
-/// Internal state of a pacer, recorded in the time series.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct PacerSignals {
-    /// Token-bucket size (ACE-N's adaptive bucket).
-    pub bucket: Option<DataSize>,
-    /// Tokens currently available.
-    pub tokens: Option<DataSize>,
-    /// The pacer's prediction of the bottleneck queue (ACE-N: queuing delay x capacity).
-    pub predicted_queue: Option<DataSize>,
-    /// The pacer's estimate of the bottleneck capacity (ACE-N: packet trains).
-    pub link_capacity: Option<DataRate>,
+    /// Transport feedback, matched against the send history, with the sender's per-packet
+    /// RTT samples. For pacers that watch the network (ACE-N); the default ignores it.
+    fn on_transport_feedback(&mut self, _feedback: &TransportPacketsFeedback, _now: Timestamp) {}
+    /// Pacer-specific state for the time series, under `pacer_*` names.
+    fn debug_columns(&self, _out: &mut Columns) {}
 }
 
 /// Pacer choice and parameters, part of a scheme.
@@ -96,14 +76,6 @@ impl PacerConfig {
             }
             PacerConfig::None => Box::new(unpaced::Unpaced::new(now)),
             PacerConfig::AceN(c) => Box::new(ace_n::AceNPacer::new(c.clone(), now)),
-        }
-    }
-    /// Multiplier from the target rate to the pacing rate.
-    pub fn pacing_factor(&self) -> f64 {
-        match self {
-            PacerConfig::LeakyBucket(c) => c.pacing_factor,
-            PacerConfig::None => 1.0,
-            PacerConfig::AceN(c) => c.pacing_factor,
         }
     }
 }

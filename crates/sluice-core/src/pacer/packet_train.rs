@@ -114,6 +114,7 @@ mod tests {
                     data_in_flight: DataSize::ZERO,
                 },
                 receive_time: arrival_us.map(Timestamp::from_us),
+                rtt: None,
             })
             .collect();
         TransportPacketsFeedback {
@@ -121,6 +122,8 @@ mod tests {
             packets,
             prior_in_flight: DataSize::ZERO,
             data_in_flight: DataSize::ZERO,
+            rtt: None,
+            smoothed_rtt: None,
         }
     }
 

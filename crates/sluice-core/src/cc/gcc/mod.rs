@@ -23,9 +23,10 @@ pub mod trendline;
 pub use trendline::TrendlineWindow;
 
 use crate::cc::{
-    BandwidthUsage, CcSignals, CongestionController, PacketResult, ProbeClusterConfig, SentPacket,
-    TransportPacketsFeedback,
+    BandwidthUsage, CcSignals, CongestionController, NetworkControlUpdate, PacketResult,
+    ProbeClusterConfig, SentPacket, TransportPacketsFeedback,
 };
+use crate::columns::Columns;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 pub use acknowledged_bitrate::AckedRateEstimator;
 use acknowledged_bitrate::AcknowledgedBitrateEstimator;
@@ -64,6 +65,10 @@ pub struct GccConfig {
     pub max_rate: DataRate,
     /// Trendline window: 20 groups (libwebrtc), or a time window (ACE 200 ms, MAE 100 ms).
     pub trendline_window: TrendlineWindow,
+    /// Pacing rate = pacing_factor x target (goog_cc's pacer config). libwebrtc's default is
+    /// 2.5 (kDefaultPaceMultiplier, ACE's WebRTC-B); video senders use 1.1 (the
+    /// WebRTC-Video-Pacing field trial), the default here.
+    pub pacing_factor: f64,
     /// Start-up and further exponential probing (libwebrtc: on).
     pub probing: bool,
     /// Periodic probing at 2x every 5 s while application limited. libwebrtc leaves this to
@@ -89,6 +94,7 @@ impl Default for GccConfig {
             min_rate: DataRate::from_kbps(5),
             max_rate: DataRate::from_mbps(200),
             trendline_window: TrendlineWindow::default(),
+            pacing_factor: 1.1,
             probing: true,
             alr_probing: true,
             rapid_recovery_probing: false,
@@ -128,6 +134,9 @@ pub struct Gcc {
     // Encoder pushback.
     pushback: Option<CongestionWindowPushback>,
     encoder_rate: Option<DataRate>,
+    // Latched detector events (feedback times), for encoder controllers.
+    overuse_at: Option<Timestamp>,
+    underuse_at: Option<Timestamp>,
     // Output.
     next_process: Timestamp,
     last_target: DataRate,
@@ -170,6 +179,8 @@ impl Gcc {
             feedback_max_rtts: VecDeque::new(),
             pushback: config.congestion_window.clone().map(CongestionWindowPushback::new),
             encoder_rate: None,
+            overuse_at: None,
+            underuse_at: None,
             next_process: now + PROCESS_INTERVAL,
             last_target: start,
             config,
@@ -187,14 +198,19 @@ impl Gcc {
     pub fn loss_based_rate(&self) -> DataRate {
         self.loss.target()
     }
-    pub fn detector_state(&self) -> BandwidthUsage {
-        self.trendline.state()
-    }
 
     fn set_rtt(&mut self, rtt: TimeDelta) {
         self.rtt = rtt;
         self.aimd.set_rtt(rtt);
         self.loss.set_rtt(rtt);
+    }
+
+    /// The target rate: the delay-based estimate capped by the loss-based one.
+    fn target(&self) -> DataRate {
+        self.aimd
+            .estimate()
+            .min(self.loss.target())
+            .clamp(self.config.min_rate, self.config.max_rate.max(self.config.min_rate))
     }
 
     /// Runs the received packets through grouping and the trendline detector, then updates
@@ -224,6 +240,11 @@ impl Gcc {
             if prev_state == BandwidthUsage::Underusing && s == BandwidthUsage::Normal {
                 recovered = true;
             }
+            match s {
+                BandwidthUsage::Overusing => self.overuse_at = Some(at),
+                BandwidthUsage::Underusing => self.underuse_at = Some(at),
+                BandwidthUsage::Normal => {}
+            }
             prev_state = s;
         }
         let state = self.trendline.state();
@@ -252,7 +273,7 @@ impl Gcc {
 
     /// Updates the congestion-window pushback (libwebrtc runs it on every network update).
     fn update_pushback(&mut self) {
-        let target = self.target_rate();
+        let target = self.target();
         let min_rtt = self.feedback_max_rtts.iter().copied().min().unwrap_or(self.rtt);
         if let Some(p) = &mut self.pushback {
             p.set_window(target, min_rtt);
@@ -261,7 +282,7 @@ impl Gcc {
     }
 
     fn maybe_trigger_network_changed(&mut self, now: Timestamp) {
-        let target = self.target_rate();
+        let target = self.target();
         if target != self.last_target {
             self.last_target = target;
             self.alr.set_estimated_bitrate(target);
@@ -285,11 +306,12 @@ impl CongestionController for Gcc {
         }
     }
 
-    fn encoder_rate(&self) -> DataRate {
-        self.encoder_rate.unwrap_or_else(|| self.target_rate()).min(self.target_rate())
-    }
-
     fn on_transport_feedback(&mut self, feedback: &TransportPacketsFeedback, _now: Timestamp) {
+        // The report's RTT sample (libwebrtc takes it from RTCP and the feedback alike).
+        if let Some(rtt) = feedback.rtt.filter(|r| *r > TimeDelta::ZERO) {
+            self.have_rtt_sample = true;
+            self.set_rtt(rtt);
+        }
         if feedback.packets.is_empty() {
             return;
         }
@@ -363,13 +385,6 @@ impl CongestionController for Gcc {
         self.update_pushback();
     }
 
-    fn on_rtt_sample(&mut self, rtt: TimeDelta, _now: Timestamp) {
-        if rtt > TimeDelta::ZERO {
-            self.have_rtt_sample = true;
-            self.set_rtt(rtt);
-        }
-    }
-
     fn handle_timeout(&mut self, now: Timestamp) {
         if now < self.next_process {
             return;
@@ -386,11 +401,15 @@ impl CongestionController for Gcc {
         self.next_process
     }
 
-    fn target_rate(&self) -> DataRate {
-        self.aimd
-            .estimate()
-            .min(self.loss.target())
-            .clamp(self.config.min_rate, self.config.max_rate.max(self.config.min_rate))
+    fn update(&self) -> NetworkControlUpdate {
+        let target = self.target();
+        NetworkControlUpdate {
+            target_rate: target,
+            encoder_rate: self.encoder_rate.unwrap_or(target).min(target),
+            pacing_rate: target.scale(self.config.pacing_factor),
+            padding_rate: DataRate::ZERO,
+            congestion_window: None,
+        }
     }
 
     fn poll_probe_cluster(&mut self, _now: Timestamp) -> Option<ProbeClusterConfig> {
@@ -411,17 +430,24 @@ impl CongestionController for Gcc {
 
     fn signals(&self) -> CcSignals {
         CcSignals {
-            modified_trend: Some(self.trendline.modified_trend()),
-            threshold: Some(self.trendline.threshold()),
-            usage: Some(self.trendline.state()),
-            link_capacity: self.aimd.link_capacity().estimate(),
-            acknowledged_rate: self.acked.bitrate(),
-            delay_based_rate: Some(self.aimd.estimate()),
-            loss_based_rate: Some(self.loss.target()),
-            in_alr: self.alr.alr_start_time().is_some(),
-            rtt: Some(self.rtt),
-            encoder_rate: self.encoder_rate,
+            overuse_at: self.overuse_at,
+            underuse_at: self.underuse_at,
+            ..CcSignals::default()
         }
+    }
+
+    fn debug_columns(&self, out: &mut Columns) {
+        let usage = match self.trendline.state() {
+            BandwidthUsage::Normal => "normal",
+            BandwidthUsage::Underusing => "underusing",
+            BandwidthUsage::Overusing => "overusing",
+        };
+        out.float("cc_modified_trend", Some(self.trendline.modified_trend()));
+        out.float("cc_threshold", Some(self.trendline.threshold()));
+        out.text("cc_usage", Some(usage));
+        out.rate("cc_link_capacity_bps", self.aimd.link_capacity().estimate());
+        out.rate("cc_acknowledged_rate_bps", self.acked.bitrate());
+        out.bool("cc_in_alr", self.alr.alr_start_time().is_some());
     }
 }
 
@@ -478,7 +504,7 @@ mod tests {
             let departure = at.max(self.last_departure) + PKT / capacity;
             self.last_departure = departure;
             self.unreported
-                .push_back(PacketResult { sent, receive_time: Some(departure + ONE_WAY) });
+                .push_back(PacketResult { sent, receive_time: Some(departure + ONE_WAY), rtt: None });
             departure - at
         }
 
@@ -502,6 +528,8 @@ mod tests {
                         packets,
                         prior_in_flight: DataSize::ZERO,
                         data_in_flight: DataSize::ZERO,
+                        rtt: None,
+                        smoothed_rtt: None,
                     };
                     self.gcc.on_transport_feedback(&fb, now);
                 }
@@ -531,7 +559,7 @@ mod tests {
                 self.next_media = next;
             } else {
                 // Media paced evenly at the target rate with microsecond send times.
-                let gap = PKT / self.gcc.target_rate();
+                let gap = PKT / self.gcc.update().target_rate;
                 self.next_media = self.next_media.max(now);
                 while self.next_media < next {
                     let t = self.next_media;
@@ -539,7 +567,7 @@ mod tests {
                     self.next_media = t + gap;
                 }
             }
-            self.trace.push((now, self.gcc.target_rate(), qdelay));
+            self.trace.push((now, self.gcc.update().target_rate, qdelay));
             self.now = next;
         }
     }
@@ -571,7 +599,7 @@ mod tests {
         assert_eq!(b.target_rate, DataRate::from_kbps(1800));
         assert_eq!((a.target_duration, a.min_probes), (TimeDelta::from_ms(15), 5));
         assert!(g.poll_probe_cluster(Timestamp::ZERO).is_none());
-        assert_eq!(g.target_rate(), DataRate::from_kbps(300));
+        assert_eq!(g.update().target_rate, DataRate::from_kbps(300));
         let g = Gcc::new(GccConfig { probing: false, ..GccConfig::default() }, Timestamp::ZERO);
         assert!(g.probe_controller.clone().pop_probe().is_none());
     }
