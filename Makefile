@@ -38,8 +38,10 @@ demo: build
 
 test: build lint test-rust test-python
 
+# The x264 tests decode with imageio-ffmpeg's ffmpeg (it has libvmaf; no system ffmpeg needed).
 test-rust: setup
-	cargo test --workspace --release -q 2>&1 | tail -n 40; exit $${PIPESTATUS[0]}
+	SLUICE_FFMPEG="$$($(PY) -c 'import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())')" \
+		cargo test --workspace --release -q 2>&1 | tail -n 40; exit $${PIPESTATUS[0]}
 
 test-python: build
 	$(PY) -m pytest -q tests/python

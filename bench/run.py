@@ -46,7 +46,7 @@ def simulator_speed(scheme: str, rate_mbps: float, duration_s: float, repeats: i
     for _ in range(repeats):
         sim = _core.Simulation(json.dumps(config), trace)
         t0 = time.perf_counter()
-        _, _, summary_json = sim.finish()
+        _, _, _, summary_json = sim.finish()
         walls.append(time.perf_counter() - t0)
         summary = json.loads(summary_json)
     best = min(walls)

@@ -1,8 +1,10 @@
 """Quality as the viewer saw it.
 
-For every source frame ``i`` of the session, the viewer saw frame ``i`` if it was displayed,
-otherwise the most recent displayed frame before it (a freeze repeats it; before the first
-displayed frame the screen is black). The delivered frames' bitstream is decoded with ffmpeg,
+For every capture slot ``i`` of the session (source frame ``i``), the viewer saw a frame
+encoding source frame ``i`` if one was displayed, otherwise the most recent displayed frame of
+an earlier slot (a freeze repeats it; before the first displayed frame the screen is black).
+Skipped slots are slots too. Frames are matched to slots by their ``source_index``, not their
+frame id (a source frame can be encoded twice, a skipped one not at all). The delivered frames' bitstream is decoded with ffmpeg,
 the viewer's sequence is rebuilt from it frame by frame (streamed: one decoded frame is held at
 a time), and scored against the source with VMAF (libvmaf's default model), SSIM and PSNR in
 one ffmpeg pass.
@@ -75,30 +77,47 @@ def _black(video: RawVideo) -> bytes:
     return bytes([16]) * y + bytes([128]) * (y // 2)
 
 
+def displayed_frames(frames: Sequence[dict]) -> list[tuple[int, int]]:
+    """(source index, frame id) of the displayed frames, in display (frame id) order."""
+    shown = [f for f in frames if f.get("displayed_us") is not None]
+    shown.sort(key=lambda f: f["frame_id"])
+    return [(int(f.get("source_index", f["frame_id"])), int(f["frame_id"])) for f in shown]
+
+
+def slot_count(frames: Sequence[dict], skips: Sequence[dict] = ()) -> int:
+    """Capture slots of a run: one past the highest source index encoded or skipped."""
+    idx = [int(f.get("source_index", f["frame_id"])) for f in frames]
+    idx += [int(s["source_index"]) for s in skips]
+    return max(idx) + 1 if idx else 0
+
+
 def viewer_sequence(
-    displayed: Sequence[int], slots: int, delivered_frames: Iterator[bytes], video: RawVideo
+    displayed: Sequence[tuple[int, int]],
+    slots: int,
+    delivered_frames: Iterator[bytes],
+    video: RawVideo,
 ) -> Iterator[tuple[int, int | None, bytes]]:
-    """Yields (slot, shown frame id, frame bytes) for each slot: the frame itself if displayed,
-    else the most recent displayed frame before it. ``displayed`` are the displayed frame ids in
-    increasing order, in the order their frames appear in ``delivered_frames``."""
+    """Yields (slot, shown slot, frame bytes) for each slot: its own frame if one was displayed,
+    else the most recent displayed frame of an earlier slot. ``displayed`` are (source index,
+    frame id) pairs in display order, the order of ``delivered_frames``."""
     current: bytes | None = None
     shown: int | None = None
     k = 0
     for slot in range(slots):
-        while k < len(displayed) and displayed[k] <= slot:
+        while k < len(displayed) and displayed[k][0] <= slot:
             frame = next(delivered_frames, None)
             if frame is None:
                 raise SluiceError(
                     f"delivered stream ended after {k} frames; {len(displayed)} were displayed"
                 )
-            current, shown = frame, displayed[k]
+            current, shown = frame, displayed[k][0]
             k += 1
         yield slot, shown, current if current is not None else _black(video)
 
 
 def score(
     video: RawVideo,
-    displayed: Sequence[int],
+    displayed: Sequence[tuple[int, int]],
     slots: int,
     delivered_bitstream: Path,
     mode: str = "full",
@@ -194,7 +213,8 @@ def summarize(per_frame: Sequence[FrameQuality]) -> dict[str, float | None]:
 
 def delivered_stream(bitstream: Path, displayed: Sequence[int], out: Path) -> Path:
     """Writes the displayed frames' access units, in order, from an encoder's Annex-B stream
-    and its index (``<bitstream>.idx``: one ``offset length`` line per frame)."""
+    and its index (``<bitstream>.idx``: one ``offset length`` line per encode, line ``k`` for
+    frame id ``k``)."""
     index_path = Path(f"{bitstream}.idx")
     try:
         index = [tuple(map(int, line.split())) for line in index_path.read_text().splitlines()]

@@ -9,8 +9,10 @@ A run directory holds:
          "git_dirty": ..., "seed": ..., "scheme": ..., "config": <resolved RunConfig>,
          "trace": {"name", "sha256", "mean_rate_bps"}, "uplink_trace": {...} | null}
 
-    then one ``{"record": "frame", ...}`` line per frame, one ``{"record": "sample", ...}``
-    line per time-series sample and, for runs on real video scored with ``--quality``, one
+    then one ``{"record": "frame", ...}`` line per encoded frame, one
+    ``{"record": "skip", "source_index", "capture_us", "reason"}`` line per capture slot
+    that was never encoded, one ``{"record": "sample", ...}`` line per time-series sample
+    and, for runs on real video scored with ``--quality``, one
     ``{"record": "quality", "slot", "shown_frame", "vmaf", "ssim", "psnr"}`` line per
     scored frame slot (what the viewer saw in the place of source frame ``slot``). The file
     holds no wall-clock time and its keys are in a fixed order, so the same seed, config and
@@ -43,16 +45,24 @@ if TYPE_CHECKING:
 # 2: frames gained `complexity` and `predicted_relative_size`, samples the pacer's
 # `pacer_bucket_bytes`, `pacer_tokens_bytes`, `pacer_predicted_queue_bytes` and
 # `pacer_link_capacity_bps` (version 1 files simply lack them).
-SCHEMA_VERSION = 2
-SUPPORTED_SCHEMA_VERSIONS = (1, 2)
+# 3: frames gained `source_index` (the capture slot; older files: the frame id),
+# `ref_frame_id`, `pacer_head_us` and `purged`; `skip` records list capture slots never
+# encoded; the congestion controller's, pacer's and encoder controller's state are named
+# columns each run has only when its components publish them (`cc_*`, `pacer_*`, ACE-C's
+# `complexity`), no longer null columns in every run.
+SCHEMA_VERSION = 3
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
 RUN_FILE = "run.jsonl"
 SUMMARY_FILE = "summary.json"
 
+# The fixed frame columns; each run adds its encoder controller's named columns.
 FRAME_COLUMNS = [
-    "frame_id", "capture_us", "encode_start_us", "encode_end_us", "size_bytes", "is_keyframe",
-    "qp", "target_rate_bps", "packets", "first_packet_sent_us", "last_packet_sent_us",
-    "completed_us", "displayed_us", "latency_us", "discarded",
+    "frame_id", "source_index", "capture_us", "encode_start_us", "encode_end_us", "size_bytes",
+    "is_keyframe", "qp", "target_rate_bps", "packets", "ref_frame_id", "first_packet_sent_us",
+    "last_packet_sent_us", "pacer_head_us", "completed_us", "displayed_us", "latency_us",
+    "discarded", "purged",
 ]  # fmt: skip
+SKIP_COLUMNS = ["source_index", "capture_us", "reason"]
 # The fixed sample columns; each run adds the named debug columns its congestion controller
 # and pacer publish (`cc_*`, `pacer_*`), whatever they are.
 SAMPLE_COLUMNS = [
@@ -137,6 +147,7 @@ def write_run(
     samples: list[dict[str, Any]],
     summary: dict[str, Any],
     quality: list[dict[str, Any]] | None = None,
+    skips: list[dict[str, Any]] | None = None,
 ) -> Path:
     """Writes ``run.jsonl`` and ``summary.json`` into ``run_dir`` (created if needed)."""
     d = Path(run_dir)
@@ -149,6 +160,8 @@ def write_run(
         yield _dumps(header)
         for fr in frames:
             yield _dumps({"record": "frame", **fr})
+        for sk in skips or []:
+            yield _dumps({"record": "skip", **sk})
         for s in samples:
             yield _dumps({"record": "sample", **s})
         for q in quality or []:
@@ -175,6 +188,7 @@ class Run:
     samples: pd.DataFrame
     summary: dict[str, Any] | None
     quality: pd.DataFrame | None = None
+    skips: pd.DataFrame | None = None
 
     @property
     def scheme(self) -> str:
@@ -249,6 +263,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
     frames: list[dict[str, Any]] = []
     samples: list[dict[str, Any]] = []
     scores: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
     try:
         f = open(path, encoding="utf-8")
     except FileNotFoundError:
@@ -270,6 +285,8 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
                 samples.append(obj)
             elif kind == "quality":
                 scores.append(obj)
+            elif kind == "skip":
+                skipped.append(obj)
             else:
                 raise SluiceError(f"{path}:{lineno}: unknown record type {kind!r}")
     if header is None:
@@ -290,11 +307,15 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
         extra = [c for c in df.columns if c not in columns]
         return df.reindex(columns=[*columns, *extra])
 
+    frames_df = frame(frames, FRAME_COLUMNS)
+    if header.get("schema_version", 0) < 3 and not frames_df.empty:
+        frames_df["source_index"] = frames_df["frame_id"]  # one encode per slot then
     return Run(
         path=d,
         header=header,
-        frames=frame(frames, FRAME_COLUMNS),
+        frames=frames_df,
         samples=frame(samples, SAMPLE_COLUMNS),
         summary=summary,
         quality=pd.DataFrame.from_records(scores) if scores else None,
+        skips=frame(skipped, SKIP_COLUMNS),
     )

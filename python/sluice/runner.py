@@ -128,7 +128,7 @@ def _x264_encoder_config(spec: RunSpec, raw: video.RawVideo, run_dir: Path) -> d
     }
 
 
-def _advance(sim: Any, spec: RunSpec) -> tuple[str, str, str]:
+def _advance(sim: Any, spec: RunSpec) -> tuple[str, str, str, str]:
     """Runs the simulation to its end (with a progress bar on a terminal)."""
     end = sim.end_s
     if _show_progress(spec):
@@ -178,18 +178,22 @@ def run_one(spec: RunSpec) -> Path:
     resolved = json.loads(sim.resolved_config_json())
 
     try:
-        frames_json, samples_json, summary_json = _advance(sim, spec)
+        frames_json, skips_json, samples_json, summary_json = _advance(sim, spec)
     except RuntimeError as e:  # the encoder failed mid-run (unreadable video, x264 error)
         raise SluiceError(f"run {spec.scheme} stopped: {e}") from None
     frames = json.loads(frames_json)
+    skips = json.loads(skips_json)
     summary = json.loads(summary_json)
 
     scores: list[dict[str, Any]] = []
     if raw is not None and spec.quality != "none":
-        displayed = sorted(f["frame_id"] for f in frames if f["displayed_us"] is not None)
+        shown = quality.displayed_frames(frames)
         stream = Path(cfg["encoder"]["bitstream_path"])
-        delivered = quality.delivered_stream(stream, displayed, run_dir / "delivered.264")
-        per_frame, qsummary = quality.score(raw, displayed, len(frames), delivered, spec.quality)
+        delivered = quality.delivered_stream(
+            stream, [f for _, f in shown], run_dir / "delivered.264"
+        )
+        slots = quality.slot_count(frames, skips)
+        per_frame, qsummary = quality.score(raw, shown, slots, delivered, spec.quality)
         scores = [
             {"slot": q.slot, "shown_frame": q.shown_frame, "vmaf": round(q.vmaf, 4),
              "ssim": round(q.ssim, 6), "psnr": round(q.psnr, 4)}
@@ -205,7 +209,7 @@ def run_one(spec: RunSpec) -> Path:
         uplink_trace=up.header() if up else None,
     )
     return results.write_run(
-        run_dir, header, frames, json.loads(samples_json), summary, quality=scores
+        run_dir, header, frames, json.loads(samples_json), summary, quality=scores, skips=skips
     )
 
 

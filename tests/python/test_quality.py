@@ -50,9 +50,11 @@ def test_frozen_slots_score_lower_than_delivered(tmp_path: Path) -> None:
     units = _all_intra_frames(raw, tmp_path)
     assert len(units) == raw.frames
     # Frames 10..24 never displayed: slots 10..24 freeze on frame 9.
-    displayed = [i for i in range(raw.frames) if not 10 <= i < 25]
+    # (source index, frame id): frames 25.. were encoded under other ids (as after a
+    # re-encode), which must not matter: slots follow the source index.
+    displayed = [(i, i if i < 10 else i + 100) for i in range(raw.frames) if not 10 <= i < 25]
     delivered = tmp_path / "delivered.264"
-    delivered.write_bytes(b"".join(units[i] for i in displayed))
+    delivered.write_bytes(b"".join(units[i] for i, _ in displayed))
     per_frame, summary = quality.score(raw, displayed, raw.frames, delivered, mode="full")
     assert len(per_frame) == raw.frames
     frozen = [f.vmaf for f in per_frame if f.shown_frame != f.slot]
@@ -67,6 +69,18 @@ def test_frozen_slots_score_lower_than_delivered(tmp_path: Path) -> None:
     fast, _ = quality.score(raw, displayed, raw.frames, delivered, mode="fast")
     assert [f.slot for f in fast] == list(range(0, raw.frames, quality.FAST_STEP))
     assert quality.score(raw, displayed, raw.frames, delivered, mode="none") == ([], {})
+
+
+def test_displayed_frames_and_slots_follow_the_source_index() -> None:
+    frames = [
+        {"frame_id": 0, "source_index": 0, "displayed_us": 10},
+        {"frame_id": 1, "source_index": 2, "displayed_us": None},  # purged
+        {"frame_id": 2, "source_index": 2, "displayed_us": 90},  # slot 2 encoded again
+    ]
+    skips = [{"source_index": 1}, {"source_index": 3}]
+    assert quality.displayed_frames(frames) == [(0, 0), (2, 2)]
+    assert quality.slot_count(frames, skips) == 4
+    assert quality.slot_count([], []) == 0
 
 
 def test_nothing_displayed_is_black(tmp_path: Path) -> None:

@@ -6,8 +6,11 @@
 //!   displayed frames exceeds 100 ms (each such interval counts whole; the session's start and
 //!   end count as display instants, so waiting for the first frame and the time after the
 //!   last one count too, and a session that displays nothing has a stall rate of 1);
-//! * `stall_count_200ms` (MAE §6.1): frames whose latency exceeds 200 ms, counting frames
-//!   never displayed;
+//! * `stall_count_200ms` (MAE §6.1): capture slots whose frame was displayed more than 200 ms
+//!   after capture or never (a skipped slot counts);
+//! * `latency_all_ms` (Salsify's rule, Vidaptive §5.1): over every capture slot, displayed or
+//!   not: a slot whose frame was never displayed counts until the next frame of a later slot
+//!   was displayed (or the end of the run);
 //! * `loss_rate`: media-path packets dropped by the downlink (queue overflow, random loss or
 //!   a bottleneck policy) over packets that reached it;
 //! * `utilization`: bytes the downlink delivered over the bytes its trace could deliver during
@@ -23,11 +26,13 @@ use crate::units::{TimeDelta, Timestamp};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// One encoded frame's life. Times are microseconds from the session start; `None` when the
-/// event did not happen.
+/// One encoded frame's life (one per encode: a source frame encoded twice has two). Times are
+/// microseconds from the session start; `None` when the event did not happen.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FrameRecord {
     pub frame_id: u64,
+    /// The capture slot (source frame) it encodes.
+    pub source_index: u64,
     pub capture_us: i64,
     pub encode_start_us: i64,
     pub encode_end_us: i64,
@@ -36,17 +41,33 @@ pub struct FrameRecord {
     pub qp: f64,
     pub target_rate_bps: i64,
     pub packets: u16,
+    /// The frame it references (`None` for a keyframe).
+    pub ref_frame_id: Option<u64>,
     pub first_packet_sent_us: Option<i64>,
     pub last_packet_sent_us: Option<i64>,
+    /// When its first packet reached the head of the pacer queue: `last_packet_sent_us`
+    /// minus this is its service time.
+    pub pacer_head_us: Option<i64>,
     pub completed_us: Option<i64>,
     pub displayed_us: Option<i64>,
     pub latency_us: Option<i64>,
-    /// Skipped by the receiver because a later keyframe was displayed first.
+    /// Passed over by the receiver because a later frame was displayed first.
     pub discarded: bool,
-    /// Complexity level chosen by the encoder controller (ACE-C); `None`: the preset's.
-    pub complexity: Option<crate::encoder::Complexity>,
-    /// The controller's predicted size relative to the average frame (ACE-C's rho-hat).
-    pub predicted_relative_size: Option<f64>,
+    /// Removed from the pacer by the sender (the packets it had not sent yet).
+    pub purged: bool,
+    /// The encoder controller's per-frame state (ACE-C: `complexity`,
+    /// `predicted_relative_size`; ...), flattened into the record.
+    #[serde(flatten)]
+    pub columns: Columns,
+}
+
+/// A capture slot that was never encoded.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SkipRecord {
+    pub source_index: u64,
+    pub capture_us: i64,
+    /// Why the encoder controller skipped it.
+    pub reason: &'static str,
 }
 
 /// One time-series sample, taken every sample interval.
@@ -96,6 +117,8 @@ pub struct Summary {
     pub latency_ms: LatencySummary,
     pub stall_rate: f64,
     pub stall_count_200ms: u64,
+    /// Latency over every capture slot, Salsify's rule (see the module documentation).
+    pub latency_all_ms: LatencySummary,
     pub fps: f64,
     pub loss_rate: f64,
     pub video_bitrate_bps: f64,
@@ -104,6 +127,10 @@ pub struct Summary {
     pub frames_sent: u64,
     pub frames_displayed: u64,
     pub frames_discarded: u64,
+    /// Capture slots never encoded.
+    pub frames_skipped: u64,
+    /// Frames purged from the pacer by the sender.
+    pub frames_purged: u64,
     pub keyframes: u64,
     pub retransmissions: u64,
     pub padding_bytes: i64,
@@ -118,6 +145,8 @@ pub struct Summary {
 #[derive(Debug, Default)]
 pub struct Recorder {
     frames: BTreeMap<u64, FrameRecord>,
+    /// Slots skipped and not (yet) encoded.
+    skipped: BTreeMap<u64, SkipRecord>,
     pub retransmissions: u64,
     pub padding_bytes: i64,
     pub sent_bytes_total: i64,
@@ -128,6 +157,7 @@ impl Recorder {
         match e {
             SenderEvent::FrameEncoded {
                 frame_id,
+                source_index,
                 capture_time,
                 encode_start,
                 encode_end,
@@ -136,13 +166,15 @@ impl Recorder {
                 qp,
                 target_rate,
                 packet_count,
-                complexity,
-                predicted_relative_size,
+                reference,
+                columns,
             } => {
+                self.skipped.remove(&source_index);
                 self.frames.insert(
                     frame_id,
                     FrameRecord {
                         frame_id,
+                        source_index,
                         capture_us: capture_time.as_us(),
                         encode_start_us: encode_start.as_us(),
                         encode_end_us: encode_end.as_us(),
@@ -151,12 +183,27 @@ impl Recorder {
                         qp: (qp * 1000.0).round() / 1000.0,
                         target_rate_bps: target_rate.as_bps(),
                         packets: packet_count,
-                        complexity,
-                        predicted_relative_size: predicted_relative_size
-                            .map(|r| (r * 1000.0).round() / 1000.0),
+                        ref_frame_id: reference,
+                        columns,
                         ..Default::default()
                     },
                 );
+            }
+            SenderEvent::FrameSkipped { source_index, capture_time, reason } => {
+                self.skipped.insert(
+                    source_index,
+                    SkipRecord { source_index, capture_us: capture_time.as_us(), reason },
+                );
+            }
+            SenderEvent::FrameServiced { frame_id, head_at, .. } => {
+                if let Some(f) = self.frames.get_mut(&frame_id) {
+                    f.pacer_head_us = Some(head_at.as_us());
+                }
+            }
+            SenderEvent::FramePurged { frame_id, .. } => {
+                if let Some(f) = self.frames.get_mut(&frame_id) {
+                    f.purged = true;
+                }
             }
             SenderEvent::PacketSent { kind, frame_id, size, time } => {
                 self.sent_bytes_total += size.as_bytes();
@@ -200,6 +247,10 @@ impl Recorder {
     pub fn frames(&self) -> Vec<FrameRecord> {
         self.frames.values().cloned().collect()
     }
+    /// The slots skipped and never encoded.
+    pub fn skips(&self) -> Vec<SkipRecord> {
+        self.skipped.values().cloned().collect()
+    }
 }
 
 /// Linear-interpolation percentile (numpy's default) of sorted values.
@@ -228,26 +279,71 @@ pub const STALL_INTERVAL: TimeDelta = TimeDelta::from_ms(100);
 /// Latency threshold of MAE §6.1.
 pub const STALL_LATENCY: TimeDelta = TimeDelta::from_ms(200);
 
+impl LatencySummary {
+    /// Mean, percentiles and maximum of latencies in microseconds, in milliseconds.
+    fn of_us(values_us: impl Iterator<Item = i64>) -> LatencySummary {
+        let mut lat: Vec<f64> = values_us.map(|us| us as f64 / 1e3).collect();
+        lat.sort_by(|a, b| a.total_cmp(b));
+        let mean =
+            if lat.is_empty() { f64::NAN } else { lat.iter().sum::<f64>() / lat.len() as f64 };
+        LatencySummary {
+            mean,
+            p50: percentile(&lat, 50.0),
+            p95: percentile(&lat, 95.0),
+            p99: percentile(&lat, 99.0),
+            p999: percentile(&lat, 99.9),
+            max: lat.last().copied().unwrap_or(f64::NAN),
+        }
+    }
+}
+
+/// Per capture slot (in source order): capture time and the latency Salsify's rule gives it
+/// (its own frame's display, else the first display of a later slot's frame, else `run_end`),
+/// and whether its own frame was displayed.
+fn slot_latencies(
+    frames: &[FrameRecord],
+    skips: &[SkipRecord],
+    run_end: Timestamp,
+) -> Vec<(i64, bool)> {
+    // source index -> (capture, earliest display of a frame of this slot)
+    let mut slots: BTreeMap<u64, (i64, Option<i64>)> = BTreeMap::new();
+    for s in skips {
+        slots.entry(s.source_index).or_insert((s.capture_us, None));
+    }
+    for f in frames {
+        let e = slots.entry(f.source_index).or_insert((f.capture_us, None));
+        if let Some(d) = f.displayed_us {
+            e.1 = Some(e.1.map_or(d, |x: i64| x.min(d)));
+        }
+    }
+    let mut out = Vec::with_capacity(slots.len());
+    let mut later_display = run_end.as_us();
+    for (capture, shown) in slots.values().rev() {
+        let until = shown.unwrap_or(later_display);
+        out.push((until - capture, shown.is_some()));
+        if let Some(d) = shown {
+            later_display = later_display.min(*d);
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// The run summary. `session_end` is the end of capture; `run_end` the end of the run
+/// (capture plus the drain), the display time charged to slots never shown.
 pub fn summarize(
     frames: &[FrameRecord],
+    skips: &[SkipRecord],
     samples: &[Sample],
     link: LinkTotals,
     recorder: &Recorder,
     session_end: Timestamp,
+    run_end: Timestamp,
 ) -> Summary {
     let duration_s = session_end.as_secs_f64();
-    let mut lat: Vec<f64> =
-        frames.iter().filter_map(|f| f.latency_us).map(|us| us as f64 / 1e3).collect();
-    lat.sort_by(|a, b| a.total_cmp(b));
-    let mean = if lat.is_empty() { f64::NAN } else { lat.iter().sum::<f64>() / lat.len() as f64 };
-    let latency_ms = LatencySummary {
-        mean,
-        p50: percentile(&lat, 50.0),
-        p95: percentile(&lat, 95.0),
-        p99: percentile(&lat, 99.0),
-        p999: percentile(&lat, 99.9),
-        max: lat.last().copied().unwrap_or(f64::NAN),
-    };
+    let latency_ms = LatencySummary::of_us(frames.iter().filter_map(|f| f.latency_us));
+    let slots = slot_latencies(frames, skips, run_end);
+    let latency_all_ms = LatencySummary::of_us(slots.iter().map(|&(l, _)| l));
 
     // Display instants within the session, anchored at its start: the wait for the first
     // frame counts, and a session that displays nothing is one long stall.
@@ -267,8 +363,7 @@ pub fn summarize(
     }
     let stall_rate = if duration_s > 0.0 { stalled_us as f64 / 1e6 / duration_s } else { 0.0 };
     let stall_count_200ms =
-        frames.iter().filter(|f| f.latency_us.is_none_or(|l| l > STALL_LATENCY.as_us())).count()
-            as u64;
+        slots.iter().filter(|&&(l, shown)| !shown || l > STALL_LATENCY.as_us()).count() as u64;
 
     let mean_of = |f: &dyn Fn(&Sample) -> f64| -> f64 {
         if samples.is_empty() {
@@ -290,6 +385,7 @@ pub fn summarize(
         latency_ms,
         stall_rate,
         stall_count_200ms,
+        latency_all_ms,
         fps: if duration_s > 0.0 { displayed as f64 / duration_s } else { 0.0 },
         loss_rate: if link.arrived_packets > 0 {
             link.dropped_packets as f64 / link.arrived_packets as f64
@@ -308,6 +404,8 @@ pub fn summarize(
         frames_sent: frames.len() as u64,
         frames_displayed: displayed,
         frames_discarded: frames.iter().filter(|f| f.discarded).count() as u64,
+        frames_skipped: skips.len() as u64,
+        frames_purged: frames.iter().filter(|f| f.purged).count() as u64,
         keyframes: frames.iter().filter(|f| f.is_keyframe).count() as u64,
         retransmissions: recorder.retransmissions,
         padding_bytes: recorder.padding_bytes,
@@ -330,6 +428,7 @@ mod tests {
     fn displayed_frame(id: u64, capture_ms: i64, display_ms: Option<i64>) -> FrameRecord {
         FrameRecord {
             frame_id: id,
+            source_index: id,
             capture_us: capture_ms * 1000,
             displayed_us: display_ms.map(|d| d * 1000),
             latency_us: display_ms.map(|d| (d - capture_ms) * 1000),
@@ -362,8 +461,10 @@ mod tests {
         let s = summarize(
             &frames,
             &[],
+            &[],
             LinkTotals::default(),
             &Recorder::default(),
+            Timestamp::from_ms(1000),
             Timestamp::from_ms(1000),
         );
         // Gaps over 100 ms: 250->650 (400 ms) and 750->1000 (250 ms): 650 ms of 1000. The
@@ -381,12 +482,47 @@ mod tests {
         let s = summarize(
             &frames,
             &[],
+            &[],
             LinkTotals::default(),
             &Recorder::default(),
+            Timestamp::from_ms(2000),
             Timestamp::from_ms(2000),
         );
         assert_eq!(s.stall_rate, 1.0);
         assert_eq!(s.stall_count_200ms, 2);
         assert!(s.bwe_ratio.is_nan());
+    }
+
+    #[test]
+    fn latency_over_all_slots_counts_undisplayed_ones_until_the_next_display() {
+        // Slots every 100 ms: slot 0 shown at 50 ms; slot 1 skipped; slot 2 encoded as frame
+        // 1 and shown at 260 ms; slot 3 encoded (frame 2), never shown; slot 4 skipped and
+        // nothing later shown: it counts to the end of the run (1000 ms).
+        let mut f1 = displayed_frame(1, 200, Some(260));
+        f1.source_index = 2;
+        let mut f2 = displayed_frame(2, 300, None);
+        f2.source_index = 3;
+        let frames = vec![displayed_frame(0, 0, Some(50)), f1, f2];
+        let skips = vec![
+            SkipRecord { source_index: 1, capture_us: 100_000, reason: "test" },
+            SkipRecord { source_index: 4, capture_us: 400_000, reason: "test" },
+        ];
+        let s = summarize(
+            &frames,
+            &skips,
+            &[],
+            LinkTotals::default(),
+            &Recorder::default(),
+            Timestamp::from_ms(500),
+            Timestamp::from_ms(1000),
+        );
+        // Slots: 50, 160 (until 260), 60, 700 (to the end), 600 (to the end).
+        assert_eq!(s.latency_all_ms.mean, (50.0 + 160.0 + 60.0 + 700.0 + 600.0) / 5.0);
+        assert_eq!(s.latency_all_ms.max, 700.0);
+        // Displayed frames only: 50 and 60.
+        assert_eq!(s.latency_ms.mean, 55.0);
+        assert_eq!(s.frames_skipped, 2);
+        // Not shown within 200 ms: slots 1, 3 and 4.
+        assert_eq!(s.stall_count_200ms, 3);
     }
 }

@@ -9,18 +9,18 @@ use crate::units::{DataSize, Timestamp};
 /// Default payload limit per packet (bytes), as in the seeds' WebRTC forks (~1200).
 pub const DEFAULT_MAX_PAYLOAD: i64 = 1200;
 
-/// Splits frames into packets and numbers them with media sequence numbers.
+/// Splits frames into packets. Media sequence numbers are the sender's to assign, when a
+/// packet leaves (so that a frame purged before it left leaves no gap).
 #[derive(Debug)]
 pub struct Packetizer {
     flow: FlowId,
     max_payload: DataSize,
-    next_media_seq: u64,
 }
 
 impl Packetizer {
     pub fn new(flow: FlowId, max_payload: DataSize) -> Self {
         assert!(max_payload.as_bytes() > 0, "max_payload must be positive");
-        Packetizer { flow, max_payload, next_media_seq: 0 }
+        Packetizer { flow, max_payload }
     }
 
     /// Packets for one frame of `payload` bytes. Transport sequence numbers and send times are
@@ -42,13 +42,11 @@ impl Packetizer {
         (0..count)
             .map(|i| {
                 let payload = base + if i < extra { 1 } else { 0 };
-                let media_seq = self.next_media_seq;
-                self.next_media_seq += 1;
                 Packet {
                     flow: self.flow,
                     kind: PacketKind::Video,
                     transport_seq: 0,
-                    media_seq,
+                    media_seq: 0,
                     frame_id,
                     packet_index: i as u16,
                     packet_count: count as u16,
@@ -169,10 +167,9 @@ mod tests {
         let payloads: Vec<i64> =
             pkts.iter().map(|p| (p.size - PACKET_OVERHEAD).as_bytes()).collect();
         assert_eq!(payloads, vec![834, 833, 833]);
-        assert_eq!(pkts.iter().map(|p| p.media_seq).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(pkts.iter().map(|p| p.packet_index).collect::<Vec<_>>(), vec![0, 1, 2]);
         assert!(pkts.iter().all(|p| p.packet_count == 3 && p.frame_id == 7));
         let next = p.packetize(8, DataSize::from_bytes(100), false, Some(7), Timestamp::ZERO);
-        assert_eq!(next[0].media_seq, 3);
         assert_eq!(next.len(), 1);
     }
 

@@ -4,8 +4,13 @@
 //!
 //! * A frame is **complete** when all its packets have arrived.
 //! * A frame is **decodable** when it is complete and it is a keyframe or the frame it
-//!   references has been decoded. Decodable frames are displayed at once, in order (no
-//!   jitter buffer: the low-latency setting of the papers).
+//!   references has been decoded. The next frame displayed is the lowest-numbered decodable
+//!   frame after the last one displayed (not only the next id: a sender that drops frames
+//!   re-references an older one), or else the newest complete keyframe; frames passed over
+//!   are discarded. Decodable frames are displayed at once, in order (no jitter buffer: the
+//!   low-latency setting of the papers).
+//! * Malformed input (a packet index beyond its frame's count, absurd sizes or sequence
+//!   jumps) is counted and dropped, never a panic or an unbounded allocation.
 //! * A missing packet is NACKed when the gap is seen and again every RTT (the receiver
 //!   measures RTT as NACK -> retransmission time); after `max_nack_retries` or `nack_give_up`
 //!   it gives up, the chain is broken, and the receiver asks for a keyframe (repeated every
@@ -16,6 +21,19 @@ use crate::packet::{
 };
 use crate::units::{TimeDelta, Timestamp};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Frames larger than this many packets are malformed (about 5 MB of video).
+pub const MAX_FRAME_PACKETS: u16 = 4096;
+/// Frames waiting to be completed or decoded beyond this many: the oldest are dropped.
+const MAX_PENDING_FRAMES: usize = 10_000;
+/// A sequence-number jump beyond this is not NACKed packet by packet: the receiver gives up
+/// on the gap and asks for a keyframe (libwebrtc's NackRequester: kMaxNackPackets, 1000).
+pub const MAX_NACK_GAP: u64 = 1000;
+/// Transport-wide feedback covers at most this many packets (a TWCC report's 16-bit status
+/// count); older unreported ones are skipped.
+pub const MAX_REPORT_PACKETS: u64 = 1 << 15;
+/// Decoded frames remembered as possible references (x264's DPB holds at most 16).
+const DECODED_MEMORY: usize = 64;
 
 #[derive(Clone, Debug)]
 pub struct ReceiverConfig {
@@ -53,7 +71,8 @@ pub enum ReceiverEvent {
         frame_id: u64,
         time: Timestamp,
     },
-    /// Frames that were skipped because a later keyframe was displayed first.
+    /// Frames passed over because a later frame (a keyframe, or one referencing an older
+    /// frame) was displayed first.
     FrameDiscarded {
         frame_id: u64,
         time: Timestamp,
@@ -95,8 +114,12 @@ pub struct Receiver {
     next_feedback_time: Timestamp,
     // --- media ---
     frames: BTreeMap<u64, FrameAssembly>,
-    /// Highest frame id displayed so far (the decoder's reference).
+    /// Highest frame id displayed so far (the decoder's position).
     last_decoded: Option<u64>,
+    /// Recently decoded frames (the possible references).
+    decoded: VecDeque<u64>,
+    /// Malformed packets dropped.
+    malformed: u64,
     highest_media_seq: Option<u64>,
     received_media: BTreeSet<u64>,
     nacks: BTreeMap<u64, NackEntry>,
@@ -122,6 +145,8 @@ impl Receiver {
             feedback_seq: 0,
             frames: BTreeMap::new(),
             last_decoded: None,
+            decoded: VecDeque::new(),
+            malformed: 0,
             highest_media_seq: None,
             received_media: BTreeSet::new(),
             nacks: BTreeMap::new(),
@@ -131,6 +156,11 @@ impl Receiver {
             outbox: VecDeque::new(),
             events: VecDeque::new(),
         }
+    }
+
+    /// Malformed packets dropped so far.
+    pub fn malformed(&self) -> u64 {
+        self.malformed
     }
 
     /// The receiver's RTT estimate (from NACK round trips).
@@ -151,6 +181,14 @@ impl Receiver {
         if p.kind == PacketKind::Padding {
             return;
         }
+        if p.packet_count == 0
+            || p.packet_count > MAX_FRAME_PACKETS
+            || p.packet_index >= p.packet_count
+            || p.media_seq < p.packet_index as u64
+        {
+            self.malformed += 1;
+            return;
+        }
         if let Some(entry) = self.nacks.remove(&p.media_seq) {
             // RTT from the first NACK to the retransmission. When the first retransmission
             // was lost this overestimates (Karn's ambiguity); erring long only slows retries.
@@ -169,6 +207,11 @@ impl Receiver {
         if self.last_decoded.is_some_and(|d| p.frame_id <= d) {
             return;
         }
+        if !self.frames.contains_key(&p.frame_id) && self.frames.len() >= MAX_PENDING_FRAMES {
+            if let Some((old, _)) = self.frames.pop_first() {
+                self.events.push_back(ReceiverEvent::FrameDiscarded { frame_id: old, time: now });
+            }
+        }
         let f = self.frames.entry(p.frame_id).or_insert_with(|| FrameAssembly {
             packet_count: p.packet_count,
             received: vec![false; p.packet_count as usize],
@@ -179,6 +222,10 @@ impl Receiver {
             first_media_seq: p.media_seq - p.packet_index as u64,
         });
         let idx = p.packet_index as usize;
+        if f.packet_count != p.packet_count {
+            self.malformed += 1; // the frame's packets disagree on its size
+            return;
+        }
         if idx < f.received.len() && !f.received[idx] {
             f.received[idx] = true;
             f.received_count += 1;
@@ -201,6 +248,14 @@ impl Receiver {
     fn track_gaps(&mut self, media_seq: u64, now: Timestamp) {
         match self.highest_media_seq {
             None => self.highest_media_seq = Some(media_seq),
+            Some(h) if media_seq > h.saturating_add(MAX_NACK_GAP) => {
+                // Too many missing to NACK one by one: skip the gap, start again from a
+                // keyframe.
+                self.highest_media_seq = Some(media_seq);
+                self.nacks.clear();
+                self.chain_broken = true;
+                self.request_keyframe(now);
+            }
             Some(h) if media_seq > h => {
                 let mut new_missing = Vec::new();
                 for s in h + 1..media_seq {
@@ -270,20 +325,22 @@ impl Receiver {
         self.outbox.push_back(Feedback::KeyframeRequest { flow: self.flow });
     }
 
+    /// Whether `f` can be decoded now: complete, and a keyframe or referencing a frame the
+    /// decoder holds.
+    fn decodable(&self, f: &FrameAssembly) -> bool {
+        f.complete && (f.is_keyframe || f.ref_frame_id.is_some_and(|r| self.decoded.contains(&r)))
+    }
+
     /// Displays every frame that has become decodable.
     fn try_display(&mut self, now: Timestamp) {
         loop {
-            // A complete keyframe newer than the decoder's position restarts the chain.
+            // The lowest-numbered decodable frame after the decoder's position.
             let next = match self.last_decoded {
-                Some(d) if !self.chain_broken => {
-                    let cand = d + 1;
-                    match self.frames.get(&cand) {
-                        Some(f) if f.complete && (f.is_keyframe || f.ref_frame_id == Some(d)) => {
-                            Some(cand)
-                        }
-                        _ => None,
-                    }
-                }
+                Some(d) if !self.chain_broken => self
+                    .frames
+                    .range(d.saturating_add(1)..)
+                    .find(|(_, f)| self.decodable(f))
+                    .map(|(id, _)| *id),
                 _ => None,
             };
             let next = next.or_else(|| {
@@ -298,20 +355,23 @@ impl Receiver {
                     .map(|(id, _)| *id)
             });
             let Some(id) = next else { break };
-            // Frames skipped over by a keyframe jump are discarded.
+            // Frames passed over are discarded.
             let skipped: Vec<u64> = self.frames.range(..id).map(|(k, _)| *k).collect();
             for k in skipped {
                 self.frames.remove(&k);
                 self.events.push_back(ReceiverEvent::FrameDiscarded { frame_id: k, time: now });
             }
             if let Some(f) = self.frames.remove(&id) {
-                if f.is_keyframe {
-                    // Nothing before a displayed keyframe is needed any more (libwebrtc's
-                    // NackRequester clears up to the keyframe).
-                    self.nacks.retain(|&seq, _| seq >= f.first_media_seq);
-                }
+                // Nothing sent before a displayed frame is needed any more (libwebrtc's
+                // NackRequester clears up to a keyframe; a frame that re-references an older
+                // one makes the frames between as useless).
+                self.nacks.retain(|&seq, _| seq >= f.first_media_seq);
             }
             self.last_decoded = Some(id);
+            self.decoded.push_back(id);
+            if self.decoded.len() > DECODED_MEMORY {
+                self.decoded.pop_front();
+            }
             self.chain_broken = false;
             self.events.push_back(ReceiverEvent::FrameDisplayed { frame_id: id, time: now });
         }
@@ -319,6 +379,11 @@ impl Receiver {
 
     fn make_transport_feedback(&mut self, now: Timestamp) -> Option<Feedback> {
         let (&last_seq, _) = self.unreported.last_key_value()?;
+        if last_seq - self.next_report_seq >= MAX_REPORT_PACKETS {
+            // A jump the report cannot cover: report only the newest packets.
+            self.next_report_seq = last_seq.saturating_add(1) - MAX_REPORT_PACKETS;
+            self.unreported = self.unreported.split_off(&self.next_report_seq);
+        }
         let mut packets = Vec::with_capacity((last_seq + 1 - self.next_report_seq) as usize);
         let mut newest_arrival = Timestamp::ZERO;
         for seq in self.next_report_seq..=last_seq {
@@ -392,8 +457,10 @@ mod tests {
             if key { None } else { Some(id - 1) },
             Timestamp::ZERO,
         );
+        // Sequence numbers as the sender assigns them when packets leave.
         for p in &mut v {
             p.transport_seq = *tseq;
+            p.media_seq = *tseq;
             *tseq += 1;
         }
         v
@@ -539,5 +606,114 @@ mod tests {
             r.handle_datagram(Datagram::Media(p), now);
         }
         assert_eq!(displayed(&mut r), vec![3]);
+    }
+
+    #[test]
+    fn a_frame_re_referencing_an_older_one_passes_over_the_dropped_ones() {
+        // Frames 0 and 1 arrive; frame 2 loses a packet (dropped on purpose upstream); frame
+        // 3 references frame 1 and arrives whole: it is displayed, 2 is discarded, and the
+        // missing packet of 2 is neither NACKed for ever nor a reason for a keyframe.
+        let mut pz = Packetizer::new(0, DataSize::from_bytes(1000));
+        let mut r = Receiver::new(ReceiverConfig::default(), 0, Timestamp::ZERO);
+        let mut tseq = 0;
+        for id in 0..2 {
+            for p in frame(&mut pz, id, 1500, id == 0, &mut tseq) {
+                r.handle_datagram(Datagram::Media(p), Timestamp::from_ms(10 * id as i64));
+            }
+        }
+        let f2 = frame(&mut pz, 2, 1500, false, &mut tseq);
+        r.handle_datagram(Datagram::Media(f2[0].clone()), Timestamp::from_ms(30));
+        let mut f3 = pz.packetize(3, DataSize::from_bytes(1500), false, Some(1), Timestamp::ZERO);
+        for p in &mut f3 {
+            p.transport_seq = tseq;
+            p.media_seq = tseq;
+            tseq += 1;
+        }
+        for p in f3 {
+            r.handle_datagram(Datagram::Media(p), Timestamp::from_ms(40));
+        }
+        let mut shown = Vec::new();
+        let mut discarded = Vec::new();
+        while let Some(e) = r.poll_event() {
+            match e {
+                ReceiverEvent::FrameDisplayed { frame_id, .. } => shown.push(frame_id),
+                ReceiverEvent::FrameDiscarded { frame_id, .. } => discarded.push(frame_id),
+                _ => {}
+            }
+        }
+        assert_eq!(shown, vec![0, 1, 3]);
+        assert_eq!(discarded, vec![2]);
+        // The gap was NACKed once when frame 3's first packet showed it, before frame 3 was
+        // complete; after that, nothing.
+        while let Some(d) = r.poll_transmit() {
+            assert!(!matches!(d, Datagram::Feedback(Feedback::KeyframeRequest { .. })));
+        }
+        let mut now = Timestamp::from_ms(40);
+        while now < Timestamp::from_ms(3000) {
+            now = r.poll_timeout().max(now + TimeDelta::from_ms(1));
+            r.handle_timeout(now);
+            while let Some(d) = r.poll_transmit() {
+                match d {
+                    Datagram::Feedback(Feedback::KeyframeRequest { .. }) => {
+                        panic!("keyframe request at {now:?}")
+                    }
+                    Datagram::Feedback(Feedback::Nack { media_seqs, .. }) => {
+                        panic!("NACK for {media_seqs:?} after the frame was passed over")
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_packets_are_counted_not_fatal() {
+        let mut pz = Packetizer::new(0, DataSize::from_bytes(1000));
+        let mut r = Receiver::new(ReceiverConfig::default(), 0, Timestamp::ZERO);
+        let mut tseq = 0;
+        let good = frame(&mut pz, 0, 500, true, &mut tseq);
+        let mut bad = Vec::new();
+        let mut p = good[0].clone();
+        p.packet_index = 5; // beyond its count of 1
+        bad.push(p);
+        let mut p = good[0].clone();
+        p.packet_count = 0;
+        bad.push(p);
+        let mut p = good[0].clone();
+        p.packet_count = u16::MAX;
+        bad.push(p);
+        let mut p = good[0].clone();
+        p.media_seq = 0;
+        p.packet_index = 0;
+        p.packet_count = 2;
+        p.frame_id = 9;
+        bad.push(p.clone());
+        p.packet_index = 1; // media_seq below its index: underflow on the frame's first seq
+        bad.push(p);
+        for p in bad {
+            r.handle_datagram(Datagram::Media(p), Timestamp::ZERO);
+        }
+        // A sequence-number jump far beyond any loss: no loop over the gap, one keyframe ask.
+        let mut jump = good[0].clone();
+        jump.media_seq = u64::MAX / 2;
+        jump.frame_id = 10;
+        r.handle_datagram(Datagram::Media(jump), Timestamp::ZERO);
+        // A transport sequence jump: the report stays bounded.
+        let mut far = good[0].clone();
+        far.transport_seq = u64::MAX - 1;
+        far.frame_id = 11;
+        r.handle_datagram(Datagram::Media(far), Timestamp::ZERO);
+        r.handle_timeout(Timestamp::from_ms(50));
+        let mut report_len = 0;
+        while let Some(d) = r.poll_transmit() {
+            if let Datagram::Feedback(Feedback::Transport(t)) = d {
+                report_len = t.packets.len();
+            }
+        }
+        assert!(report_len as u64 <= MAX_REPORT_PACKETS);
+        assert_eq!(r.malformed(), 4);
+        for p in good {
+            r.handle_datagram(Datagram::Media(p), Timestamp::from_ms(60));
+        }
     }
 }

@@ -2,23 +2,40 @@
 //! network, with the send history, NACK-driven retransmission, keyframe requests and the
 //! congestion controller fed by transport feedback.
 //!
+//! Frames: every capture slot (source index) goes to the encoder controller, which encodes
+//! it or skips it; the controller may also ask for encodes of earlier slots (held or dropped
+//! frames, [`EncoderController::poll_encode`]) and for frames to be purged from the pacer
+//! ([`SenderCommand`]). Every encode gets a fresh, increasing frame id; a frame references
+//! the previous encode unless its plan names an older one. Encodes are submitted to an
+//! [`EncoderDriver`] and picked up when they finish, so encoding never blocks pacing. The
+//! controller hears each frame's service in the pacer (its first packet reaching the head of
+//! the queue, its last leaving) and each purge. Media sequence numbers are assigned when a
+//! video packet leaves, so frames purged before they left leave no gap for the receiver to
+//! NACK.
+//!
+//! Congestion control: after every event the controller's [`NetworkControlUpdate`] sets the
+//! pacer's rates and the congestion window; the sender never sends while the bytes in flight
+//! (sent, not yet reported) reach the window, except a keepalive every 500 ms.
+//!
 //! Sans-IO: `handle_feedback` and `handle_timeout` take input, `poll_transmit` yields the
 //! datagrams to put on the wire, `poll_timeout` says when to call again, and `poll_event`
 //! yields what happened (for metrics).
 
 use crate::cc::rtt::RttEstimator;
 use crate::cc::{
-    CongestionController, NetworkControlUpdate, PacketResult, SentPacket,
-    TransportPacketsFeedback,
+    CongestionController, NetworkControlUpdate, PacketResult, SentPacket, TransportPacketsFeedback,
 };
 use crate::columns::Columns;
-use crate::encoder::{Encoder, FrameRequest};
-use crate::encoder_controller::{EncoderController, FrameContext};
+use crate::encoder::{EncoderDriver, FrameRequest};
+use crate::encoder_controller::{
+    EncoderController, FrameContext, FrameDecision, FrameEvent, FramePlan, PacerState,
+    SenderCommand,
+};
 use crate::pacer::Pacer;
 use crate::packet::{Datagram, Feedback, Packet, PacketKind, TransportFeedback};
 use crate::packetizer::Packetizer;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// Sender parameters that are not part of a scheme's components.
 #[derive(Clone, Debug)]
@@ -55,6 +72,7 @@ impl Default for SenderConfig {
 pub enum SenderEvent {
     FrameEncoded {
         frame_id: u64,
+        source_index: u64,
         capture_time: Timestamp,
         encode_start: Timestamp,
         encode_end: Timestamp,
@@ -63,10 +81,28 @@ pub enum SenderEvent {
         qp: f64,
         target_rate: DataRate,
         packet_count: u16,
-        /// The complexity level the encoder controller chose (`None`: the encoder's own).
-        complexity: Option<crate::encoder::Complexity>,
-        /// The controller's size prediction relative to the average frame (ACE-C's rho-hat).
-        predicted_relative_size: Option<f64>,
+        /// The frame it references (`None` for a keyframe).
+        reference: Option<u64>,
+        /// The encoder controller's per-frame columns.
+        columns: Columns,
+    },
+    /// The controller skipped a capture slot (it may still encode it later).
+    FrameSkipped {
+        source_index: u64,
+        capture_time: Timestamp,
+        reason: &'static str,
+    },
+    /// The frame's first packet reached the head of the pacer queue at `head_at` and its
+    /// last left at `done_at`.
+    FrameServiced {
+        frame_id: u64,
+        head_at: Timestamp,
+        done_at: Timestamp,
+    },
+    /// What was left of the frame in the pacer (or encoder) was purged.
+    FramePurged {
+        frame_id: u64,
+        time: Timestamp,
     },
     PacketSent {
         kind: PacketKind,
@@ -132,6 +168,11 @@ impl SendHistory {
         Some(r.sent)
     }
 
+    /// The oldest frame with a packet kept for retransmission.
+    fn oldest_frame(&self) -> Option<u64> {
+        self.media.front().map(|r| r.packet.frame_id)
+    }
+
     fn prune(&mut self, now: Timestamp, keep: TimeDelta, keep_transport: TimeDelta) {
         while let Some(r) = self.transport.front() {
             if now - r.sent.send_time <= keep_transport {
@@ -153,25 +194,44 @@ impl SendHistory {
     }
 }
 
-/// One captured frame waiting for its encode to finish.
-struct PendingFrame {
-    ready: Timestamp,
-    size: DataSize,
-    packets: Vec<Packet>,
+/// A frame submitted to the encoder, waiting to finish.
+struct Submitted {
+    frame_id: u64,
+    plan: FramePlan,
+    /// The frame it references unless it comes out as a keyframe.
+    reference: Option<u64>,
+}
+
+/// A frame with packets in the pacer, for its service time.
+struct InPacer {
+    frame_id: u64,
+    enqueued: Timestamp,
+    remaining: u16,
+    /// When its first packet reached the head of the queue (once it has).
+    head_at: Option<Timestamp>,
 }
 
 pub struct Sender {
     config: SenderConfig,
     cc: Box<dyn CongestionController>,
     pacer: Box<dyn Pacer>,
-    encoder: Box<dyn Encoder>,
+    encoder: Box<dyn EncoderDriver>,
     controller: Box<dyn EncoderController>,
     packetizer: Packetizer,
     history: SendHistory,
     next_transport_seq: u64,
-    frame_index: u64,
-    encoder_free_at: Timestamp,
-    pending: VecDeque<PendingFrame>,
+    next_media_seq: u64,
+    /// The next capture slot (source index).
+    next_slot: u64,
+    next_frame_id: u64,
+    /// The last frame submitted to the encoder.
+    last_submitted: Option<u64>,
+    submitted: VecDeque<Submitted>,
+    in_pacer: VecDeque<InPacer>,
+    /// Frames still encoding when a purge covered them: dropped when they finish.
+    purge_on_finish: BTreeSet<u64>,
+    /// Purged frames: their retransmissions are refused.
+    purged: BTreeSet<u64>,
     force_keyframe: bool,
     last_keyframe: Option<Timestamp>,
     last_pacing_rates: (DataRate, DataRate),
@@ -195,14 +255,15 @@ const RTX_RATE_WINDOW: TimeDelta = TimeDelta::from_secs(1);
 /// (libwebrtc's PacingController: kCongestedPacketInterval, 500 ms).
 const KEEPALIVE_INTERVAL: TimeDelta = TimeDelta::from_ms(500);
 /// The keepalive: one byte of padding payload (libwebrtc sends a 1-byte padding packet).
-const KEEPALIVE_SIZE: DataSize = DataSize::from_bytes(crate::packet::PACKET_OVERHEAD.as_bytes() + 1);
+const KEEPALIVE_SIZE: DataSize =
+    DataSize::from_bytes(crate::packet::PACKET_OVERHEAD.as_bytes() + 1);
 
 impl Sender {
     pub fn new(
         config: SenderConfig,
         cc: Box<dyn CongestionController>,
         pacer: Box<dyn Pacer>,
-        encoder: Box<dyn Encoder>,
+        encoder: Box<dyn EncoderDriver>,
         controller: Box<dyn EncoderController>,
         now: Timestamp,
     ) -> Self {
@@ -216,9 +277,14 @@ impl Sender {
             packetizer,
             history: SendHistory::default(),
             next_transport_seq: 0,
-            frame_index: 0,
-            encoder_free_at: now,
-            pending: VecDeque::new(),
+            next_media_seq: 0,
+            next_slot: 0,
+            next_frame_id: 0,
+            last_submitted: None,
+            submitted: VecDeque::new(),
+            in_pacer: VecDeque::new(),
+            purge_on_finish: BTreeSet::new(),
+            purged: BTreeSet::new(),
             force_keyframe: false,
             last_keyframe: None,
             last_pacing_rates: (DataRate::ZERO, DataRate::ZERO),
@@ -234,8 +300,12 @@ impl Sender {
         s
     }
 
+    fn capture_time_of(&self, slot: u64) -> Timestamp {
+        self.start + TimeDelta::from_secs_f64(slot as f64 / self.config.fps)
+    }
+
     fn next_capture_time(&self) -> Timestamp {
-        let t = self.start + TimeDelta::from_secs_f64(self.frame_index as f64 / self.config.fps);
+        let t = self.capture_time_of(self.next_slot);
         if t >= self.config.capture_until {
             Timestamp::INFINITY
         } else {
@@ -298,63 +368,210 @@ impl Sender {
         }
     }
 
-    fn capture_frame(&mut self, capture_time: Timestamp) {
-        let analysis = if self.controller.wants_analysis() {
-            self.encoder.analyze(self.frame_index)
-        } else {
-            None
-        };
-        let ctx = FrameContext {
-            now: capture_time,
-            frame_index: self.frame_index,
+    /// What the encoder controller sees for a decision about `source_index`.
+    fn context(
+        &self,
+        now: Timestamp,
+        source_index: u64,
+        analysis: Option<crate::encoder::FrameAnalysis>,
+    ) -> FrameContext {
+        FrameContext {
+            now,
+            source_index,
+            capture_time: self.capture_time_of(source_index),
             fps: self.config.fps,
             cc_target: self.media_rate(),
             cc_signals: self.cc.signals(),
+            pacer: PacerState {
+                queue_bytes: self.pacer.queue_size(),
+                queue_packets: self.pacer.queue_packets(),
+                oldest_queue_time: self.pacer.oldest_queue_time(now),
+            },
+            last_frame_id: self.last_submitted,
             analysis,
+        }
+    }
+
+    fn capture_slot(&mut self, capture_time: Timestamp) {
+        let source_index = self.next_slot;
+        self.next_slot += 1;
+        let analysis = if self.controller.wants_analysis() {
+            self.encoder.analyze(source_index)
+        } else {
+            None
         };
-        let plan = self.controller.plan(&ctx);
-        let rate_control = plan.rate_control;
+        let ctx = self.context(capture_time, source_index, analysis);
+        match self.controller.plan(&ctx) {
+            FrameDecision::Encode(plan) => {
+                self.submit(source_index, capture_time, plan, capture_time)
+            }
+            FrameDecision::Skip { reason } => {
+                self.events.push_back(SenderEvent::FrameSkipped {
+                    source_index,
+                    capture_time,
+                    reason,
+                });
+                self.controller.on_frame_event(&FrameEvent::Skipped { source_index }, capture_time);
+            }
+        }
+    }
+
+    fn submit(
+        &mut self,
+        source_index: u64,
+        capture_time: Timestamp,
+        plan: FramePlan,
+        now: Timestamp,
+    ) {
+        let frame_id = self.next_frame_id;
+        self.next_frame_id += 1;
+        let reference = plan.reference.or(self.last_submitted);
         let request = FrameRequest {
-            frame_index: self.frame_index,
+            frame_id,
+            source_index,
             capture_time,
-            rate_control,
+            reference: plan.reference,
+            rate_control: plan.rate_control,
             force_keyframe: self.force_keyframe,
             complexity: plan.complexity,
             planned_size_scale: plan.planned_size_scale,
         };
-        let frame = self.encoder.encode(&request);
-        self.controller.on_frame_encoded(&frame, &plan);
         self.force_keyframe = false;
-        if frame.is_keyframe {
-            self.last_keyframe = Some(capture_time);
+        self.last_submitted = Some(frame_id);
+        self.encoder.submit(request, now);
+        self.submitted.push_back(Submitted { frame_id, plan, reference });
+    }
+
+    /// Packetizes the frames the encoder has finished and hands them to the pacer.
+    fn collect_encoded(&mut self, now: Timestamp) {
+        while let Some(done) = self.encoder.poll_finished(now) {
+            let frame = done.frame;
+            let Some(sub) = self.submitted.pop_front() else { break };
+            debug_assert_eq!(sub.frame_id, frame.frame_id, "encoder finished out of order");
+            self.controller.on_frame_encoded(&frame, &sub.plan);
+            if frame.is_keyframe {
+                self.last_keyframe = Some(done.request.capture_time);
+            }
+            let reference = if frame.is_keyframe { None } else { sub.reference };
+            let packets = self.packetizer.packetize(
+                frame.frame_id,
+                frame.size,
+                frame.is_keyframe,
+                reference,
+                done.finished,
+            );
+            self.events.push_back(SenderEvent::FrameEncoded {
+                frame_id: frame.frame_id,
+                source_index: done.request.source_index,
+                capture_time: done.request.capture_time,
+                encode_start: done.started,
+                encode_end: done.finished,
+                size: frame.size,
+                is_keyframe: frame.is_keyframe,
+                qp: frame.qp,
+                target_rate: done.request.rate_control.target_rate,
+                packet_count: packets.len() as u16,
+                reference,
+                columns: sub.plan.columns,
+            });
+            if self.purge_on_finish.remove(&frame.frame_id) {
+                self.events
+                    .push_back(SenderEvent::FramePurged { frame_id: frame.frame_id, time: now });
+                self.controller
+                    .on_frame_event(&FrameEvent::Purged { frame_id: frame.frame_id }, now);
+                continue;
+            }
+            self.pacer.on_frame(frame.size, now);
+            let head_at = if self.in_pacer.is_empty() { Some(now) } else { None };
+            self.in_pacer.push_back(InPacer {
+                frame_id: frame.frame_id,
+                enqueued: now,
+                remaining: packets.len() as u16,
+                head_at,
+            });
+            for p in packets {
+                self.pacer.enqueue(p, now);
+            }
         }
-        let encode_start = capture_time.max(self.encoder_free_at);
-        let encode_end = encode_start + frame.encode_time;
-        self.encoder_free_at = encode_end;
-        let frame_id = self.frame_index;
-        let ref_frame = if frame.is_keyframe { None } else { frame_id.checked_sub(1) };
-        let packets = self.packetizer.packetize(
-            frame_id,
-            frame.size,
-            frame.is_keyframe,
-            ref_frame,
-            encode_end,
-        );
-        self.events.push_back(SenderEvent::FrameEncoded {
-            frame_id,
-            capture_time,
-            encode_start,
-            encode_end,
-            size: frame.size,
-            is_keyframe: frame.is_keyframe,
-            qp: frame.qp,
-            target_rate: rate_control.target_rate,
-            packet_count: packets.len() as u16,
-            complexity: plan.complexity,
-            predicted_relative_size: plan.predicted_relative_size,
+    }
+
+    /// Encodes and commands the controller wants now.
+    fn poll_controller(&mut self, now: Timestamp) {
+        // A controller hands out finitely many orders per event; the bound only stops a
+        // faulty one from hanging the sender.
+        const MAX_ORDERS: usize = 4096;
+        if let Some(latest) = self.next_slot.checked_sub(1) {
+            for _ in 0..MAX_ORDERS {
+                let ctx = self.context(now, latest, None);
+                let Some(order) = self.controller.poll_encode(&ctx) else { break };
+                self.submit(order.source_index, order.capture_time, order.plan, now);
+            }
+        }
+        for _ in 0..MAX_ORDERS {
+            match self.controller.poll_command() {
+                Some(SenderCommand::PurgeFrames { from_frame_id }) => {
+                    self.purge(from_frame_id, now)
+                }
+                None => break,
+            }
+        }
+        self.collect_encoded(now);
+    }
+
+    /// Removes frames `from_frame_id..` from the pacer and the encoder's output.
+    fn purge(&mut self, from_frame_id: u64, now: Timestamp) {
+        self.pacer.purge(&mut |p: &Packet| {
+            matches!(p.kind, PacketKind::Video | PacketKind::Retransmission)
+                && p.frame_id >= from_frame_id
         });
-        self.pending.push_back(PendingFrame { ready: encode_end, size: frame.size, packets });
-        self.frame_index += 1;
+        let front = self.in_pacer.front().map(|f| f.frame_id);
+        let mut gone = Vec::new();
+        self.in_pacer.retain(|f| {
+            let purge = f.frame_id >= from_frame_id;
+            if purge {
+                gone.push(f.frame_id);
+            }
+            !purge
+        });
+        for s in &self.submitted {
+            if s.frame_id >= from_frame_id {
+                self.purge_on_finish.insert(s.frame_id);
+            }
+        }
+        self.purged.extend(from_frame_id..self.next_frame_id);
+        for frame_id in gone {
+            self.events.push_back(SenderEvent::FramePurged { frame_id, time: now });
+            self.controller.on_frame_event(&FrameEvent::Purged { frame_id }, now);
+        }
+        if self.in_pacer.front().map(|f| f.frame_id) != front {
+            self.advance_head(now);
+        }
+    }
+
+    /// The frame now at the front of the pacer reached the head at `now` (or its enqueue).
+    fn advance_head(&mut self, now: Timestamp) {
+        if let Some(f) = self.in_pacer.front_mut() {
+            f.head_at.get_or_insert(now.max(f.enqueued));
+        }
+    }
+
+    /// A video packet of `frame_id` left the pacer at `now`.
+    fn on_video_sent(&mut self, frame_id: u64, now: Timestamp) {
+        let Some(i) = self.in_pacer.iter().position(|f| f.frame_id == frame_id) else { return };
+        let f = &mut self.in_pacer[i];
+        f.remaining = f.remaining.saturating_sub(1);
+        if f.remaining > 0 {
+            return;
+        }
+        let head_at = f.head_at.unwrap_or(f.enqueued);
+        let _ = self.in_pacer.remove(i);
+        self.events.push_back(SenderEvent::FrameServiced { frame_id, head_at, done_at: now });
+        self.controller
+            .on_frame_event(&FrameEvent::Serviced { frame_id, head_at, done_at: now }, now);
+        if i == 0 {
+            self.advance_head(now);
+        }
+        self.poll_controller(now);
     }
 
     /// Time-driven work: captures, encodes finishing, controller timers.
@@ -364,17 +581,14 @@ impl Sender {
         }
         while self.next_capture_time() <= now {
             let t = self.next_capture_time();
-            self.capture_frame(t);
+            self.capture_slot(t);
         }
-        while self.pending.front().is_some_and(|f| f.ready <= now) {
-            if let Some(frame) = self.pending.pop_front() {
-                self.pacer.on_frame(frame.size, now);
-                for p in frame.packets {
-                    self.pacer.enqueue(p, now);
-                }
-            }
-        }
+        self.collect_encoded(now);
+        self.poll_controller(now);
         self.history.prune(now, self.config.history, self.config.feedback_history);
+        if let Some(oldest) = self.history.oldest_frame() {
+            self.purged = self.purged.split_off(&oldest);
+        }
         self.sync_controller_outputs(now);
     }
 
@@ -391,6 +605,7 @@ impl Sender {
                 }
             }
         }
+        self.poll_controller(now);
         self.sync_controller_outputs(now);
     }
 
@@ -429,6 +644,9 @@ impl Sender {
         let budget = self.cc.update().target_rate * RTX_RATE_WINDOW;
         for &seq in media_seqs {
             let Some(record) = self.history.media_mut(seq) else { continue };
+            if self.purged.contains(&record.packet.frame_id) {
+                continue; // purged on purpose: not resent
+            }
             if now - record.last_sent < min_gap && record.last_sent != record.packet.send_time {
                 continue;
             }
@@ -466,6 +684,10 @@ impl Sender {
             return None;
         };
         self.last_send = now;
+        if p.kind == PacketKind::Video {
+            p.media_seq = self.next_media_seq;
+            self.next_media_seq += 1;
+        }
         p.transport_seq = self.next_transport_seq;
         self.next_transport_seq += 1;
         p.send_time = now;
@@ -485,17 +707,333 @@ impl Sender {
             size: p.size,
             time: now,
         });
+        if p.kind == PacketKind::Video {
+            self.on_video_sent(p.frame_id, now);
+        }
         Some(Datagram::Media(p))
     }
 
     pub fn poll_timeout(&self) -> Timestamp {
-        let pending = self.pending.front().map_or(Timestamp::INFINITY, |f| f.ready);
+        let pending = self.encoder.poll_timeout();
         // A full window waits for feedback (an input), or for the keepalive.
-        let send = if self.window_open() { self.pacer.poll_timeout() } else { self.keepalive_time() };
+        let send =
+            if self.window_open() { self.pacer.poll_timeout() } else { self.keepalive_time() };
         self.next_capture_time().min(pending).min(send).min(self.cc.poll_timeout())
     }
 
     pub fn poll_event(&mut self) -> Option<SenderEvent> {
         self.events.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::{CcSignals, ProbeClusterConfig};
+    use crate::encoder::model::{ModelEncoder, ModelEncoderConfig};
+    use crate::encoder::{InlineEncoder, RateControl};
+    use crate::encoder_controller::EncodeOrder;
+    use crate::pacer::leaky_bucket::{LeakyBucketConfig, LeakyBucketPacer};
+    use crate::receiver::{Receiver, ReceiverConfig, ReceiverEvent};
+    use std::sync::{Arc, Mutex};
+
+    /// A controller with a fixed rate and an optional window; it keeps every feedback.
+    struct FixedCc {
+        rate: DataRate,
+        window: Option<DataSize>,
+        feedback: Arc<Mutex<Vec<TransportPacketsFeedback>>>,
+    }
+
+    impl CongestionController for FixedCc {
+        fn on_packet_sent(&mut self, _: &SentPacket, _: Timestamp) {}
+        fn on_transport_feedback(&mut self, fb: &TransportPacketsFeedback, _: Timestamp) {
+            self.feedback.lock().unwrap().push(fb.clone());
+        }
+        fn handle_timeout(&mut self, _: Timestamp) {}
+        fn poll_timeout(&self) -> Timestamp {
+            Timestamp::INFINITY
+        }
+        fn update(&self) -> NetworkControlUpdate {
+            NetworkControlUpdate {
+                target_rate: self.rate,
+                encoder_rate: self.rate,
+                pacing_rate: self.rate,
+                padding_rate: DataRate::ZERO,
+                congestion_window: self.window,
+            }
+        }
+        fn poll_probe_cluster(&mut self, _: Timestamp) -> Option<ProbeClusterConfig> {
+            None
+        }
+        fn signals(&self) -> CcSignals {
+            CcSignals::default()
+        }
+    }
+
+    /// ABR at the target, but skipping some slots and, at one slot, purging the frames from
+    /// a given id and re-referencing an older one.
+    #[derive(Default)]
+    struct Scripted {
+        skip: Vec<u64>,
+        /// At slot `.0`: purge frames from id `.1`, encode the slot referencing frame `.2`,
+        /// and encode slot `.1`'s source again first.
+        drop_and_reencode: Option<(u64, u64, u64)>,
+        orders: VecDeque<EncodeOrder>,
+        commands: VecDeque<SenderCommand>,
+        events: Arc<Mutex<Vec<FrameEvent>>>,
+    }
+
+    impl EncoderController for Scripted {
+        fn plan(&mut self, ctx: &FrameContext) -> FrameDecision {
+            if self.skip.contains(&ctx.source_index) {
+                return FrameDecision::Skip { reason: "test" };
+            }
+            let plan =
+                FramePlan::from(RateControl::abr_vbv(ctx.cc_target, TimeDelta::from_ms(500)));
+            if let Some((slot, from, reference)) = self.drop_and_reencode {
+                if ctx.source_index == slot {
+                    self.commands.push_back(SenderCommand::PurgeFrames { from_frame_id: from });
+                    let again = FramePlan { reference: Some(reference), ..plan.clone() };
+                    self.orders.push_back(EncodeOrder {
+                        source_index: from,
+                        capture_time: Timestamp::ZERO
+                            + TimeDelta::from_secs_f64(from as f64 / ctx.fps),
+                        plan: again,
+                    });
+                    // This slot itself is encoded after the re-encode (default reference).
+                    self.orders.push_back(EncodeOrder {
+                        source_index: slot,
+                        capture_time: ctx.capture_time,
+                        plan: plan.clone(),
+                    });
+                    return FrameDecision::Skip { reason: "held for the re-encode" };
+                }
+            }
+            plan.into()
+        }
+        fn poll_encode(&mut self, _ctx: &FrameContext) -> Option<EncodeOrder> {
+            if self.commands.is_empty() {
+                self.orders.pop_front()
+            } else {
+                None
+            }
+        }
+        fn poll_command(&mut self) -> Option<SenderCommand> {
+            self.commands.pop_front()
+        }
+        fn on_frame_event(&mut self, e: &FrameEvent, _: Timestamp) {
+            self.events.lock().unwrap().push(*e);
+        }
+    }
+
+    fn sender(cc: FixedCc, controller: Scripted, encode_ms: f64) -> Sender {
+        let model = ModelEncoderConfig {
+            width: 640,
+            height: 360,
+            encode_time_ms: encode_ms,
+            reference_frames: 4,
+            ..Default::default()
+        };
+        Sender::new(
+            SenderConfig::default(),
+            Box::new(cc),
+            Box::new(LeakyBucketPacer::new(LeakyBucketConfig::default(), Timestamp::ZERO)),
+            Box::new(InlineEncoder::new(Box::new(ModelEncoder::new(model, 30.0)))),
+            Box::new(controller),
+            Timestamp::ZERO,
+        )
+    }
+
+    /// A sender and a receiver joined by an ideal path (fixed delay each way, no loss),
+    /// stepped from timeout to timeout.
+    struct Pair {
+        tx: Sender,
+        rx: Receiver,
+        now: Timestamp,
+        delay: TimeDelta,
+        to_rx: VecDeque<(Timestamp, Datagram)>,
+        to_tx: VecDeque<(Timestamp, Datagram)>,
+        /// frame id -> source index.
+        sources: std::collections::BTreeMap<u64, u64>,
+        displayed: Vec<u64>,
+        keyframe_requests: usize,
+        keyframes: usize,
+        max_over_window: i64,
+    }
+
+    impl Pair {
+        fn new(tx: Sender, delay_ms: i64) -> Pair {
+            let rx = Receiver::new(ReceiverConfig::default(), 0, Timestamp::ZERO);
+            Pair {
+                tx,
+                rx,
+                now: Timestamp::ZERO,
+                delay: TimeDelta::from_ms(delay_ms),
+                to_rx: VecDeque::new(),
+                to_tx: VecDeque::new(),
+                sources: Default::default(),
+                displayed: Vec::new(),
+                keyframe_requests: 0,
+                keyframes: 0,
+                max_over_window: i64::MIN,
+            }
+        }
+
+        fn run_until(&mut self, end: Timestamp, window: Option<DataSize>) {
+            for _ in 0..10_000_000 {
+                let next = [
+                    self.tx.poll_timeout(),
+                    self.rx.poll_timeout(),
+                    self.to_rx.front().map_or(Timestamp::INFINITY, |d| d.0),
+                    self.to_tx.front().map_or(Timestamp::INFINITY, |d| d.0),
+                ]
+                .into_iter()
+                .min()
+                .unwrap();
+                if next > end {
+                    return;
+                }
+                self.now = next.max(self.now);
+                let now = self.now;
+                self.tx.handle_timeout(now);
+                self.rx.handle_timeout(now);
+                while self.to_rx.front().is_some_and(|d| d.0 <= now) {
+                    let (_, d) = self.to_rx.pop_front().unwrap();
+                    self.rx.handle_datagram(d, now);
+                }
+                while self.to_tx.front().is_some_and(|d| d.0 <= now) {
+                    if let (_, Datagram::Feedback(f)) = self.to_tx.pop_front().unwrap() {
+                        self.tx.handle_feedback(f, now);
+                    }
+                }
+                while let Some(d) = self.tx.poll_transmit(now) {
+                    if let Some(w) = window {
+                        let over = (self.tx.bytes_in_flight() - w).as_bytes();
+                        self.max_over_window = self.max_over_window.max(over);
+                    }
+                    self.to_rx.push_back((now + self.delay, d));
+                }
+                while let Some(d) = self.rx.poll_transmit() {
+                    self.to_tx.push_back((now + self.delay, d));
+                }
+                while let Some(e) = self.tx.poll_event() {
+                    if let SenderEvent::FrameEncoded {
+                        frame_id, source_index, is_keyframe, ..
+                    } = e
+                    {
+                        self.sources.insert(frame_id, source_index);
+                        self.keyframes += usize::from(is_keyframe);
+                    }
+                }
+                while let Some(e) = self.rx.poll_event() {
+                    match e {
+                        ReceiverEvent::FrameDisplayed { frame_id, .. } => {
+                            self.displayed.push(self.sources[&frame_id])
+                        }
+                        ReceiverEvent::KeyframeRequested { .. } => self.keyframe_requests += 1,
+                        _ => {}
+                    }
+                }
+            }
+            panic!("livelock at {:?}", self.now);
+        }
+    }
+
+    fn fixed(
+        rate_mbps: i64,
+        window: Option<i64>,
+    ) -> (FixedCc, Arc<Mutex<Vec<TransportPacketsFeedback>>>) {
+        let feedback = Arc::new(Mutex::new(Vec::new()));
+        let cc = FixedCc {
+            rate: DataRate::from_mbps(rate_mbps),
+            window: window.map(DataSize::from_bytes),
+            feedback: feedback.clone(),
+        };
+        (cc, feedback)
+    }
+
+    #[test]
+    fn a_skipped_slot_is_no_loss_and_asks_for_no_keyframe() {
+        let (cc, _) = fixed(4, None);
+        let controller = Scripted { skip: vec![1, 5, 6], ..Default::default() };
+        let mut pair = Pair::new(sender(cc, controller, 5.0), 20);
+        pair.run_until(Timestamp::from_ms(2000), None);
+        assert_eq!(&pair.displayed[..6], &[0, 2, 3, 4, 7, 8]);
+        assert_eq!(pair.keyframe_requests, 0);
+        assert_eq!(pair.keyframes, 1, "only the first frame");
+        // Every encode is displayed, in order (the last few are still on their way).
+        let encoded: Vec<u64> = pair.sources.values().copied().collect();
+        assert_eq!(pair.displayed[..], encoded[..pair.displayed.len()]);
+        assert!(pair.displayed.len() + 5 >= encoded.len());
+    }
+
+    #[test]
+    fn the_window_caps_the_bytes_in_flight_and_a_keepalive_keeps_feedback_coming() {
+        // 8 Mbps of video, but a 12 kB window over a 2 x 50 ms path: the window binds
+        // (12 kB per ~110 ms is under 1 Mbps).
+        let (cc, feedback) = fixed(8, Some(12_000));
+        let mut pair = Pair::new(sender(cc, Scripted::default(), 5.0), 50);
+        pair.run_until(Timestamp::from_ms(3000), Some(DataSize::from_bytes(12_000)));
+        // Never more than the window plus one packet in flight.
+        assert!(pair.max_over_window >= 0, "the window was reached");
+        assert!(pair.max_over_window < 1260, "over the window by {} B", pair.max_over_window);
+        // The link never carried more than the window allows per round trip.
+        let fb = feedback.lock().unwrap();
+        assert!(!fb.is_empty());
+        assert!(fb.iter().all(|f| f.prior_in_flight <= DataSize::from_bytes(12_000 + 1260)));
+    }
+
+    #[test]
+    fn feedback_carries_per_packet_rtts_from_arrival_times() {
+        let (cc, feedback) = fixed(4, None);
+        let mut pair = Pair::new(sender(cc, Scripted::default(), 5.0), 20);
+        pair.run_until(Timestamp::from_ms(1000), None);
+        let fb = feedback.lock().unwrap();
+        // An ideal 20 ms path each way: every packet's RTT is 40 ms, however long it waited
+        // in the report batch (reports go every 50 ms).
+        let rtts: Vec<TimeDelta> =
+            fb.iter().flat_map(|f| f.packets.iter().filter_map(|p| p.rtt)).collect();
+        assert!(rtts.len() > 50);
+        assert!(rtts.iter().all(|&r| r == TimeDelta::from_ms(40)), "{:?}", &rtts[..5]);
+        let owd: Vec<TimeDelta> =
+            fb.iter().flat_map(|f| f.packets.iter().filter_map(|p| p.one_way_delay())).collect();
+        assert!(owd.iter().all(|&d| d == TimeDelta::from_ms(20)));
+        assert!(fb.iter().all(|f| f.rtt == Some(TimeDelta::from_ms(40))));
+    }
+
+    #[test]
+    fn purged_frames_are_replaced_by_a_re_encode_without_a_keyframe() {
+        // At slot 20 the controller purges frames from id 18 on (whatever of them is still in
+        // the pacer or encoding) and encodes source 18 again referencing frame 17, then slot
+        // 20. A slow encoder (40 ms per frame) keeps frames queued so the purge has work.
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let controller = Scripted {
+            drop_and_reencode: Some((20, 18, 17)),
+            events: events.clone(),
+            ..Default::default()
+        };
+        let (cc, _) = fixed(2, None);
+        let mut pair = Pair::new(sender(cc, controller, 40.0), 20);
+        pair.run_until(Timestamp::from_ms(3000), None);
+        let purged: Vec<u64> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                FrameEvent::Purged { frame_id } => Some(*frame_id),
+                _ => None,
+            })
+            .collect();
+        assert!(purged.contains(&19), "frame 19 (slot 19) was still queued: {purged:?}");
+        assert_eq!(pair.keyframe_requests, 0);
+        assert_eq!(pair.keyframes, 1);
+        // Slots 0..17 as encoded, then 18 (its re-encode), then 20 onwards: 19 was dropped.
+        let shown = &pair.displayed;
+        let i = shown.iter().position(|&s| s == 18).expect("slot 18 displayed");
+        assert_eq!(&shown[..i], &(0..18).collect::<Vec<_>>()[..]);
+        assert_eq!(shown[i + 1], 20, "{shown:?}");
+        assert!(!shown.contains(&19));
+        // Services are reported for frames that left the pacer.
+        assert!(events.lock().unwrap().iter().any(|e| matches!(e, FrameEvent::Serviced { .. })));
     }
 }

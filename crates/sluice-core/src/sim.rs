@@ -8,10 +8,10 @@
 
 use crate::cc::gcc::Gcc;
 use crate::encoder::model::{ModelEncoder, ModelEncoderConfig};
-use crate::encoder::Encoder;
+use crate::encoder::{Encoder, InlineEncoder};
 use crate::link::trace::Trace;
 use crate::link::{Link, LinkConfig, LinkRate, QueueLimit};
-use crate::metrics::{self, FrameRecord, LinkTotals, Recorder, Sample, Summary};
+use crate::metrics::{self, FrameRecord, LinkTotals, Recorder, Sample, SkipRecord, Summary};
 use crate::packet::Datagram;
 use crate::receiver::{Receiver, ReceiverConfig};
 use crate::rng::Rng;
@@ -241,6 +241,8 @@ const UPLINK: usize = 3;
 #[derive(Clone, Debug)]
 pub struct RunResult {
     pub frames: Vec<FrameRecord>,
+    /// Capture slots never encoded.
+    pub skips: Vec<SkipRecord>,
     pub samples: Vec<Sample>,
     pub summary: Summary,
 }
@@ -304,7 +306,7 @@ impl Simulation {
             },
             cc,
             scheme.pacer.build(now),
-            encoder,
+            Box::new(InlineEncoder::new(encoder)),
             scheme.encoder_controller.build(),
             now,
         );
@@ -498,6 +500,7 @@ impl Simulation {
     pub fn finish(mut self) -> RunResult {
         self.settle();
         let frames = self.recorder.frames();
+        let skips = self.recorder.skips();
         let stats = self.link(DOWNLINK).stats();
         // Utilisation covers the sampled part of the session (up to the last sample at or
         // before the end of capture), so bytes delivered while draining do not count.
@@ -513,8 +516,15 @@ impl Simulation {
             delivered_bytes: self.last_delivered_bytes,
             capacity_bytes,
         };
-        let summary =
-            metrics::summarize(&frames, &self.samples, totals, &self.recorder, self.capture_end);
-        RunResult { frames, samples: self.samples, summary }
+        let summary = metrics::summarize(
+            &frames,
+            &skips,
+            &self.samples,
+            totals,
+            &self.recorder,
+            self.capture_end,
+            self.end,
+        );
+        RunResult { frames, skips, samples: self.samples, summary }
     }
 }

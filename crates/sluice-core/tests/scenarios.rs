@@ -1,11 +1,11 @@
 //! End-to-end scenarios on the deterministic simulator, with metric assertions.
 
 use sluice_core::cc::gcc::{GccConfig, TrendlineWindow};
+use sluice_core::columns::Value;
 use sluice_core::encoder::model::ModelEncoderConfig;
 use sluice_core::encoder_controller::EncoderControllerConfig;
 use sluice_core::link::trace::Trace;
 use sluice_core::link::trace_gen::{generate, TraceSpec};
-use sluice_core::columns::Value;
 use sluice_core::metrics::{FrameRecord, Sample};
 use sluice_core::pacer::ace_n::AceNConfig;
 use sluice_core::pacer::leaky_bucket::LeakyBucketConfig;

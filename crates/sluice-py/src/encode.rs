@@ -290,13 +290,11 @@ fn run_model(fps: f64, frames: u64, jobs: Vec<Job>) -> Result<String, Failure> {
             let Some(rate_control) = rc else {
                 return Err(Failure::Invalid("model job without a rate at frame 0".into()));
             };
+            let capture = Timestamp::from_us((i as f64 / fps * 1e6).round() as i64);
             let f = enc.encode(&FrameRequest {
-                frame_index: i,
-                capture_time: Timestamp::from_us((i as f64 / fps * 1e6).round() as i64),
-                rate_control,
-                force_keyframe: false,
                 complexity,
                 planned_size_scale: size_scale,
+                ..FrameRequest::for_slot(i, capture, rate_control)
             });
             records.push(Record {
                 frame: i,

@@ -152,9 +152,10 @@ impl PySimulation {
         }
     }
 
-    /// Runs to the end and returns `(frames_json, samples_json, summary_json)`: JSON arrays
-    /// of per-frame records and time-series samples, and the summary object.
-    fn finish(&mut self, py: Python<'_>) -> PyResult<(String, String, String)> {
+    /// Runs to the end and returns `(frames_json, skips_json, samples_json, summary_json)`:
+    /// JSON arrays of per-frame records, skipped capture slots and time-series samples, and
+    /// the summary object.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<(String, String, String, String)> {
         let mut sim =
             self.sim.take().ok_or_else(|| PyValueError::new_err("simulation already finished"))?;
         let end = sim.end();
@@ -167,6 +168,7 @@ impl PySimulation {
             |v: serde_json::Result<String>| v.map_err(|e| PyValueError::new_err(e.to_string()));
         Ok((
             to_json(serde_json::to_string(&result.frames))?,
+            to_json(serde_json::to_string(&result.skips))?,
             to_json(serde_json::to_string(&result.samples))?,
             to_json(serde_json::to_string(&result.summary))?,
         ))

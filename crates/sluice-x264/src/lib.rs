@@ -179,6 +179,11 @@ pub struct X264Config {
     /// x264 scene-cut detection (may insert keyframes on its own). Default true (x264's
     /// default); set false if only the caller should decide keyframes.
     pub scenecut: bool,
+    /// Reference frames kept (x264 `--ref`, 1..=16). Default 1, as the seeds' WebRTC forks.
+    /// With more than one, [`X264Encoder::invalidate_reference`] of the newest frames leaves
+    /// older ones to predict from, so the next frame is a P frame, not an IDR; every frame
+    /// may then also search the extra references (slower, smaller).
+    pub refs: u32,
     /// x264 log level. Default [`LogLevel::Error`].
     pub log_level: LogLevel,
     /// Constant quantiser (x264 `--qp`, 1..=51) instead of ABR: every P frame at this QP,
@@ -209,6 +214,7 @@ impl X264Config {
             profile: None,
             subpel_refine: None,
             scenecut: true,
+            refs: 1,
             log_level: LogLevel::default(),
             constant_qp: None,
             psnr: false,
@@ -239,6 +245,12 @@ impl X264Config {
         }
         if let Some(s) = self.subpel_refine {
             check_subpel(s)?;
+        }
+        if !(1..=16).contains(&self.refs) {
+            return Err(X264Error::InvalidAnalysis(format!(
+                "{} reference frames, x264 keeps 1 to 16",
+                self.refs
+            )));
         }
         if let Some(qp) = self.constant_qp {
             if !(1..=51).contains(&qp) {
@@ -535,6 +547,7 @@ impl X264Encoder {
             profile: cfg.profile.as_deref(),
             subpel_refine: cfg.subpel_refine,
             scenecut: cfg.scenecut,
+            refs: cfg.refs,
             log_level: cfg.log_level.raw(),
             constant_qp: cfg.constant_qp.map(i32::from),
             psnr: cfg.psnr,
@@ -736,8 +749,8 @@ impl X264Encoder {
 
     /// Marks every reference frame with pts >= `pts` as lost (x264_encoder_invalidate_reference),
     /// so the next frame predicts only from older, intact frames. If none is left -- always
-    /// the case with the one reference this encoder keeps, unless `pts` is newer than every
-    /// encoded frame -- x264 codes the next frame as an IDR (`is_keyframe` true, with
+    /// the case with one reference frame ([`X264Config::refs`]), unless `pts` is newer than
+    /// every encoded frame -- x264 codes the next frame as an IDR (`is_keyframe` true, with
     /// SPS/PPS). A `pts` older than the last IDR or newer than the last frame is a no-op.
     pub fn invalidate_reference(&mut self, pts: i64) -> Result<(), X264Error> {
         self.raw.invalidate_reference(pts)

@@ -68,7 +68,12 @@ pub struct X264SimEncoder {
     encode_time: EncodeTimeMode,
     modeled: TimeDelta,
     failure: Option<String>,
+    /// (frame id, pts) of the recent encodes, to turn a reference into x264's pts.
+    encoded: std::collections::VecDeque<(u64, i64)>,
 }
+
+/// Encodes remembered for references (more than x264's 16 reference frames).
+const REFERENCE_MEMORY: usize = 64;
 
 /// Why the encoder could not be set up (reported to the user, never a panic).
 #[derive(Debug)]
@@ -111,6 +116,7 @@ impl X264SimEncoder {
         cfg.fps_den = 1000;
         cfg.preset = s.preset.clone();
         cfg.threads = s.threads;
+        cfg.refs = s.refs;
         let encoder = X264Encoder::open(&cfg).map_err(SimEncoderError::X264)?;
         let stream = match &s.bitstream_path {
             None => None,
@@ -138,6 +144,7 @@ impl X264SimEncoder {
             encode_time: s.encode_time,
             modeled: TimeDelta::from_ms_f64(modeled_ms_720p(&s.preset) * pixels),
             failure: None,
+            encoded: std::collections::VecDeque::new(),
         })
     }
 
@@ -182,19 +189,38 @@ impl X264SimEncoder {
                 self.complexity = Some(level);
             }
         }
-        self.read_frame(req.frame_index)
-            .map_err(|e| format!("reading video frame {}: {e}", req.frame_index))?;
+        self.read_frame(req.source_index)
+            .map_err(|e| format!("reading video frame {}: {e}", req.source_index))?;
+        // An explicit reference: drop every newer one (x264 then predicts from what is left,
+        // or codes an IDR if nothing is). A reference no longer known forces a keyframe.
+        let mut force_keyframe = req.force_keyframe;
+        if let Some(reference) = req.reference {
+            let newest = self.encoded.back().map(|&(id, _)| id);
+            if newest != Some(reference) {
+                match self.encoded.iter().find(|&&(id, _)| id == reference) {
+                    Some(&(_, pts)) => self.encoder.invalidate_reference(pts + 1).map_err(|e| {
+                        format!("x264 cannot drop references after frame {reference}: {e}")
+                    })?,
+                    None => force_keyframe = true,
+                }
+            }
+        }
         // ACE §5.1's planned-size correction as a quantiser offset on every macroblock: x264
         // plans the frame as usual and the offset lowers its size (x264's API has no other
         // way to change one frame's plan).
         let options = PictureOptions {
-            force_keyframe: req.force_keyframe,
+            force_keyframe,
             qp_offset: qp_offset_for_size_scale(req.planned_size_scale),
         };
+        let pts = self.encoder.next_pts();
         let pic = self
             .encoder
             .encode_with(&self.frame, options)
-            .map_err(|e| format!("x264 failed on frame {}: {e}", req.frame_index))?;
+            .map_err(|e| format!("x264 failed on frame {}: {e}", req.frame_id))?;
+        self.encoded.push_back((req.frame_id, pts));
+        if self.encoded.len() > REFERENCE_MEMORY {
+            self.encoded.pop_front();
+        }
         if let Some((out, idx, offset)) = &mut self.stream {
             out.write_all(&pic.data)
                 .and_then(|_| writeln!(idx, "{} {}", offset, pic.data.len()))
@@ -211,7 +237,7 @@ impl X264SimEncoder {
             }
         };
         Ok(EncodedFrame {
-            frame_index: req.frame_index,
+            frame_id: req.frame_id,
             size: DataSize::from_bytes(pic.data.len().max(1) as i64),
             is_keyframe: pic.is_keyframe,
             qp: pic.qp,
@@ -222,7 +248,8 @@ impl X264SimEncoder {
 
 impl Encoder for X264SimEncoder {
     /// SATD of the frame against the previously analysed one, on half-resolution luma.
-    fn analyze(&mut self, frame_index: u64) -> Option<FrameAnalysis> {
+    fn analyze(&mut self, source_index: u64) -> Option<FrameAnalysis> {
+        let frame_index = source_index;
         if self.failure.is_some() {
             return None;
         }
@@ -251,7 +278,7 @@ impl Encoder for X264SimEncoder {
         }
         // Failed: a placeholder until the simulation sees `failure()` and stops.
         EncodedFrame {
-            frame_index: req.frame_index,
+            frame_id: req.frame_id,
             size: DataSize::from_bytes(1),
             is_keyframe: false,
             qp: 0.0,
@@ -261,10 +288,6 @@ impl Encoder for X264SimEncoder {
 
     fn failure(&self) -> Option<&str> {
         self.failure.as_deref()
-    }
-
-    fn name(&self) -> &'static str {
-        "x264"
     }
 }
 

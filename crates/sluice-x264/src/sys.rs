@@ -44,6 +44,8 @@ pub(crate) struct OpenSettings<'a> {
     pub profile: Option<&'a str>,
     pub subpel_refine: Option<i32>,
     pub scenecut: bool,
+    /// Reference frames kept (x264 `--ref`).
+    pub refs: u32,
     pub log_level: i32,
     /// Constant QP instead of ABR (the rate fields are then zero).
     pub constant_qp: Option<i32>,
@@ -174,7 +176,8 @@ impl RawEncoder {
             p.i_scenecut_threshold = 0;
         }
         p.b_intra_refresh = 0;
-        p.i_frame_reference = 1;
+        // Validated to 1..=16 by the caller.
+        p.i_frame_reference = s.refs as c_int;
         p.i_bframe = 0;
         p.b_annexb = 1;
         p.b_repeat_headers = 1;

@@ -1,4 +1,5 @@
-//! End-to-end tests against the system libx264 (and ffmpeg for decoding, if installed).
+//! End-to-end tests against the system libx264, and ffmpeg for decoding: `$SLUICE_FFMPEG`
+//! (`make test` points it at imageio-ffmpeg's binary) or `ffmpeg` on the PATH.
 
 use sluice_x264::{
     AnalysisParams, FrameType, I420Frame, I420Planes, MeMethod, Partitions, X264Config,
@@ -205,26 +206,85 @@ fn invalidated_reference_stream_decodes_with_ffmpeg() {
     assert_eq!(types[26], (false, Some(FrameType::P)));
     assert_eq!(types[31], (false, Some(FrameType::P)), "future pts must not invalidate");
 
-    if Command::new("ffmpeg").arg("-version").output().is_err() {
-        eprintln!("SKIPPED ffmpeg decode check: ffmpeg not installed (apt-get install -y ffmpeg)");
-        return;
+    assert_eq!(decode(&stream), 45, "every frame decodes");
+}
+
+/// The ffmpeg to decode with: `$SLUICE_FFMPEG`, else `ffmpeg` on the PATH. A decode check
+/// that cannot run is a failure, not a skip.
+fn ffmpeg() -> String {
+    let exe = std::env::var("SLUICE_FFMPEG").unwrap_or_else(|_| "ffmpeg".into());
+    if Command::new(&exe).arg("-version").output().is_err() {
+        panic!(
+            "no ffmpeg to decode with ({exe}): run the tests with `make test`, which sets \
+             SLUICE_FFMPEG to imageio-ffmpeg's, or put ffmpeg on the PATH"
+        );
     }
-    let path = std::env::temp_dir().join(format!("sluice-x264-test-{}.264", std::process::id()));
-    std::fs::write(&path, &stream).unwrap();
-    let out = Command::new("ffmpeg")
-        .args(["-nostdin", "-v", "error", "-i"])
+    exe
+}
+
+/// Decodes an Annex-B stream with ffmpeg; fails on any error or warning; returns the number
+/// of frames decoded.
+fn decode(stream: &[u8]) -> usize {
+    let path = std::env::temp_dir().join(format!(
+        "sluice-x264-test-{}-{}.264",
+        std::process::id(),
+        stream.len()
+    ));
+    std::fs::write(&path, stream).unwrap();
+    let out = Command::new(ffmpeg())
+        .args(["-nostdin", "-v", "warning", "-f", "h264", "-i"])
         .arg(&path)
-        .args(["-f", "null", "-"])
+        .args(["-f", "rawvideo", "-pix_fmt", "yuv420p", "-"])
         .output()
         .unwrap();
     let _ = std::fs::remove_file(&path);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "ffmpeg failed: {stderr}");
-    assert!(
-        stderr.trim().is_empty() && stdout.trim().is_empty(),
-        "ffmpeg printed: {stderr}{stdout}"
-    );
+    assert!(stderr.trim().is_empty(), "ffmpeg printed: {stderr}");
+    let frame_bytes = (W * H * 3 / 2) as usize;
+    assert_eq!(out.stdout.len() % frame_bytes, 0);
+    out.stdout.len() / frame_bytes
+}
+
+#[test]
+fn re_referencing_after_dropped_frames_is_a_p_frame_and_decodes() {
+    // Co-RTV's case: frames 20-22 are dropped in the network; the sender invalidates them
+    // and encodes the next frame from frame 19. With four reference frames x264 still holds
+    // frame 19, so the frame is a P frame; the delivered stream (without 20-22) decodes,
+    // every frame of it.
+    let mut cfg = X264Config::new(W, H, FPS, 1_000_000);
+    cfg.refs = 4;
+    let mut enc = X264Encoder::open(&cfg).unwrap();
+    let mut clip = Clip::new();
+    let mut delivered = Vec::new();
+    let mut frames = 0;
+    let mut types = Vec::new();
+    for i in 0..40u32 {
+        if i == 23 {
+            enc.invalidate_reference(20).unwrap(); // pts 20, 21, 22 are gone
+        }
+        let pic = enc.encode(&clip.frame(i), false).unwrap();
+        types.push(pic.frame_type);
+        if !(20..23).contains(&i) {
+            delivered.extend_from_slice(&pic.data);
+            frames += 1;
+        }
+    }
+    assert_eq!(types[23], Some(FrameType::P), "{types:?}");
+    assert!(types[1..].iter().all(|t| *t == Some(FrameType::P)));
+    assert_eq!(decode(&delivered), frames);
+    // With one reference frame the same invalidation needs an IDR.
+    let mut one = open(1_000_000);
+    let mut clip = Clip::new();
+    for i in 0..24u32 {
+        if i == 23 {
+            one.invalidate_reference(20).unwrap();
+        }
+        let pic = one.encode(&clip.frame(i), false).unwrap();
+        if i == 23 {
+            assert_eq!(pic.frame_type, Some(FrameType::Idr));
+        }
+    }
 }
 
 #[test]
@@ -411,4 +471,81 @@ fn quant_offset_shrinks_one_frame() {
         Err(X264Error::InvalidQpOffset(_))
     ));
     assert!(enc.encode_with(&clip.frame(0), opts(0.0)).is_ok());
+}
+
+#[test]
+fn the_sim_encoder_re_references_by_frame_id_and_reencodes_a_source_frame() {
+    use sluice_core::encoder::{EncodeTimeMode, Encoder, FrameRequest, RateControl, X264Settings};
+    use sluice_core::units::{DataRate, TimeDelta, Timestamp};
+    use sluice_x264::sim_encoder::X264SimEncoder;
+    // A raw clip of 30 frames on disk, as the front end decodes one.
+    let dir = std::env::temp_dir().join(format!("sluice-x264-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let raw = dir.join("clip.yuv");
+    let mut clip = Clip::new();
+    let mut bytes = Vec::new();
+    for i in 0..30 {
+        let f = clip.frame(i);
+        bytes.extend_from_slice(&f.y);
+        bytes.extend_from_slice(&f.u);
+        bytes.extend_from_slice(&f.v);
+    }
+    std::fs::write(&raw, &bytes).unwrap();
+    let stream = dir.join("stream.264");
+    let settings = X264Settings {
+        video_path: raw.to_string_lossy().into(),
+        width: W,
+        height: H,
+        video_frames: 30,
+        refs: 4,
+        encode_time: EncodeTimeMode::Modeled,
+        bitstream_path: Some(stream.to_string_lossy().into()),
+        ..Default::default()
+    };
+    let mut enc = X264SimEncoder::open(&settings, 30.0).unwrap();
+    let rc = RateControl::abr_vbv(DataRate::from_kbps(800), TimeDelta::from_ms(500));
+    let at = |i: u64| Timestamp::from_ms(i as i64 * 33);
+    let mut kinds = Vec::new();
+    // Frames 0..=12 for sources 0..=12; frames 10-12 are then "dropped" and sources 10-12
+    // encoded again as frames 13-15 from frame 9; then sources 13.. as frames 16...
+    for i in 0..13u64 {
+        kinds.push(enc.encode(&FrameRequest::for_slot(i, at(i), rc)).is_keyframe);
+    }
+    for (k, source) in (10..13u64).enumerate() {
+        let req = FrameRequest {
+            frame_id: 13 + k as u64,
+            reference: if k == 0 { Some(9) } else { None },
+            ..FrameRequest::for_slot(source, at(source), rc)
+        };
+        let f = enc.encode(&req);
+        assert_eq!(f.frame_id, 13 + k as u64);
+        kinds.push(f.is_keyframe);
+    }
+    for source in 13..20u64 {
+        let req =
+            FrameRequest { frame_id: source + 3, ..FrameRequest::for_slot(source, at(source), rc) };
+        kinds.push(enc.encode(&req).is_keyframe);
+    }
+    assert!(enc.failure().is_none(), "{:?}", enc.failure());
+    drop(enc); // flushes the stream and its index
+    assert_eq!(kinds.iter().filter(|k| **k).count(), 1, "one keyframe, the first: {kinds:?}");
+    // The delivered stream: frames 0-9, then 13.. (10-12 dropped), cut with the index.
+    let data = std::fs::read(&stream).unwrap();
+    let index: Vec<(usize, usize)> = std::fs::read_to_string(format!("{}.idx", stream.display()))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut it = l.split_whitespace().map(|x| x.parse::<usize>().unwrap());
+            (it.next().unwrap(), it.next().unwrap())
+        })
+        .collect();
+    assert_eq!(index.len(), 23);
+    let mut delivered = Vec::new();
+    for (id, (offset, len)) in index.iter().enumerate() {
+        if !(10..13).contains(&id) {
+            delivered.extend_from_slice(&data[*offset..offset + len]);
+        }
+    }
+    assert_eq!(decode(&delivered), 20);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -152,8 +152,7 @@ mod tests {
         // Sent at 0, 10, 20 ms; one-way delays 30, 45, 40 ms (a queue built up and drained);
         // the third was lost. The report left the receiver 5 ms after the newest arrival
         // (55 ms) and took 20 ms back: it reached the sender at 80 ms.
-        let mut pkts =
-            vec![result(0, 0, Some(30)), result(1, 10, Some(55)), result(2, 20, None)];
+        let mut pkts = vec![result(0, 0, Some(30)), result(1, 10, Some(55)), result(2, 20, None)];
         let mut est = RttEstimator::default();
         let rtt = est.on_feedback(&mut pkts, TimeDelta::from_ms(5), Timestamp::from_ms(80));
         // Return path 20 ms: RTT = one-way delay + 20 ms, whatever the report's batching.

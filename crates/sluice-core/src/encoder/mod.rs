@@ -1,6 +1,12 @@
 //! Encoders behind one trait. The sender asks for one frame at a time with the rate-control
 //! parameters of that frame; the encoder answers with the frame's size, type, QP and the
-//! time the encode took (charged to virtual time by the sender).
+//! time the encode took.
+//!
+//! The sender never calls an [`Encoder`] directly: it submits requests to an
+//! [`EncoderDriver`] and polls it for finished frames, so an encode never blocks the pacing
+//! path. [`InlineEncoder`] is the simulator's driver: it encodes at submission and releases
+//! the frame when the encode time has passed in virtual time, one encode after another; a
+//! live runtime runs the encoder on its own thread behind the same two calls.
 //!
 //! * [`model::ModelEncoder`]: a deterministic frame-size model that behaves like x264's
 //!   ABR + VBV rate control (heavy-tailed sizes, several frames to converge after a drop).
@@ -61,12 +67,21 @@ impl Complexity {
     }
 }
 
-/// A request to encode the frame captured at `capture_time`.
+/// A request to encode source frame `source_index`, captured at `capture_time`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FrameRequest {
-    /// Index of the frame in the source (0, 1, 2, ...).
-    pub frame_index: u64,
+    /// The id of this encode: fresh and increasing with every encode (a source frame encoded
+    /// twice gets two ids).
+    pub frame_id: u64,
+    /// Index of the frame in the source (0, 1, 2, ... at the capture rate). Encoding an index
+    /// again gives the same content.
+    pub source_index: u64,
     pub capture_time: Timestamp,
+    /// The frame (id) this one may reference, with every older one: `None` for the previous
+    /// encode. An older frame invalidates the references newer than it, as
+    /// `x264_encoder_invalidate_reference` does; the frame stays a P frame as long as the
+    /// encoder still holds the reference (else it becomes a keyframe).
+    pub reference: Option<u64>,
     pub rate_control: RateControl,
     pub force_keyframe: bool,
     /// Complexity level for this frame; `None` keeps the encoder's own settings (the
@@ -80,6 +95,23 @@ pub struct FrameRequest {
     pub planned_size_scale: f64,
 }
 
+impl FrameRequest {
+    /// A request for source frame `index` as its own encode `index` (the usual case: one
+    /// encode per capture slot), at the given rate control.
+    pub fn for_slot(index: u64, capture_time: Timestamp, rate_control: RateControl) -> Self {
+        FrameRequest {
+            frame_id: index,
+            source_index: index,
+            capture_time,
+            reference: None,
+            rate_control,
+            force_keyframe: false,
+            complexity: None,
+            planned_size_scale: 1.0,
+        }
+    }
+}
+
 /// What the encoder can say about a frame before encoding it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FrameAnalysis {
@@ -91,7 +123,7 @@ pub struct FrameAnalysis {
 /// The result of encoding one frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EncodedFrame {
-    pub frame_index: u64,
+    pub frame_id: u64,
     /// Size of the encoded bitstream of the frame (payload, no packet headers).
     pub size: DataSize,
     pub is_keyframe: bool,
@@ -103,12 +135,14 @@ pub struct EncodedFrame {
 
 /// A video encoder with per-frame rate control.
 pub trait Encoder: Send {
-    /// Looks at frame `frame_index` before it is encoded (the next frame to encode). Encoders
-    /// that cannot answer return `None`, the default; calling it is optional.
-    fn analyze(&mut self, _frame_index: u64) -> Option<FrameAnalysis> {
+    /// Looks at source frame `source_index` before it is encoded (the next frame to encode).
+    /// Encoders that cannot answer return `None`, the default; calling it is optional.
+    fn analyze(&mut self, _source_index: u64) -> Option<FrameAnalysis> {
         None
     }
-    /// Encodes the next frame. Frames are requested in capture order.
+    /// Encodes a frame. Source indices usually increase by one; they may skip (slots left
+    /// unencoded) or repeat an earlier index (a frame encoded again, with an explicit
+    /// [`FrameRequest::reference`]).
     fn encode(&mut self, request: &FrameRequest) -> EncodedFrame;
     /// Why the encoder cannot go on (a read or codec error in the middle of a run), if it
     /// failed. The simulation stops at the first failure and reports it; an encoder that
@@ -116,8 +150,74 @@ pub trait Encoder: Send {
     fn failure(&self) -> Option<&str> {
         None
     }
-    /// Short human-readable name for results ("model", "x264").
-    fn name(&self) -> &'static str;
+}
+
+/// A frame the encoder finished, with when its encode ran.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FinishedFrame {
+    pub request: FrameRequest,
+    pub frame: EncodedFrame,
+    pub started: Timestamp,
+    pub finished: Timestamp,
+}
+
+/// The sender's encoder seam: requests are submitted, finished frames polled, so the encode
+/// runs off the pacing path.
+pub trait EncoderDriver: Send {
+    /// See [`Encoder::analyze`] (runs at once).
+    fn analyze(&mut self, source_index: u64) -> Option<FrameAnalysis>;
+    /// Queues an encode; encodes run one at a time in submission order.
+    fn submit(&mut self, request: FrameRequest, now: Timestamp);
+    /// The next frame finished by `now`, in submission order.
+    fn poll_finished(&mut self, now: Timestamp) -> Option<FinishedFrame>;
+    /// When the next frame finishes (`Timestamp::INFINITY` if none is queued).
+    fn poll_timeout(&self) -> Timestamp;
+    /// See [`Encoder::failure`].
+    fn failure(&self) -> Option<&str>;
+}
+
+/// The simulator's [`EncoderDriver`]: encodes at submission and charges the encode time to
+/// virtual time. An encode starts when the previous one has finished (or at submission).
+pub struct InlineEncoder {
+    encoder: Box<dyn Encoder>,
+    free_at: Timestamp,
+    finished: std::collections::VecDeque<FinishedFrame>,
+}
+
+impl InlineEncoder {
+    pub fn new(encoder: Box<dyn Encoder>) -> Self {
+        InlineEncoder {
+            encoder,
+            free_at: Timestamp::ZERO,
+            finished: std::collections::VecDeque::new(),
+        }
+    }
+}
+
+impl EncoderDriver for InlineEncoder {
+    fn analyze(&mut self, source_index: u64) -> Option<FrameAnalysis> {
+        self.encoder.analyze(source_index)
+    }
+    fn submit(&mut self, request: FrameRequest, now: Timestamp) {
+        let frame = self.encoder.encode(&request);
+        let started = now.max(self.free_at);
+        let finished = started + frame.encode_time;
+        self.free_at = finished;
+        self.finished.push_back(FinishedFrame { request, frame, started, finished });
+    }
+    fn poll_finished(&mut self, now: Timestamp) -> Option<FinishedFrame> {
+        if self.finished.front()?.finished <= now {
+            self.finished.pop_front()
+        } else {
+            None
+        }
+    }
+    fn poll_timeout(&self) -> Timestamp {
+        self.finished.front().map_or(Timestamp::INFINITY, |f| f.finished)
+    }
+    fn failure(&self) -> Option<&str> {
+        self.encoder.failure()
+    }
 }
 
 /// How a real encoder's encode time is charged to virtual time.
@@ -145,6 +245,10 @@ pub struct X264Settings {
     /// x264 preset; the seeds' WebRTC forks use superfast or ultrafast with zerolatency.
     pub preset: String,
     pub threads: u32,
+    /// Reference frames kept (x264 `--ref`, 1..=16). The seeds use 1; a frame that
+    /// re-references an older one after newer ones were dropped stays a P frame only if the
+    /// encoder still holds it (with 1, it becomes an IDR).
+    pub refs: u32,
     pub encode_time: EncodeTimeMode,
     /// Where to write the encoded stream (Annex B) and its per-frame index (`<path>.idx`:
     /// one `offset length` line per frame), for quality scoring after the run.
@@ -160,6 +264,7 @@ impl Default for X264Settings {
             video_frames: 0,
             preset: "superfast".into(),
             threads: 1,
+            refs: 1,
             encode_time: EncodeTimeMode::Measured,
             bitstream_path: None,
         }

@@ -80,6 +80,10 @@ pub struct ModelEncoderConfig {
     /// frame's true complexity times a log-normal error of this sigma, so a size prediction
     /// from it is informative but imperfect, as ACE Fig. 19 shows for x264.
     pub satd_noise_sigma: f64,
+    /// Frames the encoder keeps as references (x264 `--ref`). A frame asked to reference an
+    /// older encode than the last `reference_frames` becomes a keyframe; one within them is a
+    /// P frame (the model charges no extra size for predicting across dropped frames).
+    pub reference_frames: u32,
     pub seed: u64,
 }
 
@@ -119,6 +123,8 @@ impl Default for ModelEncoderConfig {
             complexity_size_factor: [1.0, 1.05, 1.11],
             complexity_time_factor: [1.0, 2.1, 2.6],
             satd_noise_sigma: 0.3,
+            // The seeds' x264 settings (one reference frame).
+            reference_frames: 1,
             seed: 1,
         }
     }
@@ -160,10 +166,19 @@ pub struct ModelEncoder {
     frames: u64,
     /// 1 / fps: the encoder is opened with the source frame rate, as x264 is.
     frame_interval_s: f64,
-    /// The next frame's complexity, drawn early when the frame was analysed.
-    drawn: Option<(u64, f64)>,
+    /// The content: complexity of source frames `content_base..`, drawn in source order as
+    /// far as any frame was analysed or encoded, so a source frame encoded again (or after
+    /// skipped slots) has the content it had in the source.
+    content: std::collections::VecDeque<f64>,
+    content_base: u64,
+    /// Ids of the frames held as references, oldest first.
+    references: std::collections::VecDeque<u64>,
     analysis_rng: Rng,
 }
+
+/// Source frames whose content is remembered (about two minutes at 30 fps); an older index
+/// gets the oldest content kept.
+const CONTENT_MEMORY: usize = 4096;
 
 /// x264's ip_factor 1.4 expressed in QP: 6 * log2(1.4).
 const IP_QP_OFFSET: f64 = 2.9;
@@ -203,7 +218,9 @@ impl ModelEncoder {
             spent_bits: 0.0,
             frames: 0,
             frame_interval_s: 1.0 / fps,
-            drawn: None,
+            content: std::collections::VecDeque::new(),
+            content_base: 0,
+            references: std::collections::VecDeque::new(),
             analysis_rng,
         }
     }
@@ -230,15 +247,44 @@ impl ModelEncoder {
 }
 
 impl ModelEncoder {
-    /// The complexity of frame `index` (drawn once, by `analyze` or `encode`).
+    /// The complexity of source frame `index`: the content process is advanced frame by frame
+    /// up to it (skipped frames have content too), and remembered.
     fn complexity_of(&mut self, index: u64) -> f64 {
-        match self.drawn {
-            Some((i, c)) if i == index => c,
-            _ => {
-                let c = self.draw_complexity();
-                self.drawn = Some((index, c));
-                c
+        while self.content_base + (self.content.len() as u64) <= index {
+            let c = self.draw_complexity();
+            self.content.push_back(c);
+            if self.content.len() > CONTENT_MEMORY {
+                self.content.pop_front();
+                self.content_base += 1;
             }
+        }
+        let offset = index.saturating_sub(self.content_base) as usize;
+        // Non-empty: the loop above drew at least up to `index`.
+        self.content.get(offset).or(self.content.front()).copied().unwrap_or(1.0)
+    }
+
+    /// Whether the frame can be predicted from the requested reference (dropping the
+    /// references newer than it); `false` makes it a keyframe.
+    fn take_reference(&mut self, req: &FrameRequest) -> bool {
+        let Some(reference) = req.reference else {
+            return !self.references.is_empty();
+        };
+        match self.references.iter().position(|&id| id == reference) {
+            Some(i) => {
+                self.references.truncate(i + 1);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn remember_reference(&mut self, frame_id: u64, is_keyframe: bool) {
+        if is_keyframe {
+            self.references.clear();
+        }
+        self.references.push_back(frame_id);
+        while self.references.len() > self.config.reference_frames.max(1) as usize {
+            self.references.pop_front();
         }
     }
 }
@@ -246,11 +292,11 @@ impl ModelEncoder {
 impl Encoder for ModelEncoder {
     /// A SATD stand-in: the frame's true P-frame complexity (bytes at QP 26) with a
     /// log-normal error. The first frame has no predecessor and no SATD.
-    fn analyze(&mut self, frame_index: u64) -> Option<FrameAnalysis> {
+    fn analyze(&mut self, source_index: u64) -> Option<FrameAnalysis> {
         if self.frames == 0 {
             return None;
         }
-        let c = self.complexity_of(frame_index);
+        let c = self.complexity_of(source_index);
         let sigma = self.config.satd_noise_sigma;
         let noise = (sigma * self.analysis_rng.normal() - sigma * sigma / 2.0).exp();
         Some(FrameAnalysis { satd: c * noise })
@@ -259,9 +305,9 @@ impl Encoder for ModelEncoder {
     fn encode(&mut self, req: &FrameRequest) -> EncodedFrame {
         let rc = req.rate_control;
         let fps_frame_bytes = |rate: crate::units::DataRate| rate.as_bps_f64() / 8.0;
-        let is_keyframe = self.frames == 0 || req.force_keyframe;
-        let complexity_p = self.complexity_of(req.frame_index);
-        self.drawn = None;
+        let has_reference = self.take_reference(req);
+        let is_keyframe = self.frames == 0 || req.force_keyframe || !has_reference;
+        let complexity_p = self.complexity_of(req.source_index);
         let type_factor = if is_keyframe { self.config.keyframe_factor } else { 1.0 };
         let level = req.complexity.map_or(0, |c| c.index());
         // A complexity level changes the frame's cost at the planned quantiser by the factor
@@ -331,8 +377,9 @@ impl Encoder for ModelEncoder {
             self.prev_qp = Some(if is_keyframe { rc_qp + IP_QP_OFFSET } else { rc_qp });
         }
         self.frames += 1;
+        self.remember_reference(req.frame_id, is_keyframe);
         EncodedFrame {
-            frame_index: req.frame_index,
+            frame_id: req.frame_id,
             size: DataSize::from_bytes(size as i64),
             is_keyframe,
             qp,
@@ -340,10 +387,6 @@ impl Encoder for ModelEncoder {
                 self.config.encode_time_ms * self.config.complexity_time_factor[level],
             ),
         }
-    }
-
-    fn name(&self) -> &'static str {
-        "model"
     }
 }
 
@@ -367,14 +410,8 @@ mod tests {
     fn run(enc: &mut ModelEncoder, rc: RateControl, from: u64, n: u64) -> Vec<f64> {
         (from..from + n)
             .map(|i| {
-                let req = FrameRequest {
-                    frame_index: i,
-                    capture_time: Timestamp::from_us((i as f64 / 30.0 * 1e6) as i64),
-                    rate_control: rc,
-                    force_keyframe: false,
-                    complexity: None,
-                    planned_size_scale: 1.0,
-                };
+                let capture = Timestamp::from_us((i as f64 / 30.0 * 1e6) as i64);
+                let req = FrameRequest::for_slot(i, capture, rc);
                 enc.encode(&req).size.as_bytes_f64()
             })
             .collect()
@@ -392,12 +429,8 @@ mod tests {
         run(&mut a, rc, 0, 100);
         run(&mut b, rc, 0, 100);
         let req = |scale| FrameRequest {
-            frame_index: 100,
-            capture_time: Timestamp::from_us(3_333_333),
-            rate_control: rc,
-            force_keyframe: false,
-            complexity: None,
             planned_size_scale: scale,
+            ..FrameRequest::for_slot(100, Timestamp::from_us(3_333_333), rc)
         };
         let plain = a.encode(&req(1.0));
         let scaled = b.encode(&req(0.6));
@@ -493,5 +526,55 @@ mod tests {
         assert_eq!(sa, sb);
         let mean_p = sa[1..].iter().sum::<f64>() / 99.0;
         assert!(sa[0] > 2.0 * mean_p, "keyframe {} vs P mean {mean_p}", sa[0]);
+    }
+
+    #[test]
+    fn a_source_frame_encoded_again_has_its_content() {
+        // Two encoders on the same seed: one skips source frames 10-12 and encodes 13, the
+        // other encodes 10-13; a skipped slot still advances the content. Then frame 13 is
+        // encoded again (a new id, referencing 9 after the drop of 10-13): its content, seen
+        // through the SATD stand-in's mean, is frame 13's.
+        let rc = RateControl::abr_vbv(DataRate::from_mbps(10), TimeDelta::from_ms(500));
+        let cfg =
+            ModelEncoderConfig { reference_frames: 8, satd_noise_sigma: 0.0, ..Default::default() };
+        let mut a = ModelEncoder::new(cfg.clone(), 30.0);
+        let mut b = ModelEncoder::new(cfg, 30.0);
+        run(&mut a, rc, 0, 10);
+        run(&mut b, rc, 0, 14);
+        assert_eq!(a.analyze(13), b.analyze(13));
+        let again = FrameRequest {
+            frame_id: 14,
+            reference: Some(9),
+            ..FrameRequest::for_slot(13, Timestamp::from_ms(433), rc)
+        };
+        assert_eq!(b.analyze(13), b.analyze(13));
+        let f = b.encode(&again);
+        assert!(!f.is_keyframe, "a reference 4 frames back, 8 kept: a P frame");
+        assert_eq!(f.frame_id, 14);
+    }
+
+    #[test]
+    fn a_reference_the_encoder_no_longer_holds_makes_a_keyframe() {
+        let rc = RateControl::abr_vbv(DataRate::from_mbps(10), TimeDelta::from_ms(500));
+        // One reference frame (the default, as the seeds' x264): referencing frame 8 after 9
+        // was encoded needs a keyframe.
+        let mut one = ModelEncoder::new(ModelEncoderConfig::default(), 30.0);
+        run(&mut one, rc, 0, 10);
+        let req = FrameRequest {
+            reference: Some(8),
+            ..FrameRequest::for_slot(10, Timestamp::from_ms(333), rc)
+        };
+        assert!(one.encode(&req).is_keyframe);
+        // With four kept, frame 8 is still there; the invalidated frame 9 is not.
+        let cfg = ModelEncoderConfig { reference_frames: 4, ..Default::default() };
+        let mut four = ModelEncoder::new(cfg, 30.0);
+        run(&mut four, rc, 0, 10);
+        assert!(!four.encode(&req).is_keyframe);
+        let back_to_9 = FrameRequest {
+            frame_id: 11,
+            reference: Some(9),
+            ..FrameRequest::for_slot(11, Timestamp::from_ms(366), rc)
+        };
+        assert!(four.encode(&back_to_9).is_keyframe, "frame 9 was invalidated");
     }
 }

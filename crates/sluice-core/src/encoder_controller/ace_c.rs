@@ -46,7 +46,7 @@
 //!   (2.1x and 2.6x c0's time) costs at 960x540 on superfast (5.6 ms per 720p frame at c0).
 //!   `w = 1`, `offset = 0`.
 
-use super::{EncoderController, FrameContext, FramePlan};
+use super::{EncoderController, FrameContext, FrameDecision, FramePlan};
 use crate::encoder::{Complexity, EncodedFrame, RateControl};
 use crate::units::TimeDelta;
 use serde::{Deserialize, Serialize};
@@ -189,7 +189,7 @@ impl EncoderController for AceC {
         true
     }
 
-    fn plan(&mut self, ctx: &FrameContext) -> FramePlan {
+    fn plan(&mut self, ctx: &FrameContext) -> FrameDecision {
         let rate =
             RateControl::abr_vbv(ctx.cc_target, TimeDelta::from_ms_f64(self.config.vbv_buffer_ms));
         let satd = ctx.analysis.map(|a| a.satd);
@@ -209,12 +209,16 @@ impl EncoderController for AceC {
         };
         self.pending = Some((x, decision));
         self.last = Some(decision);
-        FramePlan {
-            rate_control: rate,
+        let mut plan = FramePlan {
             complexity: Some(decision.level),
-            predicted_relative_size: x.map(|_| rho_hat),
             planned_size_scale: self.config.planned_size_scale[decision.level.index()],
-        }
+            ..FramePlan::from(rate)
+        };
+        plan.columns.text("complexity", Some(decision.level.name()));
+        // Recorded to three decimals, like the other per-frame ratios.
+        plan.columns
+            .float("predicted_relative_size", x.map(|_| (rho_hat * 1000.0).round() / 1000.0));
+        plan.into()
     }
 
     fn on_frame_encoded(&mut self, frame: &EncodedFrame, plan: &FramePlan) {
@@ -263,7 +267,9 @@ impl EncoderController for AceC {
 mod tests {
     use super::*;
     use crate::cc::CcSignals;
+    use crate::columns::Value;
     use crate::encoder::FrameAnalysis;
+    use crate::encoder_controller::PacerState;
     use crate::units::{DataRate, DataSize, Timestamp};
 
     fn config() -> AceCConfig {
@@ -277,17 +283,35 @@ mod tests {
     fn ctx(i: u64, satd: Option<f64>) -> FrameContext {
         FrameContext {
             now: Timestamp::from_ms(i as i64 * 33),
-            frame_index: i,
+            source_index: i,
+            capture_time: Timestamp::from_ms(i as i64 * 33),
             fps: 30.0,
             cc_target: DataRate::from_mbps(3),
             cc_signals: CcSignals::default(),
+            pacer: PacerState::default(),
+            last_frame_id: i.checked_sub(1),
             analysis: satd.map(|satd| FrameAnalysis { satd }),
+        }
+    }
+
+    fn plan(a: &mut AceC, c: &FrameContext) -> FramePlan {
+        match a.plan(c) {
+            FrameDecision::Encode(p) => p,
+            FrameDecision::Skip { reason } => panic!("ACE-C skipped a frame ({reason})"),
+        }
+    }
+
+    /// The recorded size prediction (three decimals).
+    fn rho(p: &FramePlan) -> Option<f64> {
+        match p.columns.get("predicted_relative_size") {
+            Some(Value::Float(v)) => Some(v),
+            _ => None,
         }
     }
 
     fn frame(i: u64, bytes: i64, encode_ms: f64) -> EncodedFrame {
         EncodedFrame {
-            frame_index: i,
+            frame_id: i,
             size: DataSize::from_bytes(bytes),
             is_keyframe: false,
             qp: 30.0,
@@ -319,9 +343,10 @@ mod tests {
     #[test]
     fn first_frames_without_history_are_c0() {
         let mut a = AceC::new(config());
-        let p = a.plan(&ctx(0, None));
+        let p = plan(&mut a, &ctx(0, None));
         assert_eq!(p.complexity, Some(Complexity::C0));
-        assert_eq!(p.predicted_relative_size, None);
+        assert_eq!(p.columns.get("predicted_relative_size"), Some(Value::Null));
+        assert_eq!(p.columns.get("complexity"), Some(Value::Text("c0")));
         assert_eq!(
             p.rate_control,
             RateControl::abr_vbv(DataRate::from_mbps(3), TimeDelta::from_ms(500))
@@ -337,7 +362,7 @@ mod tests {
     ) -> Vec<FramePlan> {
         let mut plans = Vec::new();
         for (i, &s) in satds.iter().enumerate() {
-            let p = a.plan(&ctx(i as u64, Some(s)));
+            let p = plan(a, &ctx(i as u64, Some(s)));
             let level = p.complexity.unwrap().index();
             let size = bytes_per_satd * s;
             a.on_frame_encoded(&frame(i as u64, size as i64, encode_ms[level]), &p);
@@ -353,8 +378,7 @@ mod tests {
         let mut a = AceC::new(AceCConfig { levels: vec![Complexity::C0], ..config() });
         let satds: Vec<f64> = (0..300).map(|i| if i % 2 == 0 { 1000.0 } else { 3000.0 }).collect();
         let plans = drive(&mut a, &satds, 10.0, [4.0; 3]);
-        let last: Vec<f64> =
-            plans[290..].iter().map(|p| p.predicted_relative_size.unwrap()).collect();
+        let last: Vec<f64> = plans[290..].iter().map(|p| rho(p).unwrap()).collect();
         for (i, rho) in last.iter().enumerate() {
             let want = if (290 + i) % 2 == 0 { 0.5 } else { 1.5 };
             assert!((rho - want).abs() < 0.05, "frame {}: rho_hat {rho:.3}, want {want}", 290 + i);
@@ -370,9 +394,9 @@ mod tests {
         drive(&mut a, &vec![1000.0; 40], 10.0, [4.0; 3]);
         assert_eq!(a.c0_encode_s, Some(0.004));
         // A frame 5x the average: c2 (gain 5*0.15/30 - 9 ms = 16 ms).
-        let p = a.plan(&ctx(40, Some(5000.0)));
+        let p = plan(&mut a, &ctx(40, Some(5000.0)));
         assert_eq!(p.complexity, Some(Complexity::C2));
-        let rho_hat = p.predicted_relative_size.unwrap();
+        let rho_hat = a.last_decision().unwrap().rho_hat;
         let avg = a.size_avg.unwrap();
         // It comes out 30% smaller than predicted and takes 12 ms (8 ms over c0).
         let size = 0.7 * rho_hat * avg;
@@ -392,15 +416,15 @@ mod tests {
         let mut a = AceC::new(AceCConfig { planned_size_scale: scales, ..config() });
         drive(&mut a, &vec![1000.0; 40], 10.0, [4.0; 3]);
         // An average frame stays at c0 and unscaled; a 5x frame goes to c2 at c2's scale.
-        let p = a.plan(&ctx(40, Some(1000.0)));
+        let p = plan(&mut a, &ctx(40, Some(1000.0)));
         assert_eq!((p.complexity, p.planned_size_scale), (Some(Complexity::C0), 1.0));
         a.on_frame_encoded(&frame(40, 10_000, 4.0), &p);
-        let p = a.plan(&ctx(41, Some(5000.0)));
+        let p = plan(&mut a, &ctx(41, Some(5000.0)));
         assert_eq!((p.complexity, p.planned_size_scale), (Some(Complexity::C2), 0.65));
         // Without the correction the plan is never scaled.
         let mut off = AceC::new(AceCConfig { planned_size_scale: [1.0; 3], ..config() });
         drive(&mut off, &vec![1000.0; 40], 10.0, [4.0; 3]);
-        let p = off.plan(&ctx(40, Some(5000.0)));
+        let p = plan(&mut off, &ctx(40, Some(5000.0)));
         assert_eq!((p.complexity, p.planned_size_scale), (Some(Complexity::C2), 1.0));
     }
 
@@ -414,8 +438,8 @@ mod tests {
         let mut levels = Vec::new();
         for i in 40..60 {
             let satd = if i % 2 == 0 { 5000.0 } else { 1000.0 };
-            let p = a.plan(&ctx(i, Some(satd)));
-            let rho_hat = p.predicted_relative_size.unwrap();
+            let p = plan(&mut a, &ctx(i, Some(satd)));
+            let rho_hat = a.last_decision().unwrap().rho_hat;
             let size = rho_hat * a.size_avg.unwrap();
             a.on_frame_encoded(
                 &frame(

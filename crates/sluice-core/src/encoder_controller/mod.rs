@@ -1,39 +1,63 @@
 //! Encoder controllers: turn the congestion controller's output (rate and internal signals)
-//! into each frame's rate-control parameters. The baselines live here; MAE, ACE-C, Vidaptive
-//! and Co-RTV add their own controllers behind the same trait.
+//! and what the sender reports about its frames into what is encoded, when and how: each
+//! capture slot is encoded (with its rate control, complexity level and reference) or
+//! skipped; held or dropped slots can be encoded later; frames can be purged from the
+//! pacer. The baselines live here; ACE-C, MAE, Vidaptive and Co-RTV add their own
+//! controllers behind the same trait.
 
 pub mod ace_c;
 
 use crate::cc::CcSignals;
+use crate::columns::Columns;
 use crate::encoder::{Complexity, EncodedFrame, FrameAnalysis, RateControl};
-use crate::units::{DataRate, TimeDelta, Timestamp};
+use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 
-/// What an encoder controller knows when a frame is captured.
+/// The sender's pacer as an encoder controller sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PacerState {
+    pub queue_bytes: DataSize,
+    pub queue_packets: usize,
+    /// How long the oldest waiting packet has waited (Vidaptive's pause test).
+    pub oldest_queue_time: TimeDelta,
+}
+
+/// What an encoder controller knows when it decides about a capture slot.
 #[derive(Clone, Copy, Debug)]
 pub struct FrameContext {
     pub now: Timestamp,
-    pub frame_index: u64,
+    /// The capture slot: index of the source frame (0, 1, 2, ... at the frame rate). For
+    /// [`EncoderController::poll_encode`], the latest captured slot.
+    pub source_index: u64,
+    pub capture_time: Timestamp,
     pub fps: f64,
-    /// The congestion controller's target rate.
+    /// The rate the encoder may use: the congestion controller's encoder rate (its target,
+    /// or less while it pushes back) minus per-packet overhead.
     pub cc_target: DataRate,
     pub cc_signals: CcSignals,
+    pub pacer: PacerState,
+    /// The id of the last frame encoded (`None` before the first).
+    pub last_frame_id: Option<u64>,
     /// The encoder's look at the frame, if the controller asked for it
     /// ([`EncoderController::wants_analysis`]) and the encoder can give it.
     pub analysis: Option<FrameAnalysis>,
 }
 
 /// How one frame is to be encoded.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FramePlan {
     pub rate_control: RateControl,
     /// `None`: the encoder's own analysis settings.
     pub complexity: Option<Complexity>,
-    /// The controller's prediction of the frame's size relative to the average frame
-    /// (ACE-C's rho-hat), recorded with the frame.
-    pub predicted_relative_size: Option<f64>,
     /// See [`FrameRequest::planned_size_scale`](crate::encoder::FrameRequest); 1 for none.
     pub planned_size_scale: f64,
+    /// The frame this one predicts from (a frame id): `None` for the previous encode; an
+    /// older frame makes the encoder drop every reference newer than it (re-referencing after
+    /// frames were lost or dropped), without a keyframe.
+    pub reference: Option<u64>,
+    /// The controller's named per-frame state, recorded with the frame (ACE-C: `complexity`,
+    /// `predicted_relative_size`; MAE: the VBV buffer and whether it is tight; ...).
+    pub columns: Columns,
 }
 
 impl From<RateControl> for FramePlan {
@@ -41,21 +65,91 @@ impl From<RateControl> for FramePlan {
         FramePlan {
             rate_control,
             complexity: None,
-            predicted_relative_size: None,
             planned_size_scale: 1.0,
+            reference: None,
+            columns: Columns::default(),
         }
     }
 }
 
+/// What to do with a capture slot.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FrameDecision {
+    /// Encode it now.
+    Encode(FramePlan),
+    /// Leave it unencoded (for now: the controller may still encode it later through
+    /// [`EncoderController::poll_encode`]). `reason` is recorded with the slot if it is never
+    /// encoded ("frame-dropper", "pause", ...).
+    Skip { reason: &'static str },
+}
+
+impl From<FramePlan> for FrameDecision {
+    fn from(plan: FramePlan) -> Self {
+        FrameDecision::Encode(plan)
+    }
+}
+
+impl From<RateControl> for FrameDecision {
+    fn from(rate_control: RateControl) -> Self {
+        FrameDecision::Encode(rate_control.into())
+    }
+}
+
+/// An encode the controller asks for outside a capture slot's own decision: a held slot
+/// released, or an earlier slot encoded again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EncodeOrder {
+    pub source_index: u64,
+    pub capture_time: Timestamp,
+    pub plan: FramePlan,
+}
+
+/// What happened to a frame after it was encoded, as the sender tells its controller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameEvent {
+    /// The frame's first packet reached the head of the pacer queue at `head_at` (its enqueue,
+    /// or the departure of the frame ahead of it) and its last packet left at `done_at`:
+    /// `done_at - head_at` is the frame's service time (Vidaptive §3.3, §4).
+    Serviced { frame_id: u64, head_at: Timestamp, done_at: Timestamp },
+    /// The frame's packets still waiting were removed from the pacer ([`SenderCommand`]).
+    Purged { frame_id: u64 },
+    /// A capture slot the controller skipped.
+    Skipped { source_index: u64 },
+}
+
+/// A request from the encoder controller to the sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SenderCommand {
+    /// Remove every frame with an id at or above `from_frame_id` from the pacer (and from
+    /// the encoder's output not yet packetized); they are not retransmitted either.
+    PurgeFrames { from_frame_id: u64 },
+}
+
 /// Decides how every frame is encoded.
+///
+/// The sender calls [`plan`](Self::plan) once per capture slot and, after every event, polls
+/// [`poll_encode`](Self::poll_encode) and [`poll_command`](Self::poll_command) until they
+/// return `None`; their results can change after `plan`, `on_frame_encoded` and
+/// `on_frame_event`.
 pub trait EncoderController: Send {
     /// Whether [`FrameContext::analysis`] is needed (analysis costs time on a real encoder).
     fn wants_analysis(&self) -> bool {
         false
     }
-    fn plan(&mut self, ctx: &FrameContext) -> FramePlan;
-    /// The frame planned by the last `plan` call was encoded.
+    /// Decides about a new capture slot.
+    fn plan(&mut self, ctx: &FrameContext) -> FrameDecision;
+    /// An encode wanted now besides the capture slots' own.
+    fn poll_encode(&mut self, _ctx: &FrameContext) -> Option<EncodeOrder> {
+        None
+    }
+    /// A request to the sender.
+    fn poll_command(&mut self) -> Option<SenderCommand> {
+        None
+    }
+    /// The frame planned with `plan` was encoded (called in encode order, when it is done).
     fn on_frame_encoded(&mut self, _frame: &EncodedFrame, _plan: &FramePlan) {}
+    /// What happened to a frame in the pacer, or to a slot.
+    fn on_frame_event(&mut self, _event: &FrameEvent, _now: Timestamp) {}
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -102,7 +196,7 @@ pub struct AbrVbv {
 }
 
 impl EncoderController for AbrVbv {
-    fn plan(&mut self, ctx: &FrameContext) -> FramePlan {
+    fn plan(&mut self, ctx: &FrameContext) -> FrameDecision {
         RateControl::abr_vbv(ctx.cc_target, self.vbv_buffer).into()
     }
 }
@@ -111,7 +205,7 @@ impl EncoderController for AbrVbv {
 pub struct OneFrameVbv;
 
 impl EncoderController for OneFrameVbv {
-    fn plan(&mut self, ctx: &FrameContext) -> FramePlan {
+    fn plan(&mut self, ctx: &FrameContext) -> FrameDecision {
         RateControl::abr_vbv(ctx.cc_target, TimeDelta::from_secs_f64(1.0 / ctx.fps)).into()
     }
 }

@@ -470,6 +470,9 @@ impl Pacer for AceNPacer {
         self.prober.next_probe_time().min(self.media_send_time()).min(self.padding_send_time())
     }
 
+    fn purge(&mut self, pred: &mut dyn FnMut(&Packet) -> bool) -> usize {
+        self.queue.remove_where(pred)
+    }
     fn queue_size(&self) -> DataSize {
         self.queue.bytes()
     }
@@ -538,9 +541,9 @@ impl Pacer for AceNPacer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::columns::Value;
     use crate::cc::rtt::RttEstimator;
     use crate::cc::{PacketResult, SentPacket};
+    use crate::columns::Value;
     use crate::pacer::PacerConfig;
 
     /// The pacer with the sender's RTT estimator beside it, as the sender feeds it.

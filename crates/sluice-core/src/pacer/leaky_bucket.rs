@@ -154,6 +154,9 @@ impl Pacer for LeakyBucketPacer {
         self.prober.next_probe_time().min(self.media_send_time()).min(self.padding_send_time())
     }
 
+    fn purge(&mut self, pred: &mut dyn FnMut(&Packet) -> bool) -> usize {
+        self.queue.remove_where(pred)
+    }
     fn queue_size(&self) -> DataSize {
         self.queue.bytes()
     }

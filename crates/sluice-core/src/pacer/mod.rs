@@ -38,6 +38,9 @@ pub trait Pacer: Send {
     /// When `poll_send` may next return a packet (`Timestamp::INFINITY` if never without new
     /// input).
     fn poll_timeout(&self) -> Timestamp;
+    /// Removes the waiting packets `pred` picks (frames purged by the sender); returns how
+    /// many.
+    fn purge(&mut self, pred: &mut dyn FnMut(&Packet) -> bool) -> usize;
     /// Bytes and packets waiting.
     fn queue_size(&self) -> DataSize;
     fn queue_packets(&self) -> usize;

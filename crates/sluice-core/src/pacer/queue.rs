@@ -36,6 +36,24 @@ impl PacketQueue {
         Some(p)
     }
 
+    /// Removes the packets for which `pred` is true; returns how many.
+    pub fn remove_where(&mut self, pred: &mut dyn FnMut(&Packet) -> bool) -> usize {
+        let mut removed = 0;
+        for q in [&mut self.retransmissions, &mut self.video] {
+            q.retain(|p| {
+                if pred(p) {
+                    self.bytes -= p.size;
+                    self.enqueue_time_sum_us -= p.enqueue_time.as_us() as i128;
+                    removed += 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        removed
+    }
+
     pub fn is_empty(&self) -> bool {
         self.retransmissions.is_empty() && self.video.is_empty()
     }
@@ -102,5 +120,21 @@ mod tests {
         assert_eq!(q.pop().unwrap().media_seq, 2);
         assert!(q.pop().is_none());
         assert_eq!(q.bytes(), DataSize::ZERO);
+    }
+
+    #[test]
+    fn removes_what_the_predicate_picks_and_keeps_the_accounts() {
+        let mut q = PacketQueue::default();
+        for (seq, t) in [(1, 0), (2, 10), (3, 20)] {
+            q.push(pkt(PacketKind::Video, seq, t));
+        }
+        q.push(pkt(PacketKind::Retransmission, 2, 30));
+        assert_eq!(q.remove_where(&mut |p| p.media_seq == 2), 2);
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.bytes().as_bytes(), 2000);
+        // Mean enqueue time of what is left (0 and 20 ms).
+        assert_eq!(q.average_queue_time(Timestamp::from_ms(40)).as_ms(), 30);
+        assert_eq!(q.pop().unwrap().media_seq, 1);
+        assert_eq!(q.pop().unwrap().media_seq, 3);
     }
 }

@@ -43,6 +43,9 @@ impl Pacer for Unpaced {
         }
         self.prober.next_probe_time()
     }
+    fn purge(&mut self, pred: &mut dyn FnMut(&Packet) -> bool) -> usize {
+        self.queue.remove_where(pred)
+    }
     fn queue_size(&self) -> DataSize {
         self.queue.bytes()
     }

@@ -503,8 +503,11 @@ mod tests {
             self.gcc.on_packet_sent(&sent, at);
             let departure = at.max(self.last_departure) + PKT / capacity;
             self.last_departure = departure;
-            self.unreported
-                .push_back(PacketResult { sent, receive_time: Some(departure + ONE_WAY), rtt: None });
+            self.unreported.push_back(PacketResult {
+                sent,
+                receive_time: Some(departure + ONE_WAY),
+                rtt: None,
+            });
             departure - at
         }
 
