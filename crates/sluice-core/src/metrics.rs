@@ -150,6 +150,8 @@ pub struct Recorder {
     pub retransmissions: u64,
     pub padding_bytes: i64,
     pub sent_bytes_total: i64,
+    /// Bottleneck reports that reached the sender.
+    pub bottleneck_reports: u64,
 }
 
 impl Recorder {
@@ -205,6 +207,7 @@ impl Recorder {
                     f.purged = true;
                 }
             }
+            SenderEvent::BottleneckReport { .. } => self.bottleneck_reports += 1,
             SenderEvent::PacketSent { kind, frame_id, size, time } => {
                 self.sent_bytes_total += size.as_bytes();
                 match kind {

@@ -4,7 +4,7 @@
 //! Sizes are on-wire sizes: `size` includes the RTP-like header and the UDP/IP overhead
 //! that the link serialises ([`PACKET_OVERHEAD`]).
 
-use crate::units::{DataSize, TimeDelta, Timestamp};
+use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 
 /// IPv4 + UDP headers (28 bytes) counted on the link for every datagram.
 pub const UDP_IP_OVERHEAD: DataSize = DataSize::from_bytes(28);
@@ -101,7 +101,24 @@ pub struct TransportFeedback {
     pub hold_time: TimeDelta,
 }
 
-/// RTCP-like messages from the receiver to the sender.
+/// A bottleneck node's report to the sender, on its own path (Co-RTV §III-B5: {Bw, QLen, D};
+/// the IETF SCONE draft's periodic capacity and queue report).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BottleneckReport {
+    pub flow: FlowId,
+    /// Report counter.
+    pub seq: u64,
+    /// When the bottleneck made it.
+    pub time: Timestamp,
+    /// Bytes queued at the bottleneck (waiting and the rest of the packet being sent).
+    pub queue: DataSize,
+    /// The bottleneck's estimate of its rate, if the report carries one.
+    pub rate: Option<DataRate>,
+    /// Frames from this id on are being dropped (Co-RTV's D), if any.
+    pub drop_from: Option<u64>,
+}
+
+/// RTCP-like messages to the sender: from the receiver, or from a bottleneck node.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Feedback {
     Transport(TransportFeedback),
@@ -114,17 +131,20 @@ pub enum Feedback {
     KeyframeRequest {
         flow: FlowId,
     },
+    /// A bottleneck node's report.
+    Bottleneck(BottleneckReport),
 }
 
 impl Feedback {
     /// Approximate on-wire size, following the RTCP formats (TWCC: 20 bytes of header plus
-    /// about 2 bytes per packet of chunk and delta; NACK: 12 + 4 per lost packet; PLI: 12),
-    /// plus UDP/IP.
+    /// about 2 bytes per packet of chunk and delta; NACK: 12 + 4 per lost packet; PLI: 12; a
+    /// bottleneck report as RTCP APP: 12 + 4 name + 16 of fields), plus UDP/IP.
     pub fn wire_size(&self) -> DataSize {
         let body = match self {
             Feedback::Transport(fb) => 20 + 2 * fb.packets.len() as i64,
             Feedback::Nack { media_seqs, .. } => 12 + 4 * media_seqs.len() as i64,
             Feedback::KeyframeRequest { .. } => 12,
+            Feedback::Bottleneck(_) => 32,
         };
         DataSize::from_bytes(body) + UDP_IP_OVERHEAD
     }
@@ -133,6 +153,7 @@ impl Feedback {
         match self {
             Feedback::Transport(fb) => fb.flow,
             Feedback::Nack { flow, .. } | Feedback::KeyframeRequest { flow } => *flow,
+            Feedback::Bottleneck(r) => r.flow,
         }
     }
 }

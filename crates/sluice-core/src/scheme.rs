@@ -1,11 +1,13 @@
 //! Schemes: named compositions of components (pacer x congestion controller x encoder
-//! controller). A scheme is data, so a new combination needs no new code: the registry below
-//! names the ones the papers compare, and any [`SchemeConfig`] can be given as JSON.
+//! controller x bottleneck behaviour). A scheme is data, so a new combination needs no new
+//! code: the registry below names the ones the papers compare, and any [`SchemeConfig`] can
+//! be given as JSON.
 
 use crate::cc::gcc::trendline::TrendlineWindow;
 use crate::cc::gcc::GccConfig;
 use crate::encoder_controller::ace_c::AceCConfig;
 use crate::encoder_controller::EncoderControllerConfig;
+use crate::link::bottleneck::BottleneckConfig;
 use crate::pacer::ace_n::AceNConfig;
 use crate::pacer::leaky_bucket::LeakyBucketConfig;
 use crate::pacer::PacerConfig;
@@ -34,6 +36,9 @@ pub struct SchemeConfig {
     pub cc: CcConfig,
     #[serde(default)]
     pub encoder_controller: EncoderControllerConfig,
+    /// What the bottleneck queue does besides serving packets (default: drop-tail).
+    #[serde(default)]
+    pub bottleneck: BottleneckConfig,
 }
 
 /// A registered scheme: name, description, plot colour and composition.
@@ -79,6 +84,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 pacer: leaky(),
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
+                bottleneck: BottleneckConfig::DropTail,
             },
         },
         SchemeInfo {
@@ -90,6 +96,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 pacer: leaky(),
                 cc: gcc_pacing_2_5(),
                 encoder_controller: EncoderControllerConfig::default(),
+                bottleneck: BottleneckConfig::DropTail,
             },
         },
         SchemeInfo {
@@ -101,6 +108,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 pacer: PacerConfig::None,
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
+                bottleneck: BottleneckConfig::DropTail,
             },
         },
         SchemeInfo {
@@ -112,6 +120,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 pacer: leaky(),
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
+                bottleneck: BottleneckConfig::DropTail,
             },
         },
         SchemeInfo {
@@ -123,6 +132,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 pacer: leaky(),
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::OneFrameVbv,
+                bottleneck: BottleneckConfig::DropTail,
             },
         },
         SchemeInfo {
@@ -134,6 +144,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 pacer: leaky(),
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
+                bottleneck: BottleneckConfig::DropTail,
             },
         },
         SchemeInfo {
@@ -145,6 +156,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 pacer: PacerConfig::AceN(AceNConfig::default()),
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::default(),
+                bottleneck: BottleneckConfig::DropTail,
             },
         },
         SchemeInfo {
@@ -156,6 +168,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 pacer: PacerConfig::AceN(AceNConfig::default()),
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
+                bottleneck: BottleneckConfig::DropTail,
             },
         },
     ]

@@ -104,6 +104,11 @@ pub enum SenderEvent {
         frame_id: u64,
         time: Timestamp,
     },
+    /// A bottleneck node's report reached the sender.
+    BottleneckReport {
+        report: crate::packet::BottleneckReport,
+        received: Timestamp,
+    },
     PacketSent {
         kind: PacketKind,
         frame_id: u64,
@@ -603,6 +608,11 @@ impl Sender {
                 if !recent {
                     self.force_keyframe = true;
                 }
+            }
+            Feedback::Bottleneck(report) => {
+                self.cc.on_bottleneck_report(&report, now);
+                self.controller.on_bottleneck_report(&report, now);
+                self.events.push_back(SenderEvent::BottleneckReport { report, received: now });
             }
         }
         self.poll_controller(now);

@@ -203,6 +203,7 @@ fn run_ace_pacer(pacer: PacerConfig, trace_spec: &str, max_mbps: i64, seed: u64)
             pacer,
             cc,
             encoder_controller: EncoderControllerConfig::default(),
+            bottleneck: Default::default(),
         }),
         seed,
         duration_s: seconds,

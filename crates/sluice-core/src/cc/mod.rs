@@ -154,6 +154,9 @@ pub trait CongestionController: Send {
     fn poll_timeout(&self) -> Timestamp;
     /// Bytes waiting in the pacer (for controllers that count them as outstanding).
     fn on_pacer_queue(&mut self, _queued: DataSize) {}
+    /// A bottleneck node's report (Co-RTV); the default ignores it.
+    fn on_bottleneck_report(&mut self, _report: &crate::packet::BottleneckReport, _now: Timestamp) {
+    }
     /// The controller's outputs as of its latest event.
     fn update(&self) -> NetworkControlUpdate;
     /// The next probe cluster the pacer should send, if any (each is handed out once).

@@ -150,6 +150,9 @@ pub trait EncoderController: Send {
     fn on_frame_encoded(&mut self, _frame: &EncodedFrame, _plan: &FramePlan) {}
     /// What happened to a frame in the pacer, or to a slot.
     fn on_frame_event(&mut self, _event: &FrameEvent, _now: Timestamp) {}
+    /// A bottleneck node's report (Co-RTV); the default ignores it.
+    fn on_bottleneck_report(&mut self, _report: &crate::packet::BottleneckReport, _now: Timestamp) {
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -17,6 +17,7 @@
 //! `now` passed to the `handle_*`/`poll_*` calls must not go backwards; an earlier `now` is
 //! treated as the latest one seen.
 
+pub mod bottleneck;
 pub mod trace;
 pub mod trace_gen;
 
@@ -162,18 +163,66 @@ impl PacketQueue {
     }
 }
 
-/// The seam for queue policies (drop-tail now; e.g. Co-RTV's frame-aware bottleneck later).
-/// Called for each arrival that survived random loss, after the link has caught up to `now`.
+/// What a queue discipline sees of its link when it is called at `now`: the waiting packets
+/// (it may remove any of them), the packet being serialised (started, so not removable), and
+/// the link's service schedule up to `now` (never beyond: a policy that knew the trace's
+/// future would be an oracle).
+pub struct QueueView<'a> {
+    pub queue: &'a mut PacketQueue,
+    /// The packet being serialised and its bytes still to send.
+    pub in_transit: Option<(&'a Datagram, DataSize)>,
+    trace: Option<&'a Trace>,
+    now: Timestamp,
+}
+
+impl QueueView<'_> {
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+    /// Bytes the link could serve in `[t0, t1)`, with `t1` clamped to `now`; `None` for a
+    /// link without a rate limit.
+    pub fn capacity_between(&self, t0: Timestamp, t1: Timestamp) -> Option<DataSize> {
+        self.trace.map(|t| t.capacity_between(t0, t1.min(self.now)))
+    }
+    /// Bytes still to serialise: the queue and the rest of the packet in transit.
+    pub fn backlog(&self) -> DataSize {
+        self.queue.bytes() + self.in_transit.map_or(DataSize::ZERO, |(_, left)| left)
+    }
+}
+
+/// The seam for queue policies (drop-tail; a bottleneck node that drops frames and reports
+/// to the sender, as Co-RTV's). A discipline decides about each arrival, may run timers,
+/// hears each departure, and can send reports upstream on the link's report port.
 pub trait QueueDiscipline: std::fmt::Debug + Send {
-    /// Enqueue `item` into `queue`, or push it (and/or queued packets) onto `dropped` with a
-    /// reason. Packets pushed onto `dropped` must not stay in the queue.
+    /// Enqueue `item` into `view.queue`, or push it (and/or queued packets) onto `dropped`
+    /// with a reason. Packets pushed onto `dropped` must not stay in the queue. Called for
+    /// each arrival that survived random loss, after the link caught up to the arrival time.
     fn on_arrival(
         &mut self,
-        queue: &mut PacketQueue,
+        view: &mut QueueView<'_>,
         item: Queued,
-        now: Timestamp,
         dropped: &mut Vec<(Queued, DropReason)>,
     );
+    /// A packet finished serialisation at `at` (in order).
+    fn on_departure(&mut self, _datagram: &Datagram, _arrival: Timestamp, _at: Timestamp) {}
+    /// Timer work; may remove queued packets onto `dropped`. A spurious call does nothing.
+    fn handle_timeout(
+        &mut self,
+        _view: &mut QueueView<'_>,
+        _dropped: &mut Vec<(Queued, DropReason)>,
+    ) {
+    }
+    /// When `handle_timeout` next wants to run.
+    fn poll_timeout(&self) -> Timestamp {
+        Timestamp::INFINITY
+    }
+    /// The next report for the sender (sent on the link's report port at once; the path it
+    /// takes adds its own delay).
+    fn poll_report(&mut self) -> Option<Datagram> {
+        None
+    }
+    /// Named state for the time series (`bn_*`).
+    fn debug_columns(&self, _out: &mut crate::columns::Columns) {}
 }
 
 /// Drop-tail against a [`QueueLimit`].
@@ -185,11 +234,11 @@ pub struct DropTail {
 impl QueueDiscipline for DropTail {
     fn on_arrival(
         &mut self,
-        queue: &mut PacketQueue,
+        view: &mut QueueView<'_>,
         item: Queued,
-        _now: Timestamp,
         dropped: &mut Vec<(Queued, DropReason)>,
     ) {
+        let queue = &mut *view.queue;
         let fits = match self.limit {
             QueueLimit::Unlimited => true,
             QueueLimit::Bytes(b) => (queue.bytes() + item.size).as_bytes() <= b,
@@ -301,19 +350,53 @@ impl Link {
             return;
         }
         let mut dropped = std::mem::take(&mut self.scratch);
-        self.discipline.on_arrival(&mut self.queue, item, now, &mut dropped);
-        for (q, reason) in dropped.drain(..) {
-            self.record_drop(q.datagram, q.size, reason);
-        }
+        let mut view = QueueView {
+            queue: &mut self.queue,
+            in_transit: self.in_transit.as_ref().map(|t| (&t.item.datagram, t.remaining)),
+            trace: self.trace.as_deref(),
+            now,
+        };
+        self.discipline.on_arrival(&mut view, item, &mut dropped);
+        self.record_drops(&mut dropped);
         self.scratch = dropped;
         // Use what is left of an opportunity at exactly `now` right away.
         self.catch_up(now);
     }
 
-    /// Processes the opportunities due at or before `now`. A spurious call does nothing.
+    /// Processes the opportunities due at or before `now`, then the queue discipline's
+    /// timers. A spurious call does nothing.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         let now = self.clamp_now(now);
         self.catch_up(now);
+        if self.discipline.poll_timeout() <= now {
+            let mut dropped = std::mem::take(&mut self.scratch);
+            let mut view = QueueView {
+                queue: &mut self.queue,
+                in_transit: self.in_transit.as_ref().map(|t| (&t.item.datagram, t.remaining)),
+                trace: self.trace.as_deref(),
+                now,
+            };
+            self.discipline.handle_timeout(&mut view, &mut dropped);
+            self.record_drops(&mut dropped);
+            self.scratch = dropped;
+            self.catch_up(now);
+        }
+    }
+
+    /// The next report of the queue discipline for the sender (the link's report port).
+    pub fn poll_report(&mut self) -> Option<Datagram> {
+        self.discipline.poll_report()
+    }
+
+    /// The queue discipline's named state.
+    pub fn debug_columns(&self, out: &mut crate::columns::Columns) {
+        self.discipline.debug_columns(out);
+    }
+
+    fn record_drops(&mut self, dropped: &mut Vec<(Queued, DropReason)>) {
+        for (q, reason) in dropped.drain(..) {
+            self.record_drop(q.datagram, q.size, reason);
+        }
     }
 
     /// The next datagram whose delivery time is at or before `now`, in order. Changes after
@@ -340,12 +423,13 @@ impl Link {
     /// waiting) and the next delivery; [`Timestamp::INFINITY`] when idle.
     pub fn poll_timeout(&self) -> Timestamp {
         let delivery = self.in_flight.front().map_or(Timestamp::INFINITY, |(t, _)| *t);
+        let own = delivery.min(self.discipline.poll_timeout());
         let head_arrival = match (&self.in_transit, self.queue.front()) {
             (Some(t), _) => t.item.arrival,
             (None, Some(q)) => q.arrival,
-            (None, None) => return delivery,
+            (None, None) => return own,
         };
-        delivery.min(self.next_usable_opportunity(head_arrival))
+        own.min(self.next_usable_opportunity(head_arrival))
     }
 
     pub fn stats(&self) -> &LinkStats {
@@ -454,6 +538,11 @@ impl Link {
                 // Invariant: in_transit is Some (borrowed as `transit` above).
                 let done = self.in_transit.take().expect("in transit");
                 self.last_queue_delay = self.cur_opp_time - done.item.arrival;
+                self.discipline.on_departure(
+                    &done.item.datagram,
+                    done.item.arrival,
+                    self.cur_opp_time,
+                );
                 self.in_flight.push_back((self.cur_opp_time + self.delay, done.item.datagram));
             }
         }

@@ -1,10 +1,23 @@
-//! The deterministic virtual-time simulator: a discrete-event loop over a graph of nodes
-//! (sender, downlink, receiver, uplink) that jumps to the earliest timeout. Every node is a
-//! sans-IO state machine; the simulator only moves datagrams along the graph's edges and time
-//! forward. Same seed and config give identical output.
+//! The deterministic virtual-time simulator: a discrete-event loop over a [`Network`] of
+//! nodes that jumps to the earliest timeout. Every node is a sans-IO state machine; the
+//! simulator only moves time forward (the network moves datagrams along its edges). Same
+//! seed and config give identical output.
 //!
-//! The graph is a list of nodes with one outgoing edge each; a bottleneck-node policy or a
-//! cross-traffic source is one more [`Node`] variant and one more edge.
+//! The topology a run config gives ([`Simulation::new`]):
+//!
+//! ```text
+//! sender -> [access delay] -> downlink (bottleneck: queue + trace + delay) -> receiver
+//!   ^                              | reports (bottleneck behaviours that send them)
+//!   |                              v
+//!   +---- [access delay, back] <---+
+//!   +---- uplink (feedback) <---------------------------------------------- receiver
+//! ```
+//!
+//! The access delay (sender to bottleneck, `downlink.access_delay_ms`) and its way back exist
+//! only when set; without them the network is the four nodes it always was, in the same order,
+//! so results do not change.
+
+pub mod network;
 
 use crate::cc::gcc::Gcc;
 use crate::encoder::model::{ModelEncoder, ModelEncoderConfig};
@@ -12,12 +25,12 @@ use crate::encoder::{Encoder, InlineEncoder};
 use crate::link::trace::Trace;
 use crate::link::{Link, LinkConfig, LinkRate, QueueLimit};
 use crate::metrics::{self, FrameRecord, LinkTotals, Recorder, Sample, SkipRecord, Summary};
-use crate::packet::Datagram;
 use crate::receiver::{Receiver, ReceiverConfig};
 use crate::rng::Rng;
 use crate::scheme::{CcConfig, SchemeConfig};
 use crate::sender::{Sender, SenderConfig};
 use crate::units::{DataSize, TimeDelta, Timestamp};
+use network::{Network, NodeId, IN, OUT, REPORT};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -31,8 +44,11 @@ pub struct PathConfig {
     /// Drop-tail limit in bytes (`queue_packets` and this are exclusive; neither: unlimited).
     pub queue_bytes: Option<i64>,
     pub queue_packets: Option<usize>,
-    /// One-way propagation delay.
+    /// One-way propagation delay, after the queue.
     pub delay_ms: f64,
+    /// One-way delay from the sender to the bottleneck queue (Co-RTV's sender-bottleneck
+    /// delay); reports of the bottleneck take the same delay back. Downlink only.
+    pub access_delay_ms: f64,
     /// IID random loss probability.
     pub loss: f64,
 }
@@ -44,6 +60,7 @@ impl Default for PathConfig {
             queue_bytes: None,
             queue_packets: None,
             delay_ms: 20.0,
+            access_delay_ms: 0.0,
             loss: 0.0,
         }
     }
@@ -166,6 +183,12 @@ impl RunConfig {
             if p.delay_ms < 0.0 || !p.delay_ms.is_finite() {
                 return err(format!("{name} delay must be >= 0 ms, got {}", p.delay_ms));
             }
+            if p.access_delay_ms < 0.0 || !p.access_delay_ms.is_finite() {
+                return err(format!(
+                    "{name} access delay must be >= 0 ms, got {}",
+                    p.access_delay_ms
+                ));
+            }
             if p.queue_bytes.is_some() && p.queue_packets.is_some() {
                 return err(format!("{name}: give a queue limit in bytes or in packets, not both"));
             }
@@ -173,7 +196,11 @@ impl RunConfig {
                 return err(format!("{name}: queue limit must hold at least one packet"));
             }
         }
-        self.resolve_scheme().map(|_| ())
+        if self.uplink.access_delay_ms != 0.0 {
+            return err("the access delay is a downlink setting (sender to bottleneck)".into());
+        }
+        let scheme = self.resolve_scheme()?;
+        scheme.bottleneck.validate().map_err(ConfigError)
     }
 
     fn link_config(p: &PathConfig, trace: Option<Arc<Trace>>) -> LinkConfig {
@@ -190,53 +217,6 @@ impl RunConfig {
     }
 }
 
-/// A node of the simulated graph.
-enum Node {
-    Sender(Box<Sender>),
-    Receiver(Box<Receiver>),
-    Link(Box<Link>),
-}
-
-impl Node {
-    fn handle_input(&mut self, d: Datagram, now: Timestamp) {
-        match self {
-            Node::Sender(s) => {
-                if let Datagram::Feedback(f) = d {
-                    s.handle_feedback(f, now);
-                }
-            }
-            Node::Receiver(r) => r.handle_datagram(d, now),
-            Node::Link(l) => l.handle_datagram(d, now),
-        }
-    }
-    fn handle_timeout(&mut self, now: Timestamp) {
-        match self {
-            Node::Sender(s) => s.handle_timeout(now),
-            Node::Receiver(r) => r.handle_timeout(now),
-            Node::Link(l) => l.handle_timeout(now),
-        }
-    }
-    fn poll_output(&mut self, now: Timestamp) -> Option<Datagram> {
-        match self {
-            Node::Sender(s) => s.poll_transmit(now),
-            Node::Receiver(r) => r.poll_transmit(),
-            Node::Link(l) => l.poll_datagram(now),
-        }
-    }
-    fn poll_timeout(&self) -> Timestamp {
-        match self {
-            Node::Sender(s) => s.poll_timeout(),
-            Node::Receiver(r) => r.poll_timeout(),
-            Node::Link(l) => l.poll_timeout(),
-        }
-    }
-}
-
-const SENDER: usize = 0;
-const DOWNLINK: usize = 1;
-const RECEIVER: usize = 2;
-const UPLINK: usize = 3;
-
 /// Results of a finished run.
 #[derive(Clone, Debug)]
 pub struct RunResult {
@@ -249,9 +229,11 @@ pub struct RunResult {
 
 pub struct Simulation {
     now: Timestamp,
-    nodes: Vec<Node>,
-    /// `routes[i]`: where node i's output goes.
-    routes: Vec<usize>,
+    network: Network,
+    sender: NodeId,
+    receiver: NodeId,
+    /// The downlink: the bottleneck whose queue and capacity the samples record.
+    downlink: NodeId,
     recorder: Recorder,
     samples: Vec<Sample>,
     sample_interval: TimeDelta,
@@ -318,9 +300,11 @@ impl Simulation {
             0,
             now,
         );
-        let mut downlink = Link::new(
+        let downlink_limit = RunConfig::link_config(&cfg.downlink, None).queue;
+        let mut downlink = Link::with_discipline(
             RunConfig::link_config(&cfg.downlink, downlink_trace.clone()),
             Rng::fork(cfg.seed, "downlink"),
+            scheme.bottleneck.build(downlink_limit, 0),
         );
         let mut uplink = Link::new(
             RunConfig::link_config(&cfg.uplink, uplink_trace),
@@ -329,16 +313,42 @@ impl Simulation {
         // Drops are counted in the link stats; the per-packet log is not needed here.
         downlink.set_drop_log(false);
         uplink.set_drop_log(false);
+
+        let mut net = Network::default();
+        let tx = net.add("sender", Box::new(sender));
+        let down = net.add("downlink", Box::new(downlink));
+        let rx = net.add("receiver", Box::new(receiver));
+        let up = net.add("uplink", Box::new(uplink));
+        net.connect(down, OUT, rx, IN);
+        net.connect(rx, OUT, up, IN);
+        net.connect(up, OUT, tx, IN);
+        let access = TimeDelta::from_ms_f64(cfg.downlink.access_delay_ms);
+        let delay_line = |name: &str| {
+            let mut l = Link::new(
+                LinkConfig { delay: access, ..LinkConfig::default() },
+                Rng::fork(cfg.seed, name),
+            );
+            l.set_drop_log(false);
+            l
+        };
+        if access > TimeDelta::ZERO {
+            let a = net.add("access", Box::new(delay_line("access")));
+            net.connect(tx, OUT, a, IN);
+            net.connect(a, OUT, down, IN);
+            let back = net.add("bottleneck-report-path", Box::new(delay_line("report-path")));
+            net.connect(down, REPORT, back, IN);
+            net.connect(back, OUT, tx, IN);
+        } else {
+            net.connect(tx, OUT, down, IN);
+            net.connect(down, REPORT, tx, IN);
+        }
         let sample_interval = TimeDelta::from_ms_f64(cfg.sample_interval_ms);
         Ok(Simulation {
             now,
-            nodes: vec![
-                Node::Sender(Box::new(sender)),
-                Node::Link(Box::new(downlink)),
-                Node::Receiver(Box::new(receiver)),
-                Node::Link(Box::new(uplink)),
-            ],
-            routes: vec![DOWNLINK, RECEIVER, UPLINK, SENDER],
+            network: net,
+            sender: tx,
+            receiver: rx,
+            downlink: down,
             recorder: Recorder::default(),
             samples: Vec::new(),
             sample_interval,
@@ -362,50 +372,28 @@ impl Simulation {
     }
 
     fn sender(&self) -> &Sender {
-        match &self.nodes[SENDER] {
-            Node::Sender(s) => s,
-            _ => unreachable!("node 0 is the sender by construction"),
-        }
+        // The node was added as a Sender by construction.
+        self.network.get::<Sender>(self.sender).expect("the sender node is a Sender")
     }
-    fn link(&self, i: usize) -> &Link {
-        match &self.nodes[i] {
-            Node::Link(l) => l,
-            _ => unreachable!("nodes 1 and 3 are links by construction"),
-        }
+    fn link(&self, id: NodeId) -> &Link {
+        // The node was added as a Link by construction.
+        self.network.get::<Link>(id).expect("a link node is a Link")
     }
 
     /// Runs every node until nothing more happens at `self.now`.
     fn settle(&mut self) {
         let now = self.now;
-        let mut rounds = 0u32;
-        loop {
-            let mut progressed = false;
-            for i in 0..self.nodes.len() {
-                if self.nodes[i].poll_timeout() <= now {
-                    self.nodes[i].handle_timeout(now);
-                }
-                while let Some(d) = self.nodes[i].poll_output(now) {
-                    let to = self.routes[i];
-                    self.nodes[to].handle_input(d, now);
-                    progressed = true;
-                }
-            }
-            if !progressed {
-                break;
-            }
-            rounds += 1;
-            assert!(rounds < 1_000_000, "simulation livelock at {now:?}");
-        }
+        assert!(self.network.settle(now, 1_000_000), "simulation livelock at {now:?}");
         self.collect_events();
     }
 
     fn collect_events(&mut self) {
-        if let Node::Sender(s) = &mut self.nodes[SENDER] {
+        if let Some(s) = self.network.get_mut::<Sender>(self.sender) {
             while let Some(e) = s.poll_event() {
                 self.recorder.on_sender_event(e);
             }
         }
-        if let Node::Receiver(r) = &mut self.nodes[RECEIVER] {
+        if let Some(r) = self.network.get_mut::<Receiver>(self.receiver) {
             while let Some(e) = r.poll_event() {
                 self.recorder.on_receiver_event(e);
             }
@@ -416,11 +404,12 @@ impl Simulation {
         let now = self.now;
         let interval = self.sample_interval;
         let sender = self.sender();
-        let down = self.link(DOWNLINK);
+        let down = self.link(self.downlink);
         let stats = down.stats();
         let control = sender.control_update();
         let mut columns = crate::columns::Columns::default();
         sender.debug_columns(&mut columns);
+        down.debug_columns(&mut columns);
         let capacity_bps = match &self.downlink_trace {
             Some(t) => (t.capacity_between(now - interval, now) / interval).as_bps(),
             None => 0,
@@ -472,14 +461,12 @@ impl Simulation {
                 self.next_sample += self.sample_interval;
             }
             // No samples after the end of capture (the drain only lets frames arrive).
-            let mut next = if self.next_sample <= self.capture_end {
+            let next = if self.next_sample <= self.capture_end {
                 self.next_sample
             } else {
                 Timestamp::INFINITY
             };
-            for n in &self.nodes {
-                next = next.min(n.poll_timeout());
-            }
+            let next = next.min(self.network.poll_timeout());
             // A node whose timeout is already due after settling would spin: step past it.
             let next = next.max(self.now + TimeDelta::from_us(1));
             if next > until {
@@ -501,7 +488,7 @@ impl Simulation {
         self.settle();
         let frames = self.recorder.frames();
         let skips = self.recorder.skips();
-        let stats = self.link(DOWNLINK).stats();
+        let stats = self.link(self.downlink).stats();
         // Utilisation covers the sampled part of the session (up to the last sample at or
         // before the end of capture), so bytes delivered while draining do not count.
         let sampled_until =

@@ -1,0 +1,314 @@
+//! The simulated network as data: nodes with numbered ports, and edges from an output port
+//! to an input port (neqo's simulator, Mahimahi's composable elements). The sender, the
+//! receiver and every link are nodes; a topology is a list of them and the edges between
+//! them, so a bottleneck with its own path back to the sender, an access delay, or cross
+//! traffic is a few more entries, not a new simulator.
+//!
+//! Every node is a sans-IO state machine: datagrams in on a port, outputs polled with their
+//! port, timers through `poll_timeout`/`handle_timeout`. The [`Network`] only moves datagrams
+//! along edges; the simulator moves time.
+
+use crate::link::Link;
+use crate::packet::Datagram;
+use crate::receiver::Receiver;
+use crate::sender::Sender;
+use crate::units::Timestamp;
+use std::any::Any;
+use std::collections::BTreeMap;
+
+/// A port number of a node.
+pub type Port = u8;
+
+/// Output port of a link for the datagrams it delivers; of a sender for media; of a receiver
+/// for feedback.
+pub const OUT: Port = 0;
+/// Output port of a link for its queue discipline's reports (a bottleneck node's path to the
+/// sender).
+pub const REPORT: Port = 1;
+/// The input port of every built-in node.
+pub const IN: Port = 0;
+
+/// One element of the simulated network.
+pub trait Node: Send {
+    /// A datagram arrives on input port `port` at `now`.
+    fn handle_input(&mut self, port: Port, datagram: Datagram, now: Timestamp);
+    /// Timer work due at or before `now`; a spurious call does nothing.
+    fn handle_timeout(&mut self, now: Timestamp);
+    /// The next output due at `now`, with the port it leaves on. Changes after any
+    /// `handle_*` call.
+    fn poll_output(&mut self, now: Timestamp) -> Option<(Port, Datagram)>;
+    /// When the node next has something to do (`Timestamp::INFINITY`: nothing without input).
+    fn poll_timeout(&self) -> Timestamp;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl Node for Sender {
+    fn handle_input(&mut self, _port: Port, datagram: Datagram, now: Timestamp) {
+        if let Datagram::Feedback(f) = datagram {
+            self.handle_feedback(f, now);
+        }
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        Sender::handle_timeout(self, now)
+    }
+    fn poll_output(&mut self, now: Timestamp) -> Option<(Port, Datagram)> {
+        self.poll_transmit(now).map(|d| (OUT, d))
+    }
+    fn poll_timeout(&self) -> Timestamp {
+        Sender::poll_timeout(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl Node for Receiver {
+    fn handle_input(&mut self, _port: Port, datagram: Datagram, now: Timestamp) {
+        self.handle_datagram(datagram, now)
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        Receiver::handle_timeout(self, now)
+    }
+    fn poll_output(&mut self, _now: Timestamp) -> Option<(Port, Datagram)> {
+        self.poll_transmit().map(|d| (OUT, d))
+    }
+    fn poll_timeout(&self) -> Timestamp {
+        Receiver::poll_timeout(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl Node for Link {
+    fn handle_input(&mut self, _port: Port, datagram: Datagram, now: Timestamp) {
+        self.handle_datagram(datagram, now)
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        Link::handle_timeout(self, now)
+    }
+    fn poll_output(&mut self, now: Timestamp) -> Option<(Port, Datagram)> {
+        if let Some(r) = self.poll_report() {
+            return Some((REPORT, r));
+        }
+        self.poll_datagram(now).map(|d| (OUT, d))
+    }
+    fn poll_timeout(&self) -> Timestamp {
+        Link::poll_timeout(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// An index of a node in its [`Network`].
+pub type NodeId = usize;
+
+/// Nodes and the edges between their ports.
+#[derive(Default)]
+pub struct Network {
+    nodes: Vec<(&'static str, Box<dyn Node>)>,
+    edges: BTreeMap<(NodeId, Port), (NodeId, Port)>,
+    /// Outputs that had no edge (a topology mistake; counted, not fatal).
+    unrouted: u64,
+}
+
+impl Network {
+    /// Adds a node; nodes run in the order they were added.
+    pub fn add(&mut self, name: &'static str, node: Box<dyn Node>) -> NodeId {
+        self.nodes.push((name, node));
+        self.nodes.len() - 1
+    }
+    /// Sends what `from` outputs on `from_port` to `to`'s `to_port`.
+    pub fn connect(&mut self, from: NodeId, from_port: Port, to: NodeId, to_port: Port) {
+        self.edges.insert((from, from_port), (to, to_port));
+    }
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+    pub fn name(&self, id: NodeId) -> &'static str {
+        self.nodes[id].0
+    }
+    /// Node `id` as its concrete type, if it is one.
+    pub fn get<T: Any>(&self, id: NodeId) -> Option<&T> {
+        self.nodes.get(id)?.1.as_any().downcast_ref()
+    }
+    pub fn get_mut<T: Any>(&mut self, id: NodeId) -> Option<&mut T> {
+        self.nodes.get_mut(id)?.1.as_any_mut().downcast_mut()
+    }
+    pub fn unrouted(&self) -> u64 {
+        self.unrouted
+    }
+
+    /// Runs every node's timers due at `now` and moves outputs along the edges until nothing
+    /// more happens at `now`. Returns false if it did not settle within `max_rounds` rounds
+    /// (a node that keeps producing output at the same instant).
+    pub fn settle(&mut self, now: Timestamp, max_rounds: u32) -> bool {
+        for _ in 0..max_rounds {
+            let mut progressed = false;
+            for i in 0..self.nodes.len() {
+                if self.nodes[i].1.poll_timeout() <= now {
+                    self.nodes[i].1.handle_timeout(now);
+                }
+                while let Some((port, d)) = self.nodes[i].1.poll_output(now) {
+                    progressed = true;
+                    match self.edges.get(&(i, port)) {
+                        Some(&(to, to_port)) => self.nodes[to].1.handle_input(to_port, d, now),
+                        None => self.unrouted += 1,
+                    }
+                }
+            }
+            if !progressed {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The earliest timeout of any node.
+    pub fn poll_timeout(&self) -> Timestamp {
+        self.nodes.iter().map(|(_, n)| n.poll_timeout()).min().unwrap_or(Timestamp::INFINITY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::bottleneck::BottleneckConfig;
+    use crate::link::trace::Trace;
+    use crate::link::{LinkConfig, LinkRate, QueueLimit};
+    use crate::packet::{Feedback, Packet, PacketKind};
+    use crate::rng::Rng;
+    use crate::units::{DataRate, DataSize, TimeDelta};
+    use std::collections::VecDeque;
+    use std::sync::Arc;
+
+    /// Emits media packets at given times.
+    struct Source(VecDeque<(Timestamp, Packet)>);
+    impl Node for Source {
+        fn handle_input(&mut self, _: Port, _: Datagram, _: Timestamp) {}
+        fn handle_timeout(&mut self, _: Timestamp) {}
+        fn poll_output(&mut self, now: Timestamp) -> Option<(Port, Datagram)> {
+            if self.0.front().is_some_and(|(t, _)| *t <= now) {
+                return self.0.pop_front().map(|(_, p)| (OUT, Datagram::Media(p)));
+            }
+            None
+        }
+        fn poll_timeout(&self) -> Timestamp {
+            self.0.front().map_or(Timestamp::INFINITY, |(t, _)| *t)
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+        fn as_any_mut(&mut self) -> &mut dyn Any {
+            self
+        }
+    }
+
+    /// Records what arrives, with the port and the time.
+    #[derive(Default)]
+    struct Sink(Vec<(Port, Timestamp, Datagram)>);
+    impl Node for Sink {
+        fn handle_input(&mut self, port: Port, d: Datagram, now: Timestamp) {
+            self.0.push((port, now, d));
+        }
+        fn handle_timeout(&mut self, _: Timestamp) {}
+        fn poll_output(&mut self, _: Timestamp) -> Option<(Port, Datagram)> {
+            None
+        }
+        fn poll_timeout(&self) -> Timestamp {
+            Timestamp::INFINITY
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+        fn as_any_mut(&mut self) -> &mut dyn Any {
+            self
+        }
+    }
+
+    fn run(net: &mut Network, until: Timestamp) {
+        let mut now = Timestamp::ZERO;
+        loop {
+            assert!(net.settle(now, 10_000));
+            let next = net.poll_timeout().max(now + TimeDelta::from_us(1));
+            if next > until {
+                break;
+            }
+            now = next;
+        }
+    }
+
+    #[test]
+    fn a_bottleneck_report_reaches_the_sender_exactly_its_path_delay_later() {
+        // A source sends 1200 B every ms (9.6 Mbps) into a 6 Mbps bottleneck that reports
+        // every 100 ms; the report path takes 20 ms; the media path 5 ms after the queue.
+        let trace = Arc::new(Trace::constant(DataRate::from_mbps(6), TimeDelta::from_secs(1)));
+        let packets: VecDeque<_> = (0..1000)
+            .map(|i| {
+                let mut p = Packet::padding(DataSize::from_bytes(1200), Timestamp::ZERO);
+                p.kind = PacketKind::Video;
+                p.frame_id = i;
+                (Timestamp::from_ms(i as i64), p)
+            })
+            .collect();
+        let bottleneck = BottleneckConfig::QueueReport { interval_ms: 100.0, rate_window_ms: 50.0 };
+        let link = Link::with_discipline(
+            LinkConfig {
+                rate: LinkRate::Trace(trace),
+                delay: TimeDelta::from_ms(5),
+                ..LinkConfig::default()
+            },
+            Rng::new(1),
+            bottleneck.build(QueueLimit::Unlimited, 0),
+        );
+        let path = Link::new(
+            LinkConfig { delay: TimeDelta::from_ms(20), ..LinkConfig::default() },
+            Rng::new(2),
+        );
+        let mut net = Network::default();
+        let src = net.add("source", Box::new(Source(packets)));
+        let bn = net.add("bottleneck", Box::new(link));
+        let back = net.add("report-path", Box::new(path));
+        let sender = net.add("sender", Box::new(Sink::default()));
+        let receiver = net.add("receiver", Box::new(Sink::default()));
+        net.connect(src, OUT, bn, IN);
+        net.connect(bn, OUT, receiver, IN);
+        net.connect(bn, REPORT, back, IN);
+        net.connect(back, OUT, sender, 3);
+        run(&mut net, Timestamp::from_ms(1020));
+        let got = &net.get::<Sink>(sender).unwrap().0;
+        assert_eq!(got.len(), 10, "one report per 100 ms");
+        let mut last_queue = DataSize::ZERO;
+        for (k, (port, at, d)) in got.iter().enumerate() {
+            let Datagram::Feedback(Feedback::Bottleneck(r)) = d else { panic!("{d:?}") };
+            assert_eq!(*port, 3);
+            assert_eq!(r.seq, k as u64);
+            assert_eq!(r.time, Timestamp::from_ms(100 * (k as i64 + 1)));
+            assert_eq!(*at - r.time, TimeDelta::from_ms(20), "report {k}");
+            // The queue grows by 3.6 Mbps of excess: 45 kB per 100 ms.
+            assert!(r.queue > last_queue, "report {k}: {:?}", r.queue);
+            last_queue = r.queue;
+            // The capacity of the last 50 ms: 6 Mbps (the trace's 6.016 Mbps of IP bytes).
+            let rate = r.rate.unwrap().as_bps_f64();
+            assert!((rate / 6.0e6 - 1.0).abs() < 0.01, "{rate}");
+        }
+        let q = last_queue.as_bytes() as f64;
+        assert!((q / 450_000.0 - 1.0).abs() < 0.02, "queue after 1 s: {q} B");
+        assert!(net.get::<Sink>(receiver).unwrap().0.iter().all(|(p, ..)| *p == IN));
+        assert_eq!(net.unrouted(), 0);
+    }
+}
