@@ -475,8 +475,10 @@ fn property_matches_naive_reference_without_drops() {
     }
 }
 
+/// The link saturated for 120 s at 30 Mbps delivers the trace's rate. (How fast it does so
+/// is a benchmark: `make bench`, `examples/link_speed.rs`.)
 #[test]
-fn saturating_120_s_at_30_mbps_is_fast() {
+fn saturating_120_s_at_30_mbps_delivers_the_trace_rate() {
     let trace = Arc::new(
         generate(&TraceSpec::Constant { rate_mbps: 30.0 }, TimeDelta::from_secs(120)).unwrap(),
     );
@@ -488,7 +490,6 @@ fn saturating_120_s_at_30_mbps_is_fast() {
     };
     let mut link = Link::new(config, Rng::new(3));
     let end = Timestamp::from_ms(120_000);
-    let started = std::time::Instant::now();
     // Offer 33 Mbps of 1200 B packets (one every ~291 us).
     let mut id = 0;
     let mut next_send = Timestamp::ZERO;
@@ -510,10 +511,7 @@ fn saturating_120_s_at_30_mbps_is_fast() {
         }
         while link.poll_drop().is_some() {}
     }
-    let elapsed = started.elapsed();
     assert!(id > 400_000);
     let rate = (delivered as f64 * 1200.0 * 8.0) / 120.0 / 1e6;
     assert!((rate - 30.0 * 1504.0 / 1500.0).abs() < 0.3, "{rate}");
-    eprintln!("{id} packets in {elapsed:?}");
-    assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
 }
