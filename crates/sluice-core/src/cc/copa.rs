@@ -61,7 +61,11 @@
 //! `2 x cwnd / RTTstanding` too; Vidaptive paces at `W / srtt`, gain 1 on the smoothed RTT);
 //! no padding, no probe clusters, no timer. Before the first RTT sample the rates use an
 //! initial RTT of 100 ms (QUIC's `kInitialRttMs` in Chromium/quiche; genericCC has none and
-//! sends its first window unpaced). [`CcSignals::queuing_delay`] is `d_q`.
+//! sends its first window unpaced). [`CcSignals::queuing_delay`] is `d_q`. Pacing at twice
+//! the window's rate relies on per-packet ACK clocking: with transport feedback every 20 ms,
+//! each report frees ~20 ms of window at once and the pacer sends it at twice the link rate;
+//! in the closed-loop test below that raises the mean queue at 12 Mbps from ~2.4 ms
+//! (per-packet feedback) to ~8 ms.
 //!
 //! **Competitive mode** (the paper's mode for competing with buffer-filling flows,
 //! genericCC's `auto:` configuration; off by default, as in genericCC's other configurations
@@ -602,7 +606,9 @@ impl CongestionController for Copa {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::rtt::RttEstimator;
     use crate::rng::Rng;
+    use std::collections::VecDeque;
 
     const MSS: i64 = 1260;
     /// The receiver's clock runs 7 s ahead of the sender's: only differences may matter.
@@ -1141,6 +1147,311 @@ mod tests {
                 let _ = c.signals();
                 c.debug_columns(&mut Columns::default());
             }
+        }
+    }
+
+    const ONE_WAY: TimeDelta = TimeDelta::from_ms(25);
+
+    /// One packet sent in the closed loop.
+    struct Sent {
+        time: Timestamp,
+        /// Time it waited in the bottleneck queue.
+        queue_delay: TimeDelta,
+        cwnd: DataSize,
+        in_flight_after: DataSize,
+    }
+
+    /// A small fluid model of one bottleneck: a FIFO served at `capacity(t)` (a packet's
+    /// service starts at max(send time, previous departure) and lasts size / capacity at
+    /// that moment), 25 ms one-way each direction. The sender is backlogged with 1260 B
+    /// packets, paced at Copa's pacing rate and sends only while the bytes in flight (sent,
+    /// not yet reported) are below the window. The receiver reports every
+    /// `feedback_interval` (receiver time) or, if `None`, each packet on arrival; the
+    /// sender's RTT estimator gives every packet its own RTT from its own arrival time.
+    struct Loop {
+        copa: Copa,
+        rtt: RttEstimator,
+        capacity: fn(Timestamp) -> DataRate,
+        feedback_interval: Option<TimeDelta>,
+        now: Timestamp,
+        seq: u64,
+        next_send: Timestamp,
+        in_flight: DataSize,
+        link_free_at: Timestamp,
+        /// Packets on their way to or at the receiver, in arrival order (true time).
+        at_receiver: VecDeque<(Timestamp, PacketResult)>,
+        /// Reports on their way back: (reaches the sender, packets, hold time).
+        to_sender: VecDeque<(Timestamp, Vec<PacketResult>, TimeDelta)>,
+        next_report: Timestamp,
+        sent: Vec<Sent>,
+        /// (true arrival time, size)
+        arrivals: Vec<(Timestamp, DataSize)>,
+        /// (time, window, queuing delay estimate) after every report.
+        windows: Vec<(Timestamp, DataSize, Option<TimeDelta>)>,
+    }
+
+    impl Loop {
+        fn new(
+            config: CopaConfig,
+            capacity: fn(Timestamp) -> DataRate,
+            feedback_interval: Option<TimeDelta>,
+        ) -> Self {
+            Loop {
+                copa: config.build(Timestamp::ZERO),
+                rtt: RttEstimator::default(),
+                capacity,
+                feedback_interval,
+                now: Timestamp::ZERO,
+                seq: 0,
+                next_send: Timestamp::ZERO,
+                in_flight: DataSize::ZERO,
+                link_free_at: Timestamp::ZERO,
+                at_receiver: VecDeque::new(),
+                to_sender: VecDeque::new(),
+                next_report: feedback_interval.map_or(Timestamp::INFINITY, |i| Timestamp::ZERO + i),
+                sent: Vec::new(),
+                arrivals: Vec::new(),
+                windows: Vec::new(),
+            }
+        }
+
+        fn send(&mut self) {
+            let size = DataSize::from_bytes(MSS);
+            let u = self.copa.update();
+            let sent = SentPacket {
+                transport_seq: self.seq,
+                send_time: self.now,
+                size,
+                probe_cluster_id: None,
+                is_padding: false,
+                data_in_flight: self.in_flight + size,
+            };
+            self.seq += 1;
+            self.copa.on_packet_sent(&sent, self.now);
+            self.in_flight += size;
+            let start = self.now.max(self.link_free_at);
+            let departure = start + size / (self.capacity)(start);
+            self.link_free_at = departure;
+            let arrival = departure + ONE_WAY;
+            let receive_time = Some(Timestamp::from_us(arrival.as_us() + RX_OFFSET_US));
+            self.at_receiver.push_back((arrival, PacketResult { sent, receive_time, rtt: None }));
+            self.arrivals.push((arrival, size));
+            self.sent.push(Sent {
+                time: self.now,
+                queue_delay: start - self.now,
+                cwnd: u.congestion_window.unwrap(),
+                in_flight_after: self.in_flight,
+            });
+            self.next_send = self.now + size / u.pacing_rate;
+        }
+
+        /// The receiver reports the packets that arrived by `at` (if any).
+        fn make_report(&mut self, at: Timestamp) {
+            let mut packets = Vec::new();
+            let mut newest = None;
+            while self.at_receiver.front().is_some_and(|(a, _)| *a <= at) {
+                let (a, p) = self.at_receiver.pop_front().unwrap();
+                newest = Some(a);
+                packets.push(p);
+            }
+            if let Some(newest) = newest {
+                self.to_sender.push_back((at + ONE_WAY, packets, at - newest));
+            }
+        }
+
+        fn deliver_report(&mut self, mut packets: Vec<PacketResult>, hold: TimeDelta) {
+            let prior = self.in_flight;
+            let rtt = self.rtt.on_feedback(&mut packets, hold, self.now);
+            for p in &packets {
+                self.in_flight -= p.sent.size;
+            }
+            let fb = TransportPacketsFeedback {
+                feedback_time: self.now,
+                packets,
+                prior_in_flight: prior,
+                data_in_flight: self.in_flight,
+                rtt,
+                smoothed_rtt: self.rtt.smoothed(),
+            };
+            self.copa.on_transport_feedback(&fb, self.now);
+            self.windows.push((self.now, self.copa.window(), self.copa.queuing_delay()));
+        }
+
+        fn run_until(&mut self, end: Timestamp) {
+            while self.now < end {
+                while self.to_sender.front().is_some_and(|r| r.0 <= self.now) {
+                    let (_, packets, hold) = self.to_sender.pop_front().unwrap();
+                    self.deliver_report(packets, hold);
+                }
+                match self.feedback_interval {
+                    Some(interval) => {
+                        if self.now >= self.next_report {
+                            self.make_report(self.next_report);
+                            self.next_report += interval;
+                        }
+                    }
+                    None => {
+                        while let Some(&(a, _)) = self.at_receiver.front() {
+                            if a > self.now {
+                                break;
+                            }
+                            self.make_report(a);
+                        }
+                    }
+                }
+                let cwnd = self.copa.update().congestion_window.unwrap();
+                if self.in_flight < cwnd && self.next_send <= self.now {
+                    self.send();
+                    continue;
+                }
+                // Next event: a report reaching the sender, a report leaving the receiver,
+                // the pacer (if the window has room).
+                let mut next = end;
+                if let Some(r) = self.to_sender.front() {
+                    next = next.min(r.0);
+                }
+                match self.feedback_interval {
+                    Some(_) => next = next.min(self.next_report),
+                    None => {
+                        if let Some(&(a, _)) = self.at_receiver.front() {
+                            next = next.min(a);
+                        }
+                    }
+                }
+                if self.in_flight < cwnd {
+                    next = next.min(self.next_send);
+                }
+                self.now = next.max(self.now);
+            }
+        }
+
+        fn delivery_rate(&self, from: Timestamp, to: Timestamp) -> DataRate {
+            let bytes: DataSize =
+                self.arrivals.iter().filter(|(a, _)| *a >= from && *a < to).map(|(_, s)| *s).sum();
+            bytes / (to - from)
+        }
+
+        fn mean_queue_delay(&self, from: Timestamp, to: Timestamp) -> TimeDelta {
+            let q: Vec<TimeDelta> = self
+                .sent
+                .iter()
+                .filter(|s| s.time >= from && s.time < to)
+                .map(|s| s.queue_delay)
+                .collect();
+            q.iter().copied().sum::<TimeDelta>() / q.len().max(1) as i64
+        }
+
+        fn check_in_flight(&self) {
+            let mss = DataSize::from_bytes(MSS);
+            for s in &self.sent {
+                assert!(
+                    s.in_flight_after <= s.cwnd + mss,
+                    "at {:?}: in flight {:?} > window {:?} + 1 packet",
+                    s.time,
+                    s.in_flight_after,
+                    s.cwnd
+                );
+            }
+        }
+    }
+
+    fn constant_12(_: Timestamp) -> DataRate {
+        DataRate::from_mbps(12)
+    }
+
+    fn step_12_to_3(t: Timestamp) -> DataRate {
+        if t < Timestamp::from_secs_f64(5.0) {
+            DataRate::from_mbps(12)
+        } else {
+            DataRate::from_mbps(3)
+        }
+    }
+
+    #[test]
+    fn closed_loop_fills_a_constant_link_with_a_small_queue() {
+        // 12 Mbps, 50 ms: BDP 60 packets, one packet = 0.84 ms. Copa's equilibrium queue is
+        // 1 / delta = 2 packets, around which the window oscillates by a few packets: a few
+        // ms with per-packet feedback. With a report every 20 ms the pacer (gain 2) sends each report's freed
+        // window, ~20 ms of data, at twice the link rate: up to 10 ms more queue at the end
+        // of the burst, ~5 ms on average. Measured (2-8 s): per packet 11.94 Mbps, mean
+        // queue 2.36 ms (2.8 packets); 20 ms reports 11.51 Mbps, 8.0 ms (9.5 packets).
+        for (interval, bound_ms) in [(Some(TimeDelta::from_ms(20)), 10), (None, 5)] {
+            let mut sim = Loop::new(CopaConfig::default(), constant_12, interval);
+            let end = Timestamp::from_ms(8000);
+            sim.run_until(end);
+            sim.check_in_flight();
+            let from = Timestamp::from_ms(2000);
+            let rate = sim.delivery_rate(from, end);
+            let q = sim.mean_queue_delay(from, end);
+            let max_q = sim.sent.iter().filter(|s| s.time >= from).map(|s| s.queue_delay).max();
+            let msg = format!(
+                "feedback {interval:?}: rate after 2 s {:.2} Mbps, mean queueing delay {:.2} ms \
+                 ({:.2} packets), max {max_q:?}, final window {:?}",
+                rate.as_mbps_f64(),
+                q.as_ms_f64(),
+                q.as_ms_f64() / 0.84,
+                sim.copa.window()
+            );
+            eprintln!("{msg}");
+            assert!(rate.as_mbps_f64() > 12.0 * 0.9 && rate.as_mbps_f64() <= 12.01, "{msg}");
+            assert!(q < TimeDelta::from_ms(bound_ms), "{msg}");
+        }
+    }
+
+    /// Time from the capacity step at 5 s until the first packet that finds less than
+    /// 20 ms of queue, and the window then.
+    fn adaptation(sim: &Loop) -> (TimeDelta, DataSize) {
+        let step = Timestamp::from_ms(5000);
+        let s = sim
+            .sent
+            .iter()
+            .find(|s| {
+                s.time > step + TimeDelta::from_ms(100) && s.queue_delay < TimeDelta::from_ms(20)
+            })
+            .expect("the queue never drained");
+        (s.time - step, s.cwnd)
+    }
+
+    #[test]
+    fn closed_loop_adapts_to_a_capacity_drop() {
+        // 12 -> 3 Mbps at 5 s: the window (61 packets with per-packet feedback, 85 with
+        // 20 ms reports, whose window also covers the feedback delay) is suddenly 4-6 x the
+        // new BDP (15 packets); the queue jumps to 150-220 ms and the RTT with it. Copa
+        // sheds v / delta packets per RTT with v doubling per RTT (1, 2, 4, ... after the
+        // first period, whose direction is mixed): 45-70 excess packets take
+        // 2 (2^k - 1) >= 70, k = 5-6 periods of the inflated RTT (200-270 ms, falling).
+        // Measured: the queue is under 20 ms 0.67 s after the step per packet, 1.31 s with
+        // 20 ms reports: the brief's "within about 1 s" holds only for the former.
+        for (interval, bound_ms) in [(None, 1000), (Some(TimeDelta::from_ms(20)), 1500)] {
+            let mut sim = Loop::new(CopaConfig::default(), step_12_to_3, interval);
+            let end = Timestamp::from_ms(10_000);
+            sim.run_until(end);
+            sim.check_in_flight();
+            let (took, cwnd) = adaptation(&sim);
+            let tail = Timestamp::from_ms(7000);
+            let q = sim.mean_queue_delay(tail, end);
+            let rate = sim.delivery_rate(tail, end);
+            let msg = format!(
+                "feedback {interval:?}: queue under 20 ms {:.0} ms after the step, window then \
+                 {cwnd:?} (3 Mbps x 50 ms = 18750 B); 7-10 s: rate {:.2} Mbps, mean queueing \
+                 delay {:.2} ms",
+                took.as_ms_f64(),
+                rate.as_mbps_f64(),
+                q.as_ms_f64()
+            );
+            eprintln!("{msg}");
+            assert!(took <= TimeDelta::from_ms(bound_ms), "{msg}");
+            // The window then is back near the new BDP plus the feedback delay's share.
+            assert!(cwnd < DataSize::from_bytes(3 * 18_750), "{msg}");
+            // At 3 Mbps a packet is 3.4 ms: the equilibrium queue (~2 packets) and, with
+            // batched feedback, half a report interval's burst at gain 2 stay below 20 ms.
+            assert!(q < TimeDelta::from_ms(20), "{msg}");
+            // Utilisation at the small BDP (15 packets): the window swings by ~+-6 packets
+            // around its equilibrium (v doubles while the direction holds) and the link
+            // idles in the troughs; measured 87 % per packet, 97 % with 20 ms feedback.
+            // (RTTmin also keeps the 12 Mbps serialisation time for 10 s: Copa reads
+            // 2.5 ms of queue that is the slower link's transmission time.)
+            assert!(rate.as_mbps_f64() > 3.0 * 0.8, "{msg}");
         }
     }
 }
