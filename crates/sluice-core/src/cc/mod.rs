@@ -7,6 +7,7 @@
 //! [`rtt`] is the sender's RTT estimator, whose per-packet samples every controller and
 //! pacer shares.
 
+pub mod copa;
 pub mod gcc;
 pub mod rtt;
 
