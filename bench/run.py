@@ -61,6 +61,15 @@ def simulator_speed(scheme: str, rate_mbps: float, duration_s: float, repeats: i
     }
 
 
+def link_speed() -> dict:
+    """The link emulator alone (crates/sluice-core/examples/link_speed.rs)."""
+    out = subprocess.run(
+        ["cargo", "run", "-q", "--release", "-p", "sluice-core", "--example", "link_speed"],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], check=True,
+    )  # fmt: skip
+    return json.loads(out.stdout)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="bench/out/bench.json")
@@ -70,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     results = [
         simulator_speed("webrtc", 30, 120, args.repeats),
         simulator_speed("always-burst", 30, 120, args.repeats),
+        simulator_speed("copa", 30, 120, args.repeats),
+        link_speed(),
     ]
     report = {
         "schema_version": 1,

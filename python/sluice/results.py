@@ -69,7 +69,7 @@ SAMPLE_COLUMNS = [
     "t_us", "target_rate_bps", "encoder_rate_bps", "pacing_rate_bps", "link_capacity_bps",
     "send_rate_bps",
     "delivered_rate_bps", "queue_bytes", "queue_packets", "queue_delay_us", "pacer_queue_bytes",
-    "pacer_delay_us", "rtt_us", "lost_packets",
+    "pacer_delay_us", "rtt_us", "in_flight_bytes", "cwnd_bytes", "lost_packets",
 ]  # fmt: skip
 
 

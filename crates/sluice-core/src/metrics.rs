@@ -92,6 +92,10 @@ pub struct Sample {
     pub pacer_queue_bytes: i64,
     pub pacer_delay_us: i64,
     pub rtt_us: Option<i64>,
+    /// Bytes sent and not yet reported by transport feedback.
+    pub in_flight_bytes: i64,
+    /// The congestion window, for controllers that have one.
+    pub cwnd_bytes: Option<i64>,
     /// Downlink drops so far (cumulative).
     pub lost_packets: u64,
     /// The congestion controller's and the pacer's named state (`cc_*`, `pacer_*`; see

@@ -3,22 +3,37 @@
 //! code: the registry below names the ones the papers compare, and any [`SchemeConfig`] can
 //! be given as JSON.
 
+use crate::cc::copa::CopaConfig;
 use crate::cc::gcc::trendline::TrendlineWindow;
-use crate::cc::gcc::GccConfig;
+use crate::cc::gcc::{Gcc, GccConfig};
+use crate::cc::CongestionController;
 use crate::encoder_controller::ace_c::AceCConfig;
 use crate::encoder_controller::EncoderControllerConfig;
 use crate::link::bottleneck::BottleneckConfig;
 use crate::pacer::ace_n::AceNConfig;
 use crate::pacer::leaky_bucket::LeakyBucketConfig;
 use crate::pacer::PacerConfig;
-use crate::units::TimeDelta;
+use crate::units::{TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// Congestion-controller choice and parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum CcConfig {
+    /// Google Congestion Control (libwebrtc goog_cc).
     Gcc(GccConfig),
+    /// Copa (NSDI '18), window-based, as genericCC's reference code.
+    Copa(CopaConfig),
+}
+
+impl CcConfig {
+    /// The controller this config describes.
+    pub fn build(&self, now: Timestamp) -> Box<dyn CongestionController> {
+        match self {
+            CcConfig::Gcc(c) => Box::new(Gcc::new(c.clone(), now)),
+            CcConfig::Copa(c) => Box::new(c.build(now)),
+        }
+    }
 }
 
 impl Default for CcConfig {
@@ -39,6 +54,11 @@ pub struct SchemeConfig {
     /// What the bottleneck queue does besides serving packets (default: drop-tail).
     #[serde(default)]
     pub bottleneck: BottleneckConfig,
+    /// The receiver's transport-feedback interval this scheme's transport uses, unless the
+    /// run sets one (`None`: the run's default, 50 ms). Controllers clocked by ACKs (Copa)
+    /// need reports more often than WebRTC's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback_interval_ms: Option<f64>,
 }
 
 /// A registered scheme: name, description, plot colour and composition.
@@ -85,6 +105,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
+                feedback_interval_ms: None,
             },
         },
         SchemeInfo {
@@ -97,6 +118,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: gcc_pacing_2_5(),
                 encoder_controller: EncoderControllerConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
+                feedback_interval_ms: None,
             },
         },
         SchemeInfo {
@@ -109,6 +131,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
+                feedback_interval_ms: None,
             },
         },
         SchemeInfo {
@@ -121,6 +144,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
+                feedback_interval_ms: None,
             },
         },
         SchemeInfo {
@@ -133,6 +157,28 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::OneFrameVbv,
                 bottleneck: BottleneckConfig::DropTail,
+                feedback_interval_ms: None,
+            },
+        },
+        SchemeInfo {
+            name: "copa",
+            description: "Copa (NSDI '18) as its reference code (genericCC): window-based, delta 0.5, paced at 2 x cwnd / standing RTT; ABR + VBV(0.5 s) at cwnd / srtt; no dummy packets, no encoder pause (Vidaptive's and Co-RTV's Copa baseline)",
+            color: "#bcbd22",
+            encoder: None,
+            config: SchemeConfig {
+                pacer: PacerConfig::LeakyBucket(LeakyBucketConfig {
+                    // Copa's pacer sends at the controller's rate; WebRTC's queue-drain
+                    // speed-up is not part of it.
+                    queue_time_limit_ms: 0.0,
+                    ..Default::default()
+                }),
+                cc: CcConfig::Copa(CopaConfig::default()),
+                encoder_controller: EncoderControllerConfig::default(),
+                bottleneck: BottleneckConfig::DropTail,
+                // Copa is ACK-clocked (genericCC acknowledges every packet; QUIC, which the
+                // Co-RTV paper's Copa runs on, about every second packet). Reports every
+                // 10 ms stand for that; at WebRTC's 50 ms the window is released in bursts.
+                feedback_interval_ms: Some(10.0),
             },
         },
         SchemeInfo {
@@ -145,6 +191,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
                 bottleneck: BottleneckConfig::DropTail,
+                feedback_interval_ms: None,
             },
         },
         SchemeInfo {
@@ -157,6 +204,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
+                feedback_interval_ms: None,
             },
         },
         SchemeInfo {
@@ -169,6 +217,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
                 bottleneck: BottleneckConfig::DropTail,
+                feedback_interval_ms: None,
             },
         },
     ]
@@ -203,7 +252,7 @@ mod tests {
                 "encoder_controller": {"kind": "one-frame-vbv"}}"#,
         )
         .unwrap();
-        let CcConfig::Gcc(ref g) = c.cc;
+        let CcConfig::Gcc(ref g) = c.cc else { panic!("{:?}", c.cc) };
         assert_eq!(g.pacing_factor, 1.5);
         assert_eq!(c.encoder_controller, EncoderControllerConfig::OneFrameVbv);
         assert!(serde_json::from_str::<SchemeConfig>(r#"{"pacer": {"kind": "warp"}}"#).is_err());

@@ -204,6 +204,7 @@ fn run_ace_pacer(pacer: PacerConfig, trace_spec: &str, max_mbps: i64, seed: u64)
             cc,
             encoder_controller: EncoderControllerConfig::default(),
             bottleneck: Default::default(),
+            feedback_interval_ms: None,
         }),
         seed,
         duration_s: seconds,
@@ -331,4 +332,79 @@ fn ace_n_shrinks_its_bucket_and_paces_when_the_capacity_drops() {
     );
     let peak = ace.samples.iter().filter(|s| s.t_us >= 10_000_000).map(|s| s.queue_bytes).max();
     assert!(peak.is_some_and(|q| q < 90_000), "bottleneck queue peak {peak:?} B");
+}
+
+/// `copa` over `trace_spec` with 25 ms each way (50 ms base RTT) and an unlimited queue.
+fn copa_run(trace_spec: &str, seconds: f64) -> RunResult {
+    let one_way = PathConfig { delay_ms: 25.0, ..Default::default() };
+    let cfg = RunConfig {
+        scheme_name: "copa".into(),
+        duration_s: seconds,
+        downlink: one_way.clone(),
+        uplink: one_way,
+        ..Default::default()
+    };
+    let t = trace(trace_spec, seconds + 5.0);
+    Simulation::new(&cfg, Some(t), None, build_encoder(&cfg).expect("model encoder"))
+        .expect("valid config")
+        .run()
+}
+
+/// A full packet on the wire.
+const PACKET: i64 = 1260;
+
+fn never_over_the_window(r: &RunResult) {
+    for s in &r.samples {
+        let w = s.cwnd_bytes.expect("Copa has a window");
+        assert!(
+            s.in_flight_bytes < w + PACKET,
+            "at {} us: {} B in flight, window {w} B",
+            s.t_us,
+            s.in_flight_bytes
+        );
+    }
+}
+
+#[test]
+fn copa_backlogged_fills_a_constant_link_over_a_queue_of_a_few_packets() {
+    let r = copa_run("constant:12", 10.0);
+    let after = |s: &&Sample| s.t_us > 2_000_000;
+    // Backlogged: the encoder's target (cwnd / srtt) exceeds what the window lets out, so
+    // the pacer always holds video.
+    let backlog = r.samples.iter().filter(after).filter(|s| s.pacer_queue_bytes > 0).count();
+    assert_eq!(backlog, r.samples.iter().filter(after).count());
+    // Within 10 % of capacity from 2 s on.
+    let util = utilization_between(&r, 2.0, 10.0);
+    assert!(util >= 0.9, "utilisation over 2-10 s: {util:.3}");
+    // Copa's equilibrium queue is about 1/delta = 2 packets plus what a 10 ms report releases
+    // at once: a mean of at most 6 packets (5 ms at 12 Mbps).
+    let q: Vec<f64> =
+        r.samples.iter().filter(after).map(|s| s.queue_delay_us as f64 / 1e3).collect();
+    let mean_ms = q.iter().sum::<f64>() / q.len() as f64;
+    let packet_ms = PACKET as f64 * 8.0 / 12.0e3;
+    assert!(mean_ms < 6.0 * packet_ms, "mean queueing delay {mean_ms:.2} ms");
+    never_over_the_window(&r);
+}
+
+#[test]
+fn copa_window_adapts_within_a_second_of_a_12_to_3_mbps_step() {
+    let r = copa_run("steps:12@10,3@10", 16.0);
+    // The bandwidth-delay product at 3 Mbps over the 50 ms path plus the 10 ms report
+    // interval the window also covers: 22.5 kB. Adapted: the window within 1.5x of it and
+    // the queue the step built (up to ~170 ms) drained to under 20 ms.
+    let bdp = 3.0e6 / 8.0 * 0.060;
+    let adapted = r
+        .samples
+        .iter()
+        .find(|s| {
+            s.t_us > 10_000_000
+                && (s.cwnd_bytes.unwrap_or(i64::MAX) as f64) < 1.5 * bdp
+                && s.queue_delay_us < 20_000
+        })
+        .map(|s| s.t_us as f64 / 1e6);
+    assert!(adapted.is_some_and(|t| t <= 11.0), "adapted at {adapted:?} s");
+    // And it stays near the new rate.
+    let util = utilization_between(&r, 12.0, 16.0);
+    assert!(util >= 0.8, "utilisation over 12-16 s: {util:.3}");
+    never_over_the_window(&r);
 }

@@ -123,8 +123,7 @@ impl PySimulation {
 
     /// The config with defaults filled in, as JSON (for the result header).
     fn resolved_config_json(&self) -> PyResult<String> {
-        let mut c = self.config.clone();
-        c.scheme = Some(c.resolve_scheme().map_err(|e| PyValueError::new_err(e.to_string()))?);
+        let c = self.config.resolved().map_err(|e| PyValueError::new_err(e.to_string()))?;
         serde_json::to_string(&c).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 

@@ -19,7 +19,6 @@
 
 pub mod network;
 
-use crate::cc::gcc::Gcc;
 use crate::encoder::model::{ModelEncoder, ModelEncoderConfig};
 use crate::encoder::{Encoder, InlineEncoder};
 use crate::link::trace::Trace;
@@ -27,7 +26,7 @@ use crate::link::{Link, LinkConfig, LinkRate, QueueLimit};
 use crate::metrics::{self, FrameRecord, LinkTotals, Recorder, Sample, SkipRecord, Summary};
 use crate::receiver::{Receiver, ReceiverConfig};
 use crate::rng::Rng;
-use crate::scheme::{CcConfig, SchemeConfig};
+use crate::scheme::SchemeConfig;
 use crate::sender::{Sender, SenderConfig};
 use crate::units::{DataSize, TimeDelta, Timestamp};
 use network::{Network, NodeId, IN, OUT, REPORT};
@@ -94,7 +93,9 @@ pub struct RunConfig {
     pub drain_s: f64,
     pub fps: f64,
     pub sample_interval_ms: f64,
-    pub feedback_interval_ms: f64,
+    /// Transport feedback interval of the receiver; `None`: the scheme's
+    /// ([`SchemeConfig::feedback_interval_ms`]), else 50 ms.
+    pub feedback_interval_ms: Option<f64>,
     pub max_payload_bytes: i64,
     pub encoder: EncoderConfig,
     pub downlink: PathConfig,
@@ -111,7 +112,7 @@ impl Default for RunConfig {
             drain_s: 2.0,
             fps: 30.0,
             sample_interval_ms: 20.0,
-            feedback_interval_ms: 50.0,
+            feedback_interval_ms: None,
             max_payload_bytes: crate::packetizer::DEFAULT_MAX_PAYLOAD,
             encoder: EncoderConfig::default(),
             downlink: PathConfig::default(),
@@ -119,6 +120,9 @@ impl Default for RunConfig {
         }
     }
 }
+
+/// Transport feedback interval unless the run or the scheme sets one.
+pub const DEFAULT_FEEDBACK_MS: f64 = 50.0;
 
 /// A configuration mistake (user input), reported, never a panic.
 #[derive(Clone, Debug, PartialEq)]
@@ -162,9 +166,10 @@ impl RunConfig {
                 self.drain_s
             ));
         }
+        let scheme = self.resolve_scheme()?;
         for (name, v) in [
             ("sample interval", self.sample_interval_ms),
-            ("feedback interval", self.feedback_interval_ms),
+            ("feedback interval", self.feedback_interval_ms(&scheme)),
         ] {
             if !(v.is_finite() && (1.0..=10_000.0).contains(&v)) {
                 return err(format!("{name} must be between 1 and 10000 ms, got {v}"));
@@ -199,8 +204,23 @@ impl RunConfig {
         if self.uplink.access_delay_ms != 0.0 {
             return err("the access delay is a downlink setting (sender to bottleneck)".into());
         }
-        let scheme = self.resolve_scheme()?;
         scheme.bottleneck.validate().map_err(ConfigError)
+    }
+
+    /// The transport feedback interval in effect: the run's, else the scheme's, else 50 ms
+    /// (Sluice's default; libwebrtc's is 100 ms, adapted within 50-250 ms).
+    pub fn feedback_interval_ms(&self, scheme: &SchemeConfig) -> f64 {
+        self.feedback_interval_ms.or(scheme.feedback_interval_ms).unwrap_or(DEFAULT_FEEDBACK_MS)
+    }
+
+    /// The config with everything it leaves to defaults filled in: the scheme's components
+    /// and the feedback interval in effect (what a result header records).
+    pub fn resolved(&self) -> Result<RunConfig, ConfigError> {
+        let scheme = self.resolve_scheme()?;
+        let mut c = self.clone();
+        c.feedback_interval_ms = Some(self.feedback_interval_ms(&scheme));
+        c.scheme = Some(scheme);
+        Ok(c)
     }
 
     fn link_config(p: &PathConfig, trace: Option<Arc<Trace>>) -> LinkConfig {
@@ -276,9 +296,7 @@ impl Simulation {
         let scheme = cfg.resolve_scheme()?;
         let now = Timestamp::ZERO;
         let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
-        let cc = match &scheme.cc {
-            CcConfig::Gcc(g) => Box::new(Gcc::new(g.clone(), now)),
-        };
+        let cc = scheme.cc.build(now);
         let sender = Sender::new(
             SenderConfig {
                 fps: cfg.fps,
@@ -294,7 +312,7 @@ impl Simulation {
         );
         let receiver = Receiver::new(
             ReceiverConfig {
-                feedback_interval: TimeDelta::from_ms_f64(cfg.feedback_interval_ms),
+                feedback_interval: TimeDelta::from_ms_f64(cfg.feedback_interval_ms(&scheme)),
                 ..Default::default()
             },
             0,
@@ -434,6 +452,8 @@ impl Simulation {
             pacer_queue_bytes: sender.pacer_queue_size().as_bytes(),
             pacer_delay_us: sender.pacer_oldest_queue_time(now).as_us(),
             rtt_us: sender.smoothed_rtt().map(|r| r.as_us()),
+            in_flight_bytes: sender.bytes_in_flight().as_bytes(),
+            cwnd_bytes: control.congestion_window.map(|w| w.as_bytes()),
             lost_packets: stats.dropped_packets(),
             columns,
         };
