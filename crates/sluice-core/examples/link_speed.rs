@@ -15,13 +15,14 @@ use std::time::Instant;
 #[allow(clippy::disallowed_methods)]
 fn run_once() -> (u64, f64) {
     let seconds = 120;
-    let trace = match generate(&TraceSpec::Constant { rate_mbps: 30.0 }, TimeDelta::from_secs(seconds)) {
-        Ok(t) => Arc::new(t),
-        Err(e) => {
-            eprintln!("link_speed: {e}");
-            std::process::exit(2);
-        }
-    };
+    let trace =
+        match generate(&TraceSpec::Constant { rate_mbps: 30.0 }, TimeDelta::from_secs(seconds)) {
+            Ok(t) => Arc::new(t),
+            Err(e) => {
+                eprintln!("link_speed: {e}");
+                std::process::exit(2);
+            }
+        };
     let config = LinkConfig {
         rate: LinkRate::Trace(trace),
         queue: QueueLimit::Bytes(100_000),

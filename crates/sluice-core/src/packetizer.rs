@@ -8,6 +8,9 @@ use crate::units::{DataSize, Timestamp};
 
 /// Default payload limit per packet (bytes), as in the seeds' WebRTC forks (~1200).
 pub const DEFAULT_MAX_PAYLOAD: i64 = 1200;
+/// The most packets one frame may have: the receiver's limit
+/// ([`crate::receiver::MAX_FRAME_PACKETS`], about 5 MB of video at 1200 B per packet).
+pub const MAX_PACKETS_PER_FRAME: u16 = crate::receiver::MAX_FRAME_PACKETS;
 
 /// Splits frames into packets. Media sequence numbers are the sender's to assign, when a
 /// packet leaves (so that a frame purged before it left leaves no gap).
@@ -23,8 +26,9 @@ impl Packetizer {
         Packetizer { flow, max_payload }
     }
 
-    /// Packets for one frame of `payload` bytes. Transport sequence numbers and send times are
-    /// filled in when the pacer releases them.
+    /// Packets for one frame of `payload` bytes, or `None` if the frame needs more packets
+    /// than a frame descriptor can count ([`MAX_PACKETS_PER_FRAME`]). Sequence numbers and
+    /// send times are filled in when the pacer releases them.
     pub fn packetize(
         &mut self,
         frame_id: u64,
@@ -32,11 +36,13 @@ impl Packetizer {
         is_keyframe: bool,
         ref_frame_id: Option<u64>,
         now: Timestamp,
-    ) -> Vec<Packet> {
+    ) -> Option<Vec<Packet>> {
         let total = payload.as_bytes().max(1);
         let max = self.max_payload.as_bytes();
         let count = (total + max - 1) / max;
-        assert!(count <= u16::MAX as i64, "frame of {total} bytes needs too many packets");
+        if count > MAX_PACKETS_PER_FRAME as i64 {
+            return None;
+        }
         let base = total / count;
         let extra = total % count;
         (0..count)
@@ -58,7 +64,8 @@ impl Packetizer {
                     enqueue_time: now,
                 }
             })
-            .collect()
+            .collect::<Vec<_>>()
+            .into()
     }
 }
 
@@ -162,15 +169,20 @@ mod tests {
     #[test]
     fn splits_evenly_and_numbers_packets() {
         let mut p = Packetizer::new(0, DataSize::from_bytes(1200));
-        let pkts = p.packetize(7, DataSize::from_bytes(2500), false, Some(6), Timestamp::ZERO);
+        let pkts =
+            p.packetize(7, DataSize::from_bytes(2500), false, Some(6), Timestamp::ZERO).unwrap();
         assert_eq!(pkts.len(), 3);
         let payloads: Vec<i64> =
             pkts.iter().map(|p| (p.size - PACKET_OVERHEAD).as_bytes()).collect();
         assert_eq!(payloads, vec![834, 833, 833]);
         assert_eq!(pkts.iter().map(|p| p.packet_index).collect::<Vec<_>>(), vec![0, 1, 2]);
         assert!(pkts.iter().all(|p| p.packet_count == 3 && p.frame_id == 7));
-        let next = p.packetize(8, DataSize::from_bytes(100), false, Some(7), Timestamp::ZERO);
+        let next =
+            p.packetize(8, DataSize::from_bytes(100), false, Some(7), Timestamp::ZERO).unwrap();
         assert_eq!(next.len(), 1);
+        // A frame beyond what the receiver accepts is refused, not truncated or a panic.
+        let huge = DataSize::from_bytes(1200 * MAX_PACKETS_PER_FRAME as i64 + 1);
+        assert!(p.packetize(9, huge, false, Some(8), Timestamp::ZERO).is_none());
     }
 
     #[test]

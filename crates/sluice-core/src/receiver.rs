@@ -450,13 +450,15 @@ mod tests {
     use crate::units::DataSize;
 
     fn frame(pz: &mut Packetizer, id: u64, bytes: i64, key: bool, tseq: &mut u64) -> Vec<Packet> {
-        let mut v = pz.packetize(
-            id,
-            DataSize::from_bytes(bytes),
-            key,
-            if key { None } else { Some(id - 1) },
-            Timestamp::ZERO,
-        );
+        let mut v = pz
+            .packetize(
+                id,
+                DataSize::from_bytes(bytes),
+                key,
+                if key { None } else { Some(id - 1) },
+                Timestamp::ZERO,
+            )
+            .unwrap();
         // Sequence numbers as the sender assigns them when packets leave.
         for p in &mut v {
             p.transport_seq = *tseq;
@@ -623,7 +625,8 @@ mod tests {
         }
         let f2 = frame(&mut pz, 2, 1500, false, &mut tseq);
         r.handle_datagram(Datagram::Media(f2[0].clone()), Timestamp::from_ms(30));
-        let mut f3 = pz.packetize(3, DataSize::from_bytes(1500), false, Some(1), Timestamp::ZERO);
+        let mut f3 =
+            pz.packetize(3, DataSize::from_bytes(1500), false, Some(1), Timestamp::ZERO).unwrap();
         for p in &mut f3 {
             p.transport_seq = tseq;
             p.media_seq = tseq;

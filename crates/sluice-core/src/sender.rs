@@ -250,6 +250,8 @@ pub struct Sender {
     rtx_window_bytes: DataSize,
     events: VecDeque<SenderEvent>,
     start: Timestamp,
+    /// Why the sender cannot go on (besides the encoder's own failure).
+    failure: Option<String>,
 }
 
 /// Retransmissions may use at most the target rate over this window (libwebrtc's
@@ -300,6 +302,7 @@ impl Sender {
             rtx_window_bytes: DataSize::ZERO,
             events: VecDeque::new(),
             start: now,
+            failure: None,
         };
         s.sync_controller_outputs(now);
         s
@@ -347,9 +350,10 @@ impl Sender {
     pub fn smoothed_rtt(&self) -> Option<TimeDelta> {
         self.rtt.smoothed()
     }
-    /// The encoder's failure, if it failed (see [`Encoder::failure`]).
-    pub fn encoder_failure(&self) -> Option<&str> {
-        self.encoder.failure()
+    /// Why the sender cannot go on: the encoder failed ([`crate::encoder::Encoder::failure`])
+    /// or produced a frame too large to send.
+    pub fn failure(&self) -> Option<&str> {
+        self.encoder.failure().or(self.failure.as_deref())
     }
     /// The controller's and the pacer's debug columns (`cc_*`, `pacer_*`).
     pub fn debug_columns(&self, out: &mut Columns) {
@@ -458,13 +462,20 @@ impl Sender {
                 self.last_keyframe = Some(done.request.capture_time);
             }
             let reference = if frame.is_keyframe { None } else { sub.reference };
-            let packets = self.packetizer.packetize(
+            let Some(packets) = self.packetizer.packetize(
                 frame.frame_id,
                 frame.size,
                 frame.is_keyframe,
                 reference,
                 done.finished,
-            );
+            ) else {
+                self.failure = Some(format!(
+                    "the encoder produced a frame of {} bytes, more than {} packets",
+                    frame.size.as_bytes(),
+                    crate::packetizer::MAX_PACKETS_PER_FRAME
+                ));
+                return;
+            };
             self.events.push_back(SenderEvent::FrameEncoded {
                 frame_id: frame.frame_id,
                 source_index: done.request.source_index,

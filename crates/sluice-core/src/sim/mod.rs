@@ -464,7 +464,7 @@ impl Simulation {
 
     /// Why the run cannot go on (the encoder failed), if it cannot.
     pub fn failure(&self) -> Option<&str> {
-        self.sender().encoder_failure()
+        self.sender().failure()
     }
 
     /// Advances virtual time to `until` (or the end of the run, whichever is first). Stops
