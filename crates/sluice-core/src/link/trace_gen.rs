@@ -18,7 +18,8 @@ pub enum TraceSpec {
     /// A constant rate.
     Constant { rate_mbps: f64 },
     /// Piecewise-constant `(duration_s, rate_mbps)` steps, repeated until the duration is
-    /// covered (e.g. `[(10, 30), (10, 3)]`: 30 Mbps for 10 s then 3 Mbps for 10 s).
+    /// covered (e.g. `[(10, 30), (10, 3)]`: 30 Mbps for 10 s then 3 Mbps for 10 s). A rate of
+    /// 0 is an outage.
     Steps { steps: Vec<(f64, f64)> },
     /// `high_mbps` for half of `period_s`, then `low_mbps` for the other half, repeated.
     Alternating { high_mbps: f64, low_mbps: f64, period_s: f64 },
@@ -119,10 +120,19 @@ impl TraceSpec {
                 }
                 for (i, &(secs, rate)) in steps.iter().enumerate() {
                     positive(&format!("step {} duration_s", i + 1), secs)?;
-                    positive(&format!("step {} rate_mbps", i + 1), rate)?;
+                    // A zero rate is an outage (no delivery opportunity), as real traces have.
+                    if !(rate.is_finite() && rate >= 0.0) {
+                        return Err(format!(
+                            "step {} rate_mbps must be a number >= 0 (0: an outage), got {rate}",
+                            i + 1
+                        ));
+                    }
                     if secs < 0.001 {
                         return Err(format!("step {} duration_s must be at least 1 ms", i + 1));
                     }
+                }
+                if steps.iter().all(|&(_, rate)| rate == 0.0) {
+                    return Err("steps: at least one step needs a rate above 0".into());
                 }
                 Ok(())
             }

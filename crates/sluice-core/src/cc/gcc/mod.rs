@@ -134,6 +134,8 @@ pub struct Gcc {
     // Encoder pushback.
     pushback: Option<CongestionWindowPushback>,
     encoder_rate: Option<DataRate>,
+    /// The latest probe result (for the time series).
+    last_probe_result: Option<DataRate>,
     // Latched detector events (feedback times), for encoder controllers.
     overuse_at: Option<Timestamp>,
     underuse_at: Option<Timestamp>,
@@ -179,6 +181,7 @@ impl Gcc {
             feedback_max_rtts: VecDeque::new(),
             pushback: config.congestion_window.clone().map(CongestionWindowPushback::new),
             encoder_rate: None,
+            last_probe_result: None,
             overuse_at: None,
             underuse_at: None,
             next_process: now + PROCESS_INTERVAL,
@@ -365,6 +368,9 @@ impl CongestionController for Gcc {
             }
         }
         let probe = self.probe_estimator.fetch_and_reset_last_estimate();
+        if probe.is_some() {
+            self.last_probe_result = probe;
+        }
 
         let (updated, from_probe, recovered) = self.delay_based_update(&received, acked, probe, at);
         if updated {
@@ -448,6 +454,7 @@ impl CongestionController for Gcc {
         out.rate("cc_link_capacity_bps", self.aimd.link_capacity().estimate());
         out.rate("cc_acknowledged_rate_bps", self.acked.bitrate());
         out.bool("cc_in_alr", self.alr.alr_start_time().is_some());
+        out.rate("cc_probe_result_bps", self.last_probe_result);
     }
 }
 
