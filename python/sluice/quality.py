@@ -4,10 +4,10 @@ For every capture slot ``i`` of the session (source frame ``i``), the viewer saw
 encoding source frame ``i`` if one was displayed, otherwise the most recent displayed frame of
 an earlier slot (a freeze repeats it; before the first displayed frame the screen is black).
 Skipped slots are slots too. Frames are matched to slots by their ``source_index``, not their
-frame id (a source frame can be encoded twice, a skipped one not at all). The delivered frames' bitstream is decoded with ffmpeg,
-the viewer's sequence is rebuilt from it frame by frame (streamed: one decoded frame is held at
-a time), and scored against the source with VMAF (libvmaf's default model), SSIM and PSNR in
-one ffmpeg pass.
+frame id (a source frame can be encoded twice, a skipped one not at all). The delivered
+frames' bitstream is decoded with ffmpeg, the viewer's sequence is rebuilt from it frame by
+frame (streamed: one decoded frame is held at a time), and scored against the source with
+VMAF (libvmaf's default model), SSIM and PSNR in one ffmpeg pass.
 
 Summary keys: ``vmaf_mean``, ``vmaf_p5``, ``ssim_mean``, ``psnr_mean`` over all scored slots and
 ``vmaf_delivered_mean`` over the slots whose own frame was displayed.

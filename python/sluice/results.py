@@ -5,7 +5,7 @@ A run directory holds:
 ``run.jsonl``
     Raw results, written once and never rewritten by analysis. Line 1 is the header::
 
-        {"record": "header", "schema_version": 2, "sluice_version": ..., "git_sha": ...,
+        {"record": "header", "schema_version": 3, "sluice_version": ..., "git_sha": ...,
          "git_dirty": ..., "seed": ..., "scheme": ..., "config": <resolved RunConfig>,
          "trace": {"name", "sha256", "mean_rate_bps"}, "uplink_trace": {...} | null}
 

@@ -95,8 +95,9 @@ def _show_progress(spec: RunSpec) -> bool:
 
 
 def resolve_encoder(spec: RunSpec) -> str:
-    """The encoder a run uses: the scheme's own if it pins one, else ``--encoder``, else x264
-    for a video and the model encoder otherwise."""
+    """The encoder a run uses: ``--encoder`` if given, else the scheme's own if it names one
+    (the ACE schemes and webrtc-x264 are defined on x264), else x264 for a video and the model
+    encoder otherwise. The model encoder answers ACE-C's complexity levels too."""
     pinned = None
     if spec.scheme_config is None:
         for entry in json.loads(core().schemes_json()):
@@ -104,11 +105,10 @@ def resolve_encoder(spec: RunSpec) -> str:
                 pinned = entry.get("encoder")
     if spec.encoder is not None and spec.encoder not in ENCODERS:
         raise SluiceError(f"encoder must be one of {', '.join(ENCODERS)}, got {spec.encoder!r}")
-    if pinned and spec.encoder and spec.encoder != pinned:
-        raise SluiceError(f"scheme {spec.scheme} is defined with the {pinned} encoder")
-    chosen = pinned or spec.encoder or ("x264" if spec.video else "model")
+    chosen = spec.encoder or pinned or ("x264" if spec.video else "model")
     if chosen == "x264" and not spec.video:
-        raise SluiceError(f"the x264 encoder needs a video: add --video CLIP ({spec.scheme})")
+        hint = " or --encoder model" if pinned else ""
+        raise SluiceError(f"the x264 encoder needs a video: add --video CLIP{hint} ({spec.scheme})")
     return chosen
 
 

@@ -94,6 +94,18 @@ def test_scheme_file_errors(sluice, tmp_path):
     r.assert_one_line_error("scheme file not found", str(missing))
 
 
+def test_x264_scheme_without_video(sluice, tmp_path):
+    r = sluice("run", "--scheme", "ace", "--trace", TRACE, "--out", str(tmp_path / "o"))
+    r.assert_one_line_error("needs a video", "--encoder model")
+
+
+def test_encoder_option_overrides_the_schemes_encoder(tmp_path):
+    from sluice.runner import RunSpec, resolve_encoder
+
+    assert resolve_encoder(RunSpec(scheme="ace", trace=TRACE, encoder="model")) == "model"
+    assert resolve_encoder(RunSpec(scheme="webrtc", trace=TRACE)) == "model"
+
+
 def test_plot_not_a_run_dir(sluice, tmp_path):
     sluice("plot", str(tmp_path)).assert_one_line_error("not a sluice run directory")
     sluice("plot", str(tmp_path / "missing")).assert_one_line_error("no such run directory")
