@@ -79,8 +79,15 @@ def test_generated_trace_to_stdout(sluice):
 
 
 def test_schemes_lists_registry(sluice):
+    from sluice import _core
+
+    registry = [entry["name"] for entry in json.loads(_core.schemes_json())]
     r = sluice("schemes")
     assert r.code == 0
-    names = [line.split()[0] for line in r.out.splitlines()]
-    assert "webrtc" in names and "always-burst" in names
-    assert TRACE  # keeps the shared constant imported for readers
+    names = [line.split()[0] for line in r.out.splitlines() if line.strip()]
+    # Every registered scheme once, in the registry's order; names others rely on are there.
+    assert [n for n in names if n in registry] == registry
+    for name in ("webrtc", "webrtc-b", "always-burst", "cbr", "ace-n", "ace-c", "ace", "copa"):
+        assert name in registry
+    listed = json.loads(sluice("schemes", "--json").out)
+    assert [entry["name"] for entry in listed] == registry

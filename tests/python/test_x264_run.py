@@ -68,7 +68,10 @@ def test_ace_c_runs_on_x264_and_records_its_choices(clip: Path, tmp_path: Path) 
     )  # fmt: skip
     assert rc == 0
     frames = results.load_run(tmp_path / "ace").frames
+    # Every frame carries ACE-C's level, and the level moves (a controller stuck at c0 fails).
+    assert frames["complexity"].notna().all()
     assert set(frames["complexity"]) <= {"c0", "c1", "c2"}
+    assert frames["complexity"].nunique() > 1
     # Every frame after the first two (no SATD history yet) carries a size prediction.
     assert frames["predicted_relative_size"].iloc[2:].notna().all()
 
