@@ -406,6 +406,31 @@ def bench_presets(video, frames: int) -> dict:
     }
 
 
+REFS = (1, 2, 4)
+
+
+def bench_references(video, frames: int) -> dict:
+    """Encode time and quality of x264 keeping 1, 2 or 4 reference frames (superfast, ABR at
+    TARGET_BPS): what a scheme pays to be able to re-reference an older frame (Salsify,
+    Vidaptive, Co-RTV) instead of sending a keyframe."""
+    jobs = [
+        {"refs": r, "psnr": True, "schedule": [step(0, TARGET_BPS, fps=video.fps)]} for r in REFS
+    ]
+    res = dict(zip(REFS, encode(video, frames, jobs)))
+    ref = times_ms(res[1]).mean()
+    out = {}
+    for refs, r in res.items():
+        psnr = np.array([x["psnr_y"] for x in r[1:]], dtype=float)
+        out[str(refs)] = {
+            "time_mean_ms": round(float(times_ms(r).mean()), 3),
+            "time_p95_ms": round(float(np.percentile(times_ms(r), 95)), 3),
+            "time_vs_1_ref": round(float(times_ms(r).mean() / ref), 3),
+            "mean_bytes": round(float(sizes_of(r).mean()), 1),
+            "psnr_y_mean_db": round(float(psnr.mean()), 3),
+        }
+    return out
+
+
 def bench_model(fps: float = 25.0, repeats: int = 20) -> dict:
     """The model encoder (its default config) on the same target and drop schedule: 30000
     frames for the size distribution, the drop schedule ``repeats`` times (40 drops)."""
@@ -632,6 +657,7 @@ def main(argv: list[str] | None = None) -> int:
         "size_distribution": {},
         "complexity": {},
         "convergence": {},
+        "references": {},
     }
     ccdfs: dict = {}
     around: dict = {"vbv_0.5s": {}, "vbv_1frame": {}}
@@ -667,6 +693,7 @@ def main(argv: list[str] | None = None) -> int:
         for key in around:
             around[key][name] = conv[key].pop("_around")[0]
         report["convergence"][name] = conv
+        report["references"][name] = bench_references(video, min(args.frames, 150))
         print(f"encoder bench: {name} done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 
     if clips:

@@ -9,9 +9,10 @@
 //! * `model_encode(fps, frames, jobs_json)` runs the same schedules on the core's model
 //!   encoder, for comparing it with x264.
 //!
-//! A job is `{"preset": "superfast", "threads": 1, "qp": null, "psnr": false,
+//! A job is `{"preset": "superfast", "threads": 1, "refs": 1, "qp": null, "psnr": false,
 //! "model": {...}, "schedule": [STEP, ...]}` (all but `schedule` optional; `model` is a
-//! `ModelEncoderConfig` for `model_encode`, `preset`/`threads`/`qp`/`psnr` are x264's). A
+//! `ModelEncoderConfig` for `model_encode`, `preset`/`threads`/`refs`/`qp`/`psnr` are
+//! x264's). A
 //! step `{"frame": N, "bitrate_bps": B, "vbv_max_bps": M, "vbv_buffer_bits": V,
 //! "complexity": "c0", "size_scale": 1.0}` applies from frame `N` on: a step with
 //! `bitrate_bps` sets the ABR target and VBV (`vbv_max_bps` defaults to the bitrate,
@@ -42,6 +43,9 @@ struct Job {
     preset: String,
     #[serde(default = "default_threads")]
     threads: u32,
+    /// Reference frames x264 keeps (`X264Config::refs`).
+    #[serde(default = "default_refs")]
+    refs: u32,
     #[serde(default)]
     qp: Option<u8>,
     #[serde(default)]
@@ -56,6 +60,10 @@ fn default_preset() -> String {
 }
 
 fn default_threads() -> u32 {
+    1
+}
+
+fn default_refs() -> u32 {
     1
 }
 
@@ -176,6 +184,7 @@ impl X264Job {
         cfg.vbv_buffer_bits = vbv_buffer;
         cfg.preset = job.preset;
         cfg.threads = job.threads;
+        cfg.refs = job.refs;
         cfg.constant_qp = job.qp;
         cfg.psnr = job.psnr;
         let encoder =
