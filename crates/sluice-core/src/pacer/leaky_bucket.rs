@@ -91,17 +91,22 @@ impl LeakyBucketPacer {
         self.media_debt = (self.media_debt + size).min(cap.max(size));
     }
 
-    /// When the queue head may go, from the debt alone.
+    /// When the queue head may go, from the debt alone: once the debt is down to what the
+    /// burst interval allows (pacing_controller.cc NextSendTime: debt / rate - burst).
+    ///
+    /// The comparison is in bytes: the wait is the time to pay the excess (rounded up to the
+    /// microsecond), so the payment at that time, rounded down to the byte, covers it. Comparing
+    /// times instead left up to a byte of excess whose 1 us wait paid nothing, and the pacer
+    /// re-armed 1 us timers for as long as a second while holding its queue.
     fn media_send_time(&self) -> Timestamp {
         if self.queue.is_empty() {
             return Timestamp::INFINITY;
         }
-        let drain = self.media_debt / self.adjusted_rate;
-        let burst = TimeDelta::from_ms_f64(self.config.burst_interval_ms);
-        if self.media_debt == DataSize::ZERO || drain <= burst {
+        let allowance = self.adjusted_rate * TimeDelta::from_ms_f64(self.config.burst_interval_ms);
+        if self.media_debt <= allowance {
             self.last_update
         } else {
-            self.last_update + (drain - burst)
+            self.last_update + (self.media_debt - allowance) / self.adjusted_rate
         }
     }
 
@@ -229,6 +234,53 @@ mod tests {
         // per millisecond.
         assert_eq!(times.iter().filter(|t| **t == Timestamp::ZERO).count(), 6);
         assert_eq!(*times.last().unwrap(), Timestamp::from_ms(4));
+    }
+
+    /// Audit finding 8: with a burst interval the pacer idled for a second while holding
+    /// 1 MB. A backlogged pacer must never wait longer than its debt over its rate, and every
+    /// timeout it asks for must send something.
+    #[test]
+    fn backlogged_pacer_never_idles_longer_than_its_debt() {
+        for burst_ms in [0.0, 5.0, 40.0] {
+            let cfg = LeakyBucketConfig { burst_interval_ms: burst_ms, ..Default::default() };
+            let mut p = LeakyBucketPacer::new(cfg, Timestamp::ZERO);
+            let mut rng = crate::rng::Rng::new(7);
+            let mut now = Timestamp::ZERO;
+            let mut seq = 0;
+            let mut sent = 0u64;
+            let mut idle_polls = 0;
+            while now < Timestamp::from_ms(5000) {
+                // Rate changes like GCC's, sizes like a packetizer's, always a backlog.
+                if rng.uniform() < 0.01 {
+                    let kbps = 300 + (rng.uniform() * 12_000.0) as i64;
+                    p.set_rates(DataRate::from_kbps(kbps), DataRate::ZERO, now);
+                }
+                while p.queue_packets() < 50 {
+                    let size = 200 + (rng.uniform() * 1000.0) as i64;
+                    p.enqueue(video(size, seq), now);
+                    seq += 1;
+                }
+                let wait_limit = p.media_debt / p.adjusted_rate;
+                let before = now;
+                now = p.poll_timeout();
+                assert!(now >= before);
+                assert!(
+                    now - before <= wait_limit,
+                    "burst {burst_ms} ms: waited {:?} with debt {:?} at {:?}",
+                    now - before,
+                    p.media_debt,
+                    p.adjusted_rate
+                );
+                if p.poll_send(now).is_some() {
+                    sent += 1;
+                    idle_polls = 0;
+                } else {
+                    idle_polls += 1;
+                    assert!(idle_polls < 3, "burst {burst_ms} ms: woke at {now:?} to send nothing");
+                }
+            }
+            assert!(sent > 1000, "burst {burst_ms} ms: only {sent} packets in 5 s");
+        }
     }
 
     #[test]
