@@ -297,7 +297,13 @@ def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
     return {short_path(prefix): cfg}
 
 
-def diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """Paths (short form) whose values differ between two configs, sorted."""
+#: Fields that name a run rather than set it (a sweep variant has its own ``scheme_name``).
+LABELS = ("scheme_name",)
+
+
+def diff(a: dict[str, Any], b: dict[str, Any], ignore: Sequence[str] = LABELS) -> list[str]:
+    """Paths (short form) whose values differ between two configs, sorted; the ``ignore``
+    paths (by default the run's name, :data:`LABELS`) are left out."""
     fa, fb = flatten(a), flatten(b)
-    return sorted(k for k in fa.keys() | fb.keys() if fa.get(k, _MISSING) != fb.get(k, _MISSING))
+    keys = (fa.keys() | fb.keys()) - set(ignore)
+    return sorted(k for k in keys if fa.get(k, _MISSING) != fb.get(k, _MISSING))

@@ -80,7 +80,7 @@ def test_cells_and_sweep(tmp_path):
                      "always-burst": {}}  # fmt: skip
     # The variant differs from its parent in exactly the swept path.
     a, b = cells[0].spec.config(), cells[2].spec.config()
-    assert config.diff(a, b) == ["cc.pacing_factor", "scheme_name"]
+    assert config.diff(a, b) == ["cc.pacing_factor"]
     assert b["scheme_name"] == "webrtc-P2"
     assert a["duration_s"] == 2.0 and a["downlink"]["queue_bytes"] == 100_000
 
@@ -100,7 +100,7 @@ def test_sweep_defaults_to_every_scheme_with_the_path(tmp_path):
     assert p.sweeps[0].path == "pacer.threshold_packets" and p.sweeps[0].schemes == ("acen",)
     cells = {c.scheme: c for c in p.cells(tmp_path)}
     assert config.diff(cells["acen"].spec.config(), cells["acen-T20"].spec.config()) == [
-        "pacer.threshold_packets", "scheme_name"]  # fmt: skip
+        "pacer.threshold_packets"]  # fmt: skip
     assert cells["acen-T5"].spec.config()["encoder"]["kind"] == "model"
 
 
@@ -229,10 +229,10 @@ def test_ace_plans_load():
         trace = plans.PlanTrace("gen:constant:1", "t")
         a = p.spec(p.scheme("ace"), trace, clip, 1).config()
         b = p.spec(unc, trace, clip, 1).config()
-        assert config.diff(a, b) == ["encoder_controller.planned_size_scale", "scheme_name"]
+        assert config.diff(a, b) == ["encoder_controller.planned_size_scale"]
         assert b["encoder"]["kind"] == "x264" and b["encoder"]["encode_time"] == "modeled"
         t = p.spec(p.scheme("ace-T15"), trace, clip, 1).config()
-        assert config.diff(a, t) == ["pacer.threshold_packets", "scheme_name"]
+        assert config.diff(a, t) == ["pacer.threshold_packets"]
 
 
 # --- analysis -------------------------------------------------------------------------------
@@ -328,4 +328,4 @@ def test_the_readme_example_plan(tmp_path):
     assert len(cells) == 8
     vbv = next(c for c in cells if c.scheme == "webrtc-vbv1").spec.config()
     assert config.diff(cells[0].spec.config(), vbv) == [
-        "encoder_controller.vbv_buffer_ms", "scheme_name"]  # fmt: skip
+        "encoder_controller.vbv_buffer_ms"]  # fmt: skip
