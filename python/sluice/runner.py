@@ -189,6 +189,11 @@ def run_one(spec: RunSpec) -> Path:
     cfg["uplink"]["trace"] = up.name if up else None
     if encoder == "x264":
         assert spec.video is not None  # resolve_encoder checked it
+        if cfg["encoder"]["kind"] != "x264":
+            raise SluiceError(
+                f"an override replaced the x264 encoder's config with a {cfg['encoder']['kind']} "
+                "one: choose the encoder with --encoder (a plan's encoder = ...) instead"
+            )
         fps = float(cfg["fps"]) if _overridden(spec, "fps") else None
         raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
         try:
