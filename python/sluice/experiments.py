@@ -196,7 +196,13 @@ def write_table(df: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     except ImportError:
         (d / TABLE_PARQUET).unlink(missing_ok=True)  # never leave a stale one next to the CSV
         return paths
-    df.to_parquet(d / TABLE_PARQUET, index=False)
+    try:
+        df.to_parquet(d / TABLE_PARQUET, index=False)
+    except (TypeError, ValueError) as e:  # pyarrow's ArrowTypeError / ArrowInvalid
+        (d / TABLE_PARQUET).unlink(missing_ok=True)
+        print(f"warning: {d / TABLE_PARQUET} not written ({e}); the CSV has every row",
+              file=sys.stderr)  # fmt: skip
+        return paths
     paths.append(d / TABLE_PARQUET)
     return paths
 
