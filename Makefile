@@ -48,7 +48,7 @@ test-python: build
 
 lint: setup
 	cargo clippy --workspace --all-targets --release -q -- -D warnings
-	$(VENV)/bin/ruff check python tests bench experiments scripts
+	$(VENV)/bin/ruff check python tests bench scripts
 
 bench: build
 	$(PY) bench/run.py --out bench/out/bench.json
@@ -57,12 +57,19 @@ bench: build
 bench-encoder: build
 	$(PY) bench/encoder.py --out bench/out/encoder.json
 
-# ACE (SIGCOMM '25) §6 reproduction: runs the matrix (resumable: results/ace/...) and writes
-# docs/results/ace.md and docs/results/img/ace-*.png. E.g. make ace-report ACE_ARGS="--quick".
-.PHONY: ace-report
+# ACE (SIGCOMM '25) §6 reproduction: runs the matrix of experiments/ace.toml (resumable:
+# results/ace/..., hours on 2 cores) and writes docs/results/ace.md, ace-runs.csv and
+# img/ace-*.png. ACE_ARGS go to `sluice matrix`, e.g. ACE_ARGS="--jobs 2 --rerun stale".
+# ace-report-quick: the tiny experiments/ace-quick.toml, report in results/ace-quick/report.
+.PHONY: ace-report ace-report-quick
 ACE_ARGS ?=
 ace-report: build
-	$(PY) experiments/ace.py $(ACE_ARGS)
+	$(SLUICE) matrix experiments/ace.toml $(ACE_ARGS)
+	$(PY) -m sluice.analysis.ace results/ace --report-dir docs/results
+
+ace-report-quick: build
+	$(SLUICE) matrix experiments/ace-quick.toml $(ACE_ARGS)
+	$(PY) -m sluice.analysis.ace results/ace-quick
 
 # The README's two commands in a clean Debian root (debootstrap + chroot, as root; about
 # 15 minutes): proves that setup installs everything a new user lacks. See scripts/check-fresh.sh.

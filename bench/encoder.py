@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sluice import _core
+from sluice import _core, config
 from sluice.video import prepare
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,8 +207,9 @@ def switch_schedule(fps: float, level: str, frames: int, size_scale: float = 1.0
 
 def ace_c_size_scale() -> list[float]:
     """ACE-C's default planned-size scale per level (c0, c1, c2)."""
-    (ace_c,) = [s for s in json.loads(_core.schemes_json()) if s["name"] == "ace-c"]
-    return ace_c["config"]["encoder_controller"]["planned_size_scale"]
+    return config.get_path(
+        {"scheme": config.scheme_config("ace-c")}, "encoder_controller.planned_size_scale"
+    )
 
 
 def bench_abr(video, frames: int) -> dict:

@@ -36,8 +36,10 @@ def _runs(schemes: list[dict]) -> list[tuple[str, dict]]:
             for tname, (path, net) in TRACES.items():
                 if enc == "x264" and tname != "markov":
                     continue  # one trace is enough for the encoder path
-                spec = dict(scheme=s["name"], trace=str(REPO / path), duration_s=DURATION_S,
-                            seed=1, encoder=enc, **net)  # fmt: skip
+                overrides = [("duration_s", DURATION_S), ("seed", 1)]
+                overrides += [(f"downlink.{k}", v) for k, v in net.items()]
+                spec = dict(scheme=s["name"], trace=str(REPO / path), encoder=enc,
+                            overrides=tuple(overrides))  # fmt: skip
                 if enc == "model" and s.get("encoder"):
                     # A scheme defined on x264 runs on the model as a custom composition.
                     spec["scheme_config"] = s["config"]
@@ -62,7 +64,7 @@ def _md5(text: str) -> str:
 
 def cmd_run(out: Path) -> int:
     from sluice import runner
-    from sluice.experiments import registry
+    from sluice.config import registry
 
     out.mkdir(parents=True, exist_ok=True)
     sums = {}

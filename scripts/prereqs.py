@@ -348,6 +348,8 @@ VENV_MODULES = {
     "matplotlib": "plots",
     "tqdm": "progress bars",
     "imageio_ffmpeg": "ffmpeg for real video and quality",
+    # TOML for experiment plans: the standard library's from Python 3.11, tomli before.
+    ("tomllib" if sys.version_info >= (3, 11) else "tomli"): "experiment plans",
     "pytest": "make test",
 }
 

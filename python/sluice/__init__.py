@@ -1,7 +1,10 @@
 """Sluice: a reference stack for low-latency real-time video, compared on one pipeline.
 
-The simulator is the Rust extension ``sluice._core``; this package is the front end: trace
-loading, running (one or many), the versioned result format, plots and the ``sluice`` CLI.
+The simulator is the Rust extension ``sluice._core``; this package is the front end: run
+configs and config paths (:mod:`sluice.config`), trace loading, running one or many
+(:mod:`sluice.runner`), experiment plans and their results tables (:mod:`sluice.plan`,
+:mod:`sluice.experiments`), the versioned result format, plots, analysis and the ``sluice``
+CLI.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The ``sluice`` command line.
 
-User mistakes (bad arguments, missing or malformed files, invalid configs) are reported as
-one ``sluice: error: ...`` line on stderr with exit status 2. Set ``SLUICE_DEBUG=1`` to get
-the traceback instead.
+User mistakes (bad arguments, missing or malformed files, invalid configs and plans) are
+reported as one ``sluice: error: ...`` line on stderr with exit status 2: they are
+:class:`~sluice.errors.SluiceError` (the extension's rejections of user input are converted
+where the input is handed to it). Anything else is a bug and shows its traceback. Set
+``SLUICE_DEBUG=1`` to get the traceback of user errors too.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__
-from .errors import SluiceError, core
+from .errors import SluiceError
 
 EXIT_USAGE = 2
 
@@ -72,6 +74,18 @@ _pos_int = _int(1, "a positive integer")
 _seed = _int(0, "a non-negative integer")
 
 
+def _assignment(s: str) -> tuple[str, Any]:
+    from .config import parse_assignment
+
+    try:
+        return parse_assignment(s)
+    except SluiceError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+_assignment.__name__ = "PATH=VALUE"
+
+
 # --- parser ---------------------------------------------------------------------------------
 
 
@@ -86,24 +100,32 @@ def _add_network(p: argparse.ArgumentParser) -> None:
     g.add_argument("--uplink-trace", metavar="U", help="uplink (feedback) trace; default unlimited")
     g.add_argument("--trace-format", choices=("mahimahi", "rate"), help="override format detection")
     g.add_argument(
-        "--delay-ms", type=_nonneg_float, default=20.0, metavar="D",
+        "--delay-ms", type=_nonneg_float, default=None, metavar="D",
         help="one-way propagation delay in each direction (default 20)",
     )  # fmt: skip
     q = g.add_mutually_exclusive_group()
     q.add_argument("--queue-bytes", type=_pos_int, metavar="B", help="bottleneck queue, bytes")
     q.add_argument("--queue-packets", type=_pos_int, metavar="N", help="bottleneck queue, packets")
     g.add_argument(
-        "--loss", type=_probability, default=0.0, metavar="P", help="downlink random loss"
+        "--loss", type=_probability, default=None, metavar="P", help="downlink random loss"
     )
     r = p.add_argument_group("run")
     r.add_argument(
-        "--duration", type=_pos_float, default=30.0, metavar="S",
+        "--duration", type=_pos_float, default=None, metavar="S",
         help="capture duration in seconds (default 30)",
     )  # fmt: skip
-    r.add_argument("--seed", type=_seed, default=1, metavar="N", help="random seed (default 1)")
+    r.add_argument("--seed", type=_seed, default=None, metavar="N", help="random seed (default 1)")
     r.add_argument(
         "--fps", type=_pos_float, default=None, metavar="F",
         help="frame rate (default: the video's, or 30 for the model encoder)",
+    )  # fmt: skip
+    r.add_argument(
+        "--set", action="append", default=[], metavar="PATH=VALUE", dest="overrides",
+        type=_assignment,
+        help="set any run-config field by its full path, after the options above "
+        "(repeatable): duration_s=10, feedback_interval_ms=20, downlink.queue_bytes=50000, "
+        "pacer.threshold_packets=12.5, cc.pacing_factor=2, pacer={\"kind\":\"ace-n\"}; "
+        "values are JSON, a bare word is a string (see: sluice config)",
     )  # fmt: skip
     v = p.add_argument_group("video")
     v.add_argument(
@@ -165,6 +187,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
     p.set_defaults(func=cmd_compare)
 
+    p = sub.add_parser(
+        "matrix", help="run an experiment plan (TOML): schemes x traces x clips x seeds",
+        description="Runs the cells of PLAN that have no results yet (resumable) and writes "
+        "one results table, <results>/<name>/results.csv (and results.parquet with pyarrow). "
+        "See README.md, 'Experiments', for the plan format.",
+    )  # fmt: skip
+    p.add_argument("plan", metavar="PLAN.toml", help="the experiment plan")
+    p.add_argument("--jobs", type=_pos_int, metavar="N", help="parallel runs (default: CPUs)")
+    p.add_argument("--backend", choices=("process", "ray"), default="process")
+    p.add_argument(
+        "--rerun", choices=("missing", "stale", "all"), default="missing",
+        help="missing (default): cells without results for their spec; stale: also results "
+        "from another commit or a dirty checkout; all: every cell",
+    )  # fmt: skip
+    p.add_argument(
+        "--results", metavar="DIR", default="results",
+        help="results root (default results): cells go to DIR/<name>/<trace>/<clip>/<scheme>/",
+    )  # fmt: skip
+    p.add_argument("--dry-run", action="store_true", help="list the cells and what would run")
+    p.add_argument(
+        "--only", metavar="SCHEME,...", default=None,
+        help="run only the cells of these schemes (the table still has every finished cell)",
+    )  # fmt: skip
+    p.set_defaults(func=cmd_matrix)
+
+    p = sub.add_parser(
+        "config", help="print a run's resolved config, or the valid config paths",
+        description="Prints the run config a scheme resolves to, with --set overrides "
+        "applied (the config a run's header records, before trace names and video).",
+    )  # fmt: skip
+    p.add_argument("--scheme", default="webrtc", metavar="S", help="scheme (default webrtc)")
+    p.add_argument(
+        "--encoder", choices=("x264", "model"), default=None,
+        help="the encoder's config to show (default: the scheme's, else model)",
+    )  # fmt: skip
+    p.add_argument(
+        "--set", action="append", default=[], metavar="PATH=VALUE", dest="overrides",
+        type=_assignment, help="override (repeatable)",
+    )  # fmt: skip
+    p.add_argument("--paths", action="store_true", help="one PATH=VALUE line per field")
+    p.set_defaults(func=cmd_config)
+
     p = sub.add_parser("schemes", help="list the registered schemes")
     p.add_argument("--json", action="store_true", help="the registry as JSON")
     p.set_defaults(func=cmd_schemes)
@@ -197,12 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
 # --- commands -------------------------------------------------------------------------------
 
 
-def _registry() -> list[dict[str, Any]]:
-    return json.loads(core().schemes_json())
-
-
 def _check_schemes(names: Sequence[str]) -> None:
-    known = [s["name"] for s in _registry()]
+    from .config import scheme_names
+
+    known = scheme_names()
     for n in names:
         if n not in known:
             raise SluiceError(f"unknown scheme '{n}' (known: {', '.join(known)})")
@@ -226,22 +288,36 @@ def _load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
     return Path(path).stem, obj
 
 
+def _overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
+    """The network and run options as config overrides (only those given), then --set."""
+    out: list[tuple[str, Any]] = []
+    if args.delay_ms is not None:
+        out += [("downlink.delay_ms", args.delay_ms), ("uplink.delay_ms", args.delay_ms)]
+    if args.queue_bytes is not None:
+        out.append(("downlink.queue_bytes", args.queue_bytes))
+    if args.queue_packets is not None:
+        out.append(("downlink.queue_packets", args.queue_packets))
+    if args.loss is not None:
+        out.append(("downlink.loss", args.loss))
+    if args.duration is not None:
+        out.append(("duration_s", args.duration))
+    if args.seed is not None:
+        out.append(("seed", args.seed))
+    if args.fps is not None:
+        out.append(("fps", args.fps))
+    return (*out, *args.overrides)
+
+
 def _spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, out: str | None):
     from .runner import RunSpec
 
     return RunSpec(
         scheme=scheme,
         scheme_config=scheme_config,
+        overrides=_overrides(args),
         trace=args.trace,
         uplink_trace=args.uplink_trace,
         trace_format=args.trace_format,
-        delay_ms=args.delay_ms,
-        queue_bytes=args.queue_bytes,
-        queue_packets=args.queue_packets,
-        loss=args.loss,
-        duration_s=args.duration,
-        seed=args.seed,
-        fps=args.fps,
         out_dir=out,
         video=args.video,
         encoder=args.encoder,
@@ -250,17 +326,6 @@ def _spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, o
         encode_time=args.encode_time,
         preset=args.preset,
     )
-
-
-def _preflight_traces(args: argparse.Namespace) -> None:
-    """Load the traces once up front, so file errors come before any run starts."""
-    from .runner import default_config
-    from .traces import load_trace
-
-    total = args.duration + float(default_config().get("drain_s", 2.0))
-    for t in (args.trace, args.uplink_trace):
-        if t:
-            load_trace(t, duration_s=total, fmt=args.trace_format)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -283,8 +348,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from . import plots, report, results
-    from .runner import run_many
+    from . import plots, report, results, runner
     from .traces import trace_stem
 
     names = [n.strip() for n in args.schemes.split(",") if n.strip()]
@@ -297,19 +361,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     dup = sorted({n for n in seen if seen.count(n) > 1})
     if dup:
         raise SluiceError(f"scheme listed twice: {', '.join(dup)}")
-    _preflight_traces(args)
 
     out = Path(args.out or os.path.join("results", f"compare-{trace_stem(args.trace)}"))
     specs = [_spec_from_args(args, n, cfg, str(out / n)) for n, cfg in entries]
-    run_dirs = run_many(specs, jobs=args.jobs, backend=args.backend)
+    # Configs and traces once up front, so mistakes come before any run starts.
+    cfgs = [runner.check(s) for s in specs]
+    runner.load_traces(specs[0], cfgs[0])
+    run_dirs = runner.run_many(specs, jobs=args.jobs, backend=args.backend)
     runs = [results.load_run(d) for d in run_dirs]
     named = [(r.scheme, r.summary) for r in runs]
 
     table = report.markdown_table(named)
+    cfg = cfgs[0]
     header = (
         f"# sluice compare: {args.trace}\n\n"
-        f"duration {args.duration:g} s, seed {args.seed}, one-way delay {args.delay_ms:g} ms, "
-        f"queue {_queue_desc(args)}, loss {args.loss:g}\n\n"
+        f"duration {cfg['duration_s']:g} s, seed {cfg['seed']}, "
+        f"one-way delay {cfg['downlink']['delay_ms']:g} ms, "
+        f"queue {_queue_desc(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}\n\n"
     )
     (out / "compare.md").write_text(header + table + "\n", encoding="utf-8")
     (out / "summary.csv").write_text(report.csv_text(named), encoding="utf-8")
@@ -322,16 +390,68 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _queue_desc(args: argparse.Namespace) -> str:
-    if args.queue_bytes:
-        return f"{args.queue_bytes} B"
-    if args.queue_packets:
-        return f"{args.queue_packets} packets"
+def _queue_desc(link: dict[str, Any]) -> str:
+    if link.get("queue_bytes"):
+        return f"{link['queue_bytes']} B"
+    if link.get("queue_packets"):
+        return f"{link['queue_packets']} packets"
     return "unlimited"
 
 
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from . import plan as plans
+
+    p = plans.load_plan(args.plan)
+    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    res = plans.run_plan(
+        p, args.results, jobs=args.jobs, backend=args.backend, rerun=args.rerun, only=only,
+        dry_run=args.dry_run,
+    )  # fmt: skip
+    if args.dry_run:
+        todo = {c.run_dir for c in res.todo}
+        for c in res.cells:
+            if c.run_dir in todo:
+                state = "run "
+            elif only and c.scheme not in only:
+                state = "skip"
+            else:
+                state = "done"
+            print(f"{state}  {c.scheme}  {c.trace}  {c.clip}  s{c.seed}  {c.run_dir}")
+        print(f"{p.name}: {len(res.cells)} cells, {len(res.todo)} to run")
+        return 0
+    assert res.outcome is not None
+    for cell, msg in res.outcome.failed:
+        print(f"sluice: cell {cell.run_dir} failed: {msg}", file=sys.stderr)
+    print(f"{p.name}: {len(res.cells)} cells, {len(res.outcome.ran)} run now, "
+          f"{len(res.table)} with results")  # fmt: skip
+    print(f"table: {', '.join(str(x) for x in res.paths)}")
+    if res.outcome.failed:
+        return _fail(f"{len(res.outcome.failed)} of {len(res.todo)} runs failed (see above)")
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from . import config
+    from .runner import RunSpec, planned_config
+
+    _check_schemes([args.scheme])
+    info = config.scheme_info(args.scheme) or {}
+    encoder = info.get("encoder") or args.encoder or "model"
+    if args.encoder and info.get("encoder") and args.encoder != info["encoder"]:
+        raise SluiceError(f"scheme {args.scheme} is defined with the {info['encoder']} encoder")
+    cfg = planned_config(RunSpec(scheme=args.scheme, overrides=tuple(args.overrides)), encoder)
+    if args.paths:
+        for k, v in config.flatten(cfg).items():
+            print(f"{k}={json.dumps(v)}")
+    else:
+        print(json.dumps(cfg, indent=2))
+    return 0
+
+
 def cmd_schemes(args: argparse.Namespace) -> int:
-    reg = _registry()
+    from .config import registry
+
+    reg = registry()
     if args.json:
         print(json.dumps(reg, indent=2))
         return 0
@@ -342,7 +462,9 @@ def cmd_schemes(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_gen(args: argparse.Namespace) -> int:
-    trace = core().Trace.generate(args.spec, args.duration)
+    from .traces import generate
+
+    trace = generate(args.spec, args.duration)
     text = trace.to_mahimahi()
     if not text.endswith("\n"):
         text += "\n"
@@ -422,7 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = os.environ.get("SLUICE_DEBUG", "") not in ("", "0")
     try:
         return int(args.func(args) or 0)
-    except (SluiceError, ValueError) as e:
+    except SluiceError as e:
         if debug:
             raise
         return _fail(str(e))

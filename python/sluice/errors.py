@@ -2,11 +2,16 @@
 
 A :class:`SluiceError` is a user mistake (bad argument, missing or malformed file) or an
 environment problem: the CLI prints its message on one line and exits with status 2, never a
-traceback. ``ValueError`` raised by the ``sluice._core`` extension is treated the same way.
+traceback. The ``sluice._core`` extension reports bad input (a run config, a trace, a
+generator spec) as ``ValueError``; the calls that hand it user input convert that to a
+:class:`SluiceError` where they are made (:func:`core_errors`). Any other exception is a bug
+and keeps its traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from types import ModuleType
 
 
@@ -24,3 +29,13 @@ def core() -> ModuleType:
             "build it with `maturin develop --release` or `make build`"
         ) from e
     return _core
+
+
+@contextlib.contextmanager
+def core_errors(prefix: str = "") -> Iterator[None]:
+    """Around a ``sluice._core`` call that takes user input: its ``ValueError`` (the core's
+    way of rejecting input) becomes a :class:`SluiceError` with ``prefix`` + the message."""
+    try:
+        yield
+    except ValueError as e:
+        raise SluiceError(f"{prefix}{e}") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import copy
 import json
 import multiprocessing
 import os
@@ -11,8 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import quality, results, video
-from .errors import SluiceError, core
+from . import config, quality, results, video
+from .errors import SluiceError, core, core_errors
 from .traces import load_trace, trace_stem
 
 ENCODERS = ("model", "x264")
@@ -27,68 +28,87 @@ PROGRESS_MIN_DURATION_S = 20.0
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything one run needs. Picklable, so it can be shipped to worker processes."""
+    """Everything one run needs. Picklable, so it can be shipped to worker processes.
 
-    scheme: str = "webrtc"
+    The run's config is the core's ``RunConfig``: the defaults, the scheme's composition
+    (the registry's, or ``scheme_config``), then what the front end derives (trace names,
+    the x264 settings of the video, the clip's frame rate), then ``overrides``: ``(config
+    path, value)`` pairs applied in order (:mod:`sluice.config`), so any field can be set
+    (``("duration_s", 20.0)``, ``("downlink.queue_bytes", 100000)``,
+    ``("pacer.threshold_packets", 12.5)``). The other fields are front-end settings that are
+    not part of the config.
+    """
+
+    scheme: str = "webrtc"  # a registered scheme, or the name of ``scheme_config``
+    scheme_config: dict[str, Any] | None = None  # a custom composition (SchemeConfig JSON)
+    overrides: tuple[tuple[str, Any], ...] = ()
     trace: str | None = None  # file path, "gen:SPEC", or None for an unlimited link
     uplink_trace: str | None = None
-    scheme_config: dict[str, Any] | None = None  # a custom composition (SchemeConfig JSON)
     trace_format: str | None = None  # None: detect
-    delay_ms: float = 20.0  # one-way propagation delay, each direction
-    queue_bytes: int | None = None  # downlink bottleneck queue limit
-    queue_packets: int | None = None
-    loss: float = 0.0  # downlink random loss probability
-    duration_s: float = 30.0
-    seed: int = 1
-    fps: float | None = None  # None: the video's own rate, or the core default (30)
-    out_dir: str | None = None  # None: default_out_dir()
-    progress: bool = True
     video: str | None = None  # any clip ffmpeg reads; x264 is then the default encoder
     encoder: str | None = None  # "model" | "x264" | None (x264 with a video, else model)
     width: int | None = None  # scale the video to this width (height keeps the aspect)
     quality: str = "fast"  # none | fast | full (runs on real video only)
     encode_time: str = "measured"  # x264 encode time: measured wall time or modeled
     preset: str = "superfast"
+    out_dir: str | None = None  # None: default_out_dir()
+    progress: bool = True
     cache_dir: str = os.path.join("results", ".video-cache")
+
+    def __post_init__(self) -> None:
+        items = self.overrides.items() if isinstance(self.overrides, dict) else self.overrides
+        pairs = []
+        for item in items:
+            path, value = item
+            pairs.append((str(path), value))
+        object.__setattr__(self, "overrides", tuple(pairs))
+
+    def config(self) -> dict[str, Any]:
+        """The resolved run config this spec asks for, before the front end fills in trace
+        names and the video: defaults, the scheme, the encoder's kind, the overrides.
+        Raises :class:`SluiceError` for an unknown scheme or a bad override."""
+        return planned_config(self, resolve_encoder(self))
 
     def default_out_dir(self) -> str:
         stem = trace_stem(self.trace) if self.trace else "unlimited"
-        return os.path.join("results", f"{self.scheme}-{stem}-s{self.seed}")
+        return os.path.join("results", f"{self.scheme}-{stem}-s{self.config()['seed']}")
 
     def resolved_out_dir(self) -> str:
         return self.out_dir or self.default_out_dir()
 
 
-def default_config() -> dict[str, Any]:
-    return json.loads(core().default_config_json())
+def _overridden(spec: RunSpec, path: str) -> bool:
+    want = config.short_path(path)
+    return any(config.short_path(p) == want for p, _ in spec.overrides)
 
 
-def build_config(spec: RunSpec, down_name: str | None, up_name: str | None) -> dict[str, Any]:
-    """The RunConfig JSON object for ``spec`` (core defaults for everything not given)."""
-    if spec.queue_bytes is not None and spec.queue_packets is not None:
-        raise SluiceError("give a queue limit in bytes or in packets, not both")
-    cfg = default_config()
+def planned_config(spec: RunSpec, encoder: str) -> dict[str, Any]:
+    """See :meth:`RunSpec.config` (``encoder``: from :func:`resolve_encoder`)."""
+    if spec.encode_time not in ENCODE_TIME_MODES:
+        raise SluiceError(f"encode time must be measured or modeled, got {spec.encode_time!r}")
+    cfg = config.default_config()
     cfg["scheme_name"] = spec.scheme
-    cfg["scheme"] = spec.scheme_config
-    cfg["seed"] = spec.seed
-    cfg["duration_s"] = float(spec.duration_s)
-    if spec.fps is not None:
-        cfg["fps"] = float(spec.fps)
-    cfg["downlink"].update(
-        trace=down_name,
-        queue_bytes=spec.queue_bytes,
-        queue_packets=spec.queue_packets,
-        delay_ms=float(spec.delay_ms),
-        loss=float(spec.loss),
+    cfg["scheme"] = (
+        copy.deepcopy(spec.scheme_config)
+        if spec.scheme_config is not None
+        else config.scheme_config(spec.scheme)
     )
-    cfg["uplink"].update(trace=up_name, delay_ms=float(spec.delay_ms))
-    return cfg
+    if encoder == "x264":
+        cfg["encoder"] = {"kind": "x264", "preset": spec.preset, "threads": 1,
+                          "encode_time": spec.encode_time}  # fmt: skip
+    try:
+        cfg = config.resolve(cfg)
+    except SluiceError as e:
+        what = f"scheme {spec.scheme}" if spec.scheme_config is not None else "run config"
+        msg = str(e).removeprefix("invalid run config: ")
+        raise SluiceError(f"invalid {what}: {msg}") from None
+    return config.apply_overrides(cfg, spec.overrides)
 
 
-def _show_progress(spec: RunSpec) -> bool:
+def _show_progress(spec: RunSpec, duration_s: float) -> bool:
     return (
         spec.progress
-        and spec.duration_s >= PROGRESS_MIN_DURATION_S
+        and duration_s >= PROGRESS_MIN_DURATION_S
         and hasattr(sys.stderr, "isatty")
         and sys.stderr.isatty()
     )
@@ -100,9 +120,10 @@ def resolve_encoder(spec: RunSpec) -> str:
     encoder otherwise. The model encoder answers ACE-C's complexity levels too."""
     pinned = None
     if spec.scheme_config is None:
-        for entry in json.loads(core().schemes_json()):
-            if entry["name"] == spec.scheme:
-                pinned = entry.get("encoder")
+        info = config.scheme_info(spec.scheme)
+        if info is None:
+            config.scheme_config(spec.scheme)  # raises: unknown scheme
+        pinned = info["encoder"] if info else None
     if spec.encoder is not None and spec.encoder not in ENCODERS:
         raise SluiceError(f"encoder must be one of {', '.join(ENCODERS)}, got {spec.encoder!r}")
     chosen = spec.encoder or pinned or ("x264" if spec.video else "model")
@@ -112,26 +133,10 @@ def resolve_encoder(spec: RunSpec) -> str:
     return chosen
 
 
-def _x264_encoder_config(spec: RunSpec, raw: video.RawVideo, run_dir: Path) -> dict[str, Any]:
-    if spec.encode_time not in ENCODE_TIME_MODES:
-        raise SluiceError(f"encode time must be measured or modeled, got {spec.encode_time!r}")
-    return {
-        "kind": "x264",
-        "video_path": os.path.abspath(raw.path),
-        "width": raw.width,
-        "height": raw.height,
-        "video_frames": raw.frames,
-        "preset": spec.preset,
-        "threads": 1,
-        "encode_time": spec.encode_time,
-        "bitstream_path": str((run_dir / "stream.264").resolve()),
-    }
-
-
-def _advance(sim: Any, spec: RunSpec) -> tuple[str, str, str, str]:
+def _advance(sim: Any, spec: RunSpec, duration_s: float) -> tuple[str, str, str, str]:
     """Runs the simulation to its end (with a progress bar on a terminal)."""
     end = sim.end_s
-    if _show_progress(spec):
+    if _show_progress(spec, duration_s):
         from tqdm import tqdm
 
         with tqdm(
@@ -147,38 +152,73 @@ def _advance(sim: Any, spec: RunSpec) -> tuple[str, str, str, str]:
     return sim.finish()
 
 
-def run_one(spec: RunSpec) -> Path:
-    """Runs ``spec`` and writes its results; returns the run directory."""
-    _core = core()
-    if spec.quality not in quality.MODES:
-        raise SluiceError(f"quality must be one of {', '.join(quality.MODES)}")
-    encoder = resolve_encoder(spec)
-    drain_s = float(default_config().get("drain_s", 2.0))
-    total_s = float(spec.duration_s) + drain_s
+def load_traces(spec: RunSpec, cfg: dict[str, Any]) -> tuple[Any, Any]:
+    """(downlink, uplink) :class:`~sluice.traces.LoadedTrace` or None, generated traces long
+    enough for the config's duration plus drain."""
+    total_s = float(cfg["duration_s"]) + float(cfg["drain_s"])
     down = load_trace(spec.trace, duration_s=total_s, fmt=spec.trace_format) if spec.trace else None
     up = (
         load_trace(spec.uplink_trace, duration_s=total_s, fmt=spec.trace_format)
         if spec.uplink_trace
         else None
     )
+    return down, up
+
+
+def check(spec: RunSpec) -> dict[str, Any]:
+    """Checks what can be checked before running (scheme, encoder, overrides, ranges);
+    returns :meth:`RunSpec.config`. Raises :class:`SluiceError`."""
+    if spec.quality not in quality.MODES:
+        raise SluiceError(f"quality must be one of {', '.join(quality.MODES)}")
+    cfg = spec.config()
+    config.resolve(cfg, validate=True)
+    return cfg
+
+
+def run_one(spec: RunSpec) -> Path:
+    """Runs ``spec`` and writes its results; returns the run directory."""
+    _core = core()
+    if spec.quality not in quality.MODES:
+        raise SluiceError(f"quality must be one of {', '.join(quality.MODES)}")
+    encoder = resolve_encoder(spec)
+    cfg = planned_config(spec, encoder)
+    down, up = load_traces(spec, cfg)
     run_dir = Path(spec.resolved_out_dir())
     raw = None
+    cfg["downlink"]["trace"] = down.name if down else None
+    cfg["uplink"]["trace"] = up.name if up else None
     if encoder == "x264":
         assert spec.video is not None  # resolve_encoder checked it
-        raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=spec.fps)
-        spec = replace(spec, fps=raw.fps)
-    cfg = build_config(spec, down.name if down else None, up.name if up else None)
-    if raw is not None:
+        if cfg["encoder"]["kind"] != "x264":
+            raise SluiceError(
+                f"an override replaced the x264 encoder's config with a {cfg['encoder']['kind']} "
+                "one: choose the encoder with --encoder (a plan's encoder = ...) instead"
+            )
+        fps = float(cfg["fps"]) if _overridden(spec, "fps") else None
+        raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise SluiceError(f"cannot create output directory {run_dir}: {e}") from None
-        cfg["encoder"] = _x264_encoder_config(spec, raw, run_dir)
-    sim = _core.Simulation(json.dumps(cfg), down.trace if down else None, up.trace if up else None)
-    resolved = json.loads(sim.resolved_config_json())
+        cfg["fps"] = raw.fps
+        cfg["encoder"].update(
+            video_path=os.path.abspath(raw.path),
+            width=raw.width,
+            height=raw.height,
+            video_frames=raw.frames,
+            bitstream_path=str((run_dir / "stream.264").resolve()),
+        )
+    # The overrides win over what the front end derived.
+    cfg = config.apply_overrides(cfg, spec.overrides)
+    with core_errors():
+        sim = _core.Simulation(json.dumps(cfg), down.trace if down else None,
+                               up.trace if up else None)  # fmt: skip
+        resolved = json.loads(sim.resolved_config_json())
 
     try:
-        frames_json, skips_json, samples_json, summary_json = _advance(sim, spec)
+        frames_json, skips_json, samples_json, summary_json = _advance(
+            sim, spec, float(cfg["duration_s"])
+        )
     except RuntimeError as e:  # the encoder failed mid-run (unreadable video, x264 error)
         raise SluiceError(f"run {spec.scheme} stopped: {e}") from None
     frames = json.loads(frames_json)
@@ -202,7 +242,7 @@ def run_one(spec: RunSpec) -> Path:
         summary.update(qsummary)
 
     header = results.make_header(
-        seed=spec.seed,
+        seed=resolved["seed"],
         scheme=spec.scheme,
         config=resolved,
         trace=down.header() if down else None,
@@ -213,8 +253,25 @@ def run_one(spec: RunSpec) -> Path:
     )
 
 
+@dataclass(frozen=True)
+class RunFailure:
+    """A run of :func:`run_many` (``keep_going=True``) that stopped on a user-facing error
+    (:class:`SluiceError`): a missing or unreadable input, an invalid setting."""
+
+    spec: RunSpec
+    message: str
+
+
 def _run_quiet(spec: RunSpec) -> str:
     return str(run_one(replace(spec, progress=False)))
+
+
+def _run_caught(spec: RunSpec) -> tuple[bool, str]:
+    """(True, run dir) or (False, the error's message); bugs still raise."""
+    try:
+        return True, _run_quiet(spec)
+    except SluiceError as e:
+        return False, " ".join(str(e).split())
 
 
 def run_many(
@@ -222,13 +279,20 @@ def run_many(
     jobs: int | None = None,
     backend: str = "process",
     progress: bool = True,
-) -> list[Path]:
-    """Runs ``specs`` in parallel; returns their run directories in the order given.
+    *,
+    keep_going: bool = False,
+    desc: str = "runs",
+) -> list[Any]:
+    """Runs ``specs`` in parallel; returns their run directories (``Path``) in the order
+    given.
 
     ``backend="process"``: a local process pool of ``jobs`` workers (default: the CPU count).
     ``backend="ray"``: Ray tasks (``ray`` must be installed; output directories must be on a
-    filesystem the workers share). The first failure cancels what has not started and is
-    raised.
+    filesystem the workers share). ``progress``: a bar over the runs (on a terminal only),
+    labelled ``desc``. The first failure cancels what has not started and is raised, unless
+    ``keep_going``: then a run that fails with a :class:`SluiceError` is a
+    :class:`RunFailure` in the list and the others go on (other exceptions are bugs and
+    are raised).
     """
     if backend not in BACKENDS:
         raise SluiceError(f"unknown backend {backend!r} (expected one of: {', '.join(BACKENDS)})")
@@ -246,39 +310,49 @@ def run_many(
 
     from tqdm import tqdm
 
-    bar = tqdm(total=len(specs), unit="run", desc="runs", disable=not show, file=sys.stderr)
+    bar = tqdm(total=len(specs), unit="run", desc=desc, disable=not show, file=sys.stderr)
     try:
         if backend == "ray":
-            return _run_ray(specs, bar)
-        if jobs == 1:
+            done = _run_ray(specs, bar, keep_going)
+        elif jobs == 1:
+            fn = _run_caught if keep_going else _run_quiet
             done = []
             for s in specs:
-                done.append(run_one(s))
+                done.append(fn(s))
                 bar.update(1)
-            return done
-        return _run_pool(specs, jobs, bar)
+        else:
+            done = _run_pool(specs, jobs, bar, keep_going)
     finally:
         bar.close()
+    out: list[Any] = []
+    for s, r in zip(specs, done):
+        if isinstance(r, tuple):
+            ok, text = r
+            out.append(Path(text) if ok else RunFailure(s, text))
+        else:
+            out.append(Path(r))
+    return out
 
 
-def _run_pool(specs: list[RunSpec], jobs: int, bar: Any) -> list[Path]:
+def _run_pool(specs: list[RunSpec], jobs: int, bar: Any, keep_going: bool) -> list[Any]:
     # "spawn": no fork of a process that may hold threads (tqdm, BLAS, the extension).
     ctx = multiprocessing.get_context("spawn")
-    out: list[Path | None] = [None] * len(specs)
+    fn = _run_caught if keep_going else _run_quiet
+    out: list[Any] = [None] * len(specs)
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(_run_quiet, s): i for i, s in enumerate(specs)}
+        futures = {pool.submit(fn, s): i for i, s in enumerate(specs)}
         try:
             for fut in cf.as_completed(futures):
-                out[futures[fut]] = Path(fut.result())
+                out[futures[fut]] = fut.result()
                 bar.update(1)
         except BaseException:
             for f in futures:
                 f.cancel()
             raise
-    return [p for p in out if p is not None]
+    return out
 
 
-def _run_ray(specs: list[RunSpec], bar: Any) -> list[Path]:
+def _run_ray(specs: list[RunSpec], bar: Any, keep_going: bool) -> list[Any]:
     try:
         import ray
     except ImportError:
@@ -287,19 +361,19 @@ def _run_ray(specs: list[RunSpec], bar: Any) -> list[Path]:
         ) from None
     if not ray.is_initialized():
         ray.init(ignore_reinit_error=True, log_to_driver=False)
-    task = ray.remote(num_cpus=1)(_run_quiet)
+    task = ray.remote(num_cpus=1)(_run_caught if keep_going else _run_quiet)
     refs = [task.remote(s) for s in specs]
     index = {ref: i for i, ref in enumerate(refs)}
-    out: list[Path | None] = [None] * len(specs)
+    out: list[Any] = [None] * len(specs)
     pending = list(refs)
     try:
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
-                out[index[ref]] = Path(ray.get(ref))
+                out[index[ref]] = ray.get(ref)
                 bar.update(1)
     except BaseException:
         for ref in pending:
             ray.cancel(ref)
         raise
-    return [p for p in out if p is not None]
+    return out

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import SluiceError, core
+from .errors import SluiceError, core, core_errors
 
 GEN_PREFIX = "gen:"
 FORMATS = ("mahimahi", "rate")
@@ -86,23 +86,32 @@ def parse_trace_text(text: str, path: str, fmt: str | None = None) -> Any:
         # out, keeping line numbers for its error messages.
         if "#" in text:
             text = "\n".join(_strip_comment(line) for line in text.splitlines())
-        return _core.Trace.parse_mahimahi(text, path)
+        with core_errors():
+            return _core.Trace.parse_mahimahi(text, path)
     if fmt == "rate":
-        return _core.Trace.parse_rate_series(text, path)
+        with core_errors():
+            return _core.Trace.parse_rate_series(text, path)
     raise SluiceError(f"unknown trace format {fmt!r} (expected one of: {', '.join(FORMATS)})")
+
+
+def generate(spec: str, duration_s: float) -> Any:
+    """The core's generated trace for ``spec`` (without ``gen:``, e.g. ``constant:12``) over
+    ``duration_s``; :class:`SluiceError` for a bad spec."""
+    with core_errors():
+        return core().Trace.generate(spec, float(duration_s))
 
 
 def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = None) -> LoadedTrace:
     """Loads ``arg``: a trace file path, or ``gen:SPEC`` generated over ``duration_s``.
 
-    Raises :class:`SluiceError` for a missing or unreadable file and ``ValueError`` (from the
-    core, naming ``FILE:LINE``) for malformed content.
+    Raises :class:`SluiceError` for a missing or unreadable file, for malformed content
+    (naming ``FILE:LINE``) and for a bad generator spec.
     """
     if is_generated(arg):
         spec = arg[len(GEN_PREFIX) :]
         if duration_s is None:
             raise SluiceError(f"{arg}: a generated trace needs a duration")
-        trace = core().Trace.generate(spec, float(duration_s))
+        trace = generate(spec, float(duration_s))
         digest = hashlib.sha256(trace.to_mahimahi().encode()).hexdigest()
         return LoadedTrace(trace, arg, trace_stem(arg), digest, "generated", arg)
 

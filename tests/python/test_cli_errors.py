@@ -130,3 +130,43 @@ def test_python_m_sluice_prints_no_traceback(tmp_path):
     assert p.returncode == 2, p
     assert p.stdout == ""
     assert p.stderr.splitlines() == [f"sluice: error: trace file not found: {missing}"]
+
+
+def test_set_changes_the_config_and_unknown_paths_are_errors(sluice, tmp_path):
+    out = tmp_path / "o"
+    r = sluice("run", "--trace", TRACE, "--duration", DURATION, "--out", str(out),
+               "--set", "feedback_interval_ms=20", "--set", "cc.pacing_factor=2",
+               "--set", "duration_s=2")  # fmt: skip
+    assert r.code == 0, r.err
+    cfg = results.read_header(out)["config"]
+    assert cfg["feedback_interval_ms"] == 20 and cfg["scheme"]["cc"]["pacing_factor"] == 2
+    assert cfg["duration_s"] == 2  # --set comes after --duration
+    r = sluice("run", "--trace", TRACE, "--set", "pacer.alpha=2", "--out", str(out))
+    r.assert_one_line_error("unknown config path 'pacer.alpha'", "(leaky-bucket)",
+                            "valid: burst_interval_ms")  # fmt: skip
+    r = sluice("compare", "--schemes", "webrtc", "--trace", TRACE, "--set", "fps=fast",
+               "--out", str(tmp_path / "c"))  # fmt: skip
+    r.assert_one_line_error("'fps' takes a number")
+    sluice("run", "--trace", TRACE, "--set", "fps").assert_one_line_error("PATH=VALUE")
+    r = sluice("run", "--trace", TRACE, "--set", "duration_s=-1", "--out", str(out))
+    r.assert_one_line_error("duration must be positive")
+
+
+def test_config_command(sluice):
+    r = sluice("config", "--scheme", "ace", "--paths", "--set", "pacer.threshold_packets=7.5")
+    assert r.code == 0, r.err
+    assert "pacer.threshold_packets=7.5" in r.out.splitlines()
+    assert 'encoder.kind="x264"' in r.out.splitlines()
+    assert json.loads(sluice("config").out)["scheme"]["pacer"]["kind"] == "leaky-bucket"
+    sluice("config", "--set", "nope=1").assert_one_line_error("unknown config path 'nope'")
+
+
+def test_bugs_are_not_user_errors(monkeypatch):
+    from sluice import cli
+
+    def broken(args):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(cli, "cmd_schemes", broken)
+    with pytest.raises(ValueError, match="a bug"):
+        cli.main(["schemes"])

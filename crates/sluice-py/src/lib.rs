@@ -123,8 +123,7 @@ impl PySimulation {
 
     /// The config with defaults filled in, as JSON (for the result header).
     fn resolved_config_json(&self) -> PyResult<String> {
-        let c = self.config.resolved().map_err(|e| PyValueError::new_err(e.to_string()))?;
-        serde_json::to_string(&c).map_err(|e| PyValueError::new_err(e.to_string()))
+        resolved_json(self.config.clone())
     }
 
     #[getter]
@@ -174,6 +173,26 @@ impl PySimulation {
     }
 }
 
+/// `config` with its scheme's components resolved (from the registry when not given), as JSON.
+fn resolved_json(config: RunConfig) -> PyResult<String> {
+    let c = config.resolved().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    serde_json::to_string(&c).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A run config (JSON) as the core reads it: every field present, tagged components with
+/// their defaults, the scheme's components resolved; with `validate`, also range-checked as
+/// a simulation would be. Builds nothing (no encoder, no video): the front end uses it to
+/// resolve config paths before a run.
+#[pyfunction]
+#[pyo3(signature = (config_json, validate=false))]
+fn resolve_config_json(config_json: &str, validate: bool) -> PyResult<String> {
+    let config = parse_config(config_json)?;
+    if validate {
+        config.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    }
+    resolved_json(config)
+}
+
 /// The registered schemes as JSON: name, description, colour and composition.
 #[pyfunction]
 fn schemes_json() -> PyResult<String> {
@@ -193,6 +212,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySimulation>()?;
     m.add_function(wrap_pyfunction!(schemes_json, m)?)?;
     m.add_function(wrap_pyfunction!(default_config_json, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_config_json, m)?)?;
     encode::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

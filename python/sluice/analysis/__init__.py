@@ -1,0 +1,104 @@
+"""Analysis of experiment results: small modules that read a results table and the run
+directories it points to, never the simulator.
+
+``sluice matrix PLAN`` writes ``<results>/<name>/results.csv`` (one row per run, see
+:mod:`sluice.experiments`) and ``plan.json`` (the plan as run). :func:`load` reads both back;
+the generic helpers here make Markdown tables of per-scheme means. Per-system analyses
+(report text, figures of one system's internals) are modules of this package, e.g.
+:mod:`sluice.analysis.ace`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SluiceError
+from ..experiments import read_table
+from ..plan import PLAN_FILE, load_plan
+from ..report import markdown
+
+__all__ = ["Results", "load", "means_table", "fmt", "pct", "signed_pct", "signed", "markdown"]
+
+
+@dataclass
+class Results:
+    """A results table, the plan it was run from (``plan.json``; {} if absent) and where."""
+
+    table: Any  # pandas.DataFrame
+    plan: dict[str, Any]
+    path: Path  # the results directory (<results>/<name>)
+
+    @property
+    def name(self) -> str:
+        return str(self.plan.get("name") or self.path.name)
+
+
+def load(where: str | Path, results_root: str | Path = "results") -> Results:
+    """The results of a plan: ``where`` is a results directory (``results/ace``), its
+    ``results.csv``, or the plan file (its results under ``results_root``)."""
+    p = Path(where)
+    if p.suffix == ".toml":
+        p = Path(results_root) / load_plan(p).name
+    elif p.is_file():
+        p = p.parent
+    if not p.is_dir():
+        raise SluiceError(f"no results directory: {p} (run `sluice matrix PLAN` first)")
+    table = read_table(p)
+    plan: dict[str, Any] = {}
+    if (p / PLAN_FILE).is_file():
+        try:
+            plan = json.loads((p / PLAN_FILE).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise SluiceError(f"cannot read {p / PLAN_FILE}: {e}") from None
+    return Results(table, plan, p)
+
+
+# --- formatting -----------------------------------------------------------------------------
+
+
+def fmt(spec: str) -> Callable[[Any], str]:
+    """A formatter: ``format(v, spec)``, ``-`` for a missing value."""
+
+    def f(v: Any) -> str:
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return "-" if v is None else str(v)
+        return "-" if math.isnan(x) else format(x, spec)
+
+    return f
+
+
+def pct(v: Any) -> str:
+    """A share as a percentage with two decimals (no % sign)."""
+    return fmt(".2f")(None if v is None else float(v) * 100)
+
+
+def signed_pct(v: Any) -> str:
+    return "-" if v is None or math.isnan(float(v)) else f"{100 * float(v):+.1f}%"
+
+
+def signed(v: Any) -> str:
+    return "-" if v is None or math.isnan(float(v)) else f"{float(v):+.2f}"
+
+
+#: (header, column, formatter) of a means table.
+Column = tuple[str, str, Callable[[Any], str]]
+
+
+def means_table(df: Any, names: Sequence[str], columns: Sequence[Column]) -> str:
+    """Markdown: one row per scheme of ``names`` present in ``df``, its number of runs and
+    the mean of each column over them."""
+    rows = []
+    for s in names:
+        sub = df[df["scheme"] == s]
+        if sub.empty:
+            continue
+        means = [f(sub[c].mean() if c in sub else math.nan) for _, c, f in columns]
+        rows.append([f"`{s}`", str(len(sub)), *means])
+    return markdown(["scheme", "runs", *(h for h, _, _ in columns)], rows)

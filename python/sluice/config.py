@@ -1,0 +1,309 @@
+"""Run configs and config paths.
+
+A run is defined by the core's ``RunConfig`` (``crates/sluice-core/src/sim.rs``), a JSON
+object: ``sluice._core.default_config_json()`` has every field. The front end changes it with
+*overrides*, ``(PATH, VALUE)`` pairs whose paths are dotted and full:
+
+- run fields: ``duration_s``, ``seed``, ``fps``, ``drain_s``, ``feedback_interval_ms``,
+  ``sample_interval_ms``, ``max_payload_bytes``, ...;
+- the links: ``downlink.queue_bytes``, ``downlink.delay_ms``, ``uplink.loss``, ...;
+- the encoder: ``encoder.frame_sigma`` (model encoder), ``encoder.preset`` (x264), ...;
+- the scheme's components, relative to the scheme: ``pacer.threshold_packets``,
+  ``cc.pacing_factor``, ``cc.trendline_window.window_ms``,
+  ``encoder_controller.vbv_buffer_ms`` (``scheme.pacer.threshold_packets`` is the same path).
+
+A path must name a field of the *resolved* config: the scheme expanded from the registry
+(:func:`resolve`), the encoder's config with its defaults. A key is never looked up "wherever
+it appears": ``alpha`` is not a path, ``pacer.alpha`` is. Values are JSON
+(:func:`parse_value`: numbers, ``true``/``false``/``null``, strings, arrays, objects; a bare
+word is a string) and must have the type of the value they replace (number, boolean,
+string, array or object; ``null`` and fields that are ``null`` take anything the core
+accepts).
+
+An object value sets its fields one by one (``downlink={"delay_ms": 30}`` changes only the
+delay), except that an object with a ``kind`` replaces a tagged component wholesale: the
+object as given, the kind's defaults for what it leaves out (``pacer={"kind": "ace-n"}``,
+after which ``pacer.threshold_packets`` exists). Setting a ``kind`` field alone does the
+same (``pacer.kind=ace-n``). After every override the config is re-resolved by the core, which
+fills in defaults and rejects what it cannot parse.
+
+The scheme registry is read from the core once (:func:`registry`).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .errors import SluiceError, core
+
+#: The components of a scheme; a path starting with one of them is relative to ``scheme``.
+SCHEME_COMPONENTS = ("pacer", "cc", "encoder_controller")
+SCHEME = "scheme"
+
+Override = tuple[str, Any]
+
+_MISSING = object()
+
+
+# --- the registry ---------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _registry() -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(core().schemes_json()))
+
+
+def registry() -> list[dict[str, Any]]:
+    """The core's scheme registry (``sluice schemes --json``): name, description, color,
+    encoder (``"x264"`` if the scheme is defined on it, else null) and config (its
+    composition). Read from the core once; every call returns a fresh copy."""
+    return copy.deepcopy(list(_registry()))
+
+
+def scheme_names() -> list[str]:
+    return [s["name"] for s in _registry()]
+
+
+def scheme_info(name: str) -> dict[str, Any] | None:
+    """A registry entry (a copy), or None if ``name`` is not registered."""
+    for s in _registry():
+        if s["name"] == name:
+            return copy.deepcopy(s)
+    return None
+
+
+def scheme_config(name: str) -> dict[str, Any]:
+    """A registered scheme's composition (SchemeConfig dict); :class:`SluiceError` if the
+    scheme is unknown."""
+    info = scheme_info(name)
+    if info is None:
+        raise SluiceError(f"unknown scheme '{name}' (known: {', '.join(scheme_names())})")
+    return info["config"]
+
+
+def scheme_colors() -> dict[str, str]:
+    """Scheme name -> plot colour, from the registry ({} if the extension is unavailable:
+    plots from saved results must not need the simulator)."""
+    try:
+        return {s["name"]: s["color"] for s in _registry()}
+    except SluiceError:
+        return {}
+
+
+# --- configs --------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _default_config() -> str:
+    return str(core().default_config_json())
+
+
+def default_config() -> dict[str, Any]:
+    """The core's default ``RunConfig`` as a dict (a fresh copy)."""
+    return json.loads(_default_config())
+
+
+def _strip_location(msg: str) -> str:
+    # serde_json reports positions in the JSON we generated, not in anything the user wrote.
+    return re.sub(r" at line \d+ column \d+$", "", msg.strip())
+
+
+def resolve(cfg: dict[str, Any], validate: bool = False) -> dict[str, Any]:
+    """``cfg`` as the core reads it: every field present, the scheme's components expanded
+    from the registry when ``scheme`` is null, every tagged component with its defaults.
+    ``validate``: also check ranges (duration, fps, loss, queue limits, ...). Raises
+    :class:`SluiceError` with the core's message."""
+    try:
+        out = core().resolve_config_json(json.dumps(cfg), validate)
+    except ValueError as e:
+        raise SluiceError(_strip_location(str(e))) from None
+    return json.loads(out)
+
+
+# --- paths ----------------------------------------------------------------------------------
+
+
+def split_path(path: str) -> list[str]:
+    """The keys of ``path`` from the config's root (``pacer.x`` -> ``scheme, pacer, x``)."""
+    if not isinstance(path, str) or not path.strip():
+        raise SluiceError(f"empty config path {path!r}")
+    keys = path.strip().split(".")
+    if any(not k or k != k.strip() for k in keys):
+        raise SluiceError(f"malformed config path {path!r}")
+    if keys[0] in SCHEME_COMPONENTS:
+        keys = [SCHEME, *keys]
+    return keys
+
+
+def short_path(path: str | Sequence[str]) -> str:
+    """The canonical spelling of a path: scheme components without ``scheme.``
+    (``scheme.pacer.x`` -> ``pacer.x``)."""
+    keys = split_path(path) if isinstance(path, str) else list(path)
+    if len(keys) > 1 and keys[0] == SCHEME and keys[1] in SCHEME_COMPONENTS:
+        keys = keys[1:]
+    return ".".join(keys)
+
+
+def _describe(node: dict[str, Any]) -> str:
+    return ", ".join(sorted(node)) if node else "none"
+
+
+def _locate(cfg: dict[str, Any], keys: Sequence[str], path: str) -> dict[str, Any]:
+    """The object holding ``keys[-1]``; :class:`SluiceError` naming the path and the valid
+    keys where the walk stopped."""
+    node: Any = cfg
+    for i, k in enumerate(keys):
+        where = short_path(keys[:i]) if i else ""
+        if not isinstance(node, dict):
+            raise SluiceError(
+                f"unknown config path '{path}': {where} is {_type(node)} {_show(node)}, "
+                "not an object"
+            )
+        if k not in node:
+            kind = node.get("kind")
+            what = f"'{where}'" + (f" ({kind})" if isinstance(kind, str) else "")
+            at = f"{what} has" if where else "the run config has"
+            raise SluiceError(
+                f"unknown config path '{path}': {at} no field '{k}' (valid: {_describe(node)})"
+            )
+        if i < len(keys) - 1:
+            node = node[k]
+    return node
+
+
+def get_path(cfg: dict[str, Any], path: str, default: Any = _MISSING) -> Any:
+    """The value at ``path`` in a resolved config (e.g. a result header's ``config``);
+    ``default`` if given and the path does not exist, else :class:`SluiceError`."""
+    keys = split_path(path)
+    try:
+        return _locate(cfg, keys, path)[keys[-1]]
+    except SluiceError:
+        if default is _MISSING:
+            raise
+        return default
+
+
+def has_path(cfg: dict[str, Any], path: str) -> bool:
+    """Whether ``path`` names a field of ``cfg``."""
+    absent = object()
+    return get_path(cfg, path, absent) is not absent
+
+
+def _type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, (list, tuple)):
+        return "an array"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
+def _show(v: Any) -> str:
+    try:
+        text = json.dumps(v)
+    except (TypeError, ValueError):
+        text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_type(old: Any, value: Any, path: str) -> None:
+    if old is None or value is None:
+        return
+    if _type(old) != _type(value):
+        raise SluiceError(
+            f"config path '{path}' takes {_type(old)} (default {_show(old)}), "
+            f"got {_type(value)} {_show(value)}"
+        )
+
+
+def set_path(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """A copy of the resolved config ``cfg`` with ``path`` set to ``value`` (see the module
+    doc for objects and ``kind``), resolved again."""
+    keys = split_path(path)
+    parent = _locate(cfg, keys, path)
+    last, old = keys[-1], parent[keys[-1]]
+    if isinstance(value, dict) and isinstance(old, dict) and "kind" not in value:
+        for k, v in value.items():  # field by field
+            cfg = set_path(cfg, f"{path}.{k}", v)
+        return cfg
+    if last == "kind" and len(keys) > 1 and value != old:
+        return set_path(cfg, ".".join(keys[:-1]), {"kind": value})
+    _check_type(old, value, path)
+    cfg = copy.deepcopy(cfg)
+    _locate(cfg, keys, path)[last] = copy.deepcopy(value)
+    return _resolve_after(cfg, path, value)
+
+
+def _resolve_after(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    try:
+        return resolve(cfg)
+    except SluiceError as e:
+        msg = str(e).removeprefix("invalid run config: ")
+        raise SluiceError(f"{path}={_show(value)}: {msg}") from None
+
+
+def apply_overrides(cfg: dict[str, Any], overrides: Iterable[Override]) -> dict[str, Any]:
+    """``cfg`` resolved, then every ``(path, value)`` applied in order (a later one wins)."""
+    out = resolve(cfg)
+    for path, value in overrides:
+        out = set_path(out, path, value)
+    return out
+
+
+# --- values and assignments -----------------------------------------------------------------
+
+
+def parse_value(text: str) -> Any:
+    """A value as written after ``=``: JSON if it parses (``12.5``, ``true``, ``null``,
+    ``"x"``, ``[1, 1, 1]``, ``{"kind": "ace-n"}``), else the text itself as a string
+    (``modeled``)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        stripped = text.strip()
+        if stripped[:1] in ("{", "["):
+            raise SluiceError(f"malformed JSON value {text!r}") from None
+        return stripped
+
+
+def parse_assignment(text: str) -> Override:
+    """``PATH=VALUE`` -> ``(PATH, value)`` (the path is checked against a config later)."""
+    path, eq, value = text.partition("=")
+    if not eq or not path.strip():
+        raise SluiceError(f"expected PATH=VALUE, got {text!r}")
+    split_path(path)
+    return path.strip(), parse_value(value)
+
+
+def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
+    """Leaves of a config by path (arrays are leaves), scheme components in short form."""
+    if isinstance(cfg, dict) and (cfg or not prefix):
+        out: dict[str, Any] = {}
+        for k, v in cfg.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {short_path(prefix): cfg}
+
+
+#: Fields that name a run rather than set it (a sweep variant has its own ``scheme_name``).
+LABELS = ("scheme_name",)
+
+
+def diff(a: dict[str, Any], b: dict[str, Any], ignore: Sequence[str] = LABELS) -> list[str]:
+    """Paths (short form) whose values differ between two configs, sorted; the ``ignore``
+    paths (by default the run's name, :data:`LABELS`) are left out."""
+    fa, fb = flatten(a), flatten(b)
+    keys = (fa.keys() | fb.keys()) - set(ignore)
+    return sorted(k for k in keys if fa.get(k, _MISSING) != fb.get(k, _MISSING))

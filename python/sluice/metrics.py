@@ -1,0 +1,183 @@
+"""Metrics of a run, one name each, used by every table.
+
+Summary metrics are the run's ``summary.json`` flattened: a nested key joins its parent with
+``_`` (``latency_ms.p95`` -> ``latency_ms_p95``), every other key keeps its name
+(``stall_rate``, ``vmaf_mean``). :func:`summary_row` is that rule; the results table of
+``sluice matrix``, ``summary.csv`` of ``sluice compare`` and the reports all use it, so a
+metric the core adds shows up everywhere without a list to update.
+
+Frame metrics are derived from a run's frames (:func:`frame_row`): ``latency_ms_p95_steady``
+(P95 without the start-up), ``c0_share`` (ACE-C's complexity levels) and ``burst_share``
+(frames that left as a burst, :func:`frame_burst`).
+
+:data:`METRICS` gives the known metrics a table header and a number format.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .results import Run
+
+
+def _ms(v: float) -> str:
+    return f"{v:.1f}"
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.2f}%"
+
+
+def _mbps(v: float) -> str:
+    return f"{v / 1e6:.2f}"
+
+
+def _ratio(v: float) -> str:
+    return f"{v:.2f}"
+
+
+def _int(v: float) -> str:
+    return f"{v:.0f}"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric's column name, short table header and number format."""
+
+    name: str
+    header: str
+    fmt: Callable[[float], str]
+
+    def format(self, v: Any) -> str:
+        """``v`` formatted, ``-`` for a missing value."""
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "-"
+        try:
+            return self.fmt(float(v))
+        except (TypeError, ValueError):
+            return str(v)
+
+
+_KNOWN = [
+    Metric("latency_ms_mean", "lat mean ms", _ms),
+    Metric("latency_ms_p50", "lat p50 ms", _ms),
+    Metric("latency_ms_p95", "lat p95 ms", _ms),
+    Metric("latency_ms_p99", "lat p99 ms", _ms),
+    Metric("latency_ms_p999", "lat p99.9 ms", _ms),
+    Metric("latency_ms_max", "lat max ms", _ms),
+    Metric("latency_ms_p95_steady", "lat p95 steady ms", _ms),
+    Metric("stall_rate", "stall rate", _pct),
+    Metric("stall_count_200ms", "stalls > 200 ms", _int),
+    Metric("fps", "fps", lambda v: f"{v:.1f}"),
+    Metric("loss_rate", "loss", _pct),
+    Metric("video_bitrate_bps", "bitrate Mbps", _mbps),
+    Metric("utilization", "utilisation", _pct),
+    Metric("bwe_ratio", "bwe ratio", _ratio),
+    Metric("vmaf_mean", "VMAF", lambda v: f"{v:.2f}"),
+    Metric("vmaf_p5", "VMAF p5", lambda v: f"{v:.2f}"),
+    Metric("vmaf_delivered_mean", "VMAF delivered", lambda v: f"{v:.2f}"),
+    Metric("ssim_mean", "SSIM", lambda v: f"{v:.4f}"),
+    Metric("psnr_mean", "PSNR dB", lambda v: f"{v:.2f}"),
+    Metric("c0_share", "c0 frames", _pct),
+    Metric("burst_share", "burst frames", _pct),
+]
+#: Metric name -> :class:`Metric` (header and format) for the metrics tables show.
+METRICS: dict[str, Metric] = {m.name: m for m in _KNOWN}
+
+#: The columns :func:`frame_row` adds, in order.
+FRAME_METRICS = ("latency_ms_p95_steady", "c0_share", "burst_share")
+
+
+def metric(name: str) -> Metric:
+    """The :class:`Metric` called ``name`` (a plain one for metrics without a format)."""
+    return METRICS.get(name) or Metric(name, name, lambda v: f"{v:g}")
+
+
+def summary_row(summary: dict[str, Any] | None) -> dict[str, Any]:
+    """A summary flattened to metric names: nested keys joined with ``_``
+    (``{"latency_ms": {"p95": 1}}`` -> ``{"latency_ms_p95": 1}``), in the summary's order."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, v: Any) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(f"{prefix}_{k}" if prefix else str(k), x)
+        else:
+            out[prefix] = v
+
+    walk("", summary or {})
+    return out
+
+
+# --- frame metrics --------------------------------------------------------------------------
+
+#: A frame left as a burst if its packets left at least this many times faster than the
+#: congestion controller's target rate: faster than any leaky-bucket pacer in the registry
+#: (1.1x, 2.5x) can send. See :func:`frame_burst`.
+BURST_RATE_FACTOR = 4.0
+
+#: Frames captured before this are the start-up (GCC's initial probing and the first rate
+#: cuts); ``latency_ms_p95_steady`` leaves them out.
+WARMUP_S = 5.0
+
+
+def frame_burst(frames: pd.DataFrame) -> pd.Series:
+    """Per frame: True if it left as a burst, False if paced, NA if it was never sent.
+
+    A frame's packets left over ``span = last - first packet send time``; they carried
+    ``size x (n-1)/n`` bytes after the first one, so they left at ``rate = that / span``.
+    The frame counts as a burst if ``rate >= BURST_RATE_FACTOR x target_rate_bps`` (or
+    ``span == 0``; one-packet frames are bursts by this rule): no leaky-bucket pacer of the
+    registry (1.1x, 2.5x the target) sends that fast, while a frame that found a full token
+    bucket leaves at once. A fixed span cut-off (say 2 ms) would call a paced 3-packet frame
+    at 20 Mbit/s a burst.
+    """
+    import pandas as pd
+
+    if frames.empty:
+        return pd.Series([], dtype="boolean")
+    first = pd.to_numeric(frames["first_packet_sent_us"], errors="coerce")
+    last = pd.to_numeric(frames["last_packet_sent_us"], errors="coerce")
+    span_s = (last - first) / 1e6
+    n = pd.to_numeric(frames["packets"], errors="coerce").clip(lower=1)
+    bits = frames["size_bytes"].astype(float) * 8 * (n - 1) / n
+    target = pd.to_numeric(frames["target_rate_bps"], errors="coerce")
+    rate = bits / span_s.where(span_s > 0)
+    burst = (span_s <= 0) | (rate >= BURST_RATE_FACTOR * target)
+    return burst.astype("boolean").where(first.notna() & last.notna())
+
+
+def complexity_share(frames: pd.DataFrame, level: str = "c0") -> float:
+    """Share of the frames with a recorded complexity level that used ``level`` (NaN if no
+    frame recorded one, e.g. schemes without ACE-C)."""
+    if frames.empty or "complexity" not in frames:
+        return math.nan
+    levels = frames["complexity"].dropna()
+    return float((levels == level).mean()) if len(levels) else math.nan
+
+
+def steady_p95(frames: pd.DataFrame, warmup_s: float = WARMUP_S) -> float:
+    """P95 latency (ms) of the displayed frames captured after ``warmup_s``, the summary's
+    P95 without the start-up transient."""
+    import numpy as np
+
+    if frames.empty or "latency_us" not in frames:
+        return math.nan
+    lat = frames.loc[frames["capture_us"] >= warmup_s * 1e6, "latency_us"].dropna()
+    return float(np.percentile(lat / 1e3, 95)) if len(lat) else math.nan
+
+
+def frame_row(run: Run) -> dict[str, float]:
+    """The frame metrics (:data:`FRAME_METRICS`) of a loaded run."""
+    burst = frame_burst(run.frames)
+    return {
+        "latency_ms_p95_steady": steady_p95(run.frames),
+        "c0_share": complexity_share(run.frames, "c0"),
+        "burst_share": float(burst.dropna().mean()) if burst.notna().any() else math.nan,
+    }

@@ -1,0 +1,708 @@
+"""Experiment plans: a TOML file naming a matrix of runs, for ``sluice matrix PLAN``.
+
+::
+
+    name = "ace"                          # results go to <results>/ace/
+    description = "ACE (SIGCOMM '25) §6"
+    seeds = [1]                           # default: the config's seed (1)
+
+    [set]                                 # config overrides for every cell (full paths)
+    duration_s = 20
+    "downlink.queue_bytes" = 100000       # or, as TOML dotted keys: downlink.queue_bytes = ...
+
+    [video]                               # front-end settings of the clip cells
+    width = 1280                          # also: quality, encode_time, preset, encoder
+    encode_time = "modeled"
+
+    [[scheme]]                            # a registered scheme
+    name = "webrtc-x264"
+    [[scheme]]                            # a variant: a base scheme and overrides
+    name = "ace-uncorrected"
+    base = "ace"
+    set = { "encoder_controller.planned_size_scale" = [1.0, 1.0, 1.0] }
+
+    [[trace]]
+    path = "../../shared/traces/zhuge/4g_trace2.mahi"   # relative to the plan; or gen:SPEC
+    label = "4g-zhuge2"                   # default: the file stem
+    network = "4G"                        # a group for the analysis (default "-")
+    optional = true                       # missing file: skip its cells with a warning
+
+    [[clip]]                              # none: the model encoder, no video
+    path = "../data/videos/bbb-intro_1280x720_24fps_10s.mp4"
+
+    [[sweep]]                             # variants of listed schemes, one path each
+    path = "pacer.threshold_packets"
+    values = [7.5, 10, 12.5, 15]
+    schemes = ["ace"]                     # default: every scheme the path exists in
+    label = "T"                           # variant names: ace-T7.5, ... (default: first letter)
+
+The matrix is schemes (with the sweeps' variants) x traces x clips x seeds. A ``[[scheme]]``
+is a registered name, or a new name with ``base`` (a registered scheme) or ``file`` (a
+``SchemeConfig`` JSON file, relative to the plan), plus ``set`` (overrides for its cells)
+and ``encoder``. ``schemes = ["a", "b", {name = ..., base = ...}]`` is the same list inline.
+A sweep value equal to the scheme's own (``ace``'s T is 10) is the scheme's own cells, not a
+new variant. Overrides apply in the order ``[set]``, the scheme's ``set``, the sweep's
+value, the seed. Every config path is checked against the resolved config of the cells it
+applies to (:mod:`sluice.config`).
+
+Every mistake (unknown key, wrong type, unknown scheme or config path, duplicate labels) is
+a :class:`~sluice.errors.SluiceError` ``PLAN: ...`` raised by :func:`load_plan`, before
+anything runs; missing input files are checked by :meth:`Plan.check_inputs`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import config, runner
+from .errors import SluiceError
+from .experiments import (
+    Cell,
+    Outcome,
+    clip_label,
+    results_table,
+    run_cells,
+    safe_label,
+    todo_cells,
+    write_table,
+)
+from .traces import is_generated, load_trace, trace_stem
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python < 3.11
+    import tomli as tomllib
+
+TOP_KEYS = ("name", "description", "seeds", "set", "video", "scheme", "schemes", "trace",
+            "clip", "sweep")  # fmt: skip
+VIDEO_KEYS = ("width", "quality", "encode_time", "preset", "encoder")
+SCHEME_KEYS = ("name", "base", "file", "set", "encoder", "description")
+TRACE_KEYS = ("path", "label", "network", "uplink", "format", "optional")
+CLIP_KEYS = ("path", "label", "optional")
+SWEEP_KEYS = ("path", "values", "schemes", "label")
+
+
+@dataclass(frozen=True)
+class PlanScheme:
+    """A scheme of a plan: registered (``config`` None) or a composition named ``name``."""
+
+    name: str
+    base: str | None  # the registered scheme it comes from (None: from a file)
+    config: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    overrides: tuple[tuple[str, Any], ...] = ()
+    encoder: str | None = None
+    parent: str | None = None  # the scheme a sweep variant was made from
+    sweep: tuple[str, Any] | None = None  # (path, value) of a sweep variant
+
+
+@dataclass(frozen=True)
+class PlanTrace:
+    path: str  # absolute file path or gen:SPEC
+    label: str
+    network: str = "-"
+    uplink: str | None = None
+    format: str | None = None
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class PlanClip:
+    path: str | None  # None: no video (the model encoder)
+    label: str
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Sweep:
+    path: str  # short form (sluice.config.short_path)
+    values: tuple[Any, ...]
+    schemes: tuple[str, ...]
+    label: str
+
+
+@dataclass
+class Plan:
+    """A loaded, checked plan (see the module doc)."""
+
+    path: Path
+    name: str
+    description: str
+    seeds: tuple[int, ...] | None
+    overrides: tuple[tuple[str, Any], ...]
+    video: dict[str, Any]
+    schemes: list[PlanScheme]  # declared schemes, each followed by its sweep variants
+    traces: list[PlanTrace]
+    clips: list[PlanClip]
+    sweeps: list[Sweep]
+    skipped: list[str] = field(default_factory=list)  # notes on optional inputs left out
+
+    @property
+    def swept_paths(self) -> list[str]:
+        return list(dict.fromkeys(s.path for s in self.sweeps))
+
+    def scheme(self, name: str) -> PlanScheme:
+        return next(s for s in self.schemes if s.name == name)
+
+    def spec(self, s: PlanScheme, trace: PlanTrace, clip: PlanClip, seed: int | None,
+             out_dir: str | None = None) -> runner.RunSpec:  # fmt: skip
+        """The run of one cell."""
+        overrides = [*self.overrides, *s.overrides]
+        if s.sweep is not None:
+            overrides.append(s.sweep)
+        if seed is not None:
+            overrides.append(("seed", seed))
+        video = {k: v for k, v in self.video.items() if k != "encoder"}
+        return runner.RunSpec(
+            scheme=s.name, scheme_config=s.config, overrides=tuple(overrides),
+            trace=trace.path, uplink_trace=trace.uplink, trace_format=trace.format,
+            video=clip.path, encoder=s.encoder or self.video.get("encoder"),
+            out_dir=out_dir, **video,
+        )  # fmt: skip
+
+    def cells(self, results_root: str | os.PathLike[str] = "results") -> list[Cell]:
+        """One cell per (trace, clip, scheme, seed), written to
+        ``<results_root>/<name>/<trace>/<clip>/<scheme>/s<seed>``."""
+        root = Path(results_root) / safe_label(self.name)
+        seeds: list[int | None] = list(self.seeds) if self.seeds else [None]
+        default_seed = int(config.apply_overrides(config.default_config(), self.overrides)["seed"])
+        values = self._swept_values()
+        out = []
+        for t in self.traces:
+            for c in self.clips:
+                for s in self.schemes:
+                    for seed in seeds:
+                        sd = seed if seed is not None else default_seed
+                        d = root / safe_label(t.label) / safe_label(c.label) / safe_label(s.name)
+                        spec = self.spec(s, t, c, seed, str(d / f"s{sd}"))
+                        out.append(Cell(
+                            spec=spec, scheme=s.name, base_scheme=s.base, trace=t.label,
+                            network=t.network, clip=c.label, seed=sd,
+                            swept=tuple(values.get(s.name, {}).items()),
+                        ))  # fmt: skip
+        return out
+
+    def _swept_values(self) -> dict[str, dict[str, Any]]:
+        """Scheme -> {swept path: value} for the schemes a sweep covers: its variants, and
+        the scheme itself when its own value is one of the sweep's."""
+        out: dict[str, dict[str, Any]] = {}
+        for sw in self.sweeps:
+            for s in self.schemes:
+                if s.sweep is not None and s.sweep[0] == sw.path and s.parent in sw.schemes:
+                    out.setdefault(s.name, {})[sw.path] = s.sweep[1]
+                elif s.sweep is None and s.name in sw.schemes:
+                    own = config.get_path(self._template(s), sw.path)
+                    if any(_same(v, own) for v in sw.values):  # the scheme is one of the points
+                        out.setdefault(s.name, {})[sw.path] = own
+        return out
+
+    def _template(self, s: PlanScheme) -> dict[str, Any]:
+        clip = self.clips[0]
+        trace = PlanTrace("gen:constant:1", "x")
+        return self.spec(s, trace, clip, None).config()
+
+    def check_inputs(self, warn: bool = True) -> None:
+        """Checks that trace and clip files exist and traces parse. A missing optional one is
+        dropped with its cells and a warning (recorded in :attr:`skipped`); anything else is
+        a :class:`SluiceError` naming the input."""
+        per_input = len(self.schemes) * len(self.seeds or [None])
+        keep_t = []
+        for t in self.traces:
+            why = _trace_problem(t)
+            if why is None:
+                keep_t.append(t)
+            elif t.optional:
+                n = per_input * len(self.clips)
+                self._skip(f"trace '{t.label}' and its {n} cells skipped: {why}", warn)
+            else:
+                raise SluiceError(f"{self.path}: trace '{t.label}': {why} "
+                                  "(mark it optional = true to skip it)")  # fmt: skip
+        keep_c = []
+        for c in self.clips:
+            if c.path is None or Path(c.path).is_file():
+                keep_c.append(c)
+                continue
+            why = f"video file not found: {c.path}"
+            if c.optional:
+                n = per_input * len(keep_t)
+                self._skip(f"clip '{c.label}' and its {n} cells skipped: {why}", warn)
+            else:
+                raise SluiceError(f"{self.path}: clip '{c.label}': {why} "
+                                  "(mark it optional = true to skip it)")  # fmt: skip
+        if not keep_t:
+            raise SluiceError(f"{self.path}: no trace left to run ({'; '.join(self.skipped)})")
+        if not keep_c:
+            raise SluiceError(f"{self.path}: no clip left to run ({'; '.join(self.skipped)})")
+        self.traces, self.clips = keep_t, keep_c
+
+    def _skip(self, note: str, warn: bool) -> None:
+        self.skipped.append(note)
+        if warn:
+            print(f"warning: {self.path}: {note}", file=sys.stderr)
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as run (``plan.json`` next to the results): everything resolved."""
+        return {
+            "plan": str(self.path),
+            "name": self.name,
+            "description": self.description,
+            "seeds": list(self.seeds) if self.seeds else None,
+            "set": [list(o) for o in self.overrides],
+            "video": self.video,
+            "schemes": [
+                {
+                    "name": s.name,
+                    "base": s.base,
+                    "set": [list(o) for o in s.overrides],
+                    "encoder": s.encoder,
+                    "parent": s.parent,
+                    "sweep": list(s.sweep) if s.sweep else None,
+                }
+                for s in self.schemes
+            ],  # fmt: skip
+            "traces": [vars(t) for t in self.traces],
+            "clips": [vars(c) for c in self.clips],
+            "sweeps": [
+                {
+                    "path": w.path,
+                    "values": list(w.values),
+                    "schemes": list(w.schemes),
+                    "label": w.label,
+                }
+                for w in self.sweeps
+            ],  # fmt: skip
+            "skipped": self.skipped,
+        }
+
+
+def _trace_problem(t: PlanTrace) -> str | None:
+    for p in (t.path, t.uplink):
+        if p is None:
+            continue
+        if not is_generated(p) and not Path(p).is_file():
+            return f"trace file not found: {p}"
+        try:
+            load_trace(p, duration_s=1.0, fmt=t.format)
+        except SluiceError as e:
+            return str(e)
+    return None
+
+
+# --- loading --------------------------------------------------------------------------------
+
+
+class _Ctx:
+    """Where a value came from, for error messages."""
+
+    def __init__(self, path: Path, where: str = "") -> None:
+        self.path = path
+        self.where = where
+
+    def at(self, where: str) -> _Ctx:
+        return _Ctx(self.path, f"{self.where}{where}")
+
+    def error(self, msg: str) -> SluiceError:
+        return SluiceError(f"{self.path}: {self.where + ': ' if self.where else ''}{msg}")
+
+    def table(self, v: Any, keys: tuple[str, ...], what: str) -> dict[str, Any]:
+        if not isinstance(v, dict):
+            raise self.error(f"{what} must be a table, got {_tname(v)}")
+        bad = [k for k in v if k not in keys]
+        if bad:
+            raise self.error(f"unknown key '{bad[0]}' in {what} (valid: {', '.join(keys)})")
+        return v
+
+    def str(self, d: dict[str, Any], key: str, default: Any = None, required: bool = False):
+        if key not in d:
+            if required:
+                raise self.error(f"missing key '{key}'")
+            return default
+        v = d[key]
+        if not isinstance(v, str) or not v.strip():
+            raise self.error(f"'{key}' must be a non-empty string, got {_tname(v)} {v!r}")
+        return v
+
+    def bool(self, d: dict[str, Any], key: str, default: bool = False) -> bool:
+        v = d.get(key, default)
+        if not isinstance(v, bool):
+            raise self.error(f"'{key}' must be true or false, got {_tname(v)} {v!r}")
+        return v
+
+    def list(self, d: dict[str, Any], key: str) -> list[Any] | None:
+        if key not in d:
+            return None
+        v = d[key]
+        if not isinstance(v, list):
+            raise self.error(f"'{key}' must be an array, got {_tname(v)} {v!r}")
+        return v
+
+
+def _tname(v: Any) -> str:
+    return {dict: "a table", list: "an array", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number"}.get(type(v), type(v).__name__)  # fmt: skip
+
+
+def _overrides(ctx: _Ctx, v: Any, what: str) -> tuple[tuple[str, Any], ...]:
+    """A ``set`` table as (path, value) pairs. Quoted dotted keys are paths; TOML dotted keys
+    and sub-tables become nested tables, flattened here to paths, except a table with a
+    ``kind`` (a component replaced wholesale), which is the value."""
+    if not isinstance(v, dict):
+        raise ctx.error(f"{what} must be a table of config paths, got {_tname(v)}")
+    out: list[tuple[str, Any]] = []
+
+    def walk(prefix: str, d: dict[str, Any]) -> None:
+        for k, x in d.items():
+            p = f"{prefix}.{k}" if prefix else str(k)
+            if isinstance(x, dict) and "kind" not in x and x:
+                walk(p, x)
+            else:
+                out.append((p, x))
+
+    walk("", v)
+    for p, _ in out:
+        try:
+            config.split_path(p)
+        except SluiceError as e:
+            raise ctx.error(f"{what}: {e}") from None
+    return tuple(out)
+
+
+def _resolve_file(base: Path, p: str) -> str:
+    if is_generated(p):
+        return p
+    return str((base / os.path.expanduser(p)).resolve())
+
+
+def load_plan(path: str | os.PathLike[str]) -> Plan:
+    """Reads and checks a plan (see the module doc); :class:`SluiceError` ``PATH: ...`` for
+    any mistake. Input files are not looked at (:meth:`Plan.check_inputs`)."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SluiceError(f"plan file not found: {path}") from None
+    except IsADirectoryError:
+        raise SluiceError(f"plan path is a directory, not a file: {path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SluiceError(f"cannot read plan {path}: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SluiceError(f"{path}: invalid TOML: {e}") from None
+    return plan_from_dict(data, p)
+
+
+def plan_from_dict(data: dict[str, Any], path: Path) -> Plan:
+    """A plan from its parsed TOML; relative paths are relative to ``path``'s directory."""
+    ctx = _Ctx(path)
+    ctx.table(data, TOP_KEYS, "the plan")
+    base = path.resolve().parent
+    name = ctx.str(data, "name", required=True)
+    if safe_label(name) != name:
+        raise ctx.error(f"'name' must be a plain file name ([A-Za-z0-9._-]), got {name!r}")
+    description = ctx.str(data, "description", default="")
+
+    seeds = ctx.list(data, "seeds")
+    if seeds is not None:
+        if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
+                            for s in seeds):  # fmt: skip
+            raise ctx.error(f"'seeds' must be a non-empty array of integers >= 0, got {seeds}")
+        if len(set(seeds)) != len(seeds):
+            raise ctx.error(f"seed listed twice in 'seeds': {seeds}")
+    overrides = _overrides(ctx, data.get("set", {}), "[set]")
+    if seeds is not None and any(config.short_path(p) == "seed" for p, _ in overrides):
+        raise ctx.error("[set] sets 'seed' and 'seeds' is given: use one of them")
+
+    video = dict(ctx.table(data.get("video", {}), VIDEO_KEYS, "[video]"))
+    vctx = ctx.at("[video]")
+    if "width" in video and (
+        isinstance(video["width"], bool)
+        or not isinstance(video["width"], int)
+        or video["width"] < 16
+    ):
+        raise vctx.error(f"'width' must be an integer >= 16, got {video['width']!r}")  # fmt: skip
+    for key, allowed in (("quality", ("none", "fast", "full")),
+                         ("encode_time", runner.ENCODE_TIME_MODES),
+                         ("encoder", runner.ENCODERS)):  # fmt: skip
+        if key in video and video[key] not in allowed:
+            raise vctx.error(f"'{key}' must be one of {', '.join(allowed)}, got {video[key]!r}")
+    if "preset" in video:
+        vctx.str(video, "preset")
+
+    schemes = _schemes(ctx, data, base)
+    traces = _traces(ctx, data, base)
+    clips = _clips(ctx, data, base)
+    plan = Plan(path, name, description, tuple(seeds) if seeds else None, overrides, video,
+                schemes, traces, clips, [])  # fmt: skip
+    _check_specs(ctx, plan)
+    plan.sweeps = _sweeps(ctx, data, plan)
+    _check_specs(ctx, plan, only_variants=True)
+    return plan
+
+
+def _schemes(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanScheme]:
+    if "scheme" in data and "schemes" in data:
+        raise ctx.error("give the schemes as 'schemes = [...]' or as [[scheme]] tables, not both")
+    raw = data.get("scheme", data.get("schemes"))
+    if raw is None:
+        raise ctx.error("no schemes: add [[scheme]] tables or 'schemes = [...]'")
+    if not isinstance(raw, list) or not raw:
+        raise ctx.error(f"the schemes must be a non-empty array, got {_tname(raw)}")
+    known = config.scheme_names()
+    out: list[PlanScheme] = []
+    for i, entry in enumerate(raw):
+        sctx = ctx.at(f"scheme {i + 1}")
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        entry = sctx.table(entry, SCHEME_KEYS, "a scheme")
+        name = sctx.str(entry, "name", required=True)
+        sctx = ctx.at(f"scheme '{name}'")
+        if safe_label(name) != name:
+            raise sctx.error("a scheme name must be a plain file name ([A-Za-z0-9._-])")
+        base_name = sctx.str(entry, "base")
+        file = sctx.str(entry, "file")
+        encoder = sctx.str(entry, "encoder")
+        if encoder is not None and encoder not in runner.ENCODERS:
+            raise sctx.error(f"'encoder' must be one of {', '.join(runner.ENCODERS)}, "
+                             f"got {encoder!r}")  # fmt: skip
+        sets = _overrides(sctx, entry.get("set", {}), "'set'")
+        if base_name and file:
+            raise sctx.error("give 'base' or 'file', not both")
+        cfg = None
+        if file:
+            cfg = _scheme_file(sctx, base, file)
+            base_name = None
+        elif base_name:
+            if base_name not in known:
+                raise sctx.error(f"unknown base scheme '{base_name}' (known: {', '.join(known)})")
+            if name in known:
+                raise sctx.error(f"'{name}' is a registered scheme: give the variant its own name")
+            cfg = config.scheme_config(base_name)
+        elif name in known:
+            if sets:
+                raise sctx.error(f"'{name}' is a registered scheme: to change it, give the "
+                                 f"variant its own name and base = \"{name}\"")  # fmt: skip
+            base_name = name
+        else:
+            raise sctx.error(f"unknown scheme '{name}' (known: {', '.join(known)}; a new "
+                             "scheme needs 'base' or 'file')")  # fmt: skip
+        out.append(PlanScheme(name, base_name, cfg, sets, encoder))
+    names = [s.name for s in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ctx.error(f"scheme listed twice: {', '.join(dup)}")
+    return out
+
+
+def _scheme_file(ctx: _Ctx, base: Path, file: str) -> dict[str, Any]:
+    path = base / file
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ctx.error(f"scheme file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ctx.error(f"cannot read scheme file {path}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise ctx.error(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
+    if isinstance(obj, dict) and isinstance(obj.get("config"), dict) and "pacer" not in obj:
+        obj = obj["config"]  # an entry copied from `sluice schemes --json`
+    if not isinstance(obj, dict):
+        raise ctx.error(f"{path}: expected a JSON object (a scheme composition)")
+    return obj
+
+
+def _entries(ctx: _Ctx, data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    raw = data.get(key, [])
+    if not isinstance(raw, list):
+        raise ctx.error(f"'{key}' must be an array of tables ([[{key}]]), got {_tname(raw)}")
+    return raw
+
+
+def _unique(ctx: _Ctx, what: str, labels: list[str]) -> None:
+    safe = [safe_label(x) for x in labels]
+    dup = sorted({x for x, s in zip(labels, safe) if safe.count(s) > 1})
+    if dup:
+        raise ctx.error(f"{what} label listed twice: {', '.join(dup)}")
+
+
+def _traces(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanTrace]:
+    out = []
+    for i, entry in enumerate(_entries(ctx, data, "trace")):
+        tctx = ctx.at(f"trace {i + 1}")
+        entry = tctx.table(entry, TRACE_KEYS, "a [[trace]]")
+        path = _resolve_file(base, tctx.str(entry, "path", required=True))
+        label = tctx.str(entry, "label", default=trace_stem(entry["path"]))
+        uplink = tctx.str(entry, "uplink")
+        fmt = tctx.str(entry, "format")
+        if fmt is not None and fmt not in ("mahimahi", "rate"):
+            raise tctx.error(f"'format' must be mahimahi or rate, got {fmt!r}")
+        out.append(PlanTrace(
+            path, label, tctx.str(entry, "network", default="-"),
+            _resolve_file(base, uplink) if uplink else None, fmt, tctx.bool(entry, "optional"),
+        ))  # fmt: skip
+    if not out:
+        raise ctx.error("no traces: add [[trace]] tables (path = a file or gen:SPEC)")
+    _unique(ctx, "trace", [t.label for t in out])
+    return out
+
+
+def _clips(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanClip]:
+    out = []
+    for i, entry in enumerate(_entries(ctx, data, "clip")):
+        cctx = ctx.at(f"clip {i + 1}")
+        entry = cctx.table(entry, CLIP_KEYS, "a [[clip]]")
+        raw = cctx.str(entry, "path", required=True)
+        path = str((base / os.path.expanduser(raw)).resolve())
+        label = cctx.str(entry, "label", default=clip_label(raw))
+        out.append(PlanClip(path, label, cctx.bool(entry, "optional")))
+    if not out:
+        return [PlanClip(None, "model")]
+    _unique(ctx, "clip", [c.label for c in out])
+    return out
+
+
+def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
+    """Every scheme's run config resolves (one cell per scheme and kind of clip)."""
+    trace = PlanTrace("gen:constant:1", "x")
+    for s in plan.schemes:
+        if only_variants and s.sweep is None:
+            continue
+        sctx = ctx.at(f"scheme '{s.name}'")
+        for clip in {c.path is None: c for c in plan.clips}.values():
+            spec = plan.spec(s, trace, clip, plan.seeds[0] if plan.seeds else None)
+            try:
+                runner.check(spec)
+            except SluiceError as e:
+                msg = str(e)
+                if clip.path is None and "needs a video" in msg:
+                    msg = ("it is defined on x264 and needs a clip: add [[clip]] tables, or "
+                           "encoder = \"model\" to run it on the model encoder")  # fmt: skip
+                raise sctx.error(msg) from None
+
+
+def _variant_name(scheme: str, label: str, value: Any) -> str:
+    v = f"{value:g}" if isinstance(value, float) else json.dumps(value)
+    return safe_label(f"{scheme}-{label}{v.strip(chr(34))}")
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=0.0)
+    return bool(a == b)
+
+
+def _sweeps(ctx: _Ctx, data: dict[str, Any], plan: Plan) -> list[Sweep]:
+    out: list[Sweep] = []
+    declared = list(plan.schemes)
+    for i, entry in enumerate(_entries(ctx, data, "sweep")):
+        wctx = ctx.at(f"sweep {i + 1}")
+        entry = wctx.table(entry, SWEEP_KEYS, "a [[sweep]]")
+        raw_path = wctx.str(entry, "path", required=True)
+        try:
+            path = config.short_path(raw_path)
+        except SluiceError as e:
+            raise wctx.error(str(e)) from None
+        if path in ("seed", "scheme_name"):
+            raise wctx.error(f"cannot sweep '{path}'" + (": use 'seeds'" if path == "seed" else ""))
+        values = wctx.list(entry, "values")
+        if not values:
+            raise wctx.error("'values' must be a non-empty array")
+        names = wctx.list(entry, "schemes")
+        templates = {s.name: plan._template(s) for s in declared}
+        if names is None:
+            names = [s.name for s in declared if config.has_path(templates[s.name], path)]
+            if not names:
+                raise wctx.error(f"no scheme of the plan has the config path '{path}'")
+        for n in names:
+            if n not in templates:
+                raise wctx.error(f"unknown scheme '{n}' (the plan's: {', '.join(templates)})")
+            try:
+                config.get_path(templates[n], path)
+            except SluiceError as e:
+                raise wctx.error(f"scheme '{n}': {e}") from None
+        label = wctx.str(entry, "label", default=path.split(".")[-1][:1].upper())
+        for n in names:
+            parent = plan.scheme(n)
+            own = config.get_path(templates[n], path)
+            for v in values:
+                if _same(v, own):
+                    continue  # the scheme's own cells stand for its own value
+                vname = _variant_name(n, label, v)
+                if any(s.name == vname for s in plan.schemes):
+                    raise wctx.error(f"variant name '{vname}' is taken: give the sweep a "
+                                     "'label'")  # fmt: skip
+                cfg = parent.config if parent.config is not None else config.scheme_config(n)
+                # Right after the parent and its earlier variants.
+                at = max(i for i, s in enumerate(plan.schemes) if n in (s.name, s.parent)) + 1
+                plan.schemes.insert(at, PlanScheme(
+                    vname, parent.base, cfg, parent.overrides, parent.encoder, parent=n,
+                    sweep=(path, v),
+                ))  # fmt: skip
+        out.append(Sweep(path, tuple(values), tuple(names), label))
+    paths = [w.path for w in out]
+    dup = sorted({p for p in paths if paths.count(p) > 1})
+    if dup:
+        raise ctx.error(f"path swept twice: {', '.join(dup)}")
+    return out
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+PLAN_FILE = "plan.json"
+
+
+@dataclass
+class MatrixResult:
+    """What :func:`run_plan` did: the results table, the cells, what ran and what failed."""
+
+    table: Any  # pandas.DataFrame, one row per finished cell
+    cells: list[Cell]
+    todo: list[Cell]
+    outcome: Outcome | None
+    paths: list[Path]  # the results table files written
+
+
+def check_only(plan: Plan, only: Sequence[str] | None) -> None:
+    """:class:`SluiceError` if a name of ``only`` is not a scheme of the plan."""
+    names = [s.name for s in plan.schemes]
+    bad = [n for n in only or () if n not in names]
+    if bad:
+        raise SluiceError(f"--only: '{bad[0]}' is not a scheme of {plan.path} "
+                          f"(its schemes: {', '.join(names)})")  # fmt: skip
+
+
+def run_plan(
+    plan: Plan,
+    results_root: str | os.PathLike[str] = "results",
+    *,
+    jobs: int | None = None,
+    backend: str = "process",
+    rerun: str = "missing",
+    only: Sequence[str] | None = None,
+    dry_run: bool = False,
+    progress: bool = True,
+) -> MatrixResult:
+    """Runs the cells of ``plan`` that need it (:func:`~sluice.experiments.todo_cells`;
+    ``only``: of these schemes) and writes ``<results_root>/<name>/results.csv`` (and
+    ``.parquet``) and ``plan.json``. Inputs are checked first (:meth:`Plan.check_inputs`).
+    ``dry_run``: decide what would run, run nothing, write nothing."""
+    check_only(plan, only)
+    plan.check_inputs(warn=progress or dry_run)
+    cells = plan.cells(results_root)
+    todo = todo_cells([c for c in cells if not only or c.scheme in only], rerun)
+    out_dir = Path(results_root) / safe_label(plan.name)
+    if dry_run:
+        return MatrixResult(None, cells, todo, None, [])
+    if progress:
+        print(f"{plan.name}: {len(cells)} cells, {len(todo)} to run", file=sys.stderr)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / PLAN_FILE).write_text(json.dumps(plan.to_json(), indent=2), encoding="utf-8")
+    outcome = run_cells(todo, jobs=jobs, backend=backend, progress=progress, desc=plan.name)
+    df = results_table(cells, plan.name, plan.swept_paths)
+    paths = write_table(df, out_dir)
+    return MatrixResult(df, cells, todo, outcome, paths)

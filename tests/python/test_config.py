@@ -1,0 +1,134 @@
+"""Config paths (sluice.config): full dotted paths into the resolved RunConfig, never "this key
+wherever it appears"."""
+
+from __future__ import annotations
+
+import pytest
+from sluice import config
+from sluice.errors import SluiceError
+
+
+def _with(*overrides, scheme: str = "webrtc"):
+    cfg = config.default_config()
+    cfg["scheme_name"] = scheme
+    return config.apply_overrides(cfg, overrides)
+
+
+def test_resolve_expands_the_scheme_and_defaults():
+    cfg = _with(scheme="ace")
+    assert cfg["scheme"] == config.scheme_config("ace")
+    assert cfg["encoder"]["kind"] == "model" and "frame_sigma" in cfg["encoder"]
+    assert config.get_path(cfg, "pacer.threshold_packets") == 10.0
+    assert config.get_path(cfg, "scheme.pacer.threshold_packets") == 10.0
+    assert config.get_path(cfg, "cc.trendline_window.window_ms") == 200
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        ("duration_s", 12.5),
+        ("feedback_interval_ms", 20),
+        ("sample_interval_ms", 10),
+        ("drain_s", 0.5),
+        ("max_payload_bytes", 1000),
+        ("downlink.queue_bytes", 50_000),
+        ("uplink.delay_ms", 5),
+        ("encoder.frame_sigma", 0.55),
+        ("cc.pacing_factor", 2.5),
+        ("encoder_controller.vbv_buffer_ms", 250),
+        ("scheme.pacer.max_debt_ms", 100),
+    ],
+)
+def test_an_override_changes_exactly_its_path(path, value):
+    base = _with()
+    changed = _with((path, value))
+    assert config.diff(base, changed) == [config.short_path(path)]
+    assert config.get_path(changed, path) == value
+
+
+def test_a_key_is_not_set_wherever_it_appears():
+    # `alpha` is a field of ACE-N's pacer and of ACE-C's EWMA (`ewma_alpha`); only the path
+    # given changes.
+    ace = _with(scheme="ace")
+    out = _with(("pacer.alpha", 0.5), scheme="ace")
+    assert config.diff(ace, out) == ["pacer.alpha"]
+    with pytest.raises(SluiceError, match="unknown config path 'alpha'.*valid: .*duration_s"):
+        _with(("alpha", 0.5), scheme="ace")
+
+
+@pytest.mark.parametrize(
+    "path, needles",
+    [
+        ("pacer.alpha", ["'pacer.alpha'", "(leaky-bucket)", "valid: burst_interval_ms, kind"]),
+        ("downlink.delay", ["'downlink' has no field 'delay'", "delay_ms, loss"]),
+        ("nope", ["the run config has no field 'nope'", "feedback_interval_ms"]),
+        ("downlink.delay_ms.x", ["downlink.delay_ms is a number"]),
+        ("encoder.preset", ["'encoder' (model) has no field 'preset'"]),
+    ],
+)
+def test_unknown_paths_name_the_path_and_the_valid_keys(path, needles):
+    with pytest.raises(SluiceError) as e:
+        _with((path, 1))
+    msg = str(e.value)
+    assert "\n" not in msg
+    for n in needles:
+        assert n in msg, (n, msg)
+
+
+def test_types_must_match_the_default():
+    with pytest.raises(SluiceError, match="'duration_s' takes a number.*got a string"):
+        _with(("duration_s", "long"))
+    with pytest.raises(SluiceError, match="'fps' takes a number.*got a boolean"):
+        _with(("fps", True))
+    with pytest.raises(SluiceError, match="'cc.probing' takes a boolean"):
+        _with(("cc.probing", 1))
+    with pytest.raises(SluiceError, match="seed=1.5: invalid type"):
+        _with(("seed", 1.5))  # a number, but the core wants an integer
+    # null fields take what the core accepts
+    assert _with(("downlink.queue_packets", 40))["downlink"]["queue_packets"] == 40
+
+
+def test_tagged_components_are_replaced_wholesale():
+    out = _with(("pacer", {"kind": "ace-n"}), ("pacer.threshold_packets", 12.5))
+    assert out["scheme"]["pacer"] == {**config.scheme_config("ace-n")["pacer"],
+                                      "threshold_packets": 12.5}  # fmt: skip
+    assert _with(("pacer.kind", "ace-n"))["scheme"]["pacer"]["kind"] == "ace-n"
+    window = _with(("cc.trendline_window", {"kind": "time", "window_ms": 100}))
+    assert window["scheme"]["cc"]["trendline_window"] == {"kind": "time", "window_ms": 100}
+    with pytest.raises(SluiceError, match=r"pacer=\{\"kind\": \"nope\"\}: unknown variant"):
+        _with(("pacer", {"kind": "nope"}))
+    with pytest.raises(SluiceError, match="unknown field `foo`"):
+        _with(("pacer", {"kind": "ace-n", "foo": 1}))
+
+
+def test_an_object_without_kind_sets_its_fields():
+    base = _with()
+    out = _with(("downlink", {"delay_ms": 30, "queue_bytes": 100_000}))
+    assert config.diff(base, out) == ["downlink.delay_ms", "downlink.queue_bytes"]
+    with pytest.raises(SluiceError, match="'downlink' has no field 'delay'"):
+        _with(("downlink", {"delay": 30}))
+
+
+def test_values_and_assignments():
+    assert config.parse_value("12.5") == 12.5
+    assert config.parse_value("true") is True and config.parse_value("null") is None
+    assert config.parse_value("modeled") == "modeled"
+    assert config.parse_value('{"kind": "ace-n"}') == {"kind": "ace-n"}
+    assert config.parse_value("[1, 1, 1]") == [1, 1, 1]
+    with pytest.raises(SluiceError, match="malformed JSON"):
+        config.parse_value("{kind: ace-n}")
+    assert config.parse_assignment("pacer.threshold_packets=12.5") == (
+        "pacer.threshold_packets", 12.5)  # fmt: skip
+    for bad in ("no-equals", "=3", "a..b=1"):
+        with pytest.raises(SluiceError):
+            config.parse_assignment(bad)
+
+
+def test_registry_is_read_once_and_copied():
+    reg = config.registry()
+    reg[0]["config"]["pacer"]["kind"] = "changed"
+    assert config.registry()[0]["config"]["pacer"]["kind"] != "changed"
+    assert config.scheme_info("nope") is None
+    with pytest.raises(SluiceError, match="unknown scheme 'nope'"):
+        config.scheme_config("nope")
+    assert config.scheme_colors()["webrtc"] == reg[0]["color"]

@@ -1,0 +1,331 @@
+"""Experiment plans and ``sluice matrix``: cells, sweeps, resuming, the results table, plan
+errors; the generic table plots; the ACE plans and report (sluice.analysis.ace)."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sluice import config, experiments, metrics, plots, results
+from sluice import plan as plans
+from sluice.analysis import ace
+from sluice.analysis import load as load_results
+from sluice.errors import SluiceError
+
+REPO = Path(__file__).resolve().parents[2]
+PNG = b"\x89PNG\r\n\x1a\n"
+
+# Model encoder (no clip), 2 s of a generated trace, 2 schemes x 2 seeds plus a sweep
+# variant of one of them: the whole matrix runs in seconds.
+TINY = """\
+name = "tiny"
+seeds = [1, 2]
+
+[set]
+duration_s = 2
+downlink.queue_bytes = 100000
+
+[[scheme]]
+name = "webrtc"
+[[scheme]]
+name = "always-burst"
+
+[[trace]]
+path = "gen:constant:12"
+label = "const12"
+network = "wired"
+
+[[sweep]]
+path = "cc.pacing_factor"
+values = [1.1, 2.0]
+schemes = ["webrtc"]
+label = "P"
+"""
+
+
+def _plan_file(tmp: Path, text: str, name: str = "plan.toml") -> Path:
+    p = tmp / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """The tiny plan, run once with --jobs 2: (plan file, results root, first result)."""
+    from sluice.cli import main
+
+    tmp = tmp_path_factory.mktemp("matrix")
+    plan = _plan_file(tmp, TINY)
+    root = tmp / "results"
+    assert main(["matrix", str(plan), "--jobs", "2", "--results", str(root)]) == 0
+    return plan, root
+
+
+def test_cells_and_sweep(tmp_path):
+    p = plans.load_plan(_plan_file(tmp_path, TINY))
+    assert [s.name for s in p.schemes] == ["webrtc", "webrtc-P2", "always-burst"]
+    cells = p.cells(tmp_path / "r")
+    assert [(c.scheme, c.seed) for c in cells] == [
+        ("webrtc", 1), ("webrtc", 2), ("webrtc-P2", 1), ("webrtc-P2", 2),
+        ("always-burst", 1), ("always-burst", 2),
+    ]  # fmt: skip
+    assert {c.base_scheme for c in cells} == {"webrtc", "always-burst"}
+    assert cells[0].run_dir == tmp_path / "r" / "tiny" / "const12" / "model" / "webrtc" / "s1"
+    swept = {c.scheme: dict(c.swept) for c in cells}
+    # webrtc's own pacing factor (1.1) is a point of the sweep: its cells stand for it.
+    assert swept == {"webrtc": {"cc.pacing_factor": 1.1}, "webrtc-P2": {"cc.pacing_factor": 2.0},
+                     "always-burst": {}}  # fmt: skip
+    # The variant differs from its parent in exactly the swept path.
+    a, b = cells[0].spec.config(), cells[2].spec.config()
+    assert config.diff(a, b) == ["cc.pacing_factor"]
+    assert b["scheme_name"] == "webrtc-P2"
+    assert a["duration_s"] == 2.0 and a["downlink"]["queue_bytes"] == 100_000
+
+
+def test_sweep_defaults_to_every_scheme_with_the_path(tmp_path):
+    p = plans.load_plan(_plan_file(tmp_path, """\
+        name = "s"
+        schemes = ["webrtc", "always-burst", {name = "acen", base = "ace-n", encoder = "model"}]
+        [[trace]]
+        path = "gen:constant:12"
+        [[sweep]]
+        path = "scheme.pacer.threshold_packets"
+        values = [5, 20]
+        """))  # fmt: skip
+    assert [s.name for s in p.schemes] == ["webrtc", "always-burst", "acen", "acen-T5",
+                                           "acen-T20"]  # fmt: skip
+    assert p.sweeps[0].path == "pacer.threshold_packets" and p.sweeps[0].schemes == ("acen",)
+    cells = {c.scheme: c for c in p.cells(tmp_path)}
+    assert config.diff(cells["acen"].spec.config(), cells["acen-T20"].spec.config()) == [
+        "pacer.threshold_packets"]  # fmt: skip
+    assert cells["acen-T5"].spec.config()["encoder"]["kind"] == "model"
+
+
+def test_matrix_runs_resumes_and_reruns(tiny, sluice, monkeypatch):
+    plan, root = tiny
+    table = root / "tiny" / "results.csv"
+    df = pd.read_csv(table)
+    assert len(df) == 6
+    assert list(df.columns[:8]) == [*experiments.LABEL_COLUMNS, "cc.pacing_factor"]
+    assert list(df.columns[-2:]) == experiments.TAIL_COLUMNS
+    assert df["cc.pacing_factor"].tolist()[:4] == [1.1, 1.1, 2.0, 2.0]
+    assert df["cc.pacing_factor"].iloc[4:].isna().all()
+    assert set(df["plan"]) == {"tiny"} and set(df["network"]) == {"wired"}
+    assert (df["latency_ms_p95"] >= df["latency_ms_p50"]).all()
+    for m in metrics.FRAME_METRICS:
+        assert m in df
+    burst = df.groupby("scheme")["burst_share"].mean()
+    assert burst["always-burst"] == 1.0 and burst["webrtc"] < 0.5
+    assert df["c0_share"].isna().all()  # no ACE-C
+    for d in df["run_dir"]:
+        header = results.read_header(d)
+        assert header["config"]["duration_s"] == 2.0
+    seeds = {(s, d): results.read_header(d)["seed"] for s, d in zip(df["scheme"], df["run_dir"])}
+    assert sorted(set(seeds.values())) == [1, 2]
+    assert (root / "tiny" / plans.PLAN_FILE).is_file()
+
+    calls: list[int] = []
+    real = experiments.run_many
+
+    def counting(specs, **kw):
+        calls.append(len(specs))
+        return real(specs, **kw)
+
+    monkeypatch.setattr(experiments, "run_many", counting)
+    r = sluice("matrix", str(plan), "--results", str(root), "--jobs", "1")
+    assert r.code == 0, r.err
+    assert calls == [0] and "6 cells, 0 run now" in r.out
+    pd.testing.assert_frame_equal(pd.read_csv(table), df)
+
+    # A lost result reruns only that cell; --only limits what runs, not the table.
+    (Path(df["run_dir"][1]) / results.SUMMARY_FILE).unlink()
+    r = sluice("matrix", str(plan), "--results", str(root), "--jobs", "1", "--only", "webrtc")
+    assert r.code == 0, r.err
+    assert calls == [0, 1]
+    again = pd.read_csv(table)
+    assert len(again) == 6 and again["latency_ms_p95"].tolist() == df["latency_ms_p95"].tolist()
+
+    r = sluice("matrix", str(plan), "--results", str(root), "--dry-run", "--rerun", "all")
+    assert r.code == 0 and calls == [0, 1]
+    assert r.out.count("\nrun ") + r.out.startswith("run ") == 6
+
+    r = sluice("matrix", str(plan), "--results", str(root), "--rerun", "all", "--jobs", "1",
+               "--only", "always-burst")  # fmt: skip
+    assert r.code == 0, r.err
+    assert calls == [0, 1, 2]
+
+
+def test_changed_setting_reruns_its_cells(tiny, tmp_path, monkeypatch):
+    plan, root = tiny
+    text = plan.read_text().replace("duration_s = 2", "duration_s = 1.5")
+    cells = plans.load_plan(_plan_file(tmp_path, text)).cells(root)
+    assert len(experiments.todo_cells(cells)) == 6
+    assert experiments.todo_cells(plans.load_plan(plan).cells(root)) == []
+
+
+@pytest.mark.parametrize(
+    "change, needles",
+    [
+        (("[[scheme]]\nname = \"webrtc\"", "[[scheme]]\nname = \"nosuch\""),
+         ["scheme 'nosuch'", "unknown scheme 'nosuch'"]),
+        (("label = \"P\"", "label = \"P\"\nbogus = 1"), ["unknown key 'bogus'", "path, values"]),
+        (("duration_s = 2", "duration_s = \"two\""), ["'duration_s' takes a number"]),
+        (("duration_s = 2", "pacer.nope = 2"), ["unknown config path 'pacer.nope'",
+                                                "(leaky-bucket)"]),
+        (("path = \"cc.pacing_factor\"", "path = \"pacing_factor\""),
+         ["unknown config path 'pacing_factor'"]),
+        (("label = \"const12\"", "label = \"const12\"\n[[trace]]\npath = \"gen:constant:5\"\n"
+          "label = \"const12\""), ["trace label listed twice: const12"]),
+        (("seeds = [1, 2]", "seeds = [1, 1]"), ["seed listed twice"]),
+        (("seeds = [1, 2]", "seeds = 1"), ["'seeds' must be an array"]),
+        (("[[scheme]]\nname = \"always-burst\"", "[[scheme]]\nname = \"always-burst\"\n"
+          "set = { \"cc.pacing_factor\" = 2 }"), ["is a registered scheme"]),
+        (("label = \"P\"", "label = \"P\"\n[video]\nwidth = 8"), ["'width' must be"]),
+        (("name = \"tiny\"", "name = tiny"), ["invalid TOML"]),
+        (("name = \"tiny\"", "name = \"ti/ny\""), ["plain file name"]),
+    ],
+)  # fmt: skip
+def test_plan_mistakes_are_one_line(sluice, tmp_path, change, needles):
+    old, new = change
+    assert old in TINY
+    plan = _plan_file(tmp_path, TINY.replace(old, new, 1))
+    r = sluice("matrix", str(plan), "--results", str(tmp_path / "r"))
+    r.assert_one_line_error(f"{plan}: ", *needles)
+    assert not (tmp_path / "r").exists()  # nothing ran
+
+
+def test_missing_inputs(sluice, tmp_path):
+    base = TINY + '\n[[trace]]\npath = "no/such.mahi"\nlabel = "gone"\n'
+    plan = _plan_file(tmp_path, base)
+    r = sluice("matrix", str(plan), "--results", str(tmp_path / "r"), "--dry-run")
+    r.assert_one_line_error("trace 'gone'", "trace file not found",
+                            str(tmp_path / "no" / "such.mahi"), "optional = true")  # fmt: skip
+    plan.write_text(base + "optional = true\n")
+    r = sluice("matrix", str(plan), "--results", str(tmp_path / "r"), "--dry-run")
+    assert r.code == 0, r.err
+    assert "warning:" in r.err and "trace 'gone' and its 6 cells skipped" in r.err
+    assert "gone" not in r.out and "6 to run" in r.out
+    r = sluice("matrix", str(plan), "--results", str(tmp_path / "r"), "--only", "nosuch")
+    r.assert_one_line_error("--only: 'nosuch' is not a scheme", "webrtc-P2")
+
+
+def test_x264_scheme_without_clips(tmp_path):
+    with pytest.raises(SluiceError, match="scheme 'ace': it is defined on x264 and needs a clip"):
+        plans.load_plan(_plan_file(tmp_path, TINY.replace('name = "always-burst"',
+                                                          'name = "ace"')))  # fmt: skip
+
+
+def test_ace_plans_load():
+    for name, n_schemes in (("ace.toml", 11), ("ace-quick.toml", 10)):
+        p = plans.load_plan(REPO / "experiments" / name)
+        names = [s.name for s in p.schemes]
+        assert len(names) == n_schemes and names[0] == "webrtc-x264"
+        assert names.index("ace-T7.5") == names.index("ace") + 1
+        unc = p.scheme("ace-uncorrected")
+        clip = plans.PlanClip("x.mp4", "x")
+        trace = plans.PlanTrace("gen:constant:1", "t")
+        a = p.spec(p.scheme("ace"), trace, clip, 1).config()
+        b = p.spec(unc, trace, clip, 1).config()
+        assert config.diff(a, b) == ["encoder_controller.planned_size_scale"]
+        assert b["encoder"]["kind"] == "x264" and b["encoder"]["encode_time"] == "modeled"
+        t = p.spec(p.scheme("ace-T15"), trace, clip, 1).config()
+        assert config.diff(a, t) == ["pacer.threshold_packets"]
+
+
+# --- analysis -------------------------------------------------------------------------------
+
+
+def test_table_plots(tiny, tmp_path):
+    _, root = tiny
+    df = load_results(root / "tiny").table
+    outs = [
+        plots.plot_tradeoff(df, tmp_path / "tradeoff.png"),
+        plots.plot_latency_cdf_pooled(df, tmp_path / "cdf.png", logx=True),
+        plots.plot_bars(df, tmp_path / "bars.png"),
+        plots.plot_param_sweep(
+            df,
+            tmp_path / "sweep.png",
+            param="cc.pacing_factor",
+            reference=df[df["scheme"] == "always-burst"],
+        ),  # fmt: skip
+        ace.plot_ablation(df, tmp_path / "ablation.png", baselines=["webrtc"]),
+        plots.plot_tradeoff(df.iloc[0:0], tmp_path / "empty.png"),
+    ]
+    run = results.load_run(df["run_dir"][0])  # webrtc: its pacer publishes no ACE-N state
+    assert "pacer_bucket_bytes" not in run.samples and "cc_modified_trend" in run.samples
+    outs.append(ace.plot_acen_timeseries(run, tmp_path / "acen.png"))
+    outs.append(ace.plot_decision_scatter(run, tmp_path / "decisions.png"))
+    for p in outs:
+        assert p.read_bytes()[:8] == PNG, p
+    d = ace.decision_points(run)
+    assert len(d) == len(run.frames) and d["queue_bytes"].iloc[1:].notna().all()
+    assert ace.acen_threshold(run) == (None, 1260.0)
+
+
+def test_one_colour_per_scheme_everywhere():
+    reg = config.scheme_colors()
+    assert plots.scheme_color("webrtc") == reg["webrtc"]
+    assert plots.scheme_color("ace-T7.5") == plots.scheme_color("ace-T7.5")
+    assert plots.scheme_color("ace-T7.5") not in (reg["ace"], reg["ace-n"])
+    assert plots.scheme_color("mine") == plots.scheme_color("mine")
+    run = results.Run(Path("."), {"scheme": "mine"}, pd.DataFrame(), pd.DataFrame(), None)
+    assert plots.scheme_colors([run]) == [plots.scheme_color("mine")]
+
+
+def test_frame_burst_rule():
+    frames = pd.DataFrame({
+        "size_bytes": [12_000, 12_000, 1_000, 5_000],
+        "packets": [10, 10, 1, 4],
+        "target_rate_bps": [10e6] * 4,
+        "first_packet_sent_us": [0, 0, 0, None],
+        # 10.8 kB in 0.5 ms = 173 Mbit/s (burst); in 9.5 ms = 9 Mbit/s (paced)
+        "last_packet_sent_us": [500, 9_500, 0, None],
+    })  # fmt: skip
+    assert metrics.frame_burst(frames).tolist() == [True, False, True, pd.NA]
+    assert math.isnan(metrics.complexity_share(frames))
+    frames["complexity"] = ["c0", "c1", None, "c0"]
+    assert metrics.complexity_share(frames) == pytest.approx(2 / 3)
+    assert experiments.clip_label("/a/handheld_flower_1280x720_30fps_10s.mp4") == "handheld_flower"
+
+
+def test_ace_report_keeps_the_analysis(tiny, tmp_path):
+    _, root = tiny
+    res = load_results(root / "tiny")
+    md = tmp_path / "tiny.md"
+    assert ace.existing_analysis(md) == ace.ANALYSIS_PLACEHOLDER
+    out = ace.write_report(res, tmp_path)
+    assert out == md
+    text = md.read_text()
+    assert "| `webrtc` | 2 |" in text and "wired" in text and "sluice matrix" in text
+    assert f"{ace.ANALYSIS_OPEN}{ace.ANALYSIS_PLACEHOLDER}{ace.ANALYSIS_CLOSE}" in text
+    runs = pd.read_csv(tmp_path / "tiny-runs.csv")
+    assert len(runs) == 6 and "latency_ms_p95" in runs
+    for name in ("ace-tradeoff", "ace-latency-cdf", "ace-loss-stall", "ace-decisions",
+                 "ace-n-timeseries"):  # fmt: skip
+        assert (tmp_path / "img" / f"{name}.png").read_bytes()[:8] == PNG
+    mine = "\nKept.\n\n\n\nAcross regenerations.\n"
+    md.write_text(text.replace(ace.ANALYSIS_PLACEHOLDER, mine))
+    assert mine in ace.write_report(res, tmp_path).read_text()
+
+
+def test_ace_module_cli(tiny, tmp_path, capsys):
+    plan, root = tiny
+    rc = ace.main([str(plan), "--results-root", str(root), "--report-dir", str(tmp_path)])
+    assert rc == 0 and (tmp_path / "tiny.md").is_file()
+    assert ace.main([str(tmp_path / "missing")]) == 2
+    assert "no results directory" in capsys.readouterr().err
+
+
+def test_the_readme_example_plan(tmp_path):
+    text = (REPO / "README.md").read_text()
+    block = text.split("```toml\n", 1)[1].split("```", 1)[0]
+    p = plans.load_plan(_plan_file(tmp_path, block))
+    assert [s.name for s in p.schemes] == ["webrtc", "webrtc-P2", "always-burst", "webrtc-vbv1"]
+    cells = p.cells(tmp_path)
+    assert len(cells) == 8
+    vbv = next(c for c in cells if c.scheme == "webrtc-vbv1").spec.config()
+    assert config.diff(cells[0].spec.config(), vbv) == [
+        "encoder_controller.vbv_buffer_ms"]  # fmt: skip
