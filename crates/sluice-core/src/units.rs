@@ -311,14 +311,22 @@ impl Div<TimeDelta> for DataSize {
         if d.0 <= 0 {
             return DataRate::INFINITY;
         }
-        DataRate(((self.0 as i128 * 8 * 1_000_000) / d.0 as i128) as i64)
+        // i64 when the product fits (always, for sizes below ~1 TB), else i128: the same
+        // result, without the 128-bit division that dominated simulator profiles.
+        match self.0.checked_mul(8_000_000) {
+            Some(num) => DataRate(num / d.0),
+            None => DataRate(((self.0 as i128 * 8_000_000) / d.0 as i128) as i64),
+        }
     }
 }
 /// rate * time = size
 impl Mul<TimeDelta> for DataRate {
     type Output = DataSize;
     fn mul(self, d: TimeDelta) -> DataSize {
-        DataSize(((self.0 as i128 * d.0 as i128) / 8_000_000) as i64)
+        match self.0.checked_mul(d.0) {
+            Some(num) => DataSize(num / 8_000_000),
+            None => DataSize(((self.0 as i128 * d.0 as i128) / 8_000_000) as i64),
+        }
     }
 }
 impl Mul<DataRate> for TimeDelta {
@@ -338,6 +346,10 @@ impl Div<DataRate> for DataSize {
         }
         if r.0 <= 0 {
             return TimeDelta::INFINITY;
+        }
+        if let Some(num) = self.0.checked_mul(8_000_000) {
+            let q = num.div_euclid(r.0) + if num.rem_euclid(r.0) != 0 { 1 } else { 0 };
+            return TimeDelta(q);
         }
         let num = self.0 as i128 * 8_000_000;
         let den = r.0 as i128;
@@ -399,6 +411,29 @@ impl fmt::Display for DataRate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The i64 fast paths give what the 128-bit formulas give, on both sides of overflow.
+    #[test]
+    fn cross_unit_operators_match_128_bit_arithmetic() {
+        let mut rng = crate::rng::Rng::new(3);
+        for i in 0..20_000 {
+            // Magnitudes from bytes to past the i64 fast path's limit.
+            let mag = |rng: &mut crate::rng::Rng| -> i64 {
+                let bits = (rng.uniform() * 62.0) as u32;
+                ((rng.uniform() * (1u64 << bits) as f64) as i64).max(1)
+            };
+            let (size, rate, us) = (mag(&mut rng), mag(&mut rng), mag(&mut rng));
+            let size = if i % 7 == 0 { -size } else { size };
+            let s = DataSize::from_bytes(size);
+            let r = DataRate::from_bps(rate);
+            let d = TimeDelta::from_us(us);
+            assert_eq!((s / d).0, ((size as i128 * 8_000_000) / us as i128) as i64);
+            assert_eq!((r * d).0, ((rate as i128 * us as i128) / 8_000_000) as i64);
+            let num = size as i128 * 8_000_000;
+            let q = num.div_euclid(rate as i128) + i128::from(num.rem_euclid(rate as i128) != 0);
+            assert_eq!((s / r).0, q as i64, "{size} B / {rate} bps");
+        }
+    }
 
     #[test]
     fn cross_unit_operators() {
