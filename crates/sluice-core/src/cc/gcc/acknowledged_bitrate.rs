@@ -1,5 +1,5 @@
 //! Acknowledged (throughput) bitrate. Two estimators from libwebrtc's goog_cc:
-//! the robust throughput estimator (a window of recent packets; current default) and the
+//! the robust throughput estimator (a window of recent packets; M119's default) and the
 //! Bayesian `BitrateEstimator` over fixed windows of received bytes (notes §1
 //! "Acknowledged bitrate"), selectable with `GccConfig::acked_rate_estimator`.
 
@@ -105,8 +105,9 @@ impl BitrateEstimator {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AckedRateEstimator {
-    /// libwebrtc's robust throughput estimator (the default in current libwebrtc): the
-    /// rate over a window of recent packets, the lower of the send and receive rates.
+    /// libwebrtc's robust throughput estimator (M119's default,
+    /// `WebRTC-Bwe-RobustThroughputEstimatorSettings` enabled): the rate over a window of
+    /// recent packets, the lower of the send and receive rates.
     #[default]
     Robust,
     /// libwebrtc's older Bayesian `BitrateEstimator`. It trusts upward samples very little
@@ -116,49 +117,133 @@ pub enum AckedRateEstimator {
     Bayesian,
 }
 
-/// libwebrtc's `RobustThroughputEstimator`: keeps the received packets of the last
-/// `WINDOW_DURATION` (at least `MIN_WINDOW_PACKETS`, at most `MAX_WINDOW_PACKETS`) and
-/// reports bytes / max(send span, receive span), excluding the first packet's bytes (its
-/// transmission time lies before the span).
+/// libwebrtc M119's `RobustThroughputEstimator` (goog_cc/robust_throughput_estimator.cc, with
+/// the defaults of `RobustThroughputEstimatorSettings` in
+/// acknowledged_bitrate_estimator_interface.h): a window of received packets, sorted by
+/// arrival, holding at least `WINDOW_PACKETS` and at least `MIN_WINDOW` of arrivals, never
+/// more than `MAX_WINDOW_PACKETS` or `MAX_WINDOW`. The rate is the lower of
+/// * the receive rate: bytes except the first arrival's over the arrival span, with the
+///   largest gap between arrivals replaced by the second largest (a delivery pause followed
+///   by a burst does not pull the estimate down), and
+/// * the send rate: bytes except the last sent packet's over the send span, leaving out
+///   packets sent before the newest send time already discarded from the window (reordered
+///   ones); with fewer than `REQUIRED_PACKETS` such packets, the receive rate alone.
+///
+/// Spans are at least 1 ms. Arrivals more than 1 s older than the newest clear the window
+/// (severe reordering or a clock jump). Audio-without-transport-sequence accounting
+/// (`prior_unacked_data`) does not exist here: every packet has transport feedback.
 #[derive(Clone, Debug, Default)]
 pub struct RobustThroughputEstimator {
-    window: VecDeque<(Timestamp, Timestamp, DataSize)>, // (send, receive, size)
+    /// (send, receive, size), sorted by receive time.
+    window: VecDeque<(Timestamp, Timestamp, DataSize)>,
+    latest_discarded_send_time: Option<Timestamp>,
 }
 
-/// libwebrtc's RobustThroughputEstimatorSettings defaults.
-const MIN_WINDOW_PACKETS: usize = 20;
+/// `window_packets` (M119: 20).
+const WINDOW_PACKETS: usize = 20;
+/// `max_window_packets` (M119: 500).
 const MAX_WINDOW_PACKETS: usize = 500;
-const WINDOW_DURATION: TimeDelta = TimeDelta::from_ms(500);
+/// `min_window_duration` (M119: 1 s).
+const MIN_WINDOW: TimeDelta = TimeDelta::from_ms(1000);
+/// `max_window_duration` (M119: 5 s).
+const MAX_WINDOW: TimeDelta = TimeDelta::from_ms(5000);
+/// `required_packets` (M119: 10).
+const REQUIRED_PACKETS: usize = 10;
+/// Reordering beyond this clears the window (`kMaxReorderingTime`).
+const MAX_REORDERING: TimeDelta = TimeDelta::from_ms(1000);
 
 impl RobustThroughputEstimator {
-    pub fn on_packet(&mut self, send: Timestamp, receive: Timestamp, size: DataSize) {
-        self.window.push_back((send, receive, size));
-        let span = |w: &VecDeque<(Timestamp, Timestamp, DataSize)>| match (w.front(), w.back()) {
-            (Some(f), Some(b)) => b.1 - f.1,
-            _ => TimeDelta::ZERO,
-        };
-        while self.window.len() > MAX_WINDOW_PACKETS
-            || (self.window.len() > MIN_WINDOW_PACKETS && span(&self.window) > WINDOW_DURATION)
-        {
-            self.window.pop_front();
+    /// One feedback report's received packets (`IncomingPacketFeedbackVector`); old packets
+    /// leave the window after the whole report is in, as in libwebrtc.
+    pub fn on_packets(
+        &mut self,
+        packets: impl IntoIterator<Item = (Timestamp, Timestamp, DataSize)>,
+    ) {
+        for (send, receive, size) in packets {
+            self.window.push_back((send, receive, size));
+            // Keep the window sorted by arrival when feedback was reordered.
+            let mut i = self.window.len() - 1;
+            while i > 0 && self.window[i].1 < self.window[i - 1].1 {
+                self.window.swap(i, i - 1);
+                i -= 1;
+            }
+            let newest = self.window.back().map_or(receive, |p| p.1);
+            if newest - receive > MAX_REORDERING {
+                self.window.clear();
+                self.latest_discarded_send_time = None;
+            }
+        }
+        while self.first_packet_outside_window() {
+            if let Some((send, _, _)) = self.window.pop_front() {
+                self.latest_discarded_send_time =
+                    Some(self.latest_discarded_send_time.map_or(send, |t| t.max(send)));
+            }
         }
     }
 
+    fn first_packet_outside_window(&self) -> bool {
+        let (Some(front), Some(back)) = (self.window.front(), self.window.back()) else {
+            return false;
+        };
+        let duration = back.1 - front.1;
+        self.window.len() > MAX_WINDOW_PACKETS
+            || duration > MAX_WINDOW
+            || (self.window.len() > WINDOW_PACKETS && duration > MIN_WINDOW)
+    }
+
     pub fn bitrate(&self) -> Option<DataRate> {
-        if self.window.len() < MIN_WINDOW_PACKETS {
+        if self.window.is_empty() || self.window.len() < REQUIRED_PACKETS {
             return None;
         }
-        let (first_send, first_recv) = self
-            .window
-            .iter()
-            .fold((Timestamp::INFINITY, Timestamp::INFINITY), |(s, r), p| (s.min(p.0), r.min(p.1)));
-        let (last_send, last_recv) = self
-            .window
-            .iter()
-            .fold((Timestamp::ZERO, Timestamp::ZERO), |(s, r), p| (s.max(p.0), r.max(p.1)));
-        let bytes: DataSize = self.window.iter().skip(1).map(|p| p.2).sum();
-        let span = (last_send - first_send).max(last_recv - first_recv).max(TimeDelta::from_ms(1));
-        Some(bytes / span)
+        let (mut largest_gap, mut second_gap) = (TimeDelta::ZERO, TimeDelta::ZERO);
+        for (a, b) in self.window.iter().zip(self.window.iter().skip(1)) {
+            let gap = b.1 - a.1;
+            if gap > largest_gap {
+                second_gap = largest_gap;
+                largest_gap = gap;
+            } else if gap > second_gap {
+                second_gap = gap;
+            }
+        }
+        let mut first_recv: Option<(Timestamp, DataSize)> = None;
+        let mut last_recv = Timestamp::ZERO;
+        let mut recv_size = DataSize::ZERO;
+        let mut first_send = Timestamp::INFINITY;
+        let mut last_send: Option<(Timestamp, DataSize)> = None;
+        let mut send_size = DataSize::ZERO;
+        let mut sent_packets = 0usize;
+        for &(send, receive, size) in &self.window {
+            if first_recv.is_none_or(|(t, _)| receive < t) {
+                first_recv = Some((receive, size));
+            }
+            last_recv = last_recv.max(receive);
+            recv_size += size;
+            if self.latest_discarded_send_time.is_some_and(|t| send < t) {
+                continue; // reordered: its send time would stretch the send span
+            }
+            if last_send.is_none_or(|(t, _)| send > t) {
+                last_send = Some((send, size));
+            }
+            first_send = first_send.min(send);
+            send_size += size;
+            sent_packets += 1;
+        }
+        let (first_recv_time, first_recv_size) = first_recv?;
+        // N packets span N - 1 intervals: the first arrival's bytes were on the link before
+        // the span, the last send's after it.
+        recv_size -= first_recv_size;
+        let recv_duration =
+            ((last_recv - first_recv_time) - largest_gap + second_gap).max(TimeDelta::from_ms(1));
+        let recv_rate = recv_size / recv_duration;
+        let Some((last_send_time, last_send_size)) = last_send else {
+            return Some(recv_rate);
+        };
+        if sent_packets < REQUIRED_PACKETS {
+            return Some(recv_rate);
+        }
+        send_size -= last_send_size;
+        let send_duration = (last_send_time - first_send).max(TimeDelta::from_ms(1));
+        Some((send_size / send_duration).min(recv_rate))
     }
 }
 
@@ -193,8 +278,12 @@ impl AcknowledgedBitrateEstimator {
                 }
             }
             self.estimator.update(rx, p.sent.size);
-            self.robust.on_packet(p.sent.send_time, rx, p.sent.size);
         }
+        self.robust.on_packets(
+            packets
+                .iter()
+                .filter_map(|p| p.receive_time.map(|rx| (p.sent.send_time, rx, p.sent.size))),
+        );
     }
     pub fn bitrate(&self) -> Option<DataRate> {
         match self.kind {
@@ -211,41 +300,113 @@ impl AcknowledgedBitrateEstimator {
 mod tests {
     use super::*;
 
+    /// Packets of `size` bytes sent every `send_gap_us` and received `delay_us` later, spaced
+    /// `recv_gap_us` apart, from time `t0_us`, in feedback reports of 10 packets.
+    fn feed(
+        r: &mut RobustThroughputEstimator,
+        n: i64,
+        t0_us: i64,
+        send_gap_us: i64,
+        recv_gap_us: i64,
+        size: i64,
+    ) -> i64 {
+        let pkts: Vec<_> = (0..n)
+            .map(|i| {
+                (
+                    Timestamp::from_us(t0_us + i * send_gap_us),
+                    Timestamp::from_us(t0_us + 20_000 + i * recv_gap_us),
+                    DataSize::from_bytes(size),
+                )
+            })
+            .collect();
+        for chunk in pkts.chunks(10) {
+            r.on_packets(chunk.iter().copied());
+        }
+        t0_us + n * send_gap_us
+    }
+
     #[test]
-    fn robust_estimator_tracks_a_rate_jump_within_its_window() {
-        // 1200 B every 0.32 ms = 30 Mbps, after 1 s at 3 Mbps (one packet every 3.2 ms).
+    fn robust_estimator_needs_ten_packets_and_keeps_one_second() {
         let mut r = RobustThroughputEstimator::default();
-        let mut t = 0i64;
-        for _ in 0..300 {
-            r.on_packet(
-                Timestamp::from_us(t),
-                Timestamp::from_us(t + 20_000),
-                DataSize::from_bytes(1200),
-            );
-            t += 3200;
-        }
-        let slow = r.bitrate().unwrap().as_mbps_f64();
-        assert!((slow - 3.0).abs() < 0.05, "{slow}");
-        for _ in 0..1600 {
-            r.on_packet(
-                Timestamp::from_us(t),
-                Timestamp::from_us(t + 20_000),
-                DataSize::from_bytes(1200),
-            );
-            t += 320;
-        }
-        let fast = r.bitrate().unwrap().as_mbps_f64();
-        assert!((fast - 30.0).abs() < 0.5, "{fast}");
-        // The lower of send and receive rates: a bottleneck spreading arrivals shows.
+        // 1200 B every 3.2 ms = 3 Mbps.
+        feed(&mut r, 9, 0, 3200, 3200, 1200);
+        assert_eq!(r.bitrate(), None, "fewer than required_packets (10)");
+        let mut r = RobustThroughputEstimator::default();
+        feed(&mut r, 1000, 0, 3200, 3200, 1200);
+        let rate = r.bitrate().unwrap().as_mbps_f64();
+        assert!((rate - 3.0).abs() < 1e-3, "{rate}");
+        // The window holds the arrivals of the last second: 313 packets 3.2 ms apart.
+        assert_eq!(r.window.len(), 1_000_000 / 3200 + 1);
+    }
+
+    #[test]
+    fn robust_estimator_follows_a_jump_within_its_one_second_window() {
+        // 3 Mbps for 3 s, then 6 Mbps: half a second in, the 1 s window still holds half a
+        // second of the old rate (156 + 312 packets over 1 s: 4.5 Mbps); a second in, only
+        // the new rate.
+        let mut r = RobustThroughputEstimator::default();
+        let t = feed(&mut r, 1000, 0, 3200, 3200, 1200);
+        let t = feed(&mut r, 312, t, 1600, 1600, 1200);
+        let half = r.bitrate().unwrap().as_mbps_f64();
+        assert!((half - 4.5).abs() < 0.1, "{half}");
+        let t = feed(&mut r, 700, t, 1600, 1600, 1200);
+        let full = r.bitrate().unwrap().as_mbps_f64();
+        assert!((full - 6.0).abs() < 0.01, "{full}");
+        // At 30 Mbps 500 packets (max_window_packets) cover only 160 ms.
+        feed(&mut r, 2000, t, 320, 320, 1200);
+        assert_eq!(r.window.len(), 500);
+        assert!((r.bitrate().unwrap().as_mbps_f64() - 30.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn robust_estimator_is_the_lower_of_send_and_receive_rates() {
+        // Sent at 30 Mbps, spread to 3 Mbps by a bottleneck.
         let mut q = RobustThroughputEstimator::default();
-        for i in 0..100i64 {
-            q.on_packet(
-                Timestamp::from_us(i * 320),
-                Timestamp::from_us(i * 3200),
+        feed(&mut q, 100, 0, 320, 3200, 1200);
+        assert!((q.bitrate().unwrap().as_mbps_f64() - 3.0).abs() < 0.01);
+        // Sent at 3 Mbps, arriving in a burst: the send rate bounds it.
+        let mut b = RobustThroughputEstimator::default();
+        feed(&mut b, 100, 0, 3200, 320, 1200);
+        assert!((b.bitrate().unwrap().as_mbps_f64() - 3.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn robust_estimator_replaces_the_largest_arrival_gap() {
+        // 3 Mbps with one 200 ms delivery pause (a cellular link holding packets) followed
+        // by the held packets at once: the pause is replaced by the second largest gap, so
+        // the estimate stays near the rate instead of dropping by a fifth.
+        let mut r = RobustThroughputEstimator::default();
+        let mut pkts = Vec::new();
+        for i in 0..300i64 {
+            let send = i * 3200;
+            let mut recv = 20_000 + i * 3200;
+            if (100..160).contains(&i) {
+                recv = 20_000 + 160 * 3200; // held, then delivered together
+            }
+            pkts.push((
+                Timestamp::from_us(send),
+                Timestamp::from_us(recv),
                 DataSize::from_bytes(1200),
-            );
+            ));
         }
-        assert!((q.bitrate().unwrap().as_mbps_f64() - 3.0).abs() < 0.05);
+        r.on_packets(pkts);
+        let rate = r.bitrate().unwrap().as_mbps_f64();
+        assert!((rate - 3.0).abs() < 0.05, "{rate}");
+    }
+
+    #[test]
+    fn robust_estimator_ignores_reordered_send_times_and_clears_on_severe_reordering() {
+        let mut r = RobustThroughputEstimator::default();
+        let t = feed(&mut r, 1000, 0, 3200, 3200, 1200);
+        // A straggler sent 2 s ago arrives now: without the rule its send time would stretch
+        // the send span to 3 s and the rate would fall to a third.
+        let now = Timestamp::from_us(t + 20_000);
+        r.on_packets([(Timestamp::from_us(t - 2_000_000), now, DataSize::from_bytes(1200))]);
+        let rate = r.bitrate().unwrap().as_mbps_f64();
+        assert!((rate - 3.0).abs() < 0.1, "{rate}");
+        // An arrival 1.5 s older than the newest: the window starts over.
+        r.on_packets([(now, now - TimeDelta::from_ms(1500), DataSize::from_bytes(1200))]);
+        assert!(r.window.len() <= 1 && r.bitrate().is_none());
     }
 
     #[test]
