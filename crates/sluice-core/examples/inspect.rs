@@ -1,11 +1,13 @@
 //! Prints a run's time series at a coarse step, for debugging controllers without the
 //! Python front end:
 //! `cargo run --release -p sluice-core --example inspect -- webrtc constant:12 20 [queue_bytes]`
+//! (the trace is a generator spec or a Mahimahi file)
 //!
 //! Every debug column the scheme's controller and pacer publish is printed after the fixed
 //! ones, so a new controller needs no change here.
 
 use sluice_core::columns::Value;
+use sluice_core::link::trace::Trace;
 use sluice_core::link::trace_gen::{generate, TraceSpec};
 use sluice_core::sim::{build_encoder, PathConfig, RunConfig, Simulation};
 use sluice_core::units::TimeDelta;
@@ -14,7 +16,7 @@ use std::sync::Arc;
 
 fn usage(why: &str) -> ! {
     eprintln!("inspect: {why}");
-    eprintln!("usage: inspect SCHEME TRACE_SPEC SECONDS [QUEUE_BYTES] [STEP_MS]");
+    eprintln!("usage: inspect SCHEME TRACE_SPEC|MAHIMAHI_FILE SECONDS [QUEUE_BYTES] [STEP_MS]");
     exit(2)
 }
 
@@ -26,9 +28,16 @@ fn main() {
     let seconds: f64 = args[3].parse().unwrap_or_else(|_| usage("SECONDS must be a number"));
     let queue_bytes = args.get(4).and_then(|s| s.parse().ok()).filter(|&b: &i64| b > 0);
     let step_ms: i64 = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(500).max(1);
-    let spec = TraceSpec::parse_cli(&args[2]).unwrap_or_else(|e| usage(&e));
-    let trace = generate(&spec, TimeDelta::from_secs_f64(seconds + 5.0))
-        .unwrap_or_else(|e| usage(&format!("trace: {e}")));
+    // A Mahimahi file, or a generator spec ("constant:12", "steps:0@0.45,9@60", ...).
+    let trace = if std::path::Path::new(&args[2]).is_file() {
+        let text = std::fs::read_to_string(&args[2])
+            .unwrap_or_else(|e| usage(&format!("{}: {e}", args[2])));
+        Trace::parse_mahimahi(&text, &args[2]).unwrap_or_else(|e| usage(&format!("{e}")))
+    } else {
+        let spec = TraceSpec::parse_cli(&args[2]).unwrap_or_else(|e| usage(&e));
+        generate(&spec, TimeDelta::from_secs_f64(seconds + 5.0))
+            .unwrap_or_else(|e| usage(&format!("trace: {e}")))
+    };
     let cfg = RunConfig {
         scheme_name: args[1].clone(),
         duration_s: seconds,

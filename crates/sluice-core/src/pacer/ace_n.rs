@@ -437,6 +437,7 @@ impl Pacer for AceNPacer {
         if packet.kind == PacketKind::Video {
             self.frame_bytes += packet.size;
         }
+        self.prober.on_packet_enqueued(packet.size);
         self.queue.push(packet);
         self.update_adjusted_rate(now);
     }
@@ -911,13 +912,17 @@ mod tests {
             target_duration: TimeDelta::from_ms(15),
             min_probes: 5,
         };
-        // Empty queue: padding probes at the cluster's rate.
+        // Without media nothing is probed (libwebrtc's prober waits for a packet); one media
+        // packet starts the cluster, padding makes up the rest at the cluster's rate.
         let mut p = pacer();
         p.create_probe_cluster(cluster(1), Timestamp::ZERO);
+        assert!(drain(&mut p, Timestamp::ZERO).is_empty());
+        p.enqueue(video(1200, 0), Timestamp::ZERO);
         let sent = drain(&mut p, Timestamp::ZERO);
-        // 15 ms at 12 Mbps = 22.5 kB = 19 padding packets of 1200 B, 0.8 ms apart.
+        // 15 ms at 12 Mbps = 22.5 kB = 19 packets of 1200 B, 0.8 ms apart.
         assert_eq!(sent.len(), 19);
         assert!(sent.iter().all(|(_, s)| s.probe_cluster_id == Some(1)));
+        assert_eq!(sent[0].1.kind, PacketKind::Video);
         assert_eq!(sent[1].0, Timestamp::from_us(800));
         // Tokens used up by media: the probe takes the next queued media packet anyway.
         let mut p = pacer();
@@ -926,6 +931,7 @@ mod tests {
         }
         assert_eq!(std::iter::from_fn(|| p.poll_send(Timestamp::ZERO)).count(), 33);
         p.create_probe_cluster(cluster(2), Timestamp::ZERO);
+        p.enqueue(video(1000, 40), Timestamp::ZERO);
         let probe = p.poll_send(Timestamp::ZERO).unwrap();
         assert_eq!((probe.kind, probe.probe_cluster_id), (PacketKind::Video, Some(2)));
         assert_eq!(p.tokens(), DataSize::ZERO);

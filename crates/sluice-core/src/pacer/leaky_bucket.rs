@@ -126,6 +126,7 @@ impl Pacer for LeakyBucketPacer {
     fn enqueue(&mut self, mut packet: Packet, now: Timestamp) {
         self.update_budget(now);
         packet.enqueue_time = now;
+        self.prober.on_packet_enqueued(packet.size);
         self.queue.push(packet);
         self.update_adjusted_rate(now);
     }

@@ -27,6 +27,7 @@ impl Pacer for Unpaced {
     }
     fn enqueue(&mut self, mut packet: Packet, now: Timestamp) {
         packet.enqueue_time = now;
+        self.prober.on_packet_enqueued(packet.size);
         self.queue.push(packet);
     }
     fn create_probe_cluster(&mut self, cluster: ProbeClusterConfig, _now: Timestamp) {

@@ -71,8 +71,10 @@ pub struct GccConfig {
     pub pacing_factor: f64,
     /// Start-up and further exponential probing (libwebrtc: on).
     pub probing: bool,
-    /// Periodic probing at 2x every 5 s while application limited. libwebrtc leaves this to
-    /// the application (off unless configured); on here, per the notes.
+    /// Periodic probing at 2x every 5 s while application limited. Off, as in libwebrtc for
+    /// camera video: `EnablePeriodicAlrProbing` is only asked for by screenshare streams with
+    /// ALR probing settings (video_send_stream_impl.cc; rate_control_settings.h `alr_probing`
+    /// false).
     pub alr_probing: bool,
     /// Allow the recovery probe after a large drop outside ALR (libwebrtc's rapid-recovery
     /// experiment; off by default as in libwebrtc).
@@ -96,7 +98,7 @@ impl Default for GccConfig {
             trendline_window: TrendlineWindow::default(),
             pacing_factor: 1.1,
             probing: true,
-            alr_probing: true,
+            alr_probing: false,
             rapid_recovery_probing: false,
             default_rtt: TimeDelta::from_ms(200),
             acked_rate_estimator: AckedRateEstimator::Robust,

@@ -108,14 +108,12 @@ impl ProbeController {
             self.state = State::ProbingComplete;
             return;
         }
-        let mut last = DataRate::ZERO;
         for &r in rates {
             let mut r = r;
-            if r >= self.max_rate {
+            if r > self.max_rate {
                 r = self.max_rate;
                 probe_further = false;
             }
-            last = r;
             self.pending.push_back(ProbeClusterConfig {
                 id: self.next_id,
                 at_time: now,
@@ -124,13 +122,12 @@ impl ProbeController {
                 min_probes: MIN_PROBES,
             });
             self.next_id += 1;
-            if r >= self.max_rate {
-                break;
-            }
         }
         self.time_last_probing_initiated = Some(now);
         if probe_further {
             self.state = State::WaitingForProbingResult;
+            // From the last rate asked for, before capping (M119's InitiateProbing).
+            let last = rates.last().copied().unwrap_or(DataRate::ZERO);
             self.min_rate_to_probe_further = Some(last.scale(FURTHER_PROBE_THRESHOLD));
         } else {
             self.state = State::ProbingComplete;
