@@ -95,13 +95,23 @@ fn webrtc_recovers_after_a_30_to_3_mbps_step() {
     };
     let before = window(5.0, 10.0);
     assert!(p95(&before) < 150.0, "P95 before the step {:.1} ms", p95(&before));
-    // The target falls below the new capacity within a second of the step...
+    // GCC backs off within a few hundred milliseconds of the step (MAE §3.1: GCC detects a
+    // 10 -> 1 Mbps drop in 140 ms)...
+    let first_cut = r
+        .samples
+        .iter()
+        .find(|s| s.t_us >= 10_000_000 && s.target_rate_bps < 20_000_000)
+        .map(|s| s.t_us as f64 / 1e6);
+    assert!(first_cut.is_some_and(|t| t < 10.4), "first back-off at {first_cut:?} s");
+    // ...and is below the new capacity within 1.5 s: each back-off (one per ~200 ms here)
+    // goes to 0.85 x the acknowledged rate, whose window (M119: the last second of arrivals,
+    // at most 500 packets) still holds arrivals from before the step for about a second.
     let reacted = r
         .samples
         .iter()
         .find(|s| s.t_us >= 10_000_000 && s.target_rate_bps < 3_000_000)
         .map(|s| s.t_us as f64 / 1e6);
-    assert!(reacted.is_some_and(|t| t < 11.0), "target below 3 Mbps at {reacted:?} s");
+    assert!(reacted.is_some_and(|t| t < 11.5), "target below 3 Mbps at {reacted:?} s");
     // ...the step hurts (the encoder and the queue take time to converge)...
     let during = window(10.0, 12.0);
     assert!(p95(&during) > 300.0, "P95 right after the step {:.1} ms", p95(&during));
