@@ -331,6 +331,19 @@ impl Link {
         }
     }
 
+    /// Changes the one-way delay for packets that leave the queue from now on (packets
+    /// already on their way keep theirs; a shorter delay never reorders them). For scenarios
+    /// that change conditions mid-run, such as libwebrtc's GoogCcScenario tests.
+    pub fn set_delay(&mut self, delay: TimeDelta) {
+        self.delay = delay.max(TimeDelta::ZERO);
+    }
+
+    /// Queues a datagram for delivery at `at`, never before the one ahead of it (FIFO).
+    fn push_in_flight(&mut self, at: Timestamp, datagram: Datagram) {
+        let at = self.in_flight.back().map_or(at, |(last, _)| at.max(*last));
+        self.in_flight.push_back((at, datagram));
+    }
+
     /// A datagram arrives at the link at `now`.
     pub fn handle_datagram(&mut self, datagram: Datagram, now: Timestamp) {
         let now = self.clamp_now(now);
@@ -346,7 +359,7 @@ impl Link {
         if self.trace.is_none() {
             // Unlimited rate: no queue, straight to the delay line.
             self.last_queue_delay = TimeDelta::ZERO;
-            self.in_flight.push_back((now + self.delay, item.datagram));
+            self.push_in_flight(now + self.delay, item.datagram);
             return;
         }
         let mut dropped = std::mem::take(&mut self.scratch);
@@ -543,7 +556,7 @@ impl Link {
                     done.item.arrival,
                     self.cur_opp_time,
                 );
-                self.in_flight.push_back((self.cur_opp_time + self.delay, done.item.datagram));
+                self.push_in_flight(self.cur_opp_time + self.delay, done.item.datagram);
             }
         }
     }

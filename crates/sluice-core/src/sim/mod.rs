@@ -254,6 +254,7 @@ pub struct Simulation {
     receiver: NodeId,
     /// The downlink: the bottleneck whose queue and capacity the samples record.
     downlink: NodeId,
+    uplink: NodeId,
     recorder: Recorder,
     samples: Vec<Sample>,
     sample_interval: TimeDelta,
@@ -367,6 +368,7 @@ impl Simulation {
             sender: tx,
             receiver: rx,
             downlink: down,
+            uplink: up,
             recorder: Recorder::default(),
             samples: Vec::new(),
             sample_interval,
@@ -392,6 +394,20 @@ impl Simulation {
     fn sender(&self) -> &Sender {
         // The node was added as a Sender by construction.
         self.network.get::<Sender>(self.sender).expect("the sender node is a Sender")
+    }
+    /// The time series recorded so far.
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+    /// The downlink (media path), e.g. to change its delay mid-run in a scenario.
+    pub fn downlink_mut(&mut self) -> &mut Link {
+        let id = self.downlink;
+        self.network.get_mut::<Link>(id).expect("the downlink node is a Link")
+    }
+    /// The uplink (feedback path).
+    pub fn uplink_mut(&mut self) -> &mut Link {
+        let id = self.uplink;
+        self.network.get_mut::<Link>(id).expect("the uplink node is a Link")
     }
     fn link(&self, id: NodeId) -> &Link {
         // The node was added as a Link by construction.
