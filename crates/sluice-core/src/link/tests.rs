@@ -515,3 +515,20 @@ fn saturating_120_s_at_30_mbps_delivers_the_trace_rate() {
     let rate = (delivered as f64 * 1200.0 * 8.0) / 120.0 / 1e6;
     assert!((rate - 30.0 * 1504.0 / 1500.0).abs() < 0.3, "{rate}");
 }
+
+#[test]
+fn a_changed_delay_applies_to_later_packets_without_reordering() {
+    // One opportunity per ms; 100 ms delay, then 10 ms from 2 ms on.
+    let mut link = trace_link(&[1], QueueLimit::Unlimited, TimeDelta::from_ms(100));
+    link.handle_datagram(dgram(1, 1500), Timestamp::ZERO);
+    link.handle_timeout(Timestamp::from_ms(2));
+    link.set_delay(TimeDelta::from_ms(10));
+    link.handle_datagram(dgram(2, 1500), Timestamp::from_ms(2));
+    let out = drain(&mut link);
+    // Packet 1 left the queue at 1 ms: 101 ms. Packet 2 leaves at 2 ms and would arrive at
+    // 12 ms, but not before packet 1.
+    assert_eq!(out, vec![(1, Timestamp::from_ms(101)), (2, Timestamp::from_ms(101))]);
+    // Later packets get the new delay (the opportunity at 200 ms carries it at once).
+    link.handle_datagram(dgram(3, 1500), Timestamp::from_ms(200));
+    assert_eq!(drain(&mut link), vec![(3, Timestamp::from_ms(210))]);
+}
