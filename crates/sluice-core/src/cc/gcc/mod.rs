@@ -16,6 +16,7 @@ pub mod alr_detector;
 pub mod congestion_window_pushback;
 pub mod inter_arrival;
 pub mod loss_based;
+pub mod loss_based_v2;
 pub mod probe_bitrate_estimator;
 pub mod probe_controller;
 pub mod trendline;
