@@ -895,6 +895,14 @@ impl LossBasedBweV2 {
         mul(previous, s) + mul(instantaneous, 1.0 - s)
     }
 
+    /// The newest observation as (packets, lost packets, sending rate).
+    #[cfg(test)]
+    fn newest_observation(&self) -> Option<(u64, u64, DataRate)> {
+        self.observations_by_age()
+            .find(|(age, _)| *age == 0)
+            .map(|(_, o)| (o.packets, o.lost, o.sending_rate))
+    }
+
     /// Stored observations with their age (0 = newest).
     fn observations_by_age(&self) -> impl Iterator<Item = (usize, &Observation)> {
         let newest = self.num_observations.saturating_sub(1);
@@ -1487,6 +1495,11 @@ mod tests {
         assert_eq!(e.num_observations(), 0);
         e.update_bandwidth_estimate(&s.report(ms(260), kbps(1000), 0.0), kbps(800), false, ms(260));
         assert_eq!(e.num_observations(), 1);
+        // Packets 0..=27 (sent 0 to 259.2 ms) plus the 11 stale ones of the report from the
+        // past (reports that close no observation still add to the next one): 39 * 9600 bit
+        // over the 259.2 ms span from the first send time = 1 444 444 bps (truncated). The
+        // first packet's bytes count although its send time opens the span, as in libwebrtc.
+        assert_eq!(e.newest_observation(), Some((39, 0, DataRate::from_bps(1_444_444))));
         assert!(e.is_ready());
         assert_eq!(e.result().bandwidth_estimate, kbps(800));
 
@@ -1703,6 +1716,59 @@ mod tests {
             e.update_bandwidth_estimate(&s.report(now, rate, 0.25), kbps(2000), false, now);
         }
         assert_eq!(e.result().bandwidth_estimate, kbps(250));
+    }
+
+    #[test]
+    fn loss_limited_increases_are_bounded_per_delayed_increase_window() {
+        // libwebrtc's IncreaseByMaxIncreaseFactorAfterLossBasedBweBacksOff configuration
+        // (max increase 1.5, acked-rate cap 2.0, no average-loss rule), followed further:
+        // all lost -> back to the acked rate, 300 kbps; each later loss-free observation more
+        // than 300 ms after the window start may rise at most 1.5x the estimate at that start.
+        let mut e = LossBasedBweV2::new(LossBasedBweV2Config {
+            max_increase_factor: 1.5,
+            bandwidth_rampup_upper_bound_factor: 2.0,
+            not_increase_if_inherent_loss_less_than_average_loss: false,
+            ..webrtc_small_config(&[1.2, 1.0, 0.5], true, 10_000)
+        });
+        e.set_bandwidth_estimate(kbps(600));
+        e.set_acknowledged_bitrate(kbps(300));
+        update(&mut e, &webrtc_feedback(ms(0), &ALL_LOST), kbps(5000));
+        assert_eq!(
+            e.result(),
+            LossBasedResult { bandwidth_estimate: kbps(300), state: LossBasedState::Decreasing }
+        );
+        // The window opened at the last send time, 200 ms, with a limit of 450 kbps. These
+        // observations end at 600, 1000, 1400 ms: each beyond the previous window, so the
+        // candidate cap (the previous window's limit) binds and a new window opens.
+        e.set_acknowledged_bitrate(kbps(1000));
+        let mut expected = kbps(300);
+        for k in 0..3 {
+            let first = ms(400 + 400 * k);
+            update(&mut e, &webrtc_feedback(first, &NO_LOSS), kbps(5000));
+            expected = mul(expected, 1.5);
+            assert_eq!(
+                e.result(),
+                LossBasedResult { bandwidth_estimate: expected, state: LossBasedState::Increasing },
+                "step {k}"
+            );
+        }
+        assert_eq!(expected, DataRate::from_bps(1_012_500));
+        // Inside a window (an observation ending at 1650 ms, 250 ms after the window opened
+        // at 1400 ms) the estimate is held at the window's limit, 1.5 x 1012.5 kbps, even if
+        // set above it (M119 applies this bound on top of the candidate cap).
+        e.set_bandwidth_estimate(kbps(4000));
+        update(&mut e, &webrtc_feedback(ms(1450), &NO_LOSS), kbps(5000));
+        assert_eq!(e.result().bandwidth_estimate, DataRate::from_bps(1_518_750));
+        // Once the delay-based estimate is reached, the state is DelayBasedEstimate.
+        let mut e2 = e.clone();
+        update(&mut e2, &webrtc_feedback(ms(2000), &NO_LOSS), kbps(1200));
+        assert_eq!(
+            e2.result(),
+            LossBasedResult {
+                bandwidth_estimate: kbps(1200),
+                state: LossBasedState::DelayBasedEstimate
+            }
+        );
     }
 
     #[test]
