@@ -103,8 +103,8 @@
 //!   ones included), the current delay-based limit (+infinity before the first delay-based
 //!   update) and whether the ALR detector is in ALR; then run the loss-based target update.
 //! * The loss-based target update (`UpdateEstimate`, also run every process interval and on
-//!   every 1 s loss report): (1) the RTT back-off, unchanged; (2) the 2 s start phase: with
-//!   no loss reported yet, take max(current, delay-based) unless
+//!   every 1 s loss report): (1) the RTT back-off, unchanged; (2) the 2 s start phase: while
+//!   the last loss report shows no loss, take max(current, delay-based) unless
 //!   [`LossBasedBweV2::ready_to_use_in_start_phase`] (false by default); (3) update the 1 s
 //!   minimum history; (4) nothing more before the first loss report (>= 20 packets); (5) if
 //!   [`LossBasedBweV2::is_ready`]: target = [`LossBasedBweV2::result`], capped at
