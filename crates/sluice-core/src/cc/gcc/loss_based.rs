@@ -1,7 +1,15 @@
-//! Loss-based controller v1 (the paper-era one), capped by the delay-based estimate.
-//! Follows libwebrtc's `SendSideBandwidthEstimation` (v1 path) as summarised in
-//! `notes/gcc-pacing-copa.md` §1 "Loss-based v1".
+//! The loss-based side of GCC: libwebrtc M119's `SendSideBandwidthEstimation`
+//! (goog_cc/send_side_bandwidth_estimation.cc), whose target is capped by the delay-based
+//! estimate. It runs [`LossBasedBweV2`](super::loss_based_v2) once that is ready (enabled by
+//! default since libwebrtc commit e04726281c, 2022-12-08, i.e. from M110 on), and before that,
+//! or with `loss_based_v2.enabled = false`, the classic rule that was libwebrtc's loss
+//! controller up to M109 (notes/gcc-pacing-copa.md §1 "Loss-based v1"): +8 % per second of
+//! the last second's minimum below 2 % loss, hold between 2 % and 10 %, x (1 - loss / 2)
+//! above, at most once per 300 ms + RTT. Also the 2 s start phase that trusts the delay-based
+//! estimate while no loss is reported, and the RTT back-off when feedback stops.
 
+use super::loss_based_v2::{LossBasedBweV2, LossBasedBweV2Config, LossBasedState};
+use crate::cc::PacketResult;
 use crate::units::{DataRate, TimeDelta, Timestamp};
 use std::collections::VecDeque;
 
@@ -46,10 +54,22 @@ pub struct LossBasedControl {
     last_propagation_rtt: TimeDelta,
     last_propagation_rtt_update: Option<Timestamp>,
     last_packet_sent: Option<Timestamp>,
+    /// LossBasedBweV2 (M119: enabled).
+    v2: LossBasedBweV2,
+    /// The state of the last v2 result used (`loss_based_state_`).
+    state: LossBasedState,
 }
 
 impl LossBasedControl {
-    pub fn new(min_rate: DataRate, max_rate: DataRate, start: DataRate) -> Self {
+    pub fn new(
+        min_rate: DataRate,
+        max_rate: DataRate,
+        start: DataRate,
+        v2_config: LossBasedBweV2Config,
+    ) -> Self {
+        let mut v2 = LossBasedBweV2::new(v2_config);
+        // SendSideBandwidthEstimation's floor (kCongestionControllerMinBitrate, 5 kbps).
+        v2.set_min_max_bitrate(min_rate.max(DataRate::from_kbps(5)), max_rate);
         LossBasedControl {
             min_rate,
             max_rate,
@@ -67,7 +87,43 @@ impl LossBasedControl {
             last_propagation_rtt: TimeDelta::ZERO,
             last_propagation_rtt_update: None,
             last_packet_sent: None,
+            v2,
+            state: LossBasedState::DelayBasedEstimate,
         }
+    }
+
+    /// The LossBasedBweV2 estimator (for its debug state).
+    pub fn v2(&self) -> &LossBasedBweV2 {
+        &self.v2
+    }
+    /// The state of the last LossBasedBweV2 result in use.
+    pub fn state(&self) -> LossBasedState {
+        self.state
+    }
+
+    /// The acknowledged rate, when there is one (`SetAcknowledgedRate`).
+    pub fn set_acknowledged_rate(&mut self, rate: DataRate) {
+        if self.v2.is_enabled() {
+            self.v2.set_acknowledged_bitrate(rate);
+        }
+    }
+
+    /// One transport-feedback report for LossBasedBweV2 (`UpdateLossBasedEstimator`): all its
+    /// packets, lost ones included, the report's probe result and whether the sender is in
+    /// ALR; then the target is updated.
+    pub fn update_loss_based_estimator(
+        &mut self,
+        packets: &[PacketResult],
+        probe: Option<DataRate>,
+        in_alr: bool,
+        now: Timestamp,
+    ) {
+        if !self.v2.is_enabled() {
+            return;
+        }
+        self.v2.set_probe_bitrate(probe);
+        self.v2.update_bandwidth_estimate(packets, self.delay_based_limit, in_alr, now);
+        self.update_estimate(now);
     }
 
     /// The loss-based target (already capped by the delay-based estimate).
@@ -187,7 +243,10 @@ impl LossBasedControl {
             return;
         }
         // Trust the delay-based estimate in the start phase if no loss has been seen.
-        if self.last_fraction_loss == 0 && self.in_start_phase(now) {
+        if self.last_fraction_loss == 0
+            && self.in_start_phase(now)
+            && !self.v2.ready_to_use_in_start_phase()
+        {
             let mut r = self.current;
             if self.delay_based_limit.is_finite() {
                 r = r.max(self.delay_based_limit);
@@ -204,6 +263,12 @@ impl LossBasedControl {
             self.update_target(self.current);
             return;
         };
+        if self.v2.is_ready() {
+            let result = self.v2.result();
+            self.state = result.state;
+            self.update_target(result.bandwidth_estimate);
+            return;
+        }
         if now - last_report < LOSS_REPORT_TIMEOUT {
             let loss = self.fraction_loss();
             if loss <= LOW_LOSS {
@@ -244,8 +309,10 @@ mod tests {
     fn kbps(k: i64) -> DataRate {
         DataRate::from_kbps(k)
     }
+    /// The classic rule alone (LossBasedBweV2 disabled, as up to M109).
     fn ctl() -> LossBasedControl {
-        LossBasedControl::new(kbps(5), DataRate::from_mbps(200), kbps(1000))
+        let v2 = LossBasedBweV2Config { enabled: false, ..Default::default() };
+        LossBasedControl::new(kbps(5), DataRate::from_mbps(200), kbps(1000), v2)
     }
 
     #[test]
