@@ -3,9 +3,11 @@
 //! capture slot is encoded (with its rate control, complexity level and reference) or
 //! skipped; held or dropped slots can be encoded later; frames can be purged from the
 //! pacer. The baselines live here; ACE-C, MAE, Vidaptive and Co-RTV add their own
-//! controllers behind the same trait.
+//! controllers behind the same trait. [`frame_dropper`] is libwebrtc's media-optimisation
+//! frame dropper.
 
 pub mod ace_c;
+pub mod frame_dropper;
 
 use crate::cc::CcSignals;
 use crate::columns::Columns;
