@@ -36,6 +36,10 @@ pub struct FrameContext {
     /// The rate the encoder may use: the congestion controller's encoder rate (its target,
     /// or less while it pushes back) minus per-packet overhead.
     pub cc_target: DataRate,
+    /// The share of `cc_target` the congestion controller would have the encoder shed by
+    /// dropping frames ([`NetworkControlUpdate::cwnd_reduce_ratio`](crate::cc::NetworkControlUpdate):
+    /// GCC's congestion-window pushback in libwebrtc's `DropFrame` mode); 0 when unused.
+    pub cwnd_reduce_ratio: f64,
     pub cc_signals: CcSignals,
     pub pacer: PacerState,
     /// The id of the last frame encoded (`None` before the first).
