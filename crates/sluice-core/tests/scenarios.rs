@@ -203,6 +203,7 @@ fn run_ace_pacer(pacer: PacerConfig, trace_spec: &str, max_mbps: i64, seed: u64)
             pacer,
             cc,
             encoder_controller: EncoderControllerConfig::default(),
+            frame_drop: Default::default(),
             bottleneck: Default::default(),
             feedback_interval_ms: None,
         }),

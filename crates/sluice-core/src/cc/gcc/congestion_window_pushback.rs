@@ -19,11 +19,11 @@
 //! target x ratio (truncated to whole bits per second), not below `min_rate_bps` unless the
 //! target itself is lower, and not below GCC's minimum rate.
 //!
-//! What the encoder is told depends on `drop_frame` (libwebrtc's `DropFrame`, on by default
-//! in M119, off here for now):
+//! What the encoder is told depends on `drop_frame` (libwebrtc's `DropFrame`, on by default):
 //! * on: the encoder keeps the target and gets `cwnd_reduce_ratio = (target - pushback) /
-//!   target`, which libwebrtc's VideoStreamEncoder turns into dropped frames; an encoder
-//!   controller that ignores the ratio sees no pushback at all;
+//!   target`, which libwebrtc's VideoStreamEncoder turns into dropped frames
+//!   ([`crate::encoder_controller::video_stream_encoder`], a scheme's
+//!   `frame_drop.cwnd_pushback`); without that stage the pushback has no effect;
 //! * off: the encoder's rate is the pushback rate (and the ratio is 0).
 
 use crate::units::{DataRate, DataSize, TimeDelta};
@@ -40,10 +40,10 @@ pub struct CongestionWindowConfig {
     /// Count the pacer queue as outstanding too (libwebrtc's
     /// `WebRTC-AddPacingToCongestionWindowPushback`; off by default).
     pub add_pacing: bool,
-    /// libwebrtc's `DropFrame` (on by default in M119; off here until an encoder-side stage
-    /// acts on the ratio): the encoder keeps the target rate and the pushback reaches it only
-    /// as `cwnd_reduce_ratio`, for frame dropping. Off: the encoder's rate is lowered to the
-    /// pushback rate.
+    /// libwebrtc's `DropFrame` (on by default in M119): the encoder keeps the target rate and
+    /// the pushback reaches it only as `cwnd_reduce_ratio`, which only a scheme with the
+    /// `frame_drop.cwnd_pushback` stage acts on (elsewhere the pushback has no effect). Off:
+    /// the encoder's rate is lowered to the pushback rate.
     pub drop_frame: bool,
 }
 
@@ -53,7 +53,7 @@ impl Default for CongestionWindowConfig {
             queue_size_ms: 350.0,
             min_rate_bps: 30_000,
             add_pacing: false,
-            drop_frame: false,
+            drop_frame: true,
         }
     }
 }
@@ -217,14 +217,14 @@ mod tests {
     const GCC_MIN: DataRate = DataRate::from_kbps(5);
 
     #[test]
-    fn defaults_are_m119s_but_drop_frame() {
+    fn defaults_are_m119s() {
         let c = CongestionWindowConfig::default();
         assert_eq!((c.queue_size_ms, c.min_rate_bps), (350.0, 30_000));
-        assert!(!c.drop_frame && !c.add_pacing);
+        assert!(c.drop_frame && !c.add_pacing);
         // Configs written before `drop_frame` existed get the default.
         let old: CongestionWindowConfig =
             serde_json::from_str(r#"{"queue_size_ms": 300}"#).unwrap();
-        assert!(!old.drop_frame);
+        assert!(old.drop_frame);
     }
 
     #[test]
