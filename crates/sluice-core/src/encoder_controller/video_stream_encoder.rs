@@ -15,7 +15,8 @@
 //!    encoded frame fills the bucket with its size (keyframe or delta); on a rate change the
 //!    dropper gets `SetRates((target_bps + 500) / 1000, fps)` with the target after the
 //!    reduction of 1. libwebrtc consults it when the encoder's rate controller is not
-//!    trusted (x264 and OpenH264 in Chrome). Reason `"frame-dropper"`.
+//!    trusted (M119: H.264 in software, OpenH264; libvpx and libaom are trusted). Reason
+//!    `"frame-dropper"`.
 //!
 //! Slots that pass go to the wrapped controller with `cc_target` lowered as in 1 (and
 //! `cwnd_reduce_ratio` 0, since this stage acted on it). A dropped slot is skipped (the next
