@@ -1,5 +1,5 @@
 //! Schemes: named compositions of components (pacer x congestion controller x encoder
-//! controller x bottleneck behaviour). A scheme is data, so a new combination needs no new
+//! controller x frame dropping x bottleneck behaviour). A scheme is data, so a new combination needs no new
 //! code: the registry below names the ones the papers compare, and any [`SchemeConfig`] can
 //! be given as JSON.
 
@@ -8,7 +8,8 @@ use crate::cc::gcc::trendline::TrendlineWindow;
 use crate::cc::gcc::{Gcc, GccConfig};
 use crate::cc::CongestionController;
 use crate::encoder_controller::ace_c::AceCConfig;
-use crate::encoder_controller::EncoderControllerConfig;
+use crate::encoder_controller::video_stream_encoder::FrameDropConfig;
+use crate::encoder_controller::{EncoderController, EncoderControllerConfig};
 use crate::link::bottleneck::BottleneckConfig;
 use crate::pacer::ace_n::AceNConfig;
 use crate::pacer::leaky_bucket::LeakyBucketConfig;
@@ -53,6 +54,10 @@ pub struct SchemeConfig {
     pub cc: CcConfig,
     #[serde(default)]
     pub encoder_controller: EncoderControllerConfig,
+    /// libwebrtc's VideoStreamEncoder frame dropping in front of the encoder controller
+    /// (`encoder_controller/video_stream_encoder.rs`; default: off).
+    #[serde(default)]
+    pub frame_drop: FrameDropConfig,
     /// What the bottleneck queue does besides serving packets (default: drop-tail).
     #[serde(default)]
     pub bottleneck: BottleneckConfig,
@@ -61,6 +66,14 @@ pub struct SchemeConfig {
     /// need reports more often than WebRTC's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feedback_interval_ms: Option<f64>,
+}
+
+impl SchemeConfig {
+    /// The scheme's encoder controller: `encoder_controller` behind the `frame_drop` stage
+    /// (if that is on).
+    pub fn build_encoder_controller(&self) -> Box<dyn EncoderController> {
+        self.frame_drop.wrap(self.encoder_controller.build())
+    }
 }
 
 /// A registered scheme: name, description, plot colour and composition.
@@ -99,72 +112,77 @@ pub fn registry() -> Vec<SchemeInfo> {
     vec![
         SchemeInfo {
             name: "webrtc",
-            description: "WebRTC: GCC + leaky-bucket pacer at 1.1x the target (libwebrtc's video default), ABR+VBV(0.5 s)",
+            description: "WebRTC (libwebrtc M119 as Chrome runs it, encoder rate control not trusted): GCC with congestion-window pushback in DropFrame mode + leaky-bucket pacer at 1.1x the target (libwebrtc's video default), ABR+VBV(0.5 s), VideoStreamEncoder frame dropping (frame dropper + cwnd-pushback drops)",
             color: "#1f77b4",
             encoder: None,
             config: SchemeConfig {
                 pacer: leaky(),
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
+                frame_drop: FrameDropConfig::LIBWEBRTC,
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
         },
         SchemeInfo {
             name: "webrtc-b",
-            description: "WebRTC-B (ACE §6.1): GCC + leaky-bucket pacer at 2.5x the target (libwebrtc's legacy factor)",
+            description: "WebRTC-B (ACE §6.1): GCC + leaky-bucket pacer at 2.5x the target (libwebrtc's legacy factor); frame dropping off as in ACE's runs (§6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#ff7f0e",
             encoder: None,
             config: SchemeConfig {
                 pacer: leaky(),
                 cc: gcc_pacing_2_5(),
                 encoder_controller: EncoderControllerConfig::default(),
+                frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
         },
         SchemeInfo {
             name: "always-burst",
-            description: "AlwaysBurst (ACE §6.1): GCC, no pacing; frames leave as one burst",
+            description: "AlwaysBurst (ACE §6.1): GCC, no pacing; frames leave as one burst; frame dropping off as in ACE's runs (§6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#d62728",
             encoder: None,
             config: SchemeConfig {
                 pacer: PacerConfig::None,
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
+                frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
         },
         SchemeInfo {
             name: "webrtc-x264",
-            description: "WebRTC* (ACE §6.1): x264 ABR + VBV(0.5 s), GCC, leaky-bucket pacer at 1.1x",
+            description: "WebRTC* (ACE §6.1): x264 ABR + VBV(0.5 s), GCC, leaky-bucket pacer at 1.1x; frame dropping off as in ACE's runs (§6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#2ca02c",
             encoder: Some("x264"),
             config: SchemeConfig {
                 pacer: leaky(),
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
+                frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
         },
         SchemeInfo {
             name: "cbr",
-            description: "CBR (ACE §6.1, MAE §6): VBV of one frame so no frame exceeds the target frame size; GCC, pacer at 1.1x",
+            description: "CBR (ACE §6.1, MAE §6): VBV of one frame so no frame exceeds the target frame size; GCC, pacer at 1.1x; frame dropping off as in ACE's and MAE's runs (ACE §6.3, MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
             color: "#9467bd",
             encoder: None,
             config: SchemeConfig {
                 pacer: leaky(),
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::OneFrameVbv,
+                frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
         },
         SchemeInfo {
             name: "copa",
-            description: "Copa (NSDI '18) as its reference code (genericCC): window-based, delta 0.5, paced at 2 x cwnd / standing RTT; ABR + VBV(0.5 s) at cwnd / srtt; no dummy packets, no encoder pause (Vidaptive's and Co-RTV's Copa baseline)",
+            description: "Copa (NSDI '18) as its reference code (genericCC): window-based, delta 0.5, paced at 2 x cwnd / standing RTT; ABR + VBV(0.5 s) at cwnd / srtt; no dummy packets, no encoder pause, no frame dropping (Vidaptive's and Co-RTV's Copa baseline)",
             color: "#bcbd22",
             encoder: None,
             config: SchemeConfig {
@@ -176,6 +194,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 }),
                 cc: CcConfig::Copa(CopaConfig::default()),
                 encoder_controller: EncoderControllerConfig::default(),
+                frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
                 // Copa is ACK-clocked (genericCC acknowledges every packet; QUIC, which the
                 // Co-RTV paper's Copa runs on, about every second packet). Reports every
@@ -185,39 +204,42 @@ pub fn registry() -> Vec<SchemeInfo> {
         },
         SchemeInfo {
             name: "ace-c",
-            description: "ACE-C only (ACE §4.2, §6.4 ablation): complexity level per frame from the SATD size prediction; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline, leaky-bucket pacer at 1.1x",
+            description: "ACE-C only (ACE §4.2, §6.4 ablation): complexity level per frame from the SATD size prediction; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline, leaky-bucket pacer at 1.1x; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#8c564b",
             encoder: Some("x264"),
             config: SchemeConfig {
                 pacer: leaky(),
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
+                frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
         },
         SchemeInfo {
             name: "ace-n",
-            description: "ACE-N only (ACE §4.1, §6.4 ablation): token-bucket pacer whose bucket adapts per frame to the predicted network queue; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline",
+            description: "ACE-N only (ACE §4.1, §6.4 ablation): token-bucket pacer whose bucket adapts per frame to the predicted network queue; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#17becf",
             encoder: Some("x264"),
             config: SchemeConfig {
                 pacer: PacerConfig::AceN(AceNConfig::default()),
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::default(),
+                frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
         },
         SchemeInfo {
             name: "ace",
-            description: "ACE (SIGCOMM '25): ACE-N adaptive token-bucket pacing + ACE-C complexity-adaptive encoding on x264, GCC with 200 ms trendline",
+            description: "ACE (SIGCOMM '25): ACE-N adaptive token-bucket pacing + ACE-C complexity-adaptive encoding on x264, GCC with 200 ms trendline; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#e377c2",
             encoder: Some("x264"),
             config: SchemeConfig {
                 pacer: PacerConfig::AceN(AceNConfig::default()),
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
+                frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
@@ -257,6 +279,36 @@ mod tests {
         let CcConfig::Gcc(ref g) = c.cc else { panic!("{:?}", c.cc) };
         assert_eq!(g.pacing_factor, 1.5);
         assert_eq!(c.encoder_controller, EncoderControllerConfig::OneFrameVbv);
+        // Scheme files written before the frame-drop axis keep working, with it off.
+        assert!(c.frame_drop.is_off());
         assert!(serde_json::from_str::<SchemeConfig>(r#"{"pacer": {"kind": "warp"}}"#).is_err());
+        let c: SchemeConfig = serde_json::from_str(
+            r#"{"pacer": {"kind": "leaky-bucket"}, "frame_drop": {"frame_dropper": true}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.frame_drop, FrameDropConfig { frame_dropper: true, cwnd_pushback: false });
+        let typo = r#"{"pacer": {"kind": "leaky-bucket"}, "frame_drop": {"dropper": true}}"#;
+        assert!(serde_json::from_str::<SchemeConfig>(typo).is_err());
+    }
+
+    #[test]
+    fn only_webrtc_drops_frames_and_gcc_runs_pushback_in_drop_frame_mode() {
+        for s in registry() {
+            let expected = match s.name {
+                "webrtc" => FrameDropConfig::LIBWEBRTC,
+                // ACE's and MAE's baselines ran without frame dropping; Copa has no pushback.
+                "webrtc-b" | "always-burst" | "webrtc-x264" | "cbr" | "ace-n" | "ace-c" | "ace"
+                | "copa" => FrameDropConfig::default(),
+                other => panic!("new scheme {other}: decide its frame dropping"),
+            };
+            assert_eq!(s.config.frame_drop, expected, "{}", s.name);
+            if let CcConfig::Gcc(g) = &s.config.cc {
+                let cw = g.congestion_window.as_ref().expect("pushback on");
+                assert!(cw.drop_frame, "{}", s.name);
+                if expected.is_off() {
+                    assert!(s.description.contains("pushback has no effect"), "{}", s.name);
+                }
+            }
+        }
     }
 }

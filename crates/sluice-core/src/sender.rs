@@ -390,6 +390,7 @@ impl Sender {
             capture_time: self.capture_time_of(source_index),
             fps: self.config.fps,
             cc_target: self.media_rate(),
+            cwnd_reduce_ratio: self.cc.update().cwnd_reduce_ratio,
             cc_signals: self.cc.signals(),
             pacer: PacerState {
                 queue_bytes: self.pacer.queue_size(),
@@ -778,6 +779,7 @@ mod tests {
             NetworkControlUpdate {
                 target_rate: self.rate,
                 encoder_rate: self.rate,
+                cwnd_reduce_ratio: 0.0,
                 pacing_rate: self.rate,
                 padding_rate: DataRate::ZERO,
                 congestion_window: self.window,

@@ -133,6 +133,37 @@ fn webrtc_recovers_after_a_30_to_3_mbps_step() {
 }
 
 #[test]
+fn webrtc_drops_frames_on_a_capacity_drop_without_keyframes_and_frame_drop_off_schemes_do_not() {
+    // 30 Mbps, then 3 Mbps from 10 s; unlimited queue, so nothing is lost and any keyframe
+    // after the first would come from the skips.
+    let r = run("webrtc", "steps:30@10,3@10", 20.0, path(None, None), 1);
+    let s = &r.summary;
+    let count = |reason: &str| r.skips.iter().filter(|k| k.reason == reason).count();
+    let (cwnd, dropper) = (count("cwnd-pushback"), count("frame-dropper"));
+    // GCC's DropFrame-mode pushback and the frame dropper both act, only after the step...
+    assert!(cwnd >= 10 && dropper >= 10, "cwnd-pushback {cwnd}, frame-dropper {dropper}");
+    assert_eq!(cwnd + dropper, r.skips.len(), "only the stage's reasons");
+    assert!(r.skips.iter().all(|k| k.capture_us >= 10_000_000), "skips before the step");
+    assert_eq!(s.frames_sent + s.frames_skipped, 600, "every slot encoded or skipped once");
+    // ...the receiver passes over the skipped slots: every encoded frame is displayed and
+    // no keyframe is asked for.
+    assert_eq!(s.keyframes, 1);
+    assert_eq!(s.frames_displayed, s.frames_sent);
+    assert_eq!(s.loss_rate, 0.0);
+    // The same composition without the stage (webrtc-x264's, here on the model encoder)
+    // skips nothing, and its frames wait far longer.
+    let off = run("webrtc-x264", "steps:30@10,3@10", 20.0, path(None, None), 1);
+    assert!(off.skips.is_empty());
+    assert_eq!(off.summary.frames_sent, 600);
+    assert!(
+        s.latency_ms.p95 < off.summary.latency_ms.p95 / 2.0,
+        "P95 with frame dropping {:.1} ms, without {:.1} ms",
+        s.latency_ms.p95,
+        off.summary.latency_ms.p95
+    );
+}
+
+#[test]
 fn always_burst_overflows_a_20_packet_queue_where_webrtc_does_not() {
     let burst = run("always-burst", "constant:12", 20.0, path(Some(20), None), 1);
     let paced = run("webrtc", "constant:12", 20.0, path(Some(20), None), 1);
@@ -213,6 +244,7 @@ fn run_ace_pacer(pacer: PacerConfig, trace_spec: &str, max_mbps: i64, seed: u64)
             pacer,
             cc,
             encoder_controller: EncoderControllerConfig::default(),
+            frame_drop: Default::default(),
             bottleneck: Default::default(),
             feedback_interval_ms: None,
         }),

@@ -576,6 +576,7 @@ impl CongestionController for Copa {
         NetworkControlUpdate {
             target_rate: target,
             encoder_rate: target,
+            cwnd_reduce_ratio: 0.0,
             pacing_rate: rate(self.window * gain, pacing_rtt),
             padding_rate: DataRate::ZERO,
             congestion_window: Some(self.window()),

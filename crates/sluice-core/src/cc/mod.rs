@@ -108,8 +108,13 @@ pub struct NetworkControlUpdate {
     /// basis).
     pub target_rate: DataRate,
     /// The rate for the encoder: the target, or less while the controller pushes back (GCC's
-    /// congestion-window pushback).
+    /// congestion-window pushback with `drop_frame` off).
     pub encoder_rate: DataRate,
+    /// The share of the encoder rate the controller would have the encoder shed by dropping
+    /// frames (libwebrtc's `TargetTransferRate::cwnd_reduce_ratio`: GCC's congestion-window
+    /// pushback in its default `DropFrame` mode reports `(target - pushback) / target` here
+    /// and leaves `encoder_rate` at the target); 0 when unused.
+    pub cwnd_reduce_ratio: f64,
     /// The rate the pacer releases packets at (the controller's pacing factor applied).
     pub pacing_rate: DataRate,
     /// The rate to fill with padding when no media waits.

@@ -287,6 +287,7 @@ mod tests {
             capture_time: Timestamp::from_ms(i as i64 * 33),
             fps: 30.0,
             cc_target: DataRate::from_mbps(3),
+            cwnd_reduce_ratio: 0.0,
             cc_signals: CcSignals::default(),
             pacer: PacerState::default(),
             last_frame_id: i.checked_sub(1),

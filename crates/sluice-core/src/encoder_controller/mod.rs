@@ -3,9 +3,12 @@
 //! capture slot is encoded (with its rate control, complexity level and reference) or
 //! skipped; held or dropped slots can be encoded later; frames can be purged from the
 //! pacer. The baselines live here; ACE-C, MAE, Vidaptive and Co-RTV add their own
-//! controllers behind the same trait.
+//! controllers behind the same trait. [`video_stream_encoder`] is a stage that wraps any of
+//! them with libwebrtc's frame dropping ([`frame_dropper`], congestion-window drops).
 
 pub mod ace_c;
+pub mod frame_dropper;
+pub mod video_stream_encoder;
 
 use crate::cc::CcSignals;
 use crate::columns::Columns;
@@ -34,6 +37,11 @@ pub struct FrameContext {
     /// The rate the encoder may use: the congestion controller's encoder rate (its target,
     /// or less while it pushes back) minus per-packet overhead.
     pub cc_target: DataRate,
+    /// The share of `cc_target` the congestion controller would have the encoder shed by
+    /// dropping frames ([`NetworkControlUpdate::cwnd_reduce_ratio`](crate::cc::NetworkControlUpdate):
+    /// GCC's congestion-window pushback in libwebrtc's default `DropFrame` mode); 0 when
+    /// unused. Only the [`video_stream_encoder`] stage acts on it.
+    pub cwnd_reduce_ratio: f64,
     pub cc_signals: CcSignals,
     pub pacer: PacerState,
     /// The id of the last frame encoded (`None` before the first).

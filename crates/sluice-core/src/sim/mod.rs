@@ -308,7 +308,7 @@ impl Simulation {
             cc,
             scheme.pacer.build(now),
             Box::new(InlineEncoder::new(encoder)),
-            scheme.encoder_controller.build(),
+            scheme.build_encoder_controller(),
             now,
         );
         let receiver = Receiver::new(

@@ -84,8 +84,8 @@ pub struct GccConfig {
     pub rapid_recovery_probing: bool,
     /// RTT assumed until samples arrive (libwebrtc 200 ms).
     pub default_rtt: TimeDelta,
-    /// Congestion-window pushback of the encoder rate (Chrome's default field trial);
-    /// `null` turns it off.
+    /// Congestion-window pushback (Chrome's default `WebRTC-CongestionWindow` field trial,
+    /// in its `DropFrame` mode unless configured otherwise); `null` turns it off.
     pub congestion_window: Option<CongestionWindowConfig>,
     /// Throughput estimator behind the acknowledged rate (libwebrtc's current default is the
     /// robust one).
@@ -142,7 +142,6 @@ pub struct Gcc {
     feedback_max_rtts: VecDeque<TimeDelta>,
     // Encoder pushback.
     pushback: Option<CongestionWindowPushback>,
-    encoder_rate: Option<DataRate>,
     /// The latest probe result (for the time series).
     last_probe_result: Option<DataRate>,
     // Latched detector events (feedback times), for encoder controllers.
@@ -188,8 +187,10 @@ impl Gcc {
             rtt: config.default_rtt,
             have_rtt_sample: false,
             feedback_max_rtts: VecDeque::new(),
-            pushback: config.congestion_window.clone().map(CongestionWindowPushback::new),
-            encoder_rate: None,
+            pushback: config
+                .congestion_window
+                .clone()
+                .map(|c| CongestionWindowPushback::new(c, start)),
             last_probe_result: None,
             overuse_at: None,
             underuse_at: None,
@@ -283,18 +284,17 @@ impl Gcc {
         }
     }
 
-    /// Updates the congestion-window pushback (libwebrtc runs it on every network update).
-    fn update_pushback(&mut self) {
-        let target = self.target();
-        let min_rtt = self.feedback_max_rtts.iter().copied().min().unwrap_or(self.rtt);
-        if let Some(p) = &mut self.pushback {
-            p.set_window(target, min_rtt);
-            self.encoder_rate = Some(p.update(target));
-        }
+    /// The smallest of the recent per-feedback max RTTs (the pushback's data window).
+    fn min_feedback_max_rtt(&self) -> Option<TimeDelta> {
+        self.feedback_max_rtts.iter().copied().min()
     }
 
     fn maybe_trigger_network_changed(&mut self, now: Timestamp) {
         let target = self.target();
+        // libwebrtc updates the congestion-window pushback on every network update.
+        if let Some(p) = &mut self.pushback {
+            p.update(target, self.config.min_rate);
+        }
         if target != self.last_target {
             self.last_target = target;
             self.alr.set_estimated_bitrate(target);
@@ -307,8 +307,10 @@ impl CongestionController for Gcc {
     fn on_packet_sent(&mut self, packet: &SentPacket, now: Timestamp) {
         self.alr.on_bytes_sent(packet.size, packet.send_time);
         self.loss.on_packet_sent(now);
+        // With pushback, every sent packet is a network update (libwebrtc's OnSentPacket).
         if let Some(p) = &mut self.pushback {
             p.set_outstanding(packet.data_in_flight);
+            self.maybe_trigger_network_changed(packet.send_time);
         }
     }
 
@@ -326,6 +328,9 @@ impl CongestionController for Gcc {
         }
         if feedback.packets.is_empty() {
             return;
+        }
+        if let Some(p) = &mut self.pushback {
+            p.set_outstanding(feedback.data_in_flight);
         }
         let at = feedback.feedback_time;
         let received = feedback.received_by_arrival();
@@ -403,10 +408,13 @@ impl CongestionController for Gcc {
             self.probe_controller.set_alr_start_time(alr_start);
             self.probe_controller.request_probe(at);
         }
-        if let Some(p) = &mut self.pushback {
-            p.set_outstanding(feedback.data_in_flight);
+        // The pushback's window, after any update above used the previous one.
+        if !received.is_empty() {
+            let min_rtt = self.min_feedback_max_rtt();
+            if let (Some(p), Some(rtt)) = (&mut self.pushback, min_rtt) {
+                p.update_window(rtt);
+            }
         }
-        self.update_pushback();
     }
 
     fn handle_timeout(&mut self, now: Timestamp) {
@@ -416,8 +424,11 @@ impl CongestionController for Gcc {
         self.loss.update_estimate(now);
         self.probe_controller.set_alr_start_time(self.alr.alr_start_time());
         self.probe_controller.process(now);
+        let min_rtt = self.min_feedback_max_rtt();
+        if let Some(p) = &mut self.pushback {
+            p.on_process_interval(min_rtt);
+        }
         self.maybe_trigger_network_changed(now);
-        self.update_pushback();
         self.next_process = now + PROCESS_INTERVAL;
     }
 
@@ -427,9 +438,14 @@ impl CongestionController for Gcc {
 
     fn update(&self) -> NetworkControlUpdate {
         let target = self.target();
+        let (encoder_rate, cwnd_reduce_ratio) = match &self.pushback {
+            Some(p) => (p.encoder_rate(target), p.cwnd_reduce_ratio()),
+            None => (target, 0.0),
+        };
         NetworkControlUpdate {
             target_rate: target,
-            encoder_rate: self.encoder_rate.unwrap_or(target).min(target),
+            encoder_rate,
+            cwnd_reduce_ratio,
             pacing_rate: target.scale(self.config.pacing_factor),
             padding_rate: DataRate::ZERO,
             congestion_window: None,
@@ -484,6 +500,10 @@ impl CongestionController for Gcc {
             out.text("cc_loss_state", Some(state));
             out.float("cc_inherent_loss", Some(v2.inherent_loss()));
             out.rate("cc_loss_upper_bound_bps", Some(v2.instant_upper_bound()));
+        }
+        if let Some(p) = &self.pushback {
+            out.float("cc_pushback_ratio", Some(p.ratio()));
+            out.size("cc_pushback_window_bytes", p.window());
         }
     }
 }
