@@ -176,6 +176,8 @@ const CREDIT_PER_BYTE: i128 = 8_000_000;
 
 pub struct AceNPacer {
     config: AceNConfig,
+    /// `config.queue_time_limit_ms`, converted once (used per packet).
+    queue_time_limit: TimeDelta,
     queue: PacketQueue,
     prober: Prober,
     pacing_rate: DataRate,
@@ -223,6 +225,7 @@ impl AceNPacer {
         );
         let rate = DataRate::from_kbps(300);
         let mut p = AceNPacer {
+            queue_time_limit: TimeDelta::from_ms_f64(config.queue_time_limit_ms),
             config,
             queue: PacketQueue::default(),
             prober: Prober::default(),
@@ -315,8 +318,7 @@ impl AceNPacer {
 
     /// libwebrtc's drain rule (see the leaky bucket).
     fn update_adjusted_rate(&mut self, now: Timestamp) {
-        let limit = TimeDelta::from_ms_f64(self.config.queue_time_limit_ms);
-        self.adjusted_rate = self.pacing_rate.max(self.queue.drain_rate(limit, now));
+        self.adjusted_rate = self.pacing_rate.max(self.queue.drain_rate(self.queue_time_limit, now));
     }
 
     /// Tokens a packet of `size` needs before it may leave.

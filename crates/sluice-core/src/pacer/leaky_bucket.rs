@@ -46,7 +46,10 @@ impl Default for LeakyBucketConfig {
 const MAX_ELAPSED: TimeDelta = TimeDelta::from_secs(2);
 
 pub struct LeakyBucketPacer {
-    config: LeakyBucketConfig,
+    /// The config's durations, converted once (they are used per packet).
+    burst_interval: TimeDelta,
+    queue_time_limit: TimeDelta,
+    max_debt: TimeDelta,
     queue: PacketQueue,
     prober: Prober,
     pacing_rate: DataRate,
@@ -60,7 +63,9 @@ pub struct LeakyBucketPacer {
 impl LeakyBucketPacer {
     pub fn new(config: LeakyBucketConfig, now: Timestamp) -> Self {
         LeakyBucketPacer {
-            config,
+            burst_interval: TimeDelta::from_ms_f64(config.burst_interval_ms),
+            queue_time_limit: TimeDelta::from_ms_f64(config.queue_time_limit_ms),
+            max_debt: TimeDelta::from_ms_f64(config.max_debt_ms),
             queue: PacketQueue::default(),
             prober: Prober::default(),
             pacing_rate: DataRate::from_kbps(300),
@@ -82,12 +87,11 @@ impl LeakyBucketPacer {
 
     /// libwebrtc's drain rule: make the queue drain before the queue-time limit.
     fn update_adjusted_rate(&mut self, now: Timestamp) {
-        let limit = TimeDelta::from_ms_f64(self.config.queue_time_limit_ms);
-        self.adjusted_rate = self.pacing_rate.max(self.queue.drain_rate(limit, now));
+        self.adjusted_rate = self.pacing_rate.max(self.queue.drain_rate(self.queue_time_limit, now));
     }
 
     fn on_sent(&mut self, size: DataSize) {
-        let cap = self.adjusted_rate * TimeDelta::from_ms_f64(self.config.max_debt_ms);
+        let cap = self.adjusted_rate * self.max_debt;
         self.media_debt = (self.media_debt + size).min(cap.max(size));
     }
 
@@ -102,7 +106,7 @@ impl LeakyBucketPacer {
         if self.queue.is_empty() {
             return Timestamp::INFINITY;
         }
-        let allowance = self.adjusted_rate * TimeDelta::from_ms_f64(self.config.burst_interval_ms);
+        let allowance = self.adjusted_rate * self.burst_interval;
         if self.media_debt <= allowance {
             self.last_update
         } else {

@@ -137,6 +137,8 @@ pub struct RobustThroughputEstimator {
     /// (send, receive, size), sorted by receive time.
     window: VecDeque<(Timestamp, Timestamp, DataSize)>,
     latest_discarded_send_time: Option<Timestamp>,
+    /// The rate for the current window (it only changes with a report).
+    rate: Option<DataRate>,
 }
 
 /// `window_packets` (M119: 20).
@@ -179,6 +181,7 @@ impl RobustThroughputEstimator {
                     Some(self.latest_discarded_send_time.map_or(send, |t| t.max(send)));
             }
         }
+        self.rate = self.compute_rate();
     }
 
     fn first_packet_outside_window(&self) -> bool {
@@ -192,6 +195,10 @@ impl RobustThroughputEstimator {
     }
 
     pub fn bitrate(&self) -> Option<DataRate> {
+        self.rate
+    }
+
+    fn compute_rate(&self) -> Option<DataRate> {
         if self.window.is_empty() || self.window.len() < REQUIRED_PACKETS {
             return None;
         }
