@@ -7,11 +7,11 @@ PY := $(VENV)/bin/python
 SLUICE := $(VENV)/bin/sluice
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(HOME)/.cargo/bin:$(PATH)
-DEMO_TRACE ?= data/traces/markov-24-6.mahi
-DEMO_SCHEMES ?= webrtc,webrtc-b,always-burst
+DEMO_TRACE ?= data/traces/wifi-hairpin14-70s.mahi
+DEMO_SCHEMES ?= webrtc,webrtc-b,always-burst,ace
 DEMO_DURATION ?= 60
 DEMO_VIDEO ?= data/videos/bbb-intro_1280x720_24fps_10s.mp4
-DEMO_VIDEO_SCHEMES ?= webrtc-x264,cbr,always-burst
+DEMO_VIDEO_SCHEMES ?= webrtc-x264,cbr,always-burst,ace
 
 .PHONY: setup build demo test test-rust test-python lint bench bench-encoder clean check-fresh
 
@@ -28,7 +28,7 @@ build: setup
 	@$(PY) -c "import sluice._core" || { echo "sluice: the extension module did not build" >&2; exit 1; }
 
 demo: build
-	$(SLUICE) compare --schemes $(DEMO_SCHEMES) --trace $(DEMO_TRACE) \
+	$(SLUICE) compare --schemes $(DEMO_SCHEMES) --encoder model --trace $(DEMO_TRACE) \
 		--duration $(DEMO_DURATION) --delay-ms 20 --queue-bytes 100000 --out results/demo
 	$(SLUICE) compare --schemes $(DEMO_VIDEO_SCHEMES) --video $(DEMO_VIDEO) --width 640 \
 		--trace $(DEMO_TRACE) --duration 20 --delay-ms 20 --queue-bytes 100000 \
