@@ -318,7 +318,8 @@ impl AceNPacer {
 
     /// libwebrtc's drain rule (see the leaky bucket).
     fn update_adjusted_rate(&mut self, now: Timestamp) {
-        self.adjusted_rate = self.pacing_rate.max(self.queue.drain_rate(self.queue_time_limit, now));
+        self.adjusted_rate =
+            self.pacing_rate.max(self.queue.drain_rate(self.queue_time_limit, now));
     }
 
     /// Tokens a packet of `size` needs before it may leave.

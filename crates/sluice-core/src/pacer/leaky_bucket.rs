@@ -87,7 +87,8 @@ impl LeakyBucketPacer {
 
     /// libwebrtc's drain rule: make the queue drain before the queue-time limit.
     fn update_adjusted_rate(&mut self, now: Timestamp) {
-        self.adjusted_rate = self.pacing_rate.max(self.queue.drain_rate(self.queue_time_limit, now));
+        self.adjusted_rate =
+            self.pacing_rate.max(self.queue.drain_rate(self.queue_time_limit, now));
     }
 
     fn on_sent(&mut self, size: DataSize) {

@@ -138,6 +138,10 @@ impl LossBasedControl {
             self.rtt = rtt;
         }
     }
+    /// The latest propagation RTT from transport feedback.
+    pub fn propagation_rtt(&self) -> TimeDelta {
+        self.last_propagation_rtt
+    }
     /// Propagation RTT as seen by transport feedback, for the RTT back-off.
     pub fn update_propagation_rtt(&mut self, now: Timestamp, rtt: TimeDelta) {
         self.last_propagation_rtt = rtt;

@@ -335,11 +335,21 @@ impl CongestionController for Gcc {
         let at = feedback.feedback_time;
         let received = feedback.received_by_arrival();
 
-        // Feedback-based RTT (libwebrtc: mean of per-report max, min for propagation).
+        // Feedback-based RTT (goog_cc OnTransportPacketsFeedback): the largest feedback RTT of
+        // the report, and the propagation RTT, the smallest feedback RTT less the time each
+        // packet then waited at the receiver for the report's newest arrival.
         if !received.is_empty() {
-            let rtts = received.iter().map(|p| at - p.sent.send_time);
-            let max_rtt = rtts.clone().max().unwrap_or(TimeDelta::ZERO);
-            let min_rtt = rtts.min().unwrap_or(TimeDelta::ZERO);
+            let newest = received.iter().filter_map(|p| p.receive_time).max().unwrap_or(at);
+            let max_rtt =
+                received.iter().map(|p| at - p.sent.send_time).max().unwrap_or(TimeDelta::ZERO);
+            let min_rtt = received
+                .iter()
+                .map(|p| {
+                    let pending = p.receive_time.map_or(TimeDelta::ZERO, |rx| newest - rx);
+                    at - p.sent.send_time - pending
+                })
+                .min()
+                .unwrap_or(TimeDelta::ZERO);
             self.feedback_max_rtts.push_back(max_rtt);
             if self.feedback_max_rtts.len() > FEEDBACK_RTT_WINDOW {
                 self.feedback_max_rtts.pop_front();
@@ -669,6 +679,37 @@ mod tests {
         assert!((800.0..1400.0).contains(&v2), "v2 target {v2:.0} kbps (bound now {bound:.0})");
         let (classic, _) = run(false);
         assert!(classic < 0.5 * v2, "classic target {classic:.0} kbps, v2 {v2:.0} kbps");
+    }
+
+    /// goog_cc's propagation RTT: a packet's feedback RTT less the time it waited at the
+    /// receiver for the report's newest arrival (only the RTT back-off uses it).
+    #[test]
+    fn propagation_rtt_takes_off_the_time_waiting_for_the_report() {
+        let mut g = Gcc::new(GccConfig::default(), Timestamp::ZERO);
+        let packet = |seq: u64, sent_ms: i64, rx_ms: i64| PacketResult {
+            sent: SentPacket {
+                transport_seq: seq,
+                send_time: Timestamp::from_ms(sent_ms),
+                size: PKT,
+                probe_cluster_id: None,
+                is_padding: false,
+                data_in_flight: DataSize::ZERO,
+            },
+            receive_time: Some(Timestamp::from_ms(rx_ms)),
+            rtt: None,
+        };
+        // Feedback at 1000 ms: RTTs 1000 and 900 ms; the first packet waited 400 ms for the
+        // second's arrival, so the propagation RTT is 600 ms (not the smallest RTT, 900).
+        let fb = TransportPacketsFeedback {
+            feedback_time: Timestamp::from_ms(1000),
+            packets: vec![packet(0, 0, 500), packet(1, 100, 900)],
+            prior_in_flight: DataSize::ZERO,
+            data_in_flight: DataSize::ZERO,
+            rtt: None,
+            smoothed_rtt: None,
+        };
+        g.on_transport_feedback(&fb, Timestamp::from_ms(1000));
+        assert_eq!(g.loss.propagation_rtt(), TimeDelta::from_ms(600));
     }
 
     #[test]
