@@ -469,13 +469,20 @@ mod tests {
     }
 
     fn displayed(r: &mut Receiver) -> Vec<u64> {
-        let mut v = Vec::new();
+        shown_and_discarded(r).0
+    }
+
+    /// The frames displayed and discarded since the last poll, in order.
+    fn shown_and_discarded(r: &mut Receiver) -> (Vec<u64>, Vec<u64>) {
+        let (mut shown, mut discarded) = (Vec::new(), Vec::new());
         while let Some(e) = r.poll_event() {
-            if let ReceiverEvent::FrameDisplayed { frame_id, .. } = e {
-                v.push(frame_id);
+            match e {
+                ReceiverEvent::FrameDisplayed { frame_id, .. } => shown.push(frame_id),
+                ReceiverEvent::FrameDiscarded { frame_id, .. } => discarded.push(frame_id),
+                _ => {}
             }
         }
-        v
+        (shown, discarded)
     }
 
     #[test]
@@ -565,15 +572,7 @@ mod tests {
         for p in frame(&mut pz, 3, 3000, true, &mut tseq) {
             r.handle_datagram(Datagram::Media(p), now);
         }
-        let mut shown = Vec::new();
-        let mut discarded = Vec::new();
-        while let Some(e) = r.poll_event() {
-            match e {
-                ReceiverEvent::FrameDisplayed { frame_id, .. } => shown.push(frame_id),
-                ReceiverEvent::FrameDiscarded { frame_id, .. } => discarded.push(frame_id),
-                _ => {}
-            }
-        }
+        let (shown, discarded) = shown_and_discarded(&mut r);
         assert_eq!(shown, vec![3]);
         assert_eq!(discarded, vec![2]);
     }
@@ -635,15 +634,7 @@ mod tests {
         for p in f3 {
             r.handle_datagram(Datagram::Media(p), Timestamp::from_ms(40));
         }
-        let mut shown = Vec::new();
-        let mut discarded = Vec::new();
-        while let Some(e) = r.poll_event() {
-            match e {
-                ReceiverEvent::FrameDisplayed { frame_id, .. } => shown.push(frame_id),
-                ReceiverEvent::FrameDiscarded { frame_id, .. } => discarded.push(frame_id),
-                _ => {}
-            }
-        }
+        let (shown, discarded) = shown_and_discarded(&mut r);
         assert_eq!(shown, vec![0, 1, 3]);
         assert_eq!(discarded, vec![2]);
         // The gap was NACKed once when frame 3's first packet showed it, before frame 3 was

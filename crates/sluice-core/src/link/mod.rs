@@ -362,6 +362,18 @@ impl Link {
             self.push_in_flight(now + self.delay, item.datagram);
             return;
         }
+        self.run_discipline(now, |d, view, dropped| d.on_arrival(view, item, dropped));
+        // Use what is left of an opportunity at exactly `now` right away.
+        self.catch_up(now);
+    }
+
+    /// Gives the queue discipline its view of the queue at `now`, then records what it
+    /// dropped.
+    fn run_discipline(
+        &mut self,
+        now: Timestamp,
+        f: impl FnOnce(&mut dyn QueueDiscipline, &mut QueueView, &mut Vec<(Queued, DropReason)>),
+    ) {
         let mut dropped = std::mem::take(&mut self.scratch);
         let mut view = QueueView {
             queue: &mut self.queue,
@@ -369,11 +381,9 @@ impl Link {
             trace: self.trace.as_deref(),
             now,
         };
-        self.discipline.on_arrival(&mut view, item, &mut dropped);
+        f(self.discipline.as_mut(), &mut view, &mut dropped);
         self.record_drops(&mut dropped);
         self.scratch = dropped;
-        // Use what is left of an opportunity at exactly `now` right away.
-        self.catch_up(now);
     }
 
     /// Processes the opportunities due at or before `now`, then the queue discipline's
@@ -382,16 +392,7 @@ impl Link {
         let now = self.clamp_now(now);
         self.catch_up(now);
         if self.discipline.poll_timeout() <= now {
-            let mut dropped = std::mem::take(&mut self.scratch);
-            let mut view = QueueView {
-                queue: &mut self.queue,
-                in_transit: self.in_transit.as_ref().map(|t| (&t.item.datagram, t.remaining)),
-                trace: self.trace.as_deref(),
-                now,
-            };
-            self.discipline.handle_timeout(&mut view, &mut dropped);
-            self.record_drops(&mut dropped);
-            self.scratch = dropped;
+            self.run_discipline(now, |d, view, dropped| d.handle_timeout(view, dropped));
             self.catch_up(now);
         }
     }
