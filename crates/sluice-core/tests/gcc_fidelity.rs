@@ -76,6 +76,8 @@ fn googcc_scenario_updates_target_rate_based_on_link_capacity() {
     sim.run_until(Timestamp::from_ms(95_000));
     let r95 = target_kbps_now(&mut sim, 95.0);
     dump(sim.samples());
+    // The measured values, for `cargo test --test gcc_fidelity -- --nocapture`.
+    eprintln!("UpdatesTargetRateBasedOnLinkCapacity: {r25:.0} / {r45:.0} / {r95:.0} kbps");
     assert!((r25 - 450.0).abs() <= 100.0, "500 kbps link, 25 s: target {r25:.0} kbps");
     assert!((r45 - 750.0).abs() <= 150.0, "800 kbps link, 45 s: target {r45:.0} kbps");
     assert!((r95 - 90.0).abs() <= 25.0, "100 kbps link, 95 s: target {r95:.0} kbps");
@@ -97,6 +99,7 @@ fn googcc_scenario_target_backs_off_in_steady_state() {
     let targets: Vec<f64> = (30..50).map(|t| target_kbps_at(sim.samples(), t as f64)).collect();
     let (min, max) =
         targets.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    eprintln!("steady state 30-50 s: target {min:.0}-{max:.0} kbps, min/max {:.3}", min / max);
     assert!(min / max < 0.85, "min/max target over 30-50 s: {min:.0}/{max:.0} = {:.3}", min / max);
 }
 
@@ -140,9 +143,11 @@ fn vidaptive_m108_measurement_two_and_half_mbps_alternating() {
     // "Even in the steady state, GCC limits utilization at about 85%": the phase's last 15 s,
     // after the climb.
     let util = utilization(&r.samples, up + 25.0, up + 40.0);
+    eprintln!("M108 scenario: climb {climbed:?} s, steady utilisation {util:.3}");
     assert!((0.80..=0.92).contains(&util), "utilisation, steady 2 Mbps phase: {util:.3}");
     for down in [40.0, 120.0] {
         let (peak, settled) = after_drop(&r.frames, down);
+        eprintln!("M108 scenario, drop at {down} s: peak {peak:.0} ms, settled {settled:?} s");
         assert!(peak > 1000.0, "peak latency after the drop at {down} s: {peak:.0} ms");
         assert!(
             settled.is_some_and(|t| t <= 4.0),
@@ -152,6 +157,7 @@ fn vidaptive_m108_measurement_two_and_half_mbps_alternating() {
     let r = run(false);
     for down in [40.0, 120.0] {
         let (peak, settled) = after_drop(&r.frames, down);
+        eprintln!("  without the cwnd drop, at {down} s: peak {peak:.0} ms, settled {settled:?} s");
         assert!(peak > 1000.0, "peak latency after the drop at {down} s: {peak:.0} ms");
         assert!(
             settled.is_some_and(|t| (6.0..=18.0).contains(&t)),
@@ -236,6 +242,7 @@ fn start_up_behind_a_450_ms_outage_climbs_at_8_percent_per_second() {
     let samples = sim.samples();
     dump(samples);
     let at5 = target_kbps_at(samples, 5.0);
+    eprintln!("start-up behind a 450 ms outage: target at 5 s {at5:.0} kbps");
     assert!((380.0..=470.0).contains(&at5), "target at 5 s: {at5:.0} kbps");
     // No probe result at all: both start-up clusters were rejected.
     let probed = samples
@@ -264,8 +271,14 @@ fn googcc_scenario_congestion_window_pushback_on_network_delay() {
         (s.target_rate_bps as f64 / 1e3, s.encoder_rate_bps as f64 / 1e3)
     };
     let (_, encoder_kbps) = run(false);
+    eprintln!(
+        "pushback, 3 s into the pause: encoder rate without DropFrame {encoder_kbps:.0} kbps"
+    );
     assert!(encoder_kbps < 40.0, "without DropFrame: encoder rate {encoder_kbps:.0} kbps");
     let (target_kbps, encoder_kbps) = run(true);
+    eprintln!(
+        "  with DropFrame: target {target_kbps:.0} kbps, encoder rate {encoder_kbps:.0} kbps"
+    );
     assert!(target_kbps > 300.0, "with DropFrame: target {target_kbps:.0} kbps");
     assert_eq!(encoder_kbps, target_kbps, "with DropFrame the encoder rate is the target");
 }
