@@ -32,7 +32,7 @@ demo: build
 		--duration $(DEMO_DURATION) --delay-ms 20 --queue-bytes 100000 --out results/demo
 	$(SLUICE) compare --schemes $(DEMO_VIDEO_SCHEMES) --video $(DEMO_VIDEO) --width 640 \
 		--trace $(DEMO_TRACE) --duration 20 --delay-ms 20 --queue-bytes 100000 \
-		--quality fast --out results/demo-video
+		--encode-time modeled --quality fast --out results/demo-video
 	@echo
 	@echo "Demo results: results/demo and results/demo-video (compare.md, latency_cdf.png, timeseries.png)"
 
