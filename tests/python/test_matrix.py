@@ -235,6 +235,26 @@ def test_ace_plans_load():
         assert config.diff(a, t) == ["pacer.threshold_packets"]
 
 
+def test_ace_attribution_plan_switches_one_path_per_variant():
+    p = plans.load_plan(REPO / "experiments" / "ace-attribution.toml")
+    clip = plans.PlanClip("x.mp4", "x")
+    trace = plans.PlanTrace("gen:constant:1", "t")
+    switched = {
+        "oldpushback": "cc.congestion_window.drop_frame",
+        "classicloss": "cc.loss_based_v2.enabled",
+        "alrprobe": "cc.alr_probing",
+    }
+    bases = ("webrtc-x264", "ace", "always-burst")
+    names = [s.name for s in p.schemes]
+    assert len(names) == len(bases) * (1 + len(switched))
+    for base in bases:
+        ref = p.spec(p.scheme(base), trace, clip, 1).config()
+        for label, path in switched.items():
+            variant = next(n for n in names if n.startswith(f"{base}-{label}"))
+            cfg = p.spec(p.scheme(variant), trace, clip, 1).config()
+            assert config.diff(ref, cfg) == [path], variant
+
+
 # --- analysis -------------------------------------------------------------------------------
 
 
