@@ -968,7 +968,7 @@ mod tests {
     fn mae_pre_reaction_latches_at_the_queuing_delay_threshold() {
         let config = CopaConfig { pre_reaction_queuing_delay_ms: Some(33.0), ..Default::default() };
         let mut d = Driver::steady(config, 10.0);
-        let mut ack = |d: &mut Driver, at_ms: f64, rtt_ms: f64| {
+        let ack = |d: &mut Driver, at_ms: f64, rtt_ms: f64| {
             let p = result(d.seq, MSS, Some((at_ms * 1000.0) as i64), (rtt_ms * 1000.0) as i64);
             d.seq += 1;
             let mut fb = report(vec![p]);
