@@ -172,7 +172,6 @@ pub struct CopaConfig {
     /// delay `d_q` exceeds this many ms, and the end of it (`underuse_at`) when an ACK moves
     /// the window up again (`d_q` below Copa's switch point `1 / (delta x rate)`). MAE leaves
     /// the threshold open; `None` (default): no signal. Copa's own rules never read it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pre_reaction_queuing_delay_ms: Option<f64>,
 }
 

@@ -96,7 +96,6 @@ pub struct GccConfig {
     /// MAE's pre-reaction (MAE §5.2, §6.5): report a drop coming when the modified trend
     /// exceeds this ratio x the adaptive threshold (MAE: 0.5; its artifact: 1.0). `None`
     /// (default): no pre-reaction signal. GCC's own decisions never use it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pre_reaction_ratio: Option<f64>,
 }
 
