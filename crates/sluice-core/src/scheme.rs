@@ -334,6 +334,19 @@ pub fn registry() -> Vec<SchemeInfo> {
             ),
         },
         SchemeInfo {
+            name: "mae-timeout",
+            description: "mae with a Sluice safeguard the paper does not have: a tight period also ends once the pre-reaction has been silent for 300 ms, so a false alarm that under-use never ends does not latch (MAE §4.2 is silent on it); GCC with the 100 ms trendline; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
+            color: "#f7b6d2",
+            encoder: None,
+            config: mae_testbed(
+                gcc_100ms(Some(0.5)),
+                EncoderControllerConfig::Mae(MaeConfig {
+                    quiet_timeout_ms: Some(300.0),
+                    ..Default::default()
+                }),
+            ),
+        },
+        SchemeInfo {
             name: "copa-x264",
             description: "MAE Table 1's x264 on Copa: the copa scheme's composition (ABR + VBV(0.5 s) at Copa's rate)",
             color: "#dbdb8d",
@@ -405,7 +418,9 @@ mod tests {
                 // ACE's and MAE's baselines ran without frame dropping; Copa has no pushback.
                 "webrtc-b" | "always-burst" | "webrtc-x264" | "cbr" | "ace-n" | "ace-c" | "ace"
                 | "copa" | "x264-gcc100" | "cbr-filler" | "salsify-vbv" | "mae-no-prediction"
-                | "mae" | "mae-code" | "copa-x264" | "mae-copa" => FrameDropConfig::default(),
+                | "mae" | "mae-code" | "mae-timeout" | "copa-x264" | "mae-copa" => {
+                    FrameDropConfig::default()
+                }
                 other => panic!("new scheme {other}: decide its frame dropping"),
             };
             assert_eq!(s.config.frame_drop, expected, "{}", s.name);
