@@ -71,6 +71,16 @@ ace-report-quick: build
 	$(SLUICE) matrix experiments/ace-quick.toml $(ACE_ARGS)
 	$(PY) -m sluice.analysis.ace results/ace-quick
 
+# MAE (NSDI '26) reproduction: runs experiments/mae.toml (x264, about 40 minutes on 2 cores)
+# and experiments/mae-model.toml (model encoder, about 10 minutes), both resumable, and writes
+# docs/results/mae.md, mae-runs.csv and img/mae-*.png. MAE_ARGS go to `sluice matrix`.
+.PHONY: mae-report
+MAE_ARGS ?=
+mae-report: build
+	$(SLUICE) matrix experiments/mae.toml $(MAE_ARGS)
+	$(SLUICE) matrix experiments/mae-model.toml $(MAE_ARGS)
+	$(PY) -m sluice.analysis.mae results/mae results/mae-model --report-dir docs/results
+
 # The README's two commands in a clean Debian root (debootstrap + chroot, as root; about
 # 15 minutes): proves that setup installs everything a new user lacks. See scripts/check-fresh.sh.
 check-fresh:

@@ -8,7 +8,9 @@ metric the core adds shows up everywhere without a list to update.
 
 Frame metrics are derived from a run's frames (:func:`frame_row`): ``latency_ms_p95_steady``
 (P95 without the start-up), ``c0_share`` (ACE-C's complexity levels) and ``burst_share``
-(frames that left as a burst, :func:`frame_burst`).
+(frames that left as a burst, :func:`frame_burst`), and MAE's pre-reaction lead (§6.7,
+:func:`pre_reaction_leads`): ``pre_reaction_drops``, ``pre_reaction_lead_ms_median`` and
+``pre_reacted_100ms_share``.
 
 :data:`METRICS` gives the known metrics a table header and a number format.
 """
@@ -70,10 +72,12 @@ _KNOWN = [
     Metric("latency_ms_p95", "lat p95 ms", _ms),
     Metric("latency_ms_p99", "lat p99 ms", _ms),
     Metric("latency_ms_p999", "lat p99.9 ms", _ms),
+    Metric("latency_ms_tail10_mean", "lat worst-10% mean ms", _ms),
     Metric("latency_ms_max", "lat max ms", _ms),
     Metric("latency_ms_p95_steady", "lat p95 steady ms", _ms),
     Metric("stall_rate", "stall rate", _pct),
     Metric("stall_count_200ms", "stalls > 200 ms", _int),
+    Metric("stall_ratio_200ms", "frames > 200 ms", _pct),
     Metric("fps", "fps", lambda v: f"{v:.1f}"),
     Metric("loss_rate", "loss", _pct),
     Metric("video_bitrate_bps", "bitrate Mbps", _mbps),
@@ -86,12 +90,22 @@ _KNOWN = [
     Metric("psnr_mean", "PSNR dB", lambda v: f"{v:.2f}"),
     Metric("c0_share", "c0 frames", _pct),
     Metric("burst_share", "burst frames", _pct),
+    Metric("adaptation_ratio", "adapted frames", _pct),
+    Metric("pre_reaction_lead_ms_median", "pre-reaction lead ms", _ms),
+    Metric("pre_reacted_100ms_share", "drops pre-reacted > 100 ms", _pct),
 ]
 #: Metric name -> :class:`Metric` (header and format) for the metrics tables show.
 METRICS: dict[str, Metric] = {m.name: m for m in _KNOWN}
 
 #: The columns :func:`frame_row` adds, in order.
-FRAME_METRICS = ("latency_ms_p95_steady", "c0_share", "burst_share")
+FRAME_METRICS = (
+    "latency_ms_p95_steady",
+    "c0_share",
+    "burst_share",
+    "pre_reaction_drops",
+    "pre_reaction_lead_ms_median",
+    "pre_reacted_100ms_share",
+)
 
 
 def metric(name: str) -> Metric:
@@ -173,6 +187,75 @@ def steady_p95(frames: pd.DataFrame, warmup_s: float = WARMUP_S) -> float:
     return float(np.percentile(lat / 1e3, 95)) if len(lat) else math.nan
 
 
+#: The per-frame pre-reaction level MAE's controller records (1 = the trend at r x GCC's
+#: threshold), and how many frames in a row above the full threshold make a "real" drop
+#: (the MAE artifact's rule for §6.7's lead time).
+PRE_REACTION_LEVEL_COLUMN = "mae_pre_reaction_level"
+REAL_DROP_FRAMES = 5
+#: GCC's pre-reaction ratio r, a config path.
+PRE_REACTION_RATIO_PATH = "cc.pre_reaction_ratio"
+
+
+def pre_reaction_leads(
+    frames: pd.DataFrame, ratio: float, confirm_frames: int = REAL_DROP_FRAMES
+) -> list[float]:
+    """MAE §6.7 (Fig. 27b): for every real drop, how long (ms) before it the pre-reaction
+    fired. A real drop starts at the first of ``confirm_frames`` consecutive frames whose
+    level is at least ``1 / ratio`` (the trend at GCC's full threshold; the level is 1 at
+    ``ratio`` x the threshold) and ends when the level falls below that again. Its lead is the
+    capture time of that first frame minus the capture time of the latest frame at or before
+    it where the level crossed 1 from below: 0 when the trend went from under the
+    pre-reaction threshold to over the full one between two frames. Frames without a level
+    (no pre-reaction signal) break runs. An empty list when the run has no level column."""
+    import numpy as np
+    import pandas as pd
+
+    if frames.empty or PRE_REACTION_LEVEL_COLUMN not in frames or not ratio > 0:
+        return []
+    f = frames.sort_values("capture_us")
+    level = pd.to_numeric(f[PRE_REACTION_LEVEL_COLUMN], errors="coerce").to_numpy(dtype=float)
+    t_ms = f["capture_us"].to_numpy(dtype=float) / 1e3
+    above_full = np.nan_to_num(level, nan=-np.inf) >= 1.0 / ratio
+    above_pre = np.nan_to_num(level, nan=-np.inf) > 1.0
+    leads: list[float] = []
+    i, n = 0, len(level)
+    while i < n:
+        if not above_full[i]:
+            i += 1
+            continue
+        j = i
+        while j < n and above_full[j]:
+            j += 1
+        if j - i >= confirm_frames:
+            k = i
+            while k > 0 and above_pre[k - 1]:
+                k -= 1
+            leads.append(float(t_ms[i] - t_ms[k]))
+        i = j
+    return leads
+
+
+def lead_row(run: Run) -> dict[str, float]:
+    """The pre-reaction lead metrics of a run (NaN without a pre-reaction level)."""
+    from .config import get_path
+
+    ratio = get_path(run.header.get("config") or {}, PRE_REACTION_RATIO_PATH, None)
+    if PRE_REACTION_LEVEL_COLUMN not in run.frames or not isinstance(ratio, int | float):
+        return {"pre_reaction_drops": math.nan, "pre_reaction_lead_ms_median": math.nan,
+                "pre_reacted_100ms_share": math.nan}  # fmt: skip
+    leads = pre_reaction_leads(run.frames, float(ratio))
+    if not leads:
+        return {"pre_reaction_drops": 0.0, "pre_reaction_lead_ms_median": math.nan,
+                "pre_reacted_100ms_share": math.nan}  # fmt: skip
+    import numpy as np
+
+    return {
+        "pre_reaction_drops": float(len(leads)),
+        "pre_reaction_lead_ms_median": float(np.median(leads)),
+        "pre_reacted_100ms_share": float(np.mean(np.asarray(leads) > 100.0)),
+    }
+
+
 def frame_row(run: Run) -> dict[str, float]:
     """The frame metrics (:data:`FRAME_METRICS`) of a loaded run."""
     burst = frame_burst(run.frames)
@@ -180,4 +263,5 @@ def frame_row(run: Run) -> dict[str, float]:
         "latency_ms_p95_steady": steady_p95(run.frames),
         "c0_share": complexity_share(run.frames, "c0"),
         "burst_share": float(burst.dropna().mean()) if burst.notna().any() else math.nan,
+        **lead_row(run),
     }

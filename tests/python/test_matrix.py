@@ -11,7 +11,13 @@ import pandas as pd
 import pytest
 from sluice import config, experiments, metrics, plots, results
 from sluice import plan as plans
-from sluice.analysis import ace
+from sluice.analysis import (
+    ANALYSIS_CLOSE,
+    ANALYSIS_OPEN,
+    ANALYSIS_PLACEHOLDER,
+    ace,
+    existing_analysis,
+)
 from sluice.analysis import load as load_results
 from sluice.errors import SluiceError
 
@@ -315,19 +321,19 @@ def test_ace_report_keeps_the_analysis(tiny, tmp_path):
     _, root = tiny
     res = load_results(root / "tiny")
     md = tmp_path / "tiny.md"
-    assert ace.existing_analysis(md) == ace.ANALYSIS_PLACEHOLDER
+    assert existing_analysis(md) == ANALYSIS_PLACEHOLDER
     out = ace.write_report(res, tmp_path)
     assert out == md
     text = md.read_text()
     assert "| `webrtc` | 2 |" in text and "wired" in text and "sluice matrix" in text
-    assert f"{ace.ANALYSIS_OPEN}{ace.ANALYSIS_PLACEHOLDER}{ace.ANALYSIS_CLOSE}" in text
+    assert f"{ANALYSIS_OPEN}{ANALYSIS_PLACEHOLDER}{ANALYSIS_CLOSE}" in text
     runs = pd.read_csv(tmp_path / "tiny-runs.csv")
     assert len(runs) == 6 and "latency_ms_p95" in runs
     for name in ("ace-tradeoff", "ace-latency-cdf", "ace-loss-stall", "ace-decisions",
                  "ace-n-timeseries"):  # fmt: skip
         assert (tmp_path / "img" / f"{name}.png").read_bytes()[:8] == PNG
     mine = "\nKept.\n\n\n\nAcross regenerations.\n"
-    md.write_text(text.replace(ace.ANALYSIS_PLACEHOLDER, mine))
+    md.write_text(text.replace(ANALYSIS_PLACEHOLDER, mine))
     assert mine in ace.write_report(res, tmp_path).read_text()
 
 

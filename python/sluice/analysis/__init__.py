@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,28 @@ from ..experiments import read_table
 from ..plan import PLAN_FILE, load_plan
 from ..report import markdown
 
-__all__ = ["Results", "load", "means_table", "fmt", "pct", "signed_pct", "signed", "markdown"]
+__all__ = [
+    "Results",
+    "load",
+    "means_table",
+    "fmt",
+    "pct",
+    "signed_pct",
+    "signed",
+    "markdown",
+    "existing_analysis",
+    "relative_to_cwd",
+    "ANALYSIS_OPEN",
+    "ANALYSIS_CLOSE",
+    "ANALYSIS_PLACEHOLDER",
+]
+
+#: A report's hand-written analysis sits between these markers and survives regeneration.
+ANALYSIS_OPEN = "<!-- analysis -->"
+ANALYSIS_CLOSE = "<!-- /analysis -->"
+ANALYSIS_PLACEHOLDER = (
+    "\n_Hand-written analysis goes here; it is kept when the report is regenerated._\n"
+)
 
 
 @dataclass
@@ -102,3 +124,26 @@ def means_table(df: Any, names: Sequence[str], columns: Sequence[Column]) -> str
         means = [f(sub[c].mean() if c in sub else math.nan) for _, c, f in columns]
         rows.append([f"`{s}`", str(len(sub)), *means])
     return markdown(["scheme", "runs", *(h for h, _, _ in columns)], rows)
+
+
+# --- reports --------------------------------------------------------------------------------
+
+
+def existing_analysis(path: Path) -> str:
+    """The hand-written block between the analysis markers of an existing report (the
+    placeholder if there is none)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return ANALYSIS_PLACEHOLDER
+    i, j = text.find(ANALYSIS_OPEN), text.find(ANALYSIS_CLOSE)
+    if i < 0 or j < i:
+        return ANALYSIS_PLACEHOLDER
+    return text[i + len(ANALYSIS_OPEN) : j]
+
+
+def relative_to_cwd(path: str | os.PathLike[str]) -> str:
+    """``path`` relative to the working directory when it is inside it."""
+    p = Path(path).resolve()
+    cwd = Path.cwd().resolve()
+    return str(p.relative_to(cwd)) if p.is_relative_to(cwd) else str(p)

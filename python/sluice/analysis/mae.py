@@ -1,0 +1,639 @@
+"""MAE (NSDI '26) in Sluice: the report of ``experiments/mae.toml`` (x264) and
+``experiments/mae-model.toml`` (the model encoder).
+
+``sluice matrix`` runs both plans: MAE §6.1's schemes on libx264 over the artifact's
+alternating 10/2 Mbps trace and one Hairpin trace per network type, and, on the model encoder
+with three seeds, the drops of §3.1, a constant link, the ablations of §6.4, the sweeps of §6.5,
+the latch's alternatives, the trendline window, the one-way delay and Table 1's Copa pair.
+This module reads both results directories and writes ``<report-dir>/mae.md`` (tables from the
+runs; the hand-written analysis block is kept byte for byte), ``mae-runs.csv`` (one row per
+run of either plan) and ``img/mae-*.png``::
+
+    sluice matrix experiments/mae.toml && sluice matrix experiments/mae-model.toml
+    python -m sluice.analysis.mae results/mae results/mae-model --report-dir docs/results
+                                                                  # make mae-report
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+import os
+import re
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import config, plots, results
+from ..errors import SluiceError
+from ..metrics import PRE_REACTION_RATIO_PATH, pre_reaction_leads
+from ..plots import no_data, plt, save, scheme_color
+from . import (
+    ANALYSIS_CLOSE,
+    ANALYSIS_OPEN,
+    Results,
+    existing_analysis,
+    fmt,
+    load,
+    markdown,
+    means_table,
+    pct,
+    relative_to_cwd,
+    signed_pct,
+)
+
+PROG = "python -m sluice.analysis.mae"
+REPORT = "mae"
+BASELINE = "x264-gcc100"  # MAE's WebRTC + x264: the reference of the relative numbers
+#: MAE §6.1's comparison as Sluice names it, and Sluice's time-out variant.
+MAIN = (
+    "x264-gcc100",
+    "cbr-filler",
+    "salsify-vbv",
+    "mae-no-prediction",
+    "mae",
+    "mae-code",
+    "mae-timeout",
+)
+#: §6.4's ablation (Fig. 21): no MAE, MAE on GCC's own over-use, MAE.
+ABLATION = ("x264-gcc100", "mae-no-prediction", "mae")
+#: What ends a tight period (§4.2 is the latch until under-use).
+LATCH = ("mae", "mae-code", "mae-timeout", "mae-timeout1000", "mae-one-frame")
+NETWORKS = ("synthetic", "Wi-Fi", "Cellular", "Ethernet", "constant")
+#: (label of the swept value, config path, the base scheme, what the paper says)
+SWEEPS = (
+    ("tight buffer (ms)", "encoder_controller.tight.ms", "mae", "§6.5 Fig. 22: 0.04 s best"),
+    (
+        "r",
+        PRE_REACTION_RATIO_PATH,
+        "mae",
+        "§6.5 Fig. 23: r = 0.5 lower latency, -2.3% quality vs r = 1",
+    ),
+    (
+        "Copa threshold (ms)",
+        "cc.pre_reaction_queuing_delay_ms",
+        "mae-copa-d20",
+        "not in the paper (MAE leaves Copa's threshold open)",
+    ),
+)
+
+#: The paper's headline numbers (MAE abstract, §6.2, §6.7, Table 1).
+PAPER = {
+    "stall": "-86.2% stall rate vs WebRTC + x264 (3.8% -> 0.69%, §6.2)",
+    "p99": "-54.7% P99 latency overall, -47..-68% per network (§6.2, Fig. 17)",
+    "vmaf": "at most -2.1% VMAF (abstract)",
+    "adapt": "adaptation ratio: Wi-Fi 80% of trials under 10%, Cellular/Ethernet about 20% "
+    "(§6.7, Fig. 27a)",
+    "lead": "more than 20% of drops pre-reacted more than 100 ms early (§6.7, Fig. 27b)",
+    "copa": "Copa x264 -> MAE: stall ratio 0.19 -> 0.10 (-47.5%), VMAF 83.12 -> 88.36 "
+    "(Table 1, Wi-Fi)",
+}
+
+#: (header, column, formatter) of the main tables.
+METRICS = [
+    ("P99 ms", "latency_ms_p99", fmt(".0f")),
+    ("worst-10% mean ms", "latency_ms_tail10_mean", fmt(".0f")),
+    ("P50 ms", "latency_ms_p50", fmt(".0f")),
+    ("stall ratio %", "stall_ratio_200ms", pct),
+    ("VMAF", "vmaf_mean", fmt(".2f")),
+    ("VMAF p5", "vmaf_p5", fmt(".2f")),
+    ("video Mbps", "video_bitrate_bps", lambda v: fmt(".2f")(v / 1e6)),
+    ("utilisation %", "utilization", pct),
+    ("fps", "fps", fmt(".1f")),
+    ("adapted %", "adaptation_ratio", pct),
+]
+MODEL_METRICS = [m for m in METRICS if not m[1].startswith("vmaf")]
+
+
+# --- data -----------------------------------------------------------------------------------
+
+
+def prepare(res: Results, encoder: str) -> Any:
+    """The results table with ``encoder`` (x264 or model) and, for every sweep of the plan,
+    the swept value filled in for the base scheme's own cells from their headers."""
+    df = res.table.copy()
+    df["encoder"] = encoder
+    for _, path, base, _ in SWEEPS:
+        if path not in df:
+            df[path] = math.nan
+        own = (df["scheme"] == base) & df[path].isna()
+        df.loc[own, path] = [
+            _config_value(d, path) for d in df.loc[own, "run_dir"]
+        ]  # the base's value
+    return df
+
+
+def _config_value(run_dir: str, path: str) -> float:
+    v = config.get_path(results.read_header(run_dir).get("config") or {}, path, None)
+    return float(v) if isinstance(v, int | float) else math.nan
+
+
+def ordered_schemes(df: Any, names: Sequence[str]) -> list[str]:
+    present = set(df["scheme"])
+    return [s for s in names if s in present]
+
+
+def relative(df: Any, s: str, col: str) -> float:
+    """Ratio of the means of ``col`` (scheme ``s`` over the baseline) minus one, over the
+    same cells of ``df``."""
+    a = df.loc[df["scheme"] == s, col].mean()
+    b = df.loc[df["scheme"] == BASELINE, col].mean()
+    return a / b - 1 if b and not math.isnan(b) else math.nan
+
+
+def relative_table(df: Any, names: Sequence[str], groups: Sequence[str]) -> str:
+    head = ["scheme"]
+    for g in groups:
+        head += [f"{g} ΔP99", f"{g} Δstall"]
+    head += ["all ΔP99", "all Δworst-10%", "all Δstall", "all ΔVMAF"]
+    rows = []
+    for s in names:
+        if s == BASELINE:
+            continue
+        r = [f"`{s}`"]
+        for g in groups:
+            sub = df[df["network"] == g]
+            r += [
+                signed_pct(relative(sub, s, "latency_ms_p99")),
+                signed_pct(relative(sub, s, "stall_ratio_200ms")),
+            ]
+        r += [
+            signed_pct(relative(df, s, c))
+            for c in ("latency_ms_p99", "latency_ms_tail10_mean", "stall_ratio_200ms", "vmaf_mean")
+        ]
+        rows.append(r)
+    return markdown(head, rows)
+
+
+def per_trace_table(df: Any, names: Sequence[str], col: str, f: Any) -> str:
+    traces = list(dict.fromkeys(df["trace"]))
+    rows = []
+    for s in names:
+        sub = df[df["scheme"] == s]
+        if sub.empty:
+            continue
+        rows.append([f"`{s}`", *(f(sub.loc[sub["trace"] == t, col].mean()) for t in traces)])
+    return markdown(["scheme", *traces], rows)
+
+
+def leads(df: Any, scheme: str) -> np.ndarray:
+    """The pre-reaction leads (ms) of every real drop of every run of ``scheme``."""
+    out: list[float] = []
+    for d in df.loc[df["scheme"] == scheme, "run_dir"]:
+        run = results.load_run(d)
+        r = config.get_path(run.header.get("config") or {}, PRE_REACTION_RATIO_PATH, None)
+        if isinstance(r, int | float):
+            out += pre_reaction_leads(run.frames, float(r))
+    return np.asarray(out, dtype=float)
+
+
+def sweep_table(df: Any, label: str, path: str, base: str) -> str:
+    sw = df[df[path].notna() & (df["base_scheme"] == base)] if path in df else df.iloc[0:0]
+    rows = []
+    for v in sorted(set(sw[path])):
+        sub = sw[sw[path] == v]
+        rows.append(
+            [
+                f"{v:g}",
+                ", ".join(f"`{s}`" for s in dict.fromkeys(sub["scheme"])),
+                str(len(sub)),
+                *(f(sub[c].mean()) for _, c, f in MODEL_METRICS),
+            ]
+        )
+    return markdown([label, "scheme", "runs", *(h for h, _, _ in MODEL_METRICS)], rows)
+
+
+# --- figures --------------------------------------------------------------------------------
+
+
+def plot_lead_cdf(lead_sets: dict[str, np.ndarray], out: Path) -> Path:
+    """MAE Fig. 27b: the CDF of the pre-reaction lead over the real drops."""
+    fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
+    for s, v in lead_sets.items():
+        if len(v):
+            x = np.sort(v)
+            ax.step(
+                x,
+                np.arange(1, len(x) + 1) / len(x),
+                where="post",
+                color=scheme_color(s),
+                label=f"{s} ({len(x)} drops)",
+            )
+    if not any(len(v) for v in lead_sets.values()):
+        no_data(ax, "no real drops")
+    ax.axvline(100, ls="--", lw=1, color="0.5")
+    ax.set_xlabel("pre-reaction lead before the real drop (ms)")
+    ax.set_ylabel("CDF over real drops")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.suptitle("Pre-reaction lead (MAE Fig. 27b)", fontsize=10)
+    return save(fig, out)
+
+
+def plot_drop(runs: Sequence[results.Run], out: Path, t0: float, t1: float) -> Path:
+    """Around one drop: capacity and target, the encoded frame sizes against the target frame
+    size, MAE's tight flag, and frame latency (MAE Fig. 2, Fig. 16)."""
+    fig, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True, layout="constrained")
+    ax_rate, ax_size, ax_lat = axes
+    for i, run in enumerate(runs):
+        c = scheme_color(run.scheme)
+        s = run.samples
+        s = s[(s["t_us"] >= t0 * 1e6) & (s["t_us"] <= t1 * 1e6)]
+        if i == 0 and not s.empty:
+            ax_rate.fill_between(
+                s["t_us"] / 1e6,
+                s["link_capacity_bps"] / 1e6,
+                step="pre",
+                color="0.85",
+                label="capacity",
+            )
+        if not s.empty:
+            ax_rate.plot(
+                s["t_us"] / 1e6,
+                s["target_rate_bps"] / 1e6,
+                color=c,
+                lw=1.3,
+                label=f"{run.scheme} target",
+            )
+        f = run.frames
+        f = f[(f["capture_us"] >= t0 * 1e6) & (f["capture_us"] <= t1 * 1e6)]
+        t = f["capture_us"] / 1e6
+        ax_size.plot(
+            t,
+            f["size_bytes"] * 8 / 1e3,
+            color=c,
+            lw=1,
+            marker=".",
+            ms=3,
+            label=f"{run.scheme} frame",
+        )
+        if "mae_tight" in f:
+            tight = f["mae_tight"].fillna(False).astype(bool)
+            ax_size.scatter(
+                t[tight],
+                np.zeros(int(tight.sum())),
+                marker="|",
+                color=c,
+                s=40,
+                label=f"{run.scheme} tight VBV",
+            )
+        ax_lat.plot(t, f["latency_us"] / 1e3, color=c, lw=1, label=run.scheme)
+    ax_rate.set_ylabel("rate (Mbit/s)")
+    ax_size.set_ylabel("encoded frame (kbit)")
+    ax_lat.set_ylabel("frame latency (ms)")
+    ax_lat.axhline(200, ls="--", lw=1, color="0.5")
+    ax_lat.set_xlabel("time (s)")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"One drop, {t0:g}-{t1:g} s", fontsize=10)
+    return save(fig, out)
+
+
+def make_figures(x264: Any, model: Any, img: Path) -> dict[str, tuple[Path, str]]:
+    figs: dict[str, tuple[Path, str]] = {}
+    if len(x264):
+        main = ordered_schemes(x264, MAIN)
+        figs["tradeoff"] = (
+            plots.plot_tradeoff(
+                x264,
+                img / "mae-tradeoff.png",
+                schemes=main,
+                x="latency_ms_p99",
+                title="P99 latency vs mean VMAF (x264)",
+            ),
+            "P99 latency vs mean VMAF per trace group, x264 (MAE Fig. 17-19)",
+        )
+        figs["cdf"] = (
+            plots.plot_latency_cdf_pooled(
+                x264,
+                img / "mae-latency-cdf.png",
+                schemes=main,
+                logx=True,
+                title="Frame latency CDF, x264 runs",
+            ),
+            "Frame latency CDF, all x264 runs of each scheme pooled (MAE Fig. 20)",
+        )
+        figs["stall"] = (
+            plots.plot_bars(
+                x264,
+                img / "mae-stalls.png",
+                schemes=main,
+                metrics=(
+                    ("stall_ratio_200ms", "stall ratio (%)"),
+                    ("adaptation_ratio", "adapted frames (%)"),
+                ),
+                title="Stalls and adaptation, x264 (bar: mean, dots: runs)",
+            ),
+            "Stall ratio (frames later than 200 ms) and adaptation ratio, x264 runs",
+        )
+        cell = x264[x264["trace"] == "alt-10-2"]
+        picks = [cell[cell["scheme"] == s] for s in (BASELINE, "mae")]
+        if all(len(p) for p in picks):
+            runs = [results.load_run(p.iloc[0]["run_dir"]) for p in picks]
+            figs["drop"] = (
+                plot_drop(runs, img / "mae-drop.png", 13.0, 19.0),
+                f"The 10 -> 2 Mbps drop at 15 s, x264 on {picks[0].iloc[0]['clip']} "
+                "(MAE Fig. 2, Fig. 16): the tight VBV limits the frames after the "
+                "pre-reaction",
+            )
+    if len(model):
+        ls = {
+            s: leads(model, s)
+            for s in ordered_schemes(model, ("mae", "mae-r0.25", "mae-r0.75", "mae-code"))
+        }
+        figs["lead"] = (
+            plot_lead_cdf(ls, img / "mae-lead-cdf.png"),
+            "Pre-reaction lead over the real drops, model encoder, all traces (MAE Fig. 27b)",
+        )
+        sw = model[model["encoder_controller.tight.ms"].notna() & (model["base_scheme"] == "mae")]
+        if len(sw):
+            figs["tight"] = (
+                plots.plot_param_sweep(
+                    sw,
+                    img / "mae-tight-sweep.png",
+                    param="encoder_controller.tight.ms",
+                    param_label="tight VBV buffer (ms of the target)",
+                    metrics=(
+                        ("latency_ms_p99", "P99 latency (ms)", 1.0),
+                        ("stall_ratio_200ms", "stall ratio (%)", 100.0),
+                        ("video_bitrate_bps", "video rate (Mbit/s)", 1e-6),
+                    ),
+                    reference=model[model["scheme"] == BASELINE],
+                    title="Tight buffer size",
+                ),
+                "The tight buffer, model encoder (MAE Fig. 22)",
+            )
+    return figs
+
+
+# --- the report -----------------------------------------------------------------------------
+
+
+def _settings(df: Any, what: str) -> str:
+    if df.empty:
+        return f"- {what}: not run"
+    cfg = results.read_header(df["run_dir"].iloc[0]).get("config") or {}
+    enc = cfg.get("encoder") or {}
+    down = cfg.get("downlink") or {}
+    seeds = ", ".join(str(s) for s in sorted(set(df["seed"])))
+    width = f"x264 at width {enc['width']} px" if enc.get("kind") == "x264" else "model encoder"
+    q = down.get("queue_bytes")
+    return (
+        f"- {what}: {len(df)} runs, {cfg.get('duration_s', math.nan):g} s each, seeds "
+        f"{seeds}, {width}, one-way delay {down.get('delay_ms', math.nan):g} ms (unless a "
+        f"scheme sets it), queue {'unlimited' if q is None else f'{q} B'}, traces "
+        + ", ".join(f"`{t}`" for t in dict.fromkeys(df["trace"]))
+        + (
+            f"; clips {', '.join(f'`{c}`' for c in dict.fromkeys(df['clip']))}"
+            if enc.get("kind") == "x264"
+            else ""
+        )
+    )
+
+
+def write_report(
+    x264_res: Results | None,
+    model_res: Results | None,
+    report_dir: str | os.PathLike[str],
+    command: str | None = None,
+) -> Path:
+    x264 = prepare(x264_res, "x264") if x264_res else None
+    model = prepare(model_res, "model") if model_res else None
+    if (x264 is None or x264.empty) and (model is None or model.empty):
+        raise SluiceError("no finished runs to report")
+    import pandas as pd
+
+    x264 = x264 if x264 is not None else pd.DataFrame(columns=["scheme", "trace", "network"])
+    model = model if model is not None else pd.DataFrame(columns=["scheme", "trace", "network"])
+    out_dir = Path(report_dir)
+    img = out_dir / "img"
+    img.mkdir(parents=True, exist_ok=True)
+    md_path = out_dir / f"{REPORT}.md"
+    csv_path = out_dir / f"{REPORT}-runs.csv"
+    both = pd.concat([x264, model], ignore_index=True)
+    both["run_dir"] = [relative_to_cwd(d) for d in both["run_dir"]]
+    both.to_csv(csv_path, index=False)
+    figs = make_figures(x264, model, img)
+
+    def fig(key: str) -> str:
+        if key not in figs:
+            return ""
+        path, caption = figs[key]
+        return f"![{caption}]({os.path.relpath(path, out_dir)})\n\n_{caption}._\n\n"
+
+    sha, dirty = results.git_info()
+    run_shas = both["git_sha"].value_counts()
+    L: list[str] = ["# MAE (NSDI '26) in Sluice\n"]
+    L.append(
+        f"Generated by `{PROG}` from the runs of `sluice matrix experiments/mae.toml` "
+        "and `sluice matrix experiments/mae-model.toml`; every number below comes from "
+        f"`{os.path.relpath(csv_path, out_dir)}` (one row per run).\n"
+    )
+    L.append(
+        f"- git: `{sha}`{' (dirty tree)' if dirty else ''}; runs produced at "
+        + ", ".join(f"`{str(k)[:12]}` ({v} runs)" for k, v in run_shas.items())
+    )
+    L.append(f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}")
+    if command:
+        L.append(f"- command: `{command}`")
+    L.append(_settings(x264, "x264 plan (`mae`)"))
+    L.append(_settings(model, "model plan (`mae-model`)"))
+    L.append(
+        "- not in Sluice: WebRTC-VP8 and AV1 (MAE's other codecs), real Salsify "
+        "(`salsify-vbv` is the artifact's x264 with a 40 ms VBV), YouTube UGC 1080p clips "
+        "(the shared clips are 720p, and the one 1080p clip is 2 s of driving)\n"
+    )
+    L.append("## Analysis\n")
+    analysis = existing_analysis(md_path)
+    L.append(ANALYSIS_OPEN + "\0" + ANALYSIS_CLOSE + "\n")
+
+    L.append("## The comparison on x264 (MAE §6.2, Fig. 17-19)\n")
+    if len(x264):
+        main = ordered_schemes(x264, MAIN)
+        groups = [g for g in NETWORKS if g in set(x264["network"])]
+        for g in groups:
+            L.append(f"### {g}\n")
+            L.append(means_table(x264[x264["network"] == g], main, METRICS) + "\n")
+        L.append("### All traces\n")
+        L.append(means_table(x264, main, METRICS) + "\n")
+        L.append(f"### Relative to `{BASELINE}`\n")
+        L.append(
+            "Ratio of the means minus one over the same cells. The paper: "
+            f"{PAPER['stall']}; {PAPER['p99']}; {PAPER['vmaf']}.\n"
+        )
+        L.append(relative_table(x264, main, groups) + "\n")
+        L.append(fig("tradeoff") + fig("cdf") + fig("stall") + fig("drop"))
+    else:
+        L.append("Not run.\n")
+
+    if len(model):
+        main = ordered_schemes(model, MAIN)
+        L.append("## The same schemes on the model encoder, three seeds (MAE §3.1, §6.2)\n")
+        L.append("### All traces except the constant link\n")
+        varying = model[model["network"] != "constant"]
+        L.append(means_table(varying, main, MODEL_METRICS) + "\n")
+        L.append(
+            relative_table(varying, main, [g for g in NETWORKS if g in set(varying["network"])])
+            + "\n"
+        )
+        L.append("### P99 latency (ms) per trace\n")
+        L.append(per_trace_table(model, main, "latency_ms_p99", fmt(".0f")) + "\n")
+        L.append("### Stall ratio (%) per trace\n")
+        L.append(per_trace_table(model, main, "stall_ratio_200ms", pct) + "\n")
+
+        L.append("## Ablation (MAE §6.4, Fig. 21)\n")
+        L.append("`mae-no-prediction` tightens at GCC's own over-use; `mae` at the pre-reaction.\n")
+        L.append(means_table(varying, ordered_schemes(model, ABLATION), MODEL_METRICS) + "\n")
+
+        L.append("## What ends a tight period: the adaptation ratio (MAE §4.2, §6.7 Fig. 27a)\n")
+        L.append(
+            f"The paper: {PAPER['adapt']}. `mae` is the paper's latch (tight from the "
+            "pre-reaction until GCC reports under-use); `mae-code` the artifact's (tight "
+            "only on frames whose latest trend is above the full threshold, r = 1); "
+            "`mae-timeout` and `mae-timeout1000` add a quiet time-out of 300 ms and "
+            "1 s (not in the paper). Adapted frames (%) per trace:\n"
+        )
+        latch = ordered_schemes(model, LATCH)
+        L.append(per_trace_table(model, latch, "adaptation_ratio", pct) + "\n")
+        L.append("P99 latency (ms) per trace:\n")
+        L.append(per_trace_table(model, latch, "latency_ms_p99", fmt(".0f")) + "\n")
+
+        L.append("## Pre-reaction lead (MAE §6.7, Fig. 27b)\n")
+        L.append(
+            f"The paper: {PAPER['lead']}. A real drop is five consecutive frames whose "
+            "trend is at GCC's full threshold (the artifact's rule); its lead is the "
+            "time from the latest frame where the trend crossed r x the threshold.\n"
+        )
+        rows = []
+        for s in ordered_schemes(
+            model, ("mae", "mae-r0.25", "mae-r0.75", "mae-code", "mae-timeout")
+        ):
+            v = leads(model, s)
+            rows.append(
+                [
+                    f"`{s}`",
+                    str(len(v)),
+                    fmt(".0f")(np.median(v) if len(v) else math.nan),
+                    pct(np.mean(v > 100) if len(v) else math.nan),
+                    pct(np.mean(v > 0) if len(v) else math.nan),
+                ]
+            )
+        L.append(
+            markdown(["scheme", "real drops", "median lead ms", "> 100 ms %", "> 0 %"], rows) + "\n"
+        )
+        L.append(fig("lead"))
+
+        L.append("## Sweeps (MAE §6.5)\n")
+        for label, path, base, paper in SWEEPS:
+            L.append(f"### {label}: `{path}` on `{base}`\n")
+            L.append(f"The paper: {paper}. All traces except the constant link.\n")
+            L.append(sweep_table(varying, label, path, base) + "\n")
+        L.append(fig("tight"))
+
+        L.append("## Trendline window and one-way delay\n")
+        L.append(
+            "MAE's testbed hard-codes a 100 ms trendline window for every scheme and adds "
+            "no delay. libwebrtc's own window is 20 packet groups.\n"
+        )
+        L.append(
+            means_table(
+                varying,
+                ordered_schemes(
+                    model,
+                    ("x264-gcc100", "mae", "x264-gcc20", "mae-gcc20", "x264-gcc100-d20", "mae-d20"),
+                ),
+                MODEL_METRICS,
+            )
+            + "\n"
+        )
+
+        L.append("## The Copa pair (MAE Table 1)\n")
+        L.append(
+            f"The paper: {PAPER['copa']}. Here on every trace, with 20 ms one way (see "
+            "the analysis).\n"
+        )
+        copa = ordered_schemes(model, ("copa-x264-d20", "mae-copa-d20"))
+        L.append(means_table(varying, copa, MODEL_METRICS) + "\n")
+        L.append(per_trace_table(model, copa, "stall_ratio_200ms", pct) + "\n")
+
+    L.append("## Definitions\n")
+    L.append(
+        "- latency: capture to display of the displayed frames; P99 and the worst-10% mean "
+        "(the artifact's tail) per run, tables give means over runs.\n"
+        "- stall ratio: frames later than 200 ms (or never displayed) over frames (MAE §6.1).\n"
+        "- VMAF: per capture slot of what the viewer saw (a frame not displayed shows the "
+        "previous one; MAE's frozen-frame alignment), every 5th slot.\n"
+        "- adapted: frames encoded with the tight VBV over encoded frames.\n"
+        "- Δ: ratio of means minus one against `x264-gcc100` over the same cells.\n"
+    )
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(L)).rstrip() + "\n"
+    text = text.replace("\0", analysis, 1)
+    md_path.write_text(text, encoding="utf-8")
+    return md_path
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "results",
+        nargs="+",
+        metavar="RESULTS",
+        help="results directories or plan files: the x264 plan's and/or the model "
+        "plan's (told apart by their encoder)",
+    )
+    p.add_argument(
+        "--results-root",
+        default="results",
+        metavar="DIR",
+        help="with plan files: where their results are (default results)",
+    )
+    p.add_argument(
+        "--report-dir",
+        default=None,
+        metavar="DIR",
+        help="where mae.md, mae-runs.csv and img/ go (default: <first results directory>/report)",
+    )
+    return p.parse_args(argv)
+
+
+def _encoder(res: Results) -> str:
+    d = res.table["run_dir"]
+    if d.empty:
+        return "model"
+    enc = (results.read_header(d.iloc[0]).get("config") or {}).get("encoder") or {}
+    return "x264" if enc.get("kind") == "x264" else "model"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(args_list)
+    try:
+        loaded = [load(r, args.results_root) for r in args.results]
+        by_encoder: dict[str, Results] = {}
+        for res in loaded:
+            e = _encoder(res)
+            if e in by_encoder:
+                raise SluiceError(f"two {e} results given: {by_encoder[e].path} and {res.path}")
+            by_encoder[e] = res
+        report_dir = Path(args.report_dir) if args.report_dir else loaded[0].path / "report"
+        md = write_report(
+            by_encoder.get("x264"),
+            by_encoder.get("model"),
+            report_dir,
+            command=shlex.join([*PROG.split(), *args_list]),
+        )
+    except SluiceError as e:
+        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    print(f"{sum(len(r.table) for r in loaded)} runs; report: {md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
