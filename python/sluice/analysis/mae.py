@@ -193,7 +193,11 @@ def leads(df: Any, scheme: str) -> np.ndarray:
 
 
 def sweep_table(df: Any, label: str, path: str, base: str) -> str:
-    sw = df[df[path].notna() & (df["base_scheme"] == base)] if path in df else df.iloc[0:0]
+    if path not in df:
+        return "Not run.\n"
+    # the base's own cells and its sweep variants (named <base>-<label><value>)
+    ours = (df["scheme"] == base) | df["scheme"].str.startswith(base + "-")
+    sw = df[df[path].notna() & ours]
     rows = []
     for v in sorted(set(sw[path])):
         sub = sw[sw[path] == v]
@@ -534,7 +538,8 @@ def write_report(
             L.append(f"### {label}: `{path}` on `{base}`\n")
             L.append(f"The paper: {paper}. All traces except the constant link.\n")
             L.append(sweep_table(varying, label, path, base) + "\n")
-        L.append(fig("tight"))
+            if path == "encoder_controller.tight.ms":
+                L.append(fig("tight"))
 
         L.append("## Trendline window and one-way delay\n")
         L.append(
@@ -558,7 +563,9 @@ def write_report(
             f"The paper: {PAPER['copa']}. Here on every trace, with 20 ms one way (see "
             "the analysis).\n"
         )
-        copa = ordered_schemes(model, ("copa-x264-d20", "mae-copa-d20"))
+        copa = ordered_schemes(
+            model, ("copa-x264-d20", "mae-copa-d20", "copa-x264-fb1", "mae-copa-fb1")
+        )
         L.append(means_table(varying, copa, MODEL_METRICS) + "\n")
         L.append(per_trace_table(model, copa, "stall_ratio_200ms", pct) + "\n")
 
