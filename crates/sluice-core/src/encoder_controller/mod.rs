@@ -8,6 +8,8 @@
 
 pub mod ace_c;
 pub mod frame_dropper;
+pub mod vidaptive;
+pub mod vidaptive_alpha;
 pub mod video_stream_encoder;
 
 use crate::cc::CcSignals;
@@ -177,6 +179,8 @@ pub enum EncoderControllerConfig {
     OneFrameVbv,
     /// ACE-C: complexity level per frame from the SATD size prediction (ACE §4.2).
     AceC(ace_c::AceCConfig),
+    /// Vidaptive: encoder pause and target `alpha x CC-Rate` (Vidaptive §3.2, §3.3).
+    Vidaptive(vidaptive::VidaptiveConfig),
 }
 
 fn default_vbv_ms() -> f64 {
@@ -197,6 +201,7 @@ impl EncoderControllerConfig {
             }
             EncoderControllerConfig::OneFrameVbv => Box::new(OneFrameVbv),
             EncoderControllerConfig::AceC(c) => Box::new(ace_c::AceC::new(c.clone())),
+            EncoderControllerConfig::Vidaptive(c) => Box::new(c.build()),
         }
     }
 }
