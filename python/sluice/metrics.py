@@ -84,6 +84,12 @@ _KNOWN = [
     Metric("vmaf_delivered_mean", "VMAF delivered", lambda v: f"{v:.2f}"),
     Metric("ssim_mean", "SSIM", lambda v: f"{v:.4f}"),
     Metric("psnr_mean", "PSNR dB", lambda v: f"{v:.2f}"),
+    Metric("latency_all_ms_mean", "all-slot lat mean ms", _ms),
+    Metric("latency_all_ms_p50", "all-slot lat p50 ms", _ms),
+    Metric("latency_all_ms_p95", "all-slot lat p95 ms", _ms),
+    Metric("latency_all_ms_p99", "all-slot lat p99 ms", _ms),
+    Metric("padding_ratio", "padding", _pct),
+    Metric("ssim_db_mean", "SSIM dB", lambda v: f"{v:.2f}"),
     Metric("c0_share", "c0 frames", _pct),
     Metric("burst_share", "burst frames", _pct),
 ]
