@@ -204,6 +204,7 @@ impl RunConfig {
         if self.uplink.access_delay_ms != 0.0 {
             return err("the access delay is a downlink setting (sender to bottleneck)".into());
         }
+        scheme.encoder_controller.validate().map_err(ConfigError)?;
         scheme.bottleneck.validate().map_err(ConfigError)
     }
 
