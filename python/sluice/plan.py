@@ -26,6 +26,7 @@
     label = "4g-zhuge2"                   # default: the file stem
     network = "4G"                        # a group for the analysis (default "-")
     optional = true                       # missing file: skip its cells with a warning
+    set = { "downlink.queue_packets" = 14 }   # properties of this path (every scheme)
 
     [[clip]]                              # none: the model encoder, no video
     path = "../data/videos/bbb-intro_1280x720_24fps_10s.mp4"
@@ -42,11 +43,13 @@ is a registered name, or a new name with ``base`` (a registered scheme) or ``fil
 ``SchemeConfig`` JSON file, relative to the plan), plus ``set`` (overrides for its cells)
 and ``encoder``. ``schemes = ["a", "b", {name = ..., base = ...}]`` is the same list inline.
 A sweep value equal to the scheme's own (``ace``'s T is 10) is the scheme's own cells, not a
-new variant. A clip's ``set`` holds properties of that clip (e.g. Vidaptive's maximum useful
-video rate): each path applies to the cells of the schemes whose config has it (a path
-that no scheme of the plan has is an error). Overrides apply in the order ``[set]``, the
-clip's ``set``, the scheme's ``set``, the sweep's value, the seed. Every config path is
-checked against the resolved config of the cells it applies to (:mod:`sluice.config`).
+new variant. A trace's ``set`` holds properties of that network path (delay, queue, loss),
+applied to all of its cells. A clip's ``set`` holds properties of that clip (e.g.
+Vidaptive's maximum useful video rate): each path applies to the cells of the schemes whose
+config has it (a path that no scheme of the plan has is an error). Overrides apply in the
+order ``[set]``, the trace's ``set``, the clip's ``set``, the scheme's ``set``, the sweep's
+value, the seed. Every config path is checked against the resolved config of the cells it
+applies to (:mod:`sluice.config`).
 
 Every mistake (unknown key, wrong type, unknown scheme or config path, duplicate labels) is
 a :class:`~sluice.errors.SluiceError` ``PLAN: ...`` raised by :func:`load_plan`, before
@@ -87,7 +90,7 @@ TOP_KEYS = ("name", "description", "seeds", "set", "video", "scheme", "schemes",
             "clip", "sweep")  # fmt: skip
 VIDEO_KEYS = ("width", "quality", "encode_time", "preset", "encoder")
 SCHEME_KEYS = ("name", "base", "file", "set", "encoder", "description")
-TRACE_KEYS = ("path", "label", "network", "uplink", "format", "optional")
+TRACE_KEYS = ("path", "label", "network", "uplink", "format", "optional", "set")
 CLIP_KEYS = ("path", "label", "optional", "set")
 SWEEP_KEYS = ("path", "values", "schemes", "label")
 
@@ -113,6 +116,8 @@ class PlanTrace:
     uplink: str | None = None
     format: str | None = None
     optional: bool = False
+    # Properties of the network path (delay, queue, loss): (path, value) pairs for every cell.
+    overrides: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,7 +172,7 @@ class Plan:
              out_dir: str | None = None, with_clip: bool = True) -> runner.RunSpec:  # fmt: skip
         """The run of one cell (``with_clip=False``: without the clip's overrides)."""
         clip_set = self.clip_overrides(s, clip) if with_clip else []
-        overrides = [*self.overrides, *clip_set, *s.overrides]
+        overrides = [*self.overrides, *trace.overrides, *clip_set, *s.overrides]
         if s.sweep is not None:
             overrides.append(s.sweep)
         if seed is not None:
@@ -280,7 +285,9 @@ class Plan:
                 }
                 for s in self.schemes
             ],  # fmt: skip
-            "traces": [vars(t) for t in self.traces],
+            "traces": [
+                {**vars(t), "overrides": [list(o) for o in t.overrides]} for t in self.traces
+            ],
             "clips": [
                 {**vars(c), "overrides": [list(o) for o in c.overrides]} for c in self.clips
             ],
@@ -556,9 +563,11 @@ def _traces(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanTrace]:
         fmt = tctx.str(entry, "format")
         if fmt is not None and fmt not in ("mahimahi", "rate"):
             raise tctx.error(f"'format' must be mahimahi or rate, got {fmt!r}")
+        sets = _overrides(tctx, entry["set"], "set") if "set" in entry else ()
         out.append(PlanTrace(
             path, label, tctx.str(entry, "network", default="-"),
             _resolve_file(base, uplink) if uplink else None, fmt, tctx.bool(entry, "optional"),
+            sets,
         ))  # fmt: skip
     if not out:
         raise ctx.error("no traces: add [[trace]] tables (path = a file or gen:SPEC)")
@@ -584,9 +593,20 @@ def _clips(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanClip]:
 
 def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
     """Every scheme's run config resolves (one cell per scheme and kind of clip, and every
-    clip with overrides); every clip override applies to some scheme."""
+    trace and clip with overrides); every clip override applies to some scheme."""
     trace = PlanTrace("gen:constant:1", "x")
     if not only_variants:
+        for t in plan.traces:
+            if not t.overrides:
+                continue
+            probe = PlanTrace("gen:constant:1", t.label, overrides=t.overrides)
+            for s in plan.schemes:
+                for clip in {c.path is None: c for c in plan.clips}.values():
+                    try:
+                        runner.check(plan.spec(s, probe, clip, None))
+                    except SluiceError as e:
+                        raise ctx.at(f"trace '{t.label}', scheme '{s.name}'").error(
+                            str(e)) from None  # fmt: skip
         for clip in plan.clips:
             cctx = ctx.at(f"clip '{clip.label}'")
             used: set[str] = set()

@@ -91,3 +91,52 @@ def test_clip_set_mistakes(tmp_path, change, needles):
     assert "\n" not in msg
     for n in needles:
         assert n in msg, msg
+
+
+TRACE_PLAN = """\
+    name = "paths"
+    schemes = ["webrtc", "vidaptive"]
+    [set]
+    duration_s = 2
+    "downlink.delay_ms" = 25
+    [[trace]]
+    path = "gen:poisson:0.57,1"
+    label = "nepal"
+    set = { "downlink.delay_ms" = 28, "downlink.queue_packets" = 14, "downlink.loss" = 0.0477 }
+    [[trace]]
+    path = "gen:constant:2"
+    label = "plain"
+    """
+
+
+def test_a_trace_s_set_is_its_path_for_every_scheme(tmp_path):
+    p = plans.load_plan(_plan(tmp_path, TRACE_PLAN))
+    cells = {(c.scheme, c.trace): c.spec.config() for c in p.cells(tmp_path / "r")}
+    for s in ("webrtc", "vidaptive"):
+        nepal, plain = cells[(s, "nepal")], cells[(s, "plain")]
+        assert config.get_path(nepal, "downlink.delay_ms") == 28  # after [set]
+        assert config.get_path(nepal, "downlink.queue_packets") == 14
+        assert config.get_path(nepal, "downlink.loss") == 0.0477
+        assert config.get_path(plain, "downlink.delay_ms") == 25
+        assert config.get_path(plain, "downlink.queue_packets") is None
+    assert p.to_json()["traces"][0]["overrides"][0] == ["downlink.delay_ms", 28]
+
+
+@pytest.mark.parametrize(
+    "old, new, needles",
+    [
+        ('"downlink.queue_packets" = 14', '"downlink.nosuch" = 14',
+         ["trace 'nepal'", "downlink.nosuch"]),
+        ('"downlink.loss" = 0.0477', '"downlink.loss" = 1.5', ["trace 'nepal'", "loss"]),
+        ('set = { "downlink.delay_ms" = 28, "downlink.queue_packets" = 14, "downlink.loss" = '
+         '0.0477 }', 'set = "deep"', ["trace 1", "set must be a table"]),
+    ],
+)  # fmt: skip
+def test_trace_set_mistakes(tmp_path, old, new, needles):
+    assert old in TRACE_PLAN
+    with pytest.raises(plans.SluiceError) as e:
+        plans.load_plan(_plan(tmp_path, TRACE_PLAN.replace(old, new, 1)))
+    msg = str(e.value)
+    assert "\n" not in msg
+    for n in needles:
+        assert n in msg, msg
