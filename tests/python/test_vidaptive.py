@@ -140,3 +140,114 @@ def test_trace_set_mistakes(tmp_path, old, new, needles):
     assert "\n" not in msg
     for n in needles:
         assert n in msg, msg
+
+
+# --- the report (sluice.analysis.vidaptive) -------------------------------------------------
+
+TINY = """\
+    name = "vid-tiny"
+    seeds = [1]
+    [set]
+    duration_s = 3
+    "downlink.delay_ms" = 25
+    "uplink.delay_ms" = 25
+    [[scheme]]
+    name = "webrtc"
+    [[scheme]]
+    name = "vidaptive"
+    [[scheme]]
+    name = "vidaptive-no-pause"
+    [[scheme]]
+    name = "copa-window-dummy"
+    base = "vidaptive"
+    set = { "encoder_controller.alpha.enabled" = false, "encoder_controller.pause" = false }
+    [[sweep]]
+    path = "encoder_controller.alpha.p_ms"
+    values = [20, 33]
+    schemes = ["vidaptive"]
+    label = "P"
+    [[trace]]
+    path = "gen:steps:3@1,0.5@1,3@1"
+    label = "steps"
+    network = "cellular"
+    [[trace]]
+    path = "gen:poisson:0.57,1"
+    label = "pantheon-nepal"
+    network = "pantheon"
+    set = { "downlink.queue_packets" = 14, "downlink.loss" = 0.0477 }
+    [[trace]]
+    path = "gen:alternating:2,0.5,2"
+    label = "fig2-short"
+    network = "synthetic"
+    """
+
+
+@pytest.fixture(scope="module")
+def tiny_vid(tmp_path_factory):
+    from sluice.cli import main
+
+    tmp = tmp_path_factory.mktemp("vid")
+    plan = _plan(tmp, TINY)
+    root = tmp / "results"
+    assert main(["matrix", str(plan), "--jobs", "2", "--results", str(root)]) == 0
+    return plan, root
+
+
+def test_slot_latencies_are_the_summary_s_latency_all(tiny_vid):
+    import numpy as np
+    from sluice import results
+    from sluice.analysis import load
+    from sluice.analysis import vidaptive as va
+
+    _, root = tiny_vid
+    df = load(root / "vid-tiny").table
+    assert len(df) == 5 * 3
+    for d in df["run_dir"]:
+        run = results.load_run(d)
+        lat = va.slot_latencies_ms(run)
+        s = run.summary["latency_all_ms"]
+        assert lat.size == 3 * 30  # every capture slot, skipped or not
+        assert lat.mean() == pytest.approx(s["mean"])
+        assert np.percentile(lat, 95) == pytest.approx(s["p95"])
+
+
+def test_salsify_rule_on_a_skipped_and_a_lost_slot():
+    import pandas as pd
+    from sluice import results
+    from sluice.analysis import vidaptive as va
+
+    frames = pd.DataFrame({
+        "frame_id": [0, 1, 2], "source_index": [0, 2, 3], "capture_us": [0, 66_000, 99_000],
+        "displayed_us": [50_000, None, 200_000],
+    })  # fmt: skip
+    skips = pd.DataFrame({"source_index": [1], "capture_us": [33_000], "reason": ["paused"]})
+    run = results.Run(Path("."), {"config": {"duration_s": 0.132, "drain_s": 1.0}}, frames,
+                      pd.DataFrame(), None, skips=skips)  # fmt: skip
+    # slot 1 (skipped) and slot 2 (never shown) wait for slot 3's display at 200 ms.
+    assert va.slot_latencies_ms(run).tolist() == [50.0, 167.0, 134.0, 101.0]
+
+
+def test_vidaptive_report(tiny_vid, tmp_path, capsys):
+    import pandas as pd
+    from sluice.analysis import vidaptive as va
+
+    plan, root = tiny_vid
+    assert va.main([str(plan), "--results-root", str(root), "--report-dir", str(tmp_path)]) == 0
+    md = tmp_path / "vidaptive.md"
+    text = md.read_text()
+    for needle in ("## Headline numbers against the paper", "| `vidaptive` | 1 |",
+                   "## Pantheon-like paths", "## Ablations", "### P (ms)",
+                   "Not run (no x264 results)", "`vidaptive-clip-rates.json` is missing",
+                   "| `vidaptive-no-pause` | 1 |"):  # fmt: skip
+        assert needle in text, needle
+    assert f"{va.ANALYSIS_OPEN}{va.ANALYSIS_PLACEHOLDER}{va.ANALYSIS_CLOSE}" in text
+    runs = pd.read_csv(tmp_path / "vidaptive-runs.csv")
+    assert len(runs) == 15 and {"latency_all_ms_p95", "padding_ratio", "matrix"} <= set(runs)
+    for name in ("latency-cdf", "ablation", "sweeps", "fig2"):
+        assert (tmp_path / "img" / f"vidaptive-{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    mine = "\nKept.\n\n\n\nAcross regenerations.\n"
+    md.write_text(text.replace(va.ANALYSIS_PLACEHOLDER, mine))
+    assert va.main([str(plan), "--results-root", str(root), "--report-dir", str(tmp_path)]) == 0
+    assert mine in md.read_text()
+    assert va.main([str(tmp_path / "missing")]) == 2
+    assert "no results directory" in capsys.readouterr().err
