@@ -251,3 +251,25 @@ def test_vidaptive_report(tiny_vid, tmp_path, capsys):
     assert mine in md.read_text()
     assert va.main([str(tmp_path / "missing")]) == 2
     assert "no results directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "setting, needle",
+    [
+        ("encoder_controller.alpha.lambda=1.5", "alpha.lambda must be in (0, 1]"),
+        ("encoder_controller.alpha.p_ms=0", "encoder_controller.alpha.p_ms"),
+        ("encoder_controller.tau_ms=-5", "encoder_controller.tau_ms"),
+        ("pacer.dummy.size_bytes=10", "pacer.dummy.size_bytes"),
+        ("pacer.dummy.max_video_rate_bps=0", "pacer.dummy.max_video_rate_bps"),
+    ],
+)  # fmt: skip
+def test_vidaptive_setting_mistakes_are_one_line_errors(sluice, tmp_path, setting, needle):
+    r = sluice("run", "--scheme", "vidaptive", "--trace", "gen:constant:2", "--duration", "1",
+               "--set", setting, "--out", str(tmp_path / "o"))  # fmt: skip
+    r.assert_one_line_error(needle)
+
+
+def test_rocc_setting_mistake_is_one_line_error(sluice, tmp_path):
+    r = sluice("run", "--scheme", "vidaptive-rocc", "--trace", "gen:constant:2", "--duration",
+               "1", "--set", "cc.gamma=-1", "--out", str(tmp_path / "o"))  # fmt: skip
+    r.assert_one_line_error("cc.gamma")

@@ -38,6 +38,14 @@ pub enum CcConfig {
 }
 
 impl CcConfig {
+    /// A configuration mistake, if any.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            CcConfig::Rocc(c) => c.validate(),
+            _ => Ok(()),
+        }
+    }
+
     /// The controller this config describes.
     pub fn build(&self, now: Timestamp) -> Box<dyn CongestionController> {
         match self {
@@ -465,6 +473,35 @@ pub fn lookup(name: &str) -> Option<SchemeInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registered_configs_validate_and_vidaptive_mistakes_are_named() {
+        for s in registry() {
+            let c = &s.config;
+            let ok = c.pacer.validate().and(c.cc.validate()).and(c.encoder_controller.validate());
+            assert_eq!(ok, Ok(()), "{}", s.name);
+        }
+        let v = lookup("vidaptive").unwrap().config;
+        let EncoderControllerConfig::Vidaptive(ec) = v.encoder_controller else { panic!() };
+        let bad = |f: &dyn Fn(&mut VidaptiveConfig)| {
+            let mut c = ec.clone();
+            f(&mut c);
+            c.validate().unwrap_err()
+        };
+        assert!(bad(&|c| c.alpha.lambda = 1.5).contains("encoder_controller.alpha.lambda"));
+        assert!(bad(&|c| c.alpha.p_ms = 0.0).contains("encoder_controller.alpha.p_ms"));
+        assert!(bad(&|c| c.tau_ms = -5.0).contains("encoder_controller.tau_ms"));
+        assert!(bad(&|c| c.alpha.initial = 0.01).contains("encoder_controller.alpha.initial"));
+        let PacerConfig::Vidaptive(p) = v.pacer else { panic!() };
+        let mut d = p.dummy.clone();
+        d.size_bytes = 0;
+        assert!(d.validate().unwrap_err().contains("pacer.dummy.size_bytes"));
+        d.size_bytes = 199;
+        d.guard_fraction = 1.0;
+        assert!(d.validate().unwrap_err().contains("pacer.dummy.guard_fraction"));
+        let rocc = RoccConfig { gamma: -1.0, ..Default::default() };
+        assert!(CcConfig::Rocc(rocc).validate().unwrap_err().contains("cc.gamma"));
+    }
 
     #[test]
     fn names_are_unique_and_configs_round_trip() {

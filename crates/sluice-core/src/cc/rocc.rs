@@ -118,6 +118,26 @@ impl Default for RoccConfig {
 }
 
 impl RoccConfig {
+    /// A configuration mistake, if any (the config paths under `cc`).
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::check_range;
+        check_range("cc.gamma", self.gamma, 0.0, false, 100.0)?;
+        check_range("cc.alpha_packets", self.alpha_packets, 0.0, false, 1e6)?;
+        check_range("cc.min_window_packets", self.min_window_packets, 1.0, false, 1e6)?;
+        check_range("cc.initial_window_packets", self.initial_window_packets, 1.0, false, 1e6)?;
+        check_range("cc.srtt_gain", self.srtt_gain, 0.0, true, 1.0)?;
+        check_range("cc.initial_rtt_ms", self.initial_rtt_ms, 0.0, true, 60_000.0)?;
+        check_range("cc.app_limited_slack_ms", self.app_limited_slack_ms, 0.0, false, 60_000.0)?;
+        check_range("cc.loss_threshold", self.loss_threshold, 0.0, true, 1.0)?;
+        if !(1..=1024).contains(&self.intervals) {
+            return Err(format!("cc.intervals must be in [1, 1024], got {}", self.intervals));
+        }
+        if !(100..=9000).contains(&self.mss_bytes) {
+            return Err(format!("cc.mss_bytes must be in [100, 9000], got {}", self.mss_bytes));
+        }
+        Ok(())
+    }
+
     pub fn build(&self, now: Timestamp) -> Rocc {
         Rocc::new(self.clone(), now)
     }

@@ -229,6 +229,7 @@ impl EncoderControllerConfig {
                 Err(format!("encoder_controller.vbv_buffer_ms must be > 0, got {vbv_buffer_ms}"))
             }
             EncoderControllerConfig::Mae(c) => c.validate(),
+            EncoderControllerConfig::Vidaptive(c) => c.validate(),
             _ => Ok(()),
         }
     }

@@ -27,6 +27,7 @@
 
 use super::vidaptive_alpha::{AlphaConfig, AlphaEstimator};
 use super::{EncodeOrder, EncoderController, FrameContext, FrameDecision, FrameEvent, FramePlan};
+use crate::check_range;
 use crate::columns::Columns;
 use crate::encoder::{EncodedFrame, RateControl};
 use crate::units::{DataRate, TimeDelta, Timestamp};
@@ -99,6 +100,20 @@ impl Default for VidaptiveConfig {
 }
 
 impl VidaptiveConfig {
+    /// A configuration mistake, if any (the config paths under `encoder_controller`).
+    pub fn validate(&self) -> Result<(), String> {
+        check_range("encoder_controller.tau_ms", self.tau_ms, 0.0, false, 60_000.0)?;
+        check_range(
+            "encoder_controller.max_video_rate_bps",
+            self.max_video_rate_bps,
+            0.0,
+            true,
+            1e10,
+        )?;
+        check_range("encoder_controller.vbv_buffer_ms", self.vbv_buffer_ms, 0.0, true, 60_000.0)?;
+        self.alpha.validate()
+    }
+
     pub fn build(&self) -> Vidaptive {
         Vidaptive::new(self.clone())
     }

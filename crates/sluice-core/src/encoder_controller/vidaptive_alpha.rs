@@ -23,6 +23,7 @@
 //!
 //! Defaults: P = 33 ms (§5.4 "P is selected as 33 ms"), lambda = 0.9 (§3.3, Fig. 5-6).
 
+use crate::check_range;
 use crate::units::{DataRate, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -74,6 +75,23 @@ impl Default for AlphaConfig {
             initial: 1.0,
             cc_rate: AlphaCcRate::Current,
         }
+    }
+}
+
+impl AlphaConfig {
+    /// A configuration mistake, if any (the config paths under `encoder_controller.alpha`).
+    pub fn validate(&self) -> Result<(), String> {
+        let f = |n: &str| format!("encoder_controller.alpha.{n}");
+        check_range(&f("p_ms"), self.p_ms, 0.0, true, 10_000.0)?;
+        check_range(&f("lambda"), self.lambda, 0.0, true, 1.0)?;
+        check_range(&f("window_ms"), self.window_ms, 0.0, true, 60_000.0)?;
+        check_range(&f("update_interval_ms"), self.update_interval_ms, 0.0, true, 60_000.0)?;
+        check_range(&f("ewma_weight"), self.ewma_weight, 0.0, true, 1.0)?;
+        check_range(&f("min"), self.min, 0.0, true, 1.0)?;
+        check_range(&f("max"), self.max, self.min, false, 1.0)
+            .map_err(|e| format!("{e} (at least encoder_controller.alpha.min)"))?;
+        check_range(&f("initial"), self.initial, self.min, false, self.max)
+            .map_err(|e| format!("{e} (between alpha.min and alpha.max)"))
     }
 }
 

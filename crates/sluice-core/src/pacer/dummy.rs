@@ -24,6 +24,7 @@
 //! their arrival for feedback; they carry no media sequence number, so they are never
 //! NACKed).
 
+use crate::check_range;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +42,22 @@ pub struct DummyConfig {
     /// No dummies while the pacing rate is at least this (§3.1: 12 Mbps for their 1080p
     /// clips; per clip).
     pub max_video_rate_bps: f64,
+}
+
+impl DummyConfig {
+    /// A configuration mistake, if any (the config paths under `pacer.dummy`).
+    pub fn validate(&self) -> Result<(), String> {
+        let headers = crate::packet::PACKET_OVERHEAD.as_bytes();
+        if !(headers < self.size_bytes && self.size_bytes <= 1260) {
+            return Err(format!(
+                "pacer.dummy.size_bytes must be in ({headers}, 1260] (on-wire bytes; §4: under \
+                 200), got {}",
+                self.size_bytes
+            ));
+        }
+        check_range("pacer.dummy.guard_fraction", self.guard_fraction, 0.0, false, 0.99)?;
+        check_range("pacer.dummy.max_video_rate_bps", self.max_video_rate_bps, 0.0, true, 1e10)
+    }
 }
 
 impl Default for DummyConfig {

@@ -82,6 +82,17 @@ pub enum PacerConfig {
 }
 
 impl PacerConfig {
+    /// A configuration mistake, if any.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            PacerConfig::Vidaptive(c) => {
+                crate::check_range("pacer.max_debt_ms", c.max_debt_ms, 0.0, true, 60_000.0)?;
+                c.dummy.validate()
+            }
+            _ => Ok(()),
+        }
+    }
+
     pub fn build(&self, now: Timestamp) -> Box<dyn Pacer> {
         match self {
             PacerConfig::LeakyBucket(c) => {
