@@ -358,10 +358,11 @@ def plot_rates(runs: Sequence[tuple[str, Run]], out: Path, column: str, title: s
         if i == 0:
             tc, cap = rate_series(run, "link_capacity_bps", window_s)
             ax.fill_between(tc, cap / 1e6, color="0.85", label="link capacity")
-        ax.plot(t, v / 1e6, color=scheme_color(s), lw=1.3, label=s)
+        color = plt.get_cmap("tab10").colors[i % 10]
+        ax.plot(t, v / 1e6, color=color, lw=1.3, label=s)
         lat = slot_latencies_ms(run)
         fps = float((run.header.get("config") or {}).get("fps", 30.0))
-        axl.plot(np.arange(lat.size) / fps, lat, color=scheme_color(s), lw=0.8, label=s)
+        axl.plot(np.arange(lat.size) / fps, lat, color=color, lw=0.8, label=s)
     ax.set_ylabel(f"{column.replace('_bps', '')} (Mbit/s, {window_s:g} s mean)")
     axl.set_ylabel("latency per capture slot (ms)")
     axl.set_yscale("log")
@@ -401,9 +402,9 @@ def plot_bars(df: Any, names: Sequence[str], out: Path, title: str) -> Path:
 
 
 def plot_sweeps(df: Any, out: Path) -> Path:
-    """One row per sweep (P, lambda, tau): per-run P95, video bitrate, utilisation and
-    padding ratio against the swept value, mean over the cellular runs (bold) and per
-    network type (thin)."""
+    """One row per sweep (P, lambda, tau): per-run P95 (all slots), video bitrate,
+    utilisation, padding ratio and fps against the swept value, one line per network type
+    (mean over its traces and seeds)."""
     metrics = (("latency_all_ms_p95", "P95 all slots (ms)", 1.0),
                ("video_bitrate_bps", "video (Mbit/s)", 1e-6),
                ("utilization", "utilisation (%)", 100.0),
