@@ -81,6 +81,18 @@ mae-report: build
 	$(SLUICE) matrix experiments/mae-model.toml $(MAE_ARGS)
 	$(PY) -m sluice.analysis.mae results/mae results/mae-model --report-dir docs/results
 
+# Vidaptive (NINeS '26) §5 reproduction: the model-encoder matrix of experiments/vidaptive.toml
+# and the small libx264 one of experiments/vidaptive-x264.toml (resumable: results/vidaptive*,
+# about 20-25 minutes with one job on two shared cores), then docs/results/vidaptive.md,
+# vidaptive-runs.csv and img/vidaptive-*.png. VIDAPTIVE_ARGS go to `sluice matrix`.
+.PHONY: vidaptive-report
+VIDAPTIVE_ARGS ?= --jobs 1
+vidaptive-report: build
+	$(SLUICE) matrix experiments/vidaptive.toml $(VIDAPTIVE_ARGS)
+	$(SLUICE) matrix experiments/vidaptive-x264.toml $(VIDAPTIVE_ARGS)
+	$(PY) -m sluice.analysis.vidaptive results/vidaptive results/vidaptive-x264 \
+		--report-dir docs/results
+
 # The README's two commands in a clean Debian root (debootstrap + chroot, as root; about
 # 15 minutes): proves that setup installs everything a new user lacks. See scripts/check-fresh.sh.
 check-fresh:

@@ -26,9 +26,11 @@
     label = "4g-zhuge2"                   # default: the file stem
     network = "4G"                        # a group for the analysis (default "-")
     optional = true                       # missing file: skip its cells with a warning
+    set = { "downlink.queue_packets" = 14 }   # properties of this path (every scheme)
 
     [[clip]]                              # none: the model encoder, no video
     path = "../data/videos/bbb-intro_1280x720_24fps_10s.mp4"
+    set = { "encoder_controller.max_video_rate_bps" = 4e6 }   # a property of this clip
 
     [[sweep]]                             # variants of listed schemes, one path each
     path = "pacer.threshold_packets"
@@ -41,7 +43,11 @@ is a registered name, or a new name with ``base`` (a registered scheme) or ``fil
 ``SchemeConfig`` JSON file, relative to the plan), plus ``set`` (overrides for its cells)
 and ``encoder``. ``schemes = ["a", "b", {name = ..., base = ...}]`` is the same list inline.
 A sweep value equal to the scheme's own (``ace``'s T is 10) is the scheme's own cells, not a
-new variant. Overrides apply in the order ``[set]``, the scheme's ``set``, the sweep's
+new variant. A trace's ``set`` holds properties of that network path (delay, queue, loss),
+applied to all of its cells. A clip's ``set`` holds properties of that clip (e.g.
+Vidaptive's maximum useful video rate): each path applies to the cells of the schemes whose
+config has it (a path that no scheme of the plan has is an error). Overrides apply in the
+order ``[set]``, the trace's ``set``, the clip's ``set``, the scheme's ``set``, the sweep's
 value, the seed. Every config path is checked against the resolved config of the cells it
 applies to (:mod:`sluice.config`).
 
@@ -84,8 +90,8 @@ TOP_KEYS = ("name", "description", "seeds", "set", "video", "scheme", "schemes",
             "clip", "sweep")  # fmt: skip
 VIDEO_KEYS = ("width", "quality", "encode_time", "preset", "encoder")
 SCHEME_KEYS = ("name", "base", "file", "set", "encoder", "description")
-TRACE_KEYS = ("path", "label", "network", "uplink", "format", "optional")
-CLIP_KEYS = ("path", "label", "optional")
+TRACE_KEYS = ("path", "label", "network", "uplink", "format", "optional", "set")
+CLIP_KEYS = ("path", "label", "optional", "set")
 SWEEP_KEYS = ("path", "values", "schemes", "label")
 
 
@@ -110,6 +116,8 @@ class PlanTrace:
     uplink: str | None = None
     format: str | None = None
     optional: bool = False
+    # Properties of the network path (delay, queue, loss): (path, value) pairs for every cell.
+    overrides: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,8 @@ class PlanClip:
     path: str | None  # None: no video (the model encoder)
     label: str
     optional: bool = False
+    # Properties of the clip: (path, value) pairs for the schemes whose config has the path.
+    overrides: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -150,10 +160,19 @@ class Plan:
     def scheme(self, name: str) -> PlanScheme:
         return next(s for s in self.schemes if s.name == name)
 
+    def clip_overrides(self, s: PlanScheme, clip: PlanClip) -> list[tuple[str, Any]]:
+        """The clip's overrides that apply to scheme ``s`` (those whose path its config has)."""
+        if not clip.overrides:
+            return []
+        base = self.spec(s, PlanTrace("gen:constant:1", "x"), clip, None, with_clip=False)
+        cfg = base.config()
+        return [(p, v) for p, v in clip.overrides if config.has_path(cfg, p)]
+
     def spec(self, s: PlanScheme, trace: PlanTrace, clip: PlanClip, seed: int | None,
-             out_dir: str | None = None) -> runner.RunSpec:  # fmt: skip
-        """The run of one cell."""
-        overrides = [*self.overrides, *s.overrides]
+             out_dir: str | None = None, with_clip: bool = True) -> runner.RunSpec:  # fmt: skip
+        """The run of one cell (``with_clip=False``: without the clip's overrides)."""
+        clip_set = self.clip_overrides(s, clip) if with_clip else []
+        overrides = [*self.overrides, *trace.overrides, *clip_set, *s.overrides]
         if s.sweep is not None:
             overrides.append(s.sweep)
         if seed is not None:
@@ -266,8 +285,12 @@ class Plan:
                 }
                 for s in self.schemes
             ],  # fmt: skip
-            "traces": [vars(t) for t in self.traces],
-            "clips": [vars(c) for c in self.clips],
+            "traces": [
+                {**vars(t), "overrides": [list(o) for o in t.overrides]} for t in self.traces
+            ],
+            "clips": [
+                {**vars(c), "overrides": [list(o) for o in c.overrides]} for c in self.clips
+            ],
             "sweeps": [
                 {
                     "path": w.path,
@@ -540,9 +563,11 @@ def _traces(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanTrace]:
         fmt = tctx.str(entry, "format")
         if fmt is not None and fmt not in ("mahimahi", "rate"):
             raise tctx.error(f"'format' must be mahimahi or rate, got {fmt!r}")
+        sets = _overrides(tctx, entry["set"], "set") if "set" in entry else ()
         out.append(PlanTrace(
             path, label, tctx.str(entry, "network", default="-"),
             _resolve_file(base, uplink) if uplink else None, fmt, tctx.bool(entry, "optional"),
+            sets,
         ))  # fmt: skip
     if not out:
         raise ctx.error("no traces: add [[trace]] tables (path = a file or gen:SPEC)")
@@ -558,7 +583,8 @@ def _clips(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanClip]:
         raw = cctx.str(entry, "path", required=True)
         path = str((base / os.path.expanduser(raw)).resolve())
         label = cctx.str(entry, "label", default=clip_label(raw))
-        out.append(PlanClip(path, label, cctx.bool(entry, "optional")))
+        sets = _overrides(cctx, entry["set"], "set") if "set" in entry else ()
+        out.append(PlanClip(path, label, cctx.bool(entry, "optional"), sets))
     if not out:
         return [PlanClip(None, "model")]
     _unique(ctx, "clip", [c.label for c in out])
@@ -566,8 +592,38 @@ def _clips(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanClip]:
 
 
 def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
-    """Every scheme's run config resolves (one cell per scheme and kind of clip)."""
+    """Every scheme's run config resolves (one cell per scheme and kind of clip, and every
+    trace and clip with overrides); every clip override applies to some scheme."""
     trace = PlanTrace("gen:constant:1", "x")
+    if not only_variants:
+        for t in plan.traces:
+            if not t.overrides:
+                continue
+            probe = PlanTrace("gen:constant:1", t.label, overrides=t.overrides)
+            for s in plan.schemes:
+                for clip in {c.path is None: c for c in plan.clips}.values():
+                    try:
+                        runner.check(plan.spec(s, probe, clip, None))
+                    except SluiceError as e:
+                        raise ctx.at(f"trace '{t.label}', scheme '{s.name}'").error(
+                            str(e)) from None  # fmt: skip
+        for clip in plan.clips:
+            cctx = ctx.at(f"clip '{clip.label}'")
+            used: set[str] = set()
+            for s in plan.schemes:
+                try:
+                    used |= {p for p, _ in plan.clip_overrides(s, clip)}
+                except SluiceError as e:
+                    raise ctx.at(f"scheme '{s.name}'").error(str(e)) from None
+            for p, _ in clip.overrides:
+                if p not in used:
+                    raise cctx.error(f"set: no scheme of the plan has the config path '{p}'")
+            if clip.overrides:
+                for s in plan.schemes:
+                    try:
+                        runner.check(plan.spec(s, trace, clip, None))
+                    except SluiceError as e:
+                        raise cctx.at(f", scheme '{s.name}'").error(str(e)) from None
     for s in plan.schemes:
         if only_variants and s.sweep is None:
             continue

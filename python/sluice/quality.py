@@ -10,7 +10,9 @@ frame (streamed: one decoded frame is held at a time), and scored against the so
 VMAF (libvmaf's default model), SSIM and PSNR in one ffmpeg pass.
 
 Summary keys: ``vmaf_mean``, ``vmaf_p5``, ``ssim_mean``, ``psnr_mean`` over all scored slots and
-``vmaf_delivered_mean`` over the slots whose own frame was displayed.
+``vmaf_delivered_mean`` over the slots whose own frame was displayed; ``ssim_db_mean``, the
+mean over scored slots of SSIM in decibels as Salsify reports it (``-10 log10(1 - SSIM)``,
+Vidaptive §5.2's "SSIM (dB)"; capped at 100 dB for identical frames).
 ``mode="fast"`` scores every ``fast_step``-th slot only.
 """
 
@@ -31,6 +33,16 @@ MODES = ("none", "fast", "full")
 FAST_STEP = 5
 # Identical frames have infinite PSNR; it is capped so means stay finite (and JSON valid).
 PSNR_CAP_DB = 100.0
+# Likewise SSIM in dB (SSIM = 1).
+SSIM_DB_CAP = 100.0
+
+
+def ssim_db(ssim: float) -> float:
+    """SSIM in decibels, Salsify's ``-10 log10(1 - SSIM)`` (capped at ``SSIM_DB_CAP``)."""
+    loss = 1.0 - ssim
+    if loss <= 10 ** (-SSIM_DB_CAP / 10):
+        return SSIM_DB_CAP
+    return -10.0 * math.log10(loss)
 
 
 @dataclass
@@ -205,6 +217,7 @@ def summarize(per_frame: Sequence[FrameQuality]) -> dict[str, float | None]:
         "vmaf_p5": _percentile(vmaf, 5),
         "ssim_mean": sum(f.ssim for f in per_frame) / len(per_frame),
         "psnr_mean": sum(finite_psnr) / len(finite_psnr),
+        "ssim_db_mean": sum(ssim_db(f.ssim) for f in per_frame) / len(per_frame),
         "vmaf_delivered_mean": sum(delivered) / len(delivered) if delivered else None,
         "quality_frames_scored": len(per_frame),
     }

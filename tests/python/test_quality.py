@@ -64,6 +64,9 @@ def test_frozen_slots_score_lower_than_delivered(tmp_path: Path) -> None:
     assert summary["vmaf_delivered_mean"] > summary["vmaf_mean"]
     assert 0 < summary["ssim_mean"] <= 1
     assert summary["psnr_mean"] > 20
+    # SSIM in dB is the mean of the per-slot values (Salsify's -10 log10(1 - SSIM)).
+    db = [quality.ssim_db(f.ssim) for f in per_frame]
+    assert summary["ssim_db_mean"] == pytest.approx(sum(db) / len(db))
 
     # "fast" scores a subsample; "none" scores nothing.
     fast, _ = quality.score(raw, displayed, raw.frames, delivered, mode="fast")
@@ -98,3 +101,10 @@ def test_bad_video_path_is_one_clear_error(tmp_path: Path) -> None:
     junk.write_bytes(b"not a video")
     with pytest.raises(SluiceError, match="junk.mp4"):
         video.prepare(junk, tmp_path)
+
+
+def test_ssim_db_is_salsify_s_definition() -> None:
+    assert quality.ssim_db(0.9) == pytest.approx(10.0)
+    assert quality.ssim_db(0.99) == pytest.approx(20.0)
+    assert quality.ssim_db(0.96) == pytest.approx(13.979, abs=1e-3)
+    assert quality.ssim_db(1.0) == quality.SSIM_DB_CAP

@@ -25,3 +25,21 @@ pub mod scheme;
 pub mod sender;
 pub mod sim;
 pub mod units;
+
+/// `Err` naming `field` unless `v` is finite and inside `lo..=hi` (`lo` excluded when
+/// `open_lo`).
+pub(crate) fn check_range(
+    field: &str,
+    v: f64,
+    lo: f64,
+    open_lo: bool,
+    hi: f64,
+) -> Result<(), String> {
+    let above = if open_lo { v > lo } else { v >= lo };
+    if v.is_finite() && above && v <= hi {
+        Ok(())
+    } else {
+        let l = if open_lo { "(" } else { "[" };
+        Err(format!("{field} must be in {l}{lo}, {hi}], got {v}"))
+    }
+}

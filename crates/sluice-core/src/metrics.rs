@@ -18,7 +18,13 @@
 //!   not: a slot whose frame was never displayed counts until the next frame of a later slot
 //!   was displayed (or the end of the run);
 //! * `loss_rate`: media-path packets dropped by the downlink (queue overflow, random loss or
-//!   a bottleneck policy) over packets that reached it;
+//!   a bottleneck policy) over packets that reached it (every kind: video, retransmissions,
+//!   padding);
+//! * `video_bitrate_bps` (Vidaptive §5.1, "the total video bitrate ... at the receiver"): the
+//!   encoded bytes of the frames the receiver completed, over the session; padding,
+//!   retransmitted copies and frames that never arrived whole do not count;
+//! * `padding_ratio`: padding bytes (probes, keep-alives, Vidaptive's dummy packets) over all
+//!   bytes the sender put on the wire (on-wire sizes);
 //! * `utilization`: bytes the downlink delivered over the bytes its trace could deliver during
 //!   the session;
 //! * `bwe_ratio`: mean target rate over mean link capacity, both time-averaged over the
@@ -137,7 +143,11 @@ pub struct Summary {
     pub latency_all_ms: LatencySummary,
     pub fps: f64,
     pub loss_rate: f64,
+    /// Video as received: encoded bytes of the frames the receiver completed, over the
+    /// session (see the module documentation).
     pub video_bitrate_bps: f64,
+    /// Padding bytes over all bytes sent.
+    pub padding_ratio: f64,
     pub utilization: f64,
     pub bwe_ratio: f64,
     pub frames_sent: u64,
@@ -438,8 +448,17 @@ pub fn summarize(
         } else {
             0.0
         },
-        video_bitrate_bps: frames.iter().map(|f| f.size_bytes as f64 * 8.0).sum::<f64>()
+        video_bitrate_bps: frames
+            .iter()
+            .filter(|f| f.completed_us.is_some())
+            .map(|f| f.size_bytes as f64 * 8.0)
+            .sum::<f64>()
             / duration_s.max(1e-9),
+        padding_ratio: if recorder.sent_bytes_total > 0 {
+            recorder.padding_bytes as f64 / recorder.sent_bytes_total as f64
+        } else {
+            0.0
+        },
         utilization: if link.capacity_bytes > 0 {
             link.delivered_bytes as f64 / link.capacity_bytes as f64
         } else {
@@ -599,5 +618,39 @@ mod tests {
         assert_eq!(s.frames_skipped, 2);
         // Not shown within 200 ms: slots 1, 3 and 4.
         assert_eq!(s.stall_count_200ms, 3);
+    }
+
+    #[test]
+    fn video_bitrate_is_what_arrived_and_padding_has_its_ratio() {
+        // Three frames of 10 kB over a 2 s session: two completed at the receiver, one never
+        // arrived whole. Video bitrate = 2 x 10 kB x 8 / 2 s = 80 kbps.
+        let mut frames: Vec<FrameRecord> = (0..3).map(|i| displayed_frame(i, 0, None)).collect();
+        for f in &mut frames {
+            f.size_bytes = 10_000;
+        }
+        frames[0].completed_us = Some(50_000);
+        frames[2].completed_us = Some(2_100_000); // during the drain: it still counts
+        let mut rec = Recorder::default();
+        // On the wire: 31 500 B of video (with headers) and 8 500 B of padding.
+        for (kind, size) in [(PacketKind::Video, 31_500), (PacketKind::Padding, 8_500)] {
+            rec.on_sender_event(SenderEvent::PacketSent {
+                kind,
+                frame_id: 0,
+                size: crate::units::DataSize::from_bytes(size),
+                time: Timestamp::ZERO,
+            });
+        }
+        let s = summarize(
+            &frames,
+            &[],
+            &[],
+            LinkTotals::default(),
+            &rec,
+            Timestamp::from_ms(2000),
+            Timestamp::from_ms(4000),
+        );
+        assert_eq!(s.video_bitrate_bps, 80_000.0);
+        assert_eq!(s.padding_bytes, 8_500);
+        assert_eq!(s.padding_ratio, 8_500.0 / 40_000.0);
     }
 }

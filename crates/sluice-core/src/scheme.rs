@@ -3,17 +3,22 @@
 //! code: the registry below names the ones the papers compare, and any [`SchemeConfig`] can
 //! be given as JSON.
 
-use crate::cc::copa::CopaConfig;
+use crate::cc::copa::{CopaConfig, CopaRtt};
 use crate::cc::gcc::trendline::TrendlineWindow;
 use crate::cc::gcc::{Gcc, GccConfig};
+use crate::cc::rocc::RoccConfig;
 use crate::cc::CongestionController;
 use crate::encoder_controller::ace_c::AceCConfig;
 use crate::encoder_controller::mae::{MaeConfig, MaeMode, MaeTrigger};
+use crate::encoder_controller::vidaptive::VidaptiveConfig;
+use crate::encoder_controller::vidaptive_alpha::AlphaConfig;
 use crate::encoder_controller::video_stream_encoder::FrameDropConfig;
 use crate::encoder_controller::{EncoderController, EncoderControllerConfig};
 use crate::link::bottleneck::BottleneckConfig;
 use crate::pacer::ace_n::AceNConfig;
+use crate::pacer::dummy::DummyConfig;
 use crate::pacer::leaky_bucket::LeakyBucketConfig;
+use crate::pacer::vidaptive::VidaptivePacerConfig;
 use crate::pacer::PacerConfig;
 use crate::units::{TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -28,14 +33,25 @@ pub enum CcConfig {
     Gcc(GccConfig),
     /// Copa (NSDI '18), window-based, as genericCC's reference code.
     Copa(CopaConfig),
+    /// RoCC (HotNets '22), window-based, as its reference kernel module.
+    Rocc(RoccConfig),
 }
 
 impl CcConfig {
+    /// A configuration mistake, if any.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            CcConfig::Rocc(c) => c.validate(),
+            _ => Ok(()),
+        }
+    }
+
     /// The controller this config describes.
     pub fn build(&self, now: Timestamp) -> Box<dyn CongestionController> {
         match self {
             CcConfig::Gcc(c) => Box::new(Gcc::new(c.clone(), now)),
             CcConfig::Copa(c) => Box::new(c.build(now)),
+            CcConfig::Rocc(c) => Box::new(c.build(now)),
         }
     }
 }
@@ -149,6 +165,36 @@ fn copa_with(copa: CopaConfig, encoder_controller: EncoderControllerConfig) -> S
 
 fn leaky() -> PacerConfig {
     PacerConfig::LeakyBucket(LeakyBucketConfig::default())
+}
+
+/// Vidaptive (NINeS '26, §3-4): Copa paced at its CC-Rate (`cwnd / srtt`, gain 1, §3.1),
+/// Vidaptive's pacer with dummy packets, its encoder controller (pause, alpha); changed by
+/// the ablations.
+fn vidaptive(
+    cc: CcConfig,
+    dummy: DummyConfig,
+    encoder_controller: VidaptiveConfig,
+) -> SchemeConfig {
+    SchemeConfig {
+        pacer: PacerConfig::Vidaptive(VidaptivePacerConfig { dummy, ..Default::default() }),
+        cc,
+        encoder_controller: EncoderControllerConfig::Vidaptive(encoder_controller),
+        frame_drop: FrameDropConfig::default(),
+        bottleneck: BottleneckConfig::DropTail,
+        // As the `copa` baseline: ACK-clocked controllers need reports more often than
+        // WebRTC's 50 ms; with 50 ms the window must also cover the report wait, and
+        // cwnd / srtt overstates the rate the window allows.
+        feedback_interval_ms: Some(10.0),
+    }
+}
+
+/// Copa as Vidaptive runs it: paced at `cwnd / srtt` (§3.1), otherwise genericCC's.
+fn copa_cc_rate() -> CcConfig {
+    CcConfig::Copa(CopaConfig {
+        pacing_gain: 1.0,
+        pacing_rtt: CopaRtt::Smoothed,
+        ..Default::default()
+    })
 }
 
 /// The built-in schemes.
@@ -274,6 +320,60 @@ pub fn registry() -> Vec<SchemeInfo> {
             },
         },
         SchemeInfo {
+            name: "vidaptive",
+            description: "Vidaptive (NINeS '26): Copa (genericCC, delta 0.5) paced at its CC-Rate cwnd / srtt and gated by its window, no queue-drain speed-up; dummy packets (199 B) when no video waits, withheld 25 % of a frame interval before a capture, off at or above the clip's maximum useful rate (12 Mbps default); encoder paused while the oldest pacer packet waited over tau = 33 ms, the held frame encoded at the drain if under 1 s old; ABR + VBV(0.5 s) at alpha x CC-Rate (P 33 ms, lambda 0.9, every 1 s, EWMA 0.25, alpha in [0.05, 1]); feedback every 10 ms",
+            color: "#d4a017",
+            encoder: None,
+            config: vidaptive(copa_cc_rate(), DummyConfig::default(), VidaptiveConfig::default()),
+        },
+        SchemeInfo {
+            name: "vidaptive-rocc",
+            description: "Vidaptive on RoCC (§5.4): RoCC (cwnd = bytes received over 2 x RTTmin + 2 packets, no decrease while app-limited, loss mode) paced at cwnd / srtt; otherwise `vidaptive`",
+            color: "#8c6d31",
+            encoder: None,
+            config: vidaptive(
+                CcConfig::Rocc(RoccConfig::default()),
+                DummyConfig::default(),
+                VidaptiveConfig::default(),
+            ),
+        },
+        SchemeInfo {
+            name: "vidaptive-no-dummy",
+            description: "Vidaptive w/o Dummy (§5.4 ablation): `vidaptive` without dummy packets",
+            color: "#e7969c",
+            encoder: None,
+            config: vidaptive(
+                copa_cc_rate(),
+                DummyConfig { enabled: false, ..Default::default() },
+                VidaptiveConfig::default(),
+            ),
+        },
+        SchemeInfo {
+            name: "vidaptive-no-pause",
+            description: "Vidaptive w/o Latency safeguards (§5.4 ablation): `vidaptive` without the encoder pause",
+            color: "#ad494a",
+            encoder: None,
+            config: vidaptive(
+                copa_cc_rate(),
+                DummyConfig::default(),
+                VidaptiveConfig { pause: false, ..Default::default() },
+            ),
+        },
+        SchemeInfo {
+            name: "vidaptive-no-alpha",
+            description: "Vidaptive w/o Bitrate Selection (§5.4 ablation): `vidaptive` with alpha = 1, the encoder gets the CC-Rate",
+            color: "#7b4173",
+            encoder: None,
+            config: vidaptive(
+                copa_cc_rate(),
+                DummyConfig::default(),
+                VidaptiveConfig {
+                    alpha: AlphaConfig { enabled: false, ..Default::default() },
+                    ..Default::default()
+                },
+            ),
+        },
+        SchemeInfo {
             name: "x264-gcc100",
             description: "MAE's WebRTC + x264 (MAE §6.1): x264 ABR + VBV(0.5 s), GCC with the 100 ms trendline of MAE's testbed, leaky-bucket pacer at 1.1x; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
             color: "#7f7f7f",
@@ -375,6 +475,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn registered_configs_validate_and_vidaptive_mistakes_are_named() {
+        for s in registry() {
+            let c = &s.config;
+            let ok = c.pacer.validate().and(c.cc.validate()).and(c.encoder_controller.validate());
+            assert_eq!(ok, Ok(()), "{}", s.name);
+        }
+        let v = lookup("vidaptive").unwrap().config;
+        let EncoderControllerConfig::Vidaptive(ec) = v.encoder_controller else { panic!() };
+        let bad = |f: &dyn Fn(&mut VidaptiveConfig)| {
+            let mut c = ec.clone();
+            f(&mut c);
+            c.validate().unwrap_err()
+        };
+        assert!(bad(&|c| c.alpha.lambda = 1.5).contains("encoder_controller.alpha.lambda"));
+        assert!(bad(&|c| c.alpha.p_ms = 0.0).contains("encoder_controller.alpha.p_ms"));
+        assert!(bad(&|c| c.tau_ms = -5.0).contains("encoder_controller.tau_ms"));
+        assert!(bad(&|c| c.alpha.initial = 0.01).contains("encoder_controller.alpha.initial"));
+        let PacerConfig::Vidaptive(p) = v.pacer else { panic!() };
+        let mut d = p.dummy.clone();
+        d.size_bytes = 0;
+        assert!(d.validate().unwrap_err().contains("pacer.dummy.size_bytes"));
+        d.size_bytes = 199;
+        d.guard_fraction = 1.0;
+        assert!(d.validate().unwrap_err().contains("pacer.dummy.guard_fraction"));
+        let rocc = RoccConfig { gamma: -1.0, ..Default::default() };
+        assert!(CcConfig::Rocc(rocc).validate().unwrap_err().contains("cc.gamma"));
+    }
+
+    #[test]
     fn names_are_unique_and_configs_round_trip() {
         let reg = registry();
         let mut names: Vec<&str> = reg.iter().map(|s| s.name).collect();
@@ -421,6 +550,9 @@ mod tests {
                 | "mae" | "mae-code" | "mae-timeout" | "copa-x264" | "mae-copa" => {
                     FrameDropConfig::default()
                 }
+                // Vidaptive pauses the encoder itself (§3.2); no libwebrtc frame dropping.
+                "vidaptive" | "vidaptive-rocc" | "vidaptive-no-dummy" | "vidaptive-no-pause"
+                | "vidaptive-no-alpha" => FrameDropConfig::default(),
                 other => panic!("new scheme {other}: decide its frame dropping"),
             };
             assert_eq!(s.config.frame_drop, expected, "{}", s.name);

@@ -305,11 +305,16 @@ impl Sender {
             failure: None,
         };
         s.sync_controller_outputs(now);
+        s.pacer.set_capture_schedule(s.next_capture_time(), s.frame_interval());
         s
     }
 
     fn capture_time_of(&self, slot: u64) -> Timestamp {
         self.start + TimeDelta::from_secs_f64(slot as f64 / self.config.fps)
+    }
+
+    fn frame_interval(&self) -> TimeDelta {
+        TimeDelta::from_secs_f64(1.0 / self.config.fps)
     }
 
     fn next_capture_time(&self) -> Timestamp {
@@ -405,6 +410,7 @@ impl Sender {
     fn capture_slot(&mut self, capture_time: Timestamp) {
         let source_index = self.next_slot;
         self.next_slot += 1;
+        self.pacer.set_capture_schedule(self.next_capture_time(), self.frame_interval());
         let analysis = if self.controller.wants_analysis() {
             self.encoder.analyze(source_index)
         } else {
@@ -882,6 +888,8 @@ mod tests {
         keyframe_requests: usize,
         keyframes: usize,
         max_over_window: i64,
+        /// Every sender event, in order.
+        sender_events: Vec<SenderEvent>,
     }
 
     impl Pair {
@@ -899,6 +907,7 @@ mod tests {
                 keyframe_requests: 0,
                 keyframes: 0,
                 max_over_window: i64::MIN,
+                sender_events: Vec::new(),
             }
         }
 
@@ -940,6 +949,7 @@ mod tests {
                     self.to_tx.push_back((now + self.delay, d));
                 }
                 while let Some(e) = self.tx.poll_event() {
+                    self.sender_events.push(e.clone());
                     if let SenderEvent::FrameEncoded {
                         frame_id, source_index, is_keyframe, ..
                     } = e
@@ -1058,5 +1068,118 @@ mod tests {
         assert!(!shown.contains(&19));
         // Services are reported for frames that left the pacer.
         assert!(events.lock().unwrap().iter().any(|e| matches!(e, FrameEvent::Serviced { .. })));
+    }
+
+    /// Vidaptive's pacer with dummies and a small video (64x36: the model encoder tops out
+    /// near 0.2 Mbps), so that dummies fill most of the rate.
+    fn vidaptive_sender(cc: FixedCc, encode_ms: f64) -> Sender {
+        use crate::pacer::vidaptive::{VidaptivePacer, VidaptivePacerConfig};
+        let model = ModelEncoderConfig {
+            width: 64,
+            height: 36,
+            encode_time_ms: encode_ms,
+            ..Default::default()
+        };
+        Sender::new(
+            SenderConfig::default(),
+            Box::new(cc),
+            Box::new(VidaptivePacer::new(VidaptivePacerConfig::default(), Timestamp::ZERO)),
+            Box::new(InlineEncoder::new(Box::new(ModelEncoder::new(model, 30.0)))),
+            Box::new(Scripted::default()),
+            Timestamp::ZERO,
+        )
+    }
+
+    #[test]
+    fn dummies_stay_inside_the_window_and_count_in_flight() {
+        // Vidaptive's pacer at 3 Mbps with dummies, a 6 kB window over 2 x 50 ms (the window
+        // allows ~0.44 Mbps): the window binds video and dummies alike. The sender sends while
+        // the bytes in flight are below the window, so it exceeds it by less than the packet
+        // that crossed it.
+        let (cc, feedback) = fixed(3, Some(6000));
+        let mut pair = Pair::new(vidaptive_sender(cc, 5.0), 50);
+        pair.run_until(Timestamp::from_ms(3000), Some(DataSize::from_bytes(6000)));
+        assert!(pair.max_over_window >= 0, "the window was reached");
+        assert!(pair.max_over_window < 1260, "over the window by {} B", pair.max_over_window);
+        let fb = feedback.lock().unwrap();
+        assert!(fb.iter().all(|f| f.prior_in_flight <= DataSize::from_bytes(6000 + 1260)));
+        // Dummies went out, and feedback reported them like any packet.
+        let padding = fb.iter().flat_map(|f| &f.packets).filter(|p| p.sent.is_padding).count();
+        assert!(padding > 200, "{padding} padding packets acknowledged");
+        // Without a window the same pacer fills its 3 Mbps with video and dummies, minus
+        // the guard before each capture.
+        let (cc, _) = fixed(3, None);
+        let mut pair = Pair::new(vidaptive_sender(cc, 5.0), 50);
+        pair.run_until(Timestamp::from_ms(3000), None);
+        let sent: i64 = pair
+            .sender_events
+            .iter()
+            .filter_map(|e| match e {
+                SenderEvent::PacketSent { size, time, .. } if *time >= Timestamp::from_ms(1000) => {
+                    Some(size.as_bytes())
+                }
+                _ => None,
+            })
+            .sum();
+        let rate = sent as f64 * 8.0 / 2.0;
+        assert!(rate > 0.7 * 3e6 && rate < 1.02 * 3e6, "{rate} bps");
+    }
+
+    #[test]
+    fn service_time_starts_when_the_frame_reaches_the_head_of_the_pacer() {
+        // 1 Mbps pacing with 1 Mbps of video (heavy-tailed frames), 20 ms encodes: frames
+        // often wait behind the previous one. Each frame's service starts at the later of its
+        // enqueue (its encode's end) and the previous frame's last departure (Vidaptive §4:
+        // "this does not include the queuing time the frame spent in the pacer before frames
+        // ahead of it"), and ends with its last packet.
+        let (cc, _) = fixed(1, None);
+        let mut pair = Pair::new(sender(cc, Scripted::default(), 20.0), 20);
+        pair.run_until(Timestamp::from_ms(5000), None);
+        let mut enqueued = std::collections::BTreeMap::new();
+        let mut last_sent = std::collections::BTreeMap::new();
+        let mut services = Vec::new();
+        for e in &pair.sender_events {
+            match *e {
+                SenderEvent::FrameEncoded { frame_id, encode_end, .. } => {
+                    enqueued.insert(frame_id, encode_end);
+                }
+                SenderEvent::PacketSent { kind: PacketKind::Video, frame_id, time, .. } => {
+                    last_sent.insert(frame_id, time);
+                }
+                SenderEvent::FrameServiced { frame_id, head_at, done_at } => {
+                    services.push((frame_id, head_at, done_at))
+                }
+                _ => {}
+            }
+        }
+        assert!(services.len() > 100);
+        let mut behind = 0;
+        for w in services.windows(2) {
+            let ((_, _, prev_done), (id, head, done)) = (w[0], w[1]);
+            assert_eq!(head, enqueued[&id].max(prev_done), "frame {id}");
+            assert_eq!(done, last_sent[&id], "frame {id}");
+            behind += usize::from(prev_done > enqueued[&id]);
+        }
+        assert!(behind > 10, "only {behind} frames waited behind another");
+        // A window stall is part of the service: with a 3 kB window over 2 x 20 ms (about
+        // 0.6 Mbps) the frames take longer than their bytes at the 1 Mbps pacing rate.
+        let (cc, _) = fixed(1, Some(3000));
+        let mut pair = Pair::new(sender(cc, Scripted::default(), 5.0), 20);
+        pair.run_until(Timestamp::from_ms(5000), Some(DataSize::from_bytes(3000)));
+        let (mut service_us, mut paced_us) = (0i64, 0i64);
+        let mut size = std::collections::BTreeMap::new();
+        for e in &pair.sender_events {
+            match *e {
+                SenderEvent::FrameEncoded { frame_id, size: s, packet_count, .. } => {
+                    size.insert(frame_id, s + crate::packet::PACKET_OVERHEAD * packet_count as i64);
+                }
+                SenderEvent::FrameServiced { frame_id, head_at, done_at } => {
+                    service_us += (done_at - head_at).as_us();
+                    paced_us += (size[&frame_id] / DataRate::from_mbps(1)).as_us();
+                }
+                _ => {}
+            }
+        }
+        assert!(service_us as f64 > 1.3 * paced_us as f64, "{service_us} vs {paced_us} us");
     }
 }

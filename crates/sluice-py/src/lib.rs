@@ -40,7 +40,7 @@ impl PyTrace {
     }
 
     /// Generates a synthetic trace from a compact spec ("constant:12", "steps:30@10,3@10",
-    /// "alternating:10,2,15", "markov:20,2,5,1[,seed]").
+    /// "alternating:10,2,15", "markov:20,2,5,1[,seed]", "poisson:3.04[,seed]").
     #[staticmethod]
     fn generate(spec: &str, duration_s: f64) -> PyResult<PyTrace> {
         if !(duration_s > 0.0 && duration_s.is_finite()) {

@@ -9,6 +9,7 @@
 
 pub mod copa;
 pub mod gcc;
+pub mod rocc;
 pub mod rtt;
 
 use crate::columns::Columns;

@@ -9,6 +9,8 @@
 pub mod ace_c;
 pub mod frame_dropper;
 pub mod mae;
+pub mod vidaptive;
+pub mod vidaptive_alpha;
 pub mod video_stream_encoder;
 
 use crate::cc::CcSignals;
@@ -185,6 +187,8 @@ pub enum EncoderControllerConfig {
     /// MAE: the VBV buffer tightens while the congestion controller pre-signals a drop
     /// (MAE §4, §5.1).
     Mae(mae::MaeConfig),
+    /// Vidaptive: encoder pause and target `alpha x CC-Rate` (Vidaptive §3.2, §3.3).
+    Vidaptive(vidaptive::VidaptiveConfig),
 }
 
 fn is_false(b: &bool) -> bool {
@@ -212,6 +216,7 @@ impl EncoderControllerConfig {
             }
             EncoderControllerConfig::AceC(c) => Box::new(ace_c::AceC::new(c.clone())),
             EncoderControllerConfig::Mae(c) => Box::new(mae::Mae::new(c.clone())),
+            EncoderControllerConfig::Vidaptive(c) => Box::new(c.build()),
         }
     }
 
@@ -224,6 +229,7 @@ impl EncoderControllerConfig {
                 Err(format!("encoder_controller.vbv_buffer_ms must be > 0, got {vbv_buffer_ms}"))
             }
             EncoderControllerConfig::Mae(c) => c.validate(),
+            EncoderControllerConfig::Vidaptive(c) => c.validate(),
             _ => Ok(()),
         }
     }

@@ -1,5 +1,5 @@
-//! Synthetic traces (`sluice trace gen`): constant, steps, alternating and a two-state
-//! Markov (good/bad) channel.
+//! Synthetic traces (`sluice trace gen`): constant, steps, alternating, a two-state
+//! Markov (good/bad) channel and Poisson delivery (Pantheon's calibrated emulators).
 //!
 //! Rates are converted by the traces/README.md rule (12000 bits per opportunity, remainders
 //! carried in exact integers), so the nominal mean rate ([`Trace::nominal_rate`]) is exact up
@@ -33,6 +33,14 @@ pub enum TraceSpec {
         #[serde(default)]
         seed: u64,
     },
+    /// Delivery opportunities as a Poisson process of mean rate `rate_mbps` (exponential gaps
+    /// between opportunities, drawn from [`Rng`] seeded with `seed`), as Pantheon's calibrated
+    /// emulators deliver (Yan et al., ATC '18; Vidaptive §5.2).
+    Poisson {
+        rate_mbps: f64,
+        #[serde(default)]
+        seed: u64,
+    },
 }
 
 fn positive(what: &str, v: f64) -> Result<(), String> {
@@ -54,7 +62,8 @@ impl TraceSpec {
     /// (good_mbps,bad_mbps,mean_good_s,mean_bad_s).
     pub fn parse_cli(s: &str) -> Result<TraceSpec, String> {
         const USAGE: &str = "expected constant:RATE, steps:RATE@SECS,..., \
-                             alternating:HIGH,LOW,PERIOD_S or markov:GOOD,BAD,MEAN_GOOD_S,MEAN_BAD_S[,SEED]";
+                             alternating:HIGH,LOW,PERIOD_S, markov:GOOD,BAD,MEAN_GOOD_S,MEAN_BAD_S[,SEED] \
+                             or poisson:RATE[,SEED]";
         let (kind, args) =
             s.split_once(':').ok_or_else(|| format!("trace spec {s:?}: missing ':'; {USAGE}"))?;
         let args: Vec<&str> = args.split(',').collect();
@@ -104,6 +113,16 @@ impl TraceSpec {
                     seed,
                 }
             }
+            "poisson" => {
+                arity(&[1, 2], "poisson:RATE_MBPS[,SEED]")?;
+                let seed = match args.get(1) {
+                    Some(a) => a.trim().parse::<u64>().map_err(|_| {
+                        format!("seed: {:?} is not a non-negative integer", a.trim())
+                    })?,
+                    None => 0,
+                };
+                TraceSpec::Poisson { rate_mbps: parse_num("rate", args[0])?, seed }
+            }
             other => return Err(format!("trace spec {s:?}: unknown kind {other:?}; {USAGE}")),
         };
         spec.validate()?;
@@ -151,6 +170,7 @@ impl TraceSpec {
                 positive("mean_good_s", *mean_good_s)?;
                 positive("mean_bad_s", *mean_bad_s)
             }
+            TraceSpec::Poisson { rate_mbps, .. } => positive("rate_mbps", *rate_mbps),
         }
     }
 
@@ -168,6 +188,7 @@ impl TraceSpec {
             TraceSpec::Markov { good_mbps, bad_mbps, mean_good_s, mean_bad_s, seed } => {
                 format!("markov-{good_mbps}-{bad_mbps}-{mean_good_s}-{mean_bad_s}-{seed}")
             }
+            TraceSpec::Poisson { rate_mbps, seed } => format!("poisson-{rate_mbps}-{seed}"),
         }
     }
 }
@@ -183,6 +204,9 @@ pub fn generate(spec: &TraceSpec, duration: TimeDelta) -> Result<Trace, String> 
         return Err(format!("duration must be at least 1 ms, got {duration}"));
     }
     let end_us = duration.as_us() / 1000 * 1000;
+    if let TraceSpec::Poisson { rate_mbps, seed } = spec {
+        return poisson(*rate_mbps, *seed, end_us, &spec.name());
+    }
     let mut builder = Builder::new();
     // Emits piecewise-constant segments (duration_us, rate_bps) until end_us is covered.
     let mut t_us = 0_i64;
@@ -215,6 +239,8 @@ pub fn generate(spec: &TraceSpec, duration: TimeDelta) -> Result<Trace, String> 
                 }
             }
         }
+        // Generated above.
+        TraceSpec::Poisson { .. } => {}
         TraceSpec::Markov { good_mbps, bad_mbps, mean_good_s, mean_bad_s, seed } => {
             let mut rng = Rng::fork(*seed, "trace-gen-markov");
             let mut good = true;
@@ -232,6 +258,31 @@ pub fn generate(spec: &TraceSpec, duration: TimeDelta) -> Result<Trace, String> 
     builder
         .finish(&spec.name(), end_us)
         .map_err(|e| format!("{e} (the rates are too low to give any opportunity in {duration})"))
+}
+
+/// Poisson opportunities at `rate_mbps` (mean gap 12 000 bits / rate, the conversion rule of
+/// the other generators), each at the millisecond it falls in (rounded up, as Mahimahi
+/// timestamps), until `end_us`; the last is moved to the end so the trace loops with the
+/// requested period.
+fn poisson(rate_mbps: f64, seed: u64, end_us: i64, name: &str) -> Result<Trace, String> {
+    let mean_gap_s = super::trace::CONVERSION_BITS_PER_OPPORTUNITY as f64 / (rate_mbps * 1e6);
+    let mut rng = Rng::fork(seed, "trace-gen-poisson");
+    let end_ms = end_us / 1000;
+    let mut times = Vec::new();
+    let mut t_s = 0.0;
+    loop {
+        t_s += rng.exponential(mean_gap_s);
+        let ms = (t_s * 1000.0).ceil() as i64;
+        if ms > end_ms {
+            break;
+        }
+        times.push(ms);
+    }
+    match times.last_mut() {
+        Some(last) => *last = end_ms,
+        None => return Err(format!("poisson:{rate_mbps}: no opportunity in {end_ms} ms")),
+    }
+    Trace::from_ms(name, times).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -267,6 +318,33 @@ mod tests {
             TraceSpec::parse_cli("markov:20,2,5,1").unwrap(),
             TraceSpec::Markov { seed: 0, .. }
         ));
+    }
+
+    #[test]
+    fn poisson_has_the_mean_rate_and_exponential_gaps() {
+        assert_eq!(
+            TraceSpec::parse_cli("poisson:0.57,3").unwrap(),
+            TraceSpec::Poisson { rate_mbps: 0.57, seed: 3 }
+        );
+        assert!(TraceSpec::parse_cli("poisson:-1").is_err());
+        assert!(TraceSpec::parse_cli("poisson:2,x").is_err());
+        // 3.04 Mbps (Pantheon's AWS Brazil -> Colombia path) for 120 s: 12 000 bits per
+        // opportunity, so 30 400 opportunities expected, +-1 % (3 sigma = 1.7 %: sqrt(n)).
+        let spec = TraceSpec::Poisson { rate_mbps: 3.04, seed: 1 };
+        let t = generate(&spec, TimeDelta::from_secs(120)).unwrap();
+        let n = t.times_ms().len() as f64;
+        assert!((n / 30_400.0 - 1.0).abs() < 0.017, "{n} opportunities");
+        assert_eq!(t.period(), TimeDelta::from_secs(120));
+        // Gaps: an exponential's coefficient of variation is 1 (ms rounding shrinks it a bit at
+        // a 3.9 ms mean gap).
+        let gaps: Vec<f64> = t.times_ms().windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+        assert!((0.9..1.1).contains(&(sd / mean)), "CV {}", sd / mean);
+        // The same seed gives the same trace, another seed another.
+        assert_eq!(generate(&spec, TimeDelta::from_secs(120)).unwrap(), t);
+        let other = TraceSpec::Poisson { rate_mbps: 3.04, seed: 2 };
+        assert_ne!(generate(&other, TimeDelta::from_secs(120)).unwrap(), t);
     }
 
     #[test]

@@ -7,14 +7,18 @@
 //! * [`unpaced::Unpaced`]: no pacing ("always burst").
 //! * [`ace_n::AceNPacer`]: ACE-N (ACE §4.1), a token bucket whose size adapts per frame to
 //!   the predicted bottleneck queue, with [`packet_train`] capacity estimates.
+//! * [`vidaptive::VidaptivePacer`]: Vidaptive (§3.1), paced at the controller's rate with no
+//!   queue-drain speed-up, [`dummy`] packets when no media waits.
 
 pub mod ace_n;
+pub mod dummy;
 pub mod leaky_bucket;
 pub mod packet_train;
 pub mod padding;
 pub mod prober;
 pub mod queue;
 pub mod unpaced;
+pub mod vidaptive;
 
 use crate::cc::{ProbeClusterConfig, TransportPacketsFeedback};
 use crate::columns::Columns;
@@ -57,6 +61,10 @@ pub trait Pacer: Send {
     fn on_transport_feedback(&mut self, _feedback: &TransportPacketsFeedback, _now: Timestamp) {}
     /// Pacer-specific state for the time series, under `pacer_*` names.
     fn debug_columns(&self, _out: &mut Columns) {}
+    /// When the next frame is captured (`Timestamp::INFINITY`: capture has ended) and the
+    /// frame interval; the sender calls it whenever the next capture moves. For pacers that
+    /// time padding around frames (Vidaptive's dummy guard); the default ignores it.
+    fn set_capture_schedule(&mut self, _next_capture: Timestamp, _frame_interval: TimeDelta) {}
 }
 
 /// Pacer choice and parameters, part of a scheme.
@@ -69,9 +77,22 @@ pub enum PacerConfig {
     None,
     /// ACE-N: token bucket with an adaptive bucket size.
     AceN(ace_n::AceNConfig),
+    /// Vidaptive's pacer: at the controller's rate, no drain speed-up, dummy packets.
+    Vidaptive(vidaptive::VidaptivePacerConfig),
 }
 
 impl PacerConfig {
+    /// A configuration mistake, if any.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            PacerConfig::Vidaptive(c) => {
+                crate::check_range("pacer.max_debt_ms", c.max_debt_ms, 0.0, true, 60_000.0)?;
+                c.dummy.validate()
+            }
+            _ => Ok(()),
+        }
+    }
+
     pub fn build(&self, now: Timestamp) -> Box<dyn Pacer> {
         match self {
             PacerConfig::LeakyBucket(c) => {
@@ -79,6 +100,7 @@ impl PacerConfig {
             }
             PacerConfig::None => Box::new(unpaced::Unpaced::new(now)),
             PacerConfig::AceN(c) => Box::new(ace_n::AceNPacer::new(c.clone(), now)),
+            PacerConfig::Vidaptive(c) => Box::new(vidaptive::VidaptivePacer::new(c.clone(), now)),
         }
     }
 }

@@ -205,6 +205,8 @@ impl RunConfig {
             return err("the access delay is a downlink setting (sender to bottleneck)".into());
         }
         scheme.encoder_controller.validate().map_err(ConfigError)?;
+        scheme.pacer.validate().map_err(ConfigError)?;
+        scheme.cc.validate().map_err(ConfigError)?;
         scheme.bottleneck.validate().map_err(ConfigError)
     }
 
