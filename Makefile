@@ -71,15 +71,18 @@ ace-report-quick: build
 	$(SLUICE) matrix experiments/ace-quick.toml $(ACE_ARGS)
 	$(PY) -m sluice.analysis.ace results/ace-quick
 
-# MAE (NSDI '26) reproduction: runs experiments/mae.toml (x264, about 40 minutes on 2 cores)
-# and experiments/mae-model.toml (model encoder, about 10 minutes), both resumable, and writes
+# MAE (NSDI '26) reproduction: runs experiments/mae.toml (x264, about 40 minutes on 2 cores),
+# experiments/mae-model.toml (model encoder, about 15 minutes) and experiments/mae-clips.toml
+# (x264 on three more clips, about 20 minutes), all resumable, and writes
 # docs/results/mae.md, mae-runs.csv and img/mae-*.png. MAE_ARGS go to `sluice matrix`.
 .PHONY: mae-report
 MAE_ARGS ?=
 mae-report: build
 	$(SLUICE) matrix experiments/mae.toml $(MAE_ARGS)
 	$(SLUICE) matrix experiments/mae-model.toml $(MAE_ARGS)
-	$(PY) -m sluice.analysis.mae results/mae results/mae-model --report-dir docs/results
+	$(SLUICE) matrix experiments/mae-clips.toml $(MAE_ARGS)
+	$(PY) -m sluice.analysis.mae results/mae results/mae-model --clips results/mae-clips \
+		--report-dir docs/results
 
 # Vidaptive (NINeS '26) §5 reproduction: the model-encoder matrix of experiments/vidaptive.toml
 # and the small libx264 one of experiments/vidaptive-x264.toml (resumable: results/vidaptive*,

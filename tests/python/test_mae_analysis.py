@@ -120,6 +120,12 @@ def test_mae_report_on_the_model_plan(tmp_path, capsys):
     assert (base == 0).all()
     assert runs.loc[(runs["scheme"] == "mae") & (runs["trace"] == "alt-10-2"),
                     "adaptation_ratio"].iloc[0] > 0  # fmt: skip
+    # the clips section, here fed the same runs (its per-clip tables are encoder-agnostic)
+    from sluice.analysis import load
+
+    res = load(root / "mae-tiny")
+    text = mae.write_report(None, res, tmp_path / "r2", clips_res=res).read_text()
+    assert "## Across clips" in text and "clips plan (`mae-clips`): 8 runs" in text
     # two results of the same encoder are a user error, not a stack trace
     assert mae.main([str(root / "mae-tiny"), str(root / "mae-tiny")]) == 2
     assert "two model results" in capsys.readouterr().err

@@ -406,9 +406,13 @@ def write_report(
     model_res: Results | None,
     report_dir: str | os.PathLike[str],
     command: str | None = None,
+    clips_res: Results | None = None,
 ) -> Path:
+    """Writes ``<report_dir>/mae.md``, ``mae-runs.csv`` and ``img/mae-*.png`` from the x264
+    plan's results, the model plan's and (optional) the clips plan's."""
     x264 = prepare(x264_res, "x264") if x264_res else None
     model = prepare(model_res, "model") if model_res else None
+    clips = prepare(clips_res, "x264") if clips_res else None
     if (x264 is None or x264.empty) and (model is None or model.empty):
         raise SluiceError("no finished runs to report")
     import pandas as pd
@@ -420,7 +424,8 @@ def write_report(
     img.mkdir(parents=True, exist_ok=True)
     md_path = out_dir / f"{REPORT}.md"
     csv_path = out_dir / f"{REPORT}-runs.csv"
-    both = pd.concat([x264, model], ignore_index=True)
+    parts = [x264, model] + ([clips] if clips is not None else [])
+    both = pd.concat([p for p in parts if len(p)], ignore_index=True)
     both["run_dir"] = [relative_to_cwd(d) for d in both["run_dir"]]
     both.to_csv(csv_path, index=False)
     figs = make_figures(x264, model, img)
@@ -448,6 +453,8 @@ def write_report(
         L.append(f"- command: `{command}`")
     L.append(_settings(x264, "x264 plan (`mae`)"))
     L.append(_settings(model, "model plan (`mae-model`)"))
+    if clips is not None:
+        L.append(_settings(clips, "clips plan (`mae-clips`)"))
     L.append(
         "- not in Sluice: WebRTC-VP8 and AV1 (MAE's other codecs), real Salsify "
         "(`salsify-vbv` is the artifact's x264 with a 40 ms VBV), YouTube UGC 1080p clips "
@@ -475,6 +482,21 @@ def write_report(
         L.append(fig("tradeoff") + fig("cdf") + fig("stall") + fig("drop"))
     else:
         L.append("Not run.\n")
+
+    if clips is not None and len(clips):
+        L.append("## Across clips (MAE §6.2, Fig. 19)\n")
+        L.append(
+            "The baseline, `mae` and `mae-code` on more clips, converted to 30 fps (the "
+            "plan `mae-clips`; shorter runs than the main comparison).\n"
+        )
+        names = ordered_schemes(clips, ("x264-gcc100", "mae", "mae-code"))
+        for c in dict.fromkeys(clips["clip"]):
+            sub = clips[clips["clip"] == c]
+            L.append(f"### `{c}`\n")
+            L.append(means_table(sub, names, METRICS) + "\n")
+            L.append(relative_table(sub, names, []) + "\n")
+        L.append("### All clips of the clips plan\n")
+        L.append(relative_table(clips, names, []) + "\n")
 
     if len(model):
         main = ordered_schemes(model, MAIN)
@@ -601,6 +623,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="with plan files: where their results are (default results)",
     )
     p.add_argument(
+        "--clips",
+        metavar="RESULTS",
+        help="the clips plan's results (results/mae-clips) or plan file",
+    )
+    p.add_argument(
         "--report-dir",
         default=None,
         metavar="DIR",
@@ -634,6 +661,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             by_encoder.get("model"),
             report_dir,
             command=shlex.join([*PROG.split(), *args_list]),
+            clips_res=load(args.clips, args.results_root) if args.clips else None,
         )
     except SluiceError as e:
         print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
