@@ -229,6 +229,7 @@ def test_salsify_rule_on_a_skipped_and_a_lost_slot():
 
 def test_vidaptive_report(tiny_vid, tmp_path, capsys):
     import pandas as pd
+    from sluice.analysis import ANALYSIS_CLOSE, ANALYSIS_OPEN, ANALYSIS_PLACEHOLDER
     from sluice.analysis import vidaptive as va
 
     plan, root = tiny_vid
@@ -240,13 +241,13 @@ def test_vidaptive_report(tiny_vid, tmp_path, capsys):
                    "Not run (no x264 results)", "`vidaptive-clip-rates.json` is missing",
                    "| `vidaptive-no-pause` | 1 |"):  # fmt: skip
         assert needle in text, needle
-    assert f"{va.ANALYSIS_OPEN}{va.ANALYSIS_PLACEHOLDER}{va.ANALYSIS_CLOSE}" in text
+    assert f"{ANALYSIS_OPEN}{ANALYSIS_PLACEHOLDER}{ANALYSIS_CLOSE}" in text
     runs = pd.read_csv(tmp_path / "vidaptive-runs.csv")
     assert len(runs) == 15 and {"latency_all_ms_p95", "padding_ratio", "matrix"} <= set(runs)
     for name in ("latency-cdf", "ablation", "sweeps", "fig2"):
         assert (tmp_path / "img" / f"vidaptive-{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     mine = "\nKept.\n\n\n\nAcross regenerations.\n"
-    md.write_text(text.replace(va.ANALYSIS_PLACEHOLDER, mine))
+    md.write_text(text.replace(ANALYSIS_PLACEHOLDER, mine))
     assert va.main([str(plan), "--results-root", str(root), "--report-dir", str(tmp_path)]) == 0
     assert mine in md.read_text()
     assert va.main([str(tmp_path / "missing")]) == 2
