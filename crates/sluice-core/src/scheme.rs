@@ -27,6 +27,8 @@ pub enum CcConfig {
     Gcc(GccConfig),
     /// Copa (NSDI '18), window-based, as genericCC's reference code.
     Copa(CopaConfig),
+    /// FDCC (Co-RTV §V-A, Eq. 9): `Rate = Bw - QLen / tau` from an oracle bottleneck's reports.
+    Fdcc(crate::cc::fdcc::FdccConfig),
 }
 
 impl CcConfig {
@@ -35,6 +37,7 @@ impl CcConfig {
         match self {
             CcConfig::Gcc(c) => Box::new(Gcc::new(c.clone(), now)),
             CcConfig::Copa(c) => Box::new(c.build(now)),
+            CcConfig::Fdcc(c) => Box::new(c.build()),
         }
     }
 }
@@ -244,7 +247,69 @@ pub fn registry() -> Vec<SchemeInfo> {
                 feedback_interval_ms: None,
             },
         },
+        SchemeInfo {
+            name: "fdcc",
+            description: "FDCC (Co-RTV §V-A, Eq. 9): the oracle baseline; the bottleneck reports the trace's actual capacity over the next 50 ms and its queue every RTT_BN, the sender sets Rate = Bw - QLen/tau (tau 50 ms), paced at 2x; ABR + one-frame VBV at Rate; no frame dropping",
+            color: "#7f7f7f",
+            encoder: None,
+            config: SchemeConfig {
+                pacer: copa_pacer(),
+                cc: CcConfig::Fdcc(crate::cc::fdcc::FdccConfig::default()),
+                encoder_controller: EncoderControllerConfig::OneFrameVbv,
+                frame_drop: FrameDropConfig::default(),
+                bottleneck: BottleneckConfig::Fdcc(Default::default()),
+                feedback_interval_ms: Some(10.0),
+            },
+        },
+        SchemeInfo {
+            name: "co-rtv",
+            description: "Co-RTV (Zhang et al.): the bottleneck drops whole frames whose gain is positive (Alg. 1, alpha 0.5, w 50 ms, k 2), reports {Bw, QLen, D} at once and QLen every RTT_BN, forwards the re-encoded generation (LRF >= D); the sender runs Copa with Co-RTV's two changes, R = SndRate - QLen/tau (tau 50 ms), Eq. 7 on a drop, QSF 0, purges and re-encodes the dropped frames from the frame before D (no keyframe, no retransmission); ABR + one-frame VBV at R; 4 more header bytes per packet",
+            color: "#e6550d",
+            encoder: None,
+            config: SchemeConfig {
+                pacer: copa_pacer(),
+                cc: CcConfig::Copa(CopaConfig {
+                    mss_bytes: cortv_mss(),
+                    bottleneck_feedback: Some(Default::default()),
+                    ..Default::default()
+                }),
+                encoder_controller: EncoderControllerConfig::CoRtv(Default::default()),
+                frame_drop: FrameDropConfig::default(),
+                bottleneck: BottleneckConfig::CoRtv(Default::default()),
+                feedback_interval_ms: Some(10.0),
+            },
+        },
+        SchemeInfo {
+            name: "co-rtv-nofb",
+            description: "Co-RTV without feedback (§V-A, brief A12): the bottleneck drops each frame whose own gain is positive and tells nobody; the sender (plain Copa, ABR + one-frame VBV at its rate) learns of the loss from its receiver and re-references the newest intact frame instead of retransmitting (Salsify)",
+            color: "#fdae6b",
+            encoder: None,
+            config: SchemeConfig {
+                pacer: copa_pacer(),
+                cc: CcConfig::Copa(CopaConfig { mss_bytes: cortv_mss(), ..Default::default() }),
+                encoder_controller: EncoderControllerConfig::LossRecovery(Default::default()),
+                frame_drop: FrameDropConfig::default(),
+                bottleneck: BottleneckConfig::CoRtv(crate::link::frame_drop::CoRtvBottleneckConfig {
+                    feedback: false,
+                    ..Default::default()
+                }),
+                feedback_interval_ms: Some(10.0),
+            },
+        },
     ]
+}
+
+/// The pacer of the Copa-based schemes: a leaky bucket at the controller's pacing rate,
+/// without WebRTC's queue-drain speed-up.
+fn copa_pacer() -> PacerConfig {
+    PacerConfig::LeakyBucket(LeakyBucketConfig { queue_time_limit_ms: 0.0, ..Default::default() })
+}
+
+/// Copa's MSS with Co-RTV's header: a full packet on the wire, 1200 B payload + 64 B.
+fn cortv_mss() -> i64 {
+    crate::packetizer::DEFAULT_MAX_PAYLOAD
+        + (crate::packet::PACKET_OVERHEAD + crate::link::bottleneck::LATEST_REENCODED_HEADER)
+            .as_bytes()
 }
 
 pub fn lookup(name: &str) -> Option<SchemeInfo> {
@@ -299,6 +364,8 @@ mod tests {
                 // ACE's and MAE's baselines ran without frame dropping; Copa has no pushback.
                 "webrtc-b" | "always-burst" | "webrtc-x264" | "cbr" | "ace-n" | "ace-c" | "ace"
                 | "copa" => FrameDropConfig::default(),
+                // Co-RTV's frames are dropped by its bottleneck, not by libwebrtc's stage.
+                "fdcc" | "co-rtv" | "co-rtv-nofb" => FrameDropConfig::default(),
                 other => panic!("new scheme {other}: decide its frame dropping"),
             };
             assert_eq!(s.config.frame_drop, expected, "{}", s.name);

@@ -7,7 +7,9 @@
 //! them with libwebrtc's frame dropping ([`frame_dropper`], congestion-window drops).
 
 pub mod ace_c;
+pub mod co_rtv;
 pub mod frame_dropper;
+pub mod loss_recovery;
 pub mod video_stream_encoder;
 
 use crate::cc::CcSignals;
@@ -123,6 +125,10 @@ pub enum FrameEvent {
     Purged { frame_id: u64 },
     /// A capture slot the controller skipped.
     Skipped { source_index: u64 },
+    /// A packet of the frame did not reach the receiver (a NACK or transport feedback said
+    /// so), for a reason the sender was not told of (frames a bottleneck reported dropping are
+    /// not announced); once per frame, before any retransmission of it.
+    Lost { frame_id: u64 },
 }
 
 /// A request from the encoder controller to the sender.
@@ -177,6 +183,12 @@ pub enum EncoderControllerConfig {
     OneFrameVbv,
     /// ACE-C: complexity level per frame from the SATD size prediction (ACE §4.2).
     AceC(ace_c::AceCConfig),
+    /// Co-RTV's sender (§III-C): `R = SndRate - QLen / tau` on the bottleneck's reports,
+    /// Eq. 7 and Eq. 8 on a drop, the dropped frames re-encoded from the frame before D.
+    CoRtv(co_rtv::CoRtvConfig),
+    /// Re-referencing instead of retransmission after a loss (Salsify; the sender of Co-RTV's
+    /// "w/o fb" baseline).
+    LossRecovery(loss_recovery::LossRecoveryConfig),
 }
 
 fn default_vbv_ms() -> f64 {
@@ -197,6 +209,27 @@ impl EncoderControllerConfig {
             }
             EncoderControllerConfig::OneFrameVbv => Box::new(OneFrameVbv),
             EncoderControllerConfig::AceC(c) => Box::new(ace_c::AceC::new(c.clone())),
+            EncoderControllerConfig::CoRtv(c) => Box::new(c.build()),
+            EncoderControllerConfig::LossRecovery(c) => Box::new(c.build()),
+        }
+    }
+
+    /// A configuration mistake, if any (checked for the controllers that have ranges).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            EncoderControllerConfig::CoRtv(c) => c.validate(),
+            EncoderControllerConfig::LossRecovery(c) => c.validate(),
+            _ => Ok(()),
+        }
+    }
+
+    /// The reference frames the encoder must keep at least for this controller (one that
+    /// re-references past dropped frames needs several), if it asks for any.
+    pub fn reference_frames(&self) -> Option<u32> {
+        match self {
+            EncoderControllerConfig::CoRtv(c) => Some(c.reference_frames),
+            EncoderControllerConfig::LossRecovery(c) => Some(c.reference_frames),
+            _ => None,
         }
     }
 }

@@ -12,7 +12,12 @@
 //! (Fig. 15). `Bw_old` is the largest `Bw` of the last `RTT_BN + w` (brief A3).
 //!
 //! **Decision** (§III-B1, B4, Alg. 1), re-run every `tick_ms` (1 ms) and when a frame's first
-//! packet arrives, only while `Bw_old > Bw` (line 3). For each candidate frame `i`:
+//! packet arrives, only while `Bw_old > Bw` (line 3), read at the estimate's resolution:
+//! `Bw` counts whole 1504-byte delivery opportunities, so on a constant link it moves by one
+//! opportunity per window (0.24 Mbps at w = 50 ms) and `Bw_old`, a maximum, is that much
+//! above it half the time; that is not a decrease. Alg. 1 runs when `Bw_old` exceeds `Bw` by
+//! more than `bw_decrease_margin_mtu` opportunities per window (1; 0 is the literal gate).
+//! For each candidate frame `i`:
 //! `L_di = (QLen + size(i)) / Bw - (RTT_BN + 2 / FR) + T_pre` (Eq. 2, 3, 5),
 //! `Q_di = alpha (Bw_old - Bw) / Bw / FR` (Eq. 4, alpha = 0.5), `Gain_i = L_di - Q_di`
 //! (Eq. 1); drop when `Gain_i > 0` ([`DropCost`]). Candidates (brief A4):
@@ -75,6 +80,9 @@ pub struct CoRtvBottleneckConfig {
     pub bw_source: BwSource,
     /// Multiplies the estimate (Fig. 15: 0.8, 1.0, 1.2, 1.5).
     pub bw_scale: f64,
+    /// Alg. 1 runs while `Bw_old - Bw` exceeds this many 1504-byte opportunities per window
+    /// (the estimate's resolution; 0: the paper's literal `Bw_old > Bw`).
+    pub bw_decrease_margin_mtu: f64,
     /// `Bw_old` is the largest `Bw` over this window (`None`: `RTT_BN + w`, brief A3).
     pub bw_old_window_ms: Option<f64>,
     /// Frames decided ahead of their arrival, `k` (§III-B4, Fig. 7: 2; 0 decides at arrival).
@@ -96,6 +104,7 @@ impl Default for CoRtvBottleneckConfig {
             window_ms: 50.0,
             bw_source: BwSource::Capacity,
             bw_scale: 1.0,
+            bw_decrease_margin_mtu: 1.0,
             bw_old_window_ms: None,
             lookahead_frames: 2,
             rtt_bn_ms: None,
@@ -119,6 +128,7 @@ impl CoRtvBottleneckConfig {
         check("alpha", self.alpha, 0.0, 100.0)?;
         check("window_ms", self.window_ms, 1.0, 10_000.0)?;
         check("bw_scale", self.bw_scale, 0.01, 100.0)?;
+        check("bw_decrease_margin_mtu", self.bw_decrease_margin_mtu, 0.0, 1000.0)?;
         check("tick_ms", self.tick_ms, 0.1, 1000.0)?;
         if let Some(v) = self.bw_old_window_ms {
             check("bw_old_window_ms", v, 0.0, 60_000.0)?;
@@ -165,6 +175,8 @@ impl CoRtvBottleneckConfig {
             interval,
             tick: TimeDelta::from_ms_f64(self.tick_ms).max(TimeDelta::from_us(100)),
             bw: WindowedBandwidth::new(self.bw_source, window, old_window, self.bw_scale),
+            decrease_margin: (super::MTU * 1000 / window.max(TimeDelta::from_us(1)))
+                .scale(self.bw_decrease_margin_mtu * self.bw_scale / 1000.0),
             next_tick: Timestamp::ZERO,
             next_report: Timestamp::ZERO + interval,
             seq: 0,
@@ -296,6 +308,8 @@ pub struct FrameDroppingBottleneck {
     interval: TimeDelta,
     tick: TimeDelta,
     bw: WindowedBandwidth,
+    /// `Bw_old` must exceed `Bw` by more than this for Alg. 1 to run.
+    decrease_margin: DataRate,
     next_tick: Timestamp,
     next_report: Timestamp,
     seq: u64,
@@ -443,8 +457,8 @@ impl FrameDroppingBottleneck {
     /// and reports (with feedback).
     fn decide(&mut self, view: &mut QueueView<'_>, dropped: &mut Vec<(Queued, DropReason)>) {
         let (Some(bw), Some(bw_old)) = (self.bw.bw(), self.bw.bw_old()) else { return };
-        if bw_old <= bw {
-            return; // Alg. 1 line 3
+        if bw_old <= bw + self.decrease_margin {
+            return; // Alg. 1 line 3, at the estimate's resolution
         }
         let now = view.now();
         let mut chosen: Vec<(Candidate, DropCost)> = Vec::new();

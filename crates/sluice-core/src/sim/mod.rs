@@ -21,9 +21,11 @@ pub mod network;
 
 use crate::encoder::model::{ModelEncoder, ModelEncoderConfig};
 use crate::encoder::{Encoder, InlineEncoder};
+use crate::link::bottleneck::BottleneckEnv;
 use crate::link::trace::Trace;
-use crate::link::{Link, LinkConfig, LinkRate, QueueLimit};
+use crate::link::{DropReason, Link, LinkConfig, LinkRate, QueueLimit};
 use crate::metrics::{self, FrameRecord, LinkTotals, Recorder, Sample, SkipRecord, Summary};
+use crate::packet::PacketKind;
 use crate::receiver::{Receiver, ReceiverConfig};
 use crate::rng::Rng;
 use crate::scheme::SchemeConfig;
@@ -204,7 +206,8 @@ impl RunConfig {
         if self.uplink.access_delay_ms != 0.0 {
             return err("the access delay is a downlink setting (sender to bottleneck)".into());
         }
-        scheme.bottleneck.validate().map_err(ConfigError)
+        scheme.bottleneck.validate().map_err(ConfigError)?;
+        scheme.encoder_controller.validate().map_err(ConfigError)
     }
 
     /// The transport feedback interval in effect: the run's, else the scheme's, else 50 ms
@@ -245,6 +248,8 @@ pub struct RunResult {
     pub skips: Vec<SkipRecord>,
     pub samples: Vec<Sample>,
     pub summary: Summary,
+    /// Times the receiver asked for a keyframe (not in the summary, whose keys stay fixed).
+    pub keyframe_requests: u64,
 }
 
 pub struct Simulation {
@@ -276,6 +281,10 @@ pub fn build_encoder(cfg: &RunConfig) -> Result<Box<dyn Encoder>, ConfigError> {
             if m.seed == ModelEncoderConfig::default().seed {
                 m.seed = cfg.seed;
             }
+            // A controller that re-references past dropped frames keeps more references.
+            if let Some(n) = cfg.resolve_scheme()?.encoder_controller.reference_frames() {
+                m.reference_frames = m.reference_frames.max(n);
+            }
             Ok(Box::new(ModelEncoder::new(m, cfg.fps)))
         }
         EncoderConfig::X264(_) => Err(ConfigError(
@@ -303,6 +312,8 @@ impl Simulation {
                 fps: cfg.fps,
                 max_payload: DataSize::from_bytes(cfg.max_payload_bytes),
                 capture_until: capture_end,
+                packet_overhead: crate::packet::PACKET_OVERHEAD
+                    + scheme.bottleneck.header_extension(),
                 ..Default::default()
             },
             cc,
@@ -320,17 +331,21 @@ impl Simulation {
             now,
         );
         let downlink_limit = RunConfig::link_config(&cfg.downlink, None).queue;
+        let access = TimeDelta::from_ms_f64(cfg.downlink.access_delay_ms);
+        let env = BottleneckEnv { fps: cfg.fps, rtt_to_sender: access * 2 };
         let mut downlink = Link::with_discipline(
             RunConfig::link_config(&cfg.downlink, downlink_trace.clone()),
             Rng::fork(cfg.seed, "downlink"),
-            scheme.bottleneck.build(downlink_limit, 0),
+            scheme.bottleneck.build_in(downlink_limit, 0, env),
         );
         let mut uplink = Link::new(
             RunConfig::link_config(&cfg.uplink, uplink_trace),
             Rng::fork(cfg.seed, "uplink"),
         );
-        // Drops are counted in the link stats; the per-packet log is not needed here.
-        downlink.set_drop_log(false);
+        // Drops are counted in the link stats; the per-packet log is needed only to mark the
+        // frames a bottleneck drops on purpose.
+        let bottleneck_drops = scheme.bottleneck.drops_frames();
+        downlink.set_drop_log(bottleneck_drops);
         uplink.set_drop_log(false);
 
         let mut net = Network::default();
@@ -341,7 +356,6 @@ impl Simulation {
         net.connect(down, OUT, rx, IN);
         net.connect(rx, OUT, up, IN);
         net.connect(up, OUT, tx, IN);
-        let access = TimeDelta::from_ms_f64(cfg.downlink.access_delay_ms);
         let delay_line = |name: &str| {
             let mut l = Link::new(
                 LinkConfig { delay: access, ..LinkConfig::default() },
@@ -369,7 +383,11 @@ impl Simulation {
             receiver: rx,
             downlink: down,
             uplink: up,
-            recorder: Recorder::default(),
+            recorder: if bottleneck_drops {
+                Recorder::with_bottleneck_drops()
+            } else {
+                Recorder::default()
+            },
             samples: Vec::new(),
             sample_interval,
             next_sample: now + sample_interval,
@@ -430,6 +448,16 @@ impl Simulation {
         if let Some(r) = self.network.get_mut::<Receiver>(self.receiver) {
             while let Some(e) = r.poll_event() {
                 self.recorder.on_receiver_event(e);
+            }
+        }
+        let down = self.downlink;
+        if let Some(link) = self.network.get_mut::<Link>(down) {
+            while let Some((d, why)) = link.poll_drop() {
+                if let (crate::packet::Datagram::Media(p), DropReason::Policy) = (&d, why) {
+                    if matches!(p.kind, PacketKind::Video | PacketKind::Retransmission) {
+                        self.recorder.on_bottleneck_drop(p.frame_id);
+                    }
+                }
             }
         }
     }
@@ -536,6 +564,7 @@ impl Simulation {
         let totals = LinkTotals {
             arrived_packets: stats.arrived_packets,
             dropped_packets: stats.dropped_packets(),
+            policy_dropped_packets: stats.dropped_policy_packets,
             delivered_bytes: self.last_delivered_bytes,
             capacity_bytes,
         };
@@ -548,6 +577,12 @@ impl Simulation {
             self.capture_end,
             self.end,
         );
-        RunResult { frames, skips, samples: self.samples, summary }
+        RunResult {
+            frames,
+            skips,
+            samples: self.samples,
+            summary,
+            keyframe_requests: self.recorder.keyframe_requests,
+        }
     }
 }
