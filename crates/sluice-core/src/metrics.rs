@@ -6,6 +6,12 @@
 //!   displayed frames exceeds 100 ms (each such interval counts whole; the session's start and
 //!   end count as display instants, so waiting for the first frame and the time after the
 //!   last one count too, and a session that displays nothing has a stall rate of 1);
+//! * `tail10_mean` in each latency summary: the mean of the worst 10 % (the MAE artifact's
+//!   "tail overall delay");
+//! * `stall_ratio_200ms` (MAE §6.1): `stall_count_200ms` over the capture slots;
+//! * `adaptation_ratio` (MAE §6.7): encoded frames whose encoder controller marked them
+//!   adapted (the plan column `encoder_adapted`, MAE's tight VBV) over encoded frames; 0 when
+//!   the controller never adapts;
 //! * `stall_count_200ms` (MAE §6.1): capture slots whose frame was displayed more than 200 ms
 //!   after capture or never (a skipped slot counts);
 //! * `latency_all_ms` (Salsify's rule, Vidaptive §5.1): over every capture slot, displayed or
@@ -20,7 +26,7 @@
 //! * `bwe_ratio`: mean target rate over mean link capacity, both time-averaged over the
 //!   samples.
 
-use crate::columns::Columns;
+use crate::columns::{Columns, Value};
 use crate::packet::PacketKind;
 use crate::receiver::ReceiverEvent;
 use crate::sender::SenderEvent;
@@ -114,6 +120,8 @@ pub struct LatencySummary {
     pub p99: f64,
     pub p999: f64,
     pub max: f64,
+    /// Mean of the worst 10 % (at least one value).
+    pub tail10_mean: f64,
 }
 
 /// The run summary (JSON keys are part of the result format).
@@ -123,6 +131,10 @@ pub struct Summary {
     pub latency_ms: LatencySummary,
     pub stall_rate: f64,
     pub stall_count_200ms: u64,
+    /// `stall_count_200ms` over the capture slots (MAE's stall ratio).
+    pub stall_ratio_200ms: f64,
+    /// Share of encoded frames the encoder controller adapted (MAE's tight VBV).
+    pub adaptation_ratio: f64,
     /// Latency over every capture slot, Salsify's rule (see the module documentation).
     pub latency_all_ms: LatencySummary,
     pub fps: f64,
@@ -315,6 +327,9 @@ pub struct LinkTotals {
 pub const STALL_INTERVAL: TimeDelta = TimeDelta::from_ms(100);
 /// Latency threshold of MAE §6.1.
 pub const STALL_LATENCY: TimeDelta = TimeDelta::from_ms(200);
+/// The frame column an encoder controller sets to `true` on frames it adapted to the network
+/// (MAE: encoded with the tight VBV); `adaptation_ratio` counts them.
+pub const ADAPTED_COLUMN: &str = "encoder_adapted";
 
 impl LatencySummary {
     /// Mean, percentiles and maximum of latencies in microseconds, in milliseconds.
@@ -330,8 +345,18 @@ impl LatencySummary {
             p99: percentile(&lat, 99.0),
             p999: percentile(&lat, 99.9),
             max: lat.last().copied().unwrap_or(f64::NAN),
+            tail10_mean: tail_mean(&lat, 0.10),
         }
     }
+}
+
+/// Mean of the largest `share` of sorted values (at least one; NaN when empty).
+fn tail_mean(sorted: &[f64], share: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let n = ((sorted.len() as f64 * share).ceil() as usize).clamp(1, sorted.len());
+    sorted[sorted.len() - n..].iter().sum::<f64>() / n as f64
 }
 
 /// Per capture slot (in source order): capture time and the latency Salsify's rule gives it
@@ -422,6 +447,20 @@ pub fn summarize(
         latency_ms,
         stall_rate,
         stall_count_200ms,
+        stall_ratio_200ms: if slots.is_empty() {
+            0.0
+        } else {
+            stall_count_200ms as f64 / slots.len() as f64
+        },
+        adaptation_ratio: if frames.is_empty() {
+            0.0
+        } else {
+            frames
+                .iter()
+                .filter(|f| f.columns.get(ADAPTED_COLUMN) == Some(Value::Bool(true)))
+                .count() as f64
+                / frames.len() as f64
+        },
         latency_all_ms,
         fps: if duration_s > 0.0 { displayed as f64 / duration_s } else { 0.0 },
         loss_rate: if link.arrived_packets > 0 {
@@ -521,6 +560,35 @@ mod tests {
         assert_eq!(s.stall_count_200ms, 3);
         assert_eq!(s.frames_displayed, 7);
         assert_eq!(s.latency_ms.max, 350.0);
+        // MAE's stall ratio: 3 of 8 slots. The worst 10 % of the 7 displayed latencies is
+        // ceil(0.7) = 1 frame: 350 ms.
+        assert_eq!(s.stall_ratio_200ms, 3.0 / 8.0);
+        assert_eq!(s.latency_ms.tail10_mean, 350.0);
+        assert_eq!(s.adaptation_ratio, 0.0);
+    }
+
+    #[test]
+    fn tail10_mean_and_adaptation_ratio() {
+        // 20 frames, latencies 10..=200 ms; two of them marked adapted.
+        let mut frames: Vec<FrameRecord> = (0..20)
+            .map(|i| displayed_frame(i, 100 * i as i64, Some(100 * i as i64 + 10 * (i as i64 + 1))))
+            .collect();
+        for f in &mut frames[5..7] {
+            f.columns.bool(ADAPTED_COLUMN, true);
+        }
+        frames[7].columns.bool(ADAPTED_COLUMN, false);
+        let s = summarize(
+            &frames,
+            &[],
+            &[],
+            LinkTotals::default(),
+            &Recorder::default(),
+            Timestamp::from_ms(2000),
+            Timestamp::from_ms(2000),
+        );
+        // Worst 10 %: 190 and 200 ms.
+        assert_eq!(s.latency_ms.tail10_mean, 195.0);
+        assert_eq!(s.adaptation_ratio, 0.1);
     }
 
     #[test]

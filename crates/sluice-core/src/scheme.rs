@@ -8,6 +8,7 @@ use crate::cc::gcc::trendline::TrendlineWindow;
 use crate::cc::gcc::{Gcc, GccConfig};
 use crate::cc::CongestionController;
 use crate::encoder_controller::ace_c::AceCConfig;
+use crate::encoder_controller::mae::{MaeConfig, MaeMode, MaeTrigger};
 use crate::encoder_controller::video_stream_encoder::FrameDropConfig;
 use crate::encoder_controller::{EncoderController, EncoderControllerConfig};
 use crate::link::bottleneck::BottleneckConfig;
@@ -106,6 +107,49 @@ fn gcc_pacing_2_5() -> CcConfig {
     CcConfig::Gcc(GccConfig { pacing_factor: 2.5, ..Default::default() })
 }
 
+/// GCC with the 100 ms time-window trendline every scheme of MAE's testbed runs (MAE §5.2:
+/// hard-coded in its fork), and MAE's pre-reaction at `ratio` x the threshold if given.
+fn gcc_100ms(pre_reaction_ratio: Option<f64>) -> CcConfig {
+    CcConfig::Gcc(GccConfig {
+        trendline_window: TrendlineWindow::Time(TimeDelta::from_ms(100)),
+        pre_reaction_ratio,
+        ..Default::default()
+    })
+}
+
+/// A scheme of MAE's comparison: GCC with the 100 ms trendline, the libwebrtc pacer,
+/// frame dropping off (MAE App. A.1: no frame lost for the x264 schemes).
+fn mae_testbed(cc: CcConfig, encoder_controller: EncoderControllerConfig) -> SchemeConfig {
+    SchemeConfig {
+        pacer: leaky(),
+        cc,
+        encoder_controller,
+        frame_drop: FrameDropConfig::default(),
+        bottleneck: BottleneckConfig::DropTail,
+        feedback_interval_ms: None,
+    }
+}
+
+/// Copa as the `copa` scheme runs it, with `copa`'s settings and `encoder_controller`.
+fn copa_with(copa: CopaConfig, encoder_controller: EncoderControllerConfig) -> SchemeConfig {
+    SchemeConfig {
+        pacer: PacerConfig::LeakyBucket(LeakyBucketConfig {
+            // Copa's pacer sends at the controller's rate; WebRTC's queue-drain speed-up is
+            // not part of it.
+            queue_time_limit_ms: 0.0,
+            ..Default::default()
+        }),
+        cc: CcConfig::Copa(copa),
+        encoder_controller,
+        frame_drop: FrameDropConfig::default(),
+        bottleneck: BottleneckConfig::DropTail,
+        // Copa is ACK-clocked (genericCC acknowledges every packet; QUIC, which the Co-RTV
+        // paper's Copa runs on, about every second packet). Reports every 10 ms stand for
+        // that; at WebRTC's 50 ms the window is released in bursts.
+        feedback_interval_ms: Some(10.0),
+    }
+}
+
 fn leaky() -> PacerConfig {
     PacerConfig::LeakyBucket(LeakyBucketConfig::default())
 }
@@ -177,7 +221,7 @@ pub fn registry() -> Vec<SchemeInfo> {
             config: SchemeConfig {
                 pacer: leaky(),
                 cc: CcConfig::default(),
-                encoder_controller: EncoderControllerConfig::OneFrameVbv,
+                encoder_controller: EncoderControllerConfig::OneFrameVbv { filler: false },
                 frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
@@ -188,22 +232,7 @@ pub fn registry() -> Vec<SchemeInfo> {
             description: "Copa (NSDI '18) as its reference code (genericCC): window-based, delta 0.5, paced at 2 x cwnd / standing RTT; ABR + VBV(0.5 s) at cwnd / srtt; no dummy packets, no encoder pause, no frame dropping (Vidaptive's and Co-RTV's Copa baseline)",
             color: "#bcbd22",
             encoder: None,
-            config: SchemeConfig {
-                pacer: PacerConfig::LeakyBucket(LeakyBucketConfig {
-                    // Copa's pacer sends at the controller's rate; WebRTC's queue-drain
-                    // speed-up is not part of it.
-                    queue_time_limit_ms: 0.0,
-                    ..Default::default()
-                }),
-                cc: CcConfig::Copa(CopaConfig::default()),
-                encoder_controller: EncoderControllerConfig::default(),
-                frame_drop: FrameDropConfig::default(),
-                bottleneck: BottleneckConfig::DropTail,
-                // Copa is ACK-clocked (genericCC acknowledges every packet; QUIC, which the
-                // Co-RTV paper's Copa runs on, about every second packet). Reports every
-                // 10 ms stand for that; at WebRTC's 50 ms the window is released in bursts.
-                feedback_interval_ms: Some(10.0),
-            },
+            config: copa_with(CopaConfig::default(), EncoderControllerConfig::default()),
         },
         SchemeInfo {
             name: "ace-c",
@@ -248,17 +277,104 @@ pub fn registry() -> Vec<SchemeInfo> {
             },
         },
         SchemeInfo {
+            name: "x264-gcc100",
+            description: "MAE's WebRTC + x264 (MAE §6.1): x264 ABR + VBV(0.5 s), GCC with the 100 ms trendline of MAE's testbed, leaky-bucket pacer at 1.1x; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
+            color: "#7f7f7f",
+            encoder: None,
+            config: mae_testbed(gcc_100ms(None), EncoderControllerConfig::default()),
+        },
+        SchemeInfo {
+            name: "cbr-filler",
+            description: "MAE's CBR (MAE §6.1): x264 with a one-frame VBV and filler data, so the rate is constant at the target; GCC with the 100 ms trendline, pacer at 1.1x; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
+            color: "#c5b0d5",
+            encoder: None,
+            config: mae_testbed(
+                gcc_100ms(None),
+                EncoderControllerConfig::OneFrameVbv { filler: true },
+            ),
+        },
+        SchemeInfo {
+            name: "salsify-vbv",
+            description: "MAE's \"Salsify\" stand-in (MAE §6.1, its artifact): x264 with a 40 ms VBV always; not Salsify (no functional encoder, no frame choice); GCC with the 100 ms trendline; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
+            color: "#98df8a",
+            encoder: None,
+            config: mae_testbed(
+                gcc_100ms(None),
+                EncoderControllerConfig::AbrVbv { vbv_buffer_ms: 40.0 },
+            ),
+        },
+        SchemeInfo {
+            name: "mae-no-prediction",
+            description: "MAE without prediction (MAE §6.4): the VBV tightens at GCC's own over-use and recovers at under-use; GCC with the 100 ms trendline; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
+            color: "#ffbb78",
+            encoder: None,
+            config: mae_testbed(
+                gcc_100ms(None),
+                EncoderControllerConfig::Mae(MaeConfig {
+                    trigger: MaeTrigger::NativeOveruse,
+                    ..Default::default()
+                }),
+            ),
+        },
+        SchemeInfo {
+            name: "mae",
+            description: "MAE (NSDI '26): x264's VBV buffer tightens from 0.5 s to 40 ms of the target when GCC's trend passes half its threshold (pre-reaction) and recovers at under-use; GCC with the 100 ms trendline, pacer at 1.1x; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
+            color: "#ff9896",
+            encoder: None,
+            config: mae_testbed(
+                gcc_100ms(Some(0.5)),
+                EncoderControllerConfig::Mae(MaeConfig::default()),
+            ),
+        },
+        SchemeInfo {
+            name: "mae-code",
+            description: "MAE as its artifact runs it: tight on the frames whose latest trend is above the full threshold (r = 1), no latch, no recovery rule; GCC with the 100 ms trendline; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
+            color: "#c49c94",
+            encoder: None,
+            config: mae_testbed(
+                gcc_100ms(Some(1.0)),
+                EncoderControllerConfig::Mae(MaeConfig { mode: MaeMode::Code, ..Default::default() }),
+            ),
+        },
+        SchemeInfo {
+            name: "mae-timeout",
+            description: "mae with a Sluice safeguard the paper does not have: a tight period also ends once the pre-reaction has been silent for 300 ms, so a false alarm that under-use never ends does not latch (MAE §4.2 is silent on it); GCC with the 100 ms trendline; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
+            color: "#f7b6d2",
+            encoder: None,
+            config: mae_testbed(
+                gcc_100ms(Some(0.5)),
+                EncoderControllerConfig::Mae(MaeConfig {
+                    quiet_timeout_ms: Some(300.0),
+                    ..Default::default()
+                }),
+            ),
+        },
+        SchemeInfo {
+            name: "copa-x264",
+            description: "MAE Table 1's x264 on Copa: the copa scheme's composition (ABR + VBV(0.5 s) at Copa's rate)",
+            color: "#dbdb8d",
+            encoder: None,
+            config: copa_with(CopaConfig::default(), EncoderControllerConfig::default()),
+        },
+        SchemeInfo {
+            name: "mae-copa",
+            description: "MAE on Copa (MAE §5.2, Table 1): the VBV tightens when Copa's queuing delay passes 33 ms (one frame; MAE leaves the threshold open) and recovers when Copa's window moves up again",
+            color: "#9edae5",
+            encoder: None,
+            config: copa_with(
+                CopaConfig { pre_reaction_queuing_delay_ms: Some(33.0), ..Default::default() },
+                EncoderControllerConfig::Mae(MaeConfig::default()),
+            ),
+        },
+        SchemeInfo {
             name: "fdcc",
             description: "FDCC (Co-RTV §V-A, Eq. 9): the oracle baseline; the bottleneck reports the trace's actual capacity over the next 50 ms and its queue every RTT_BN, the sender sets Rate = Bw - QLen/tau (tau 50 ms), paced at 2x; ABR + one-frame VBV at Rate; no frame dropping",
             color: "#7f7f7f",
             encoder: None,
             config: SchemeConfig {
-                pacer: copa_pacer(),
                 cc: CcConfig::Fdcc(crate::cc::fdcc::FdccConfig::default()),
-                encoder_controller: EncoderControllerConfig::OneFrameVbv,
-                frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::Fdcc(Default::default()),
-                feedback_interval_ms: Some(10.0),
+                ..copa_with(CopaConfig::default(), EncoderControllerConfig::OneFrameVbv { filler: false })
             },
         },
         SchemeInfo {
@@ -267,16 +383,15 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#e6550d",
             encoder: None,
             config: SchemeConfig {
-                pacer: copa_pacer(),
-                cc: CcConfig::Copa(CopaConfig {
-                    mss_bytes: cortv_mss(),
-                    bottleneck_feedback: Some(Default::default()),
-                    ..Default::default()
-                }),
-                encoder_controller: EncoderControllerConfig::CoRtv(Default::default()),
-                frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::CoRtv(Default::default()),
-                feedback_interval_ms: Some(10.0),
+                ..copa_with(
+                    CopaConfig {
+                        mss_bytes: cortv_mss(),
+                        bottleneck_feedback: Some(Default::default()),
+                        ..Default::default()
+                    },
+                    EncoderControllerConfig::CoRtv(Default::default()),
+                )
             },
         },
         SchemeInfo {
@@ -285,24 +400,17 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#fdae6b",
             encoder: None,
             config: SchemeConfig {
-                pacer: copa_pacer(),
-                cc: CcConfig::Copa(CopaConfig { mss_bytes: cortv_mss(), ..Default::default() }),
-                encoder_controller: EncoderControllerConfig::LossRecovery(Default::default()),
-                frame_drop: FrameDropConfig::default(),
                 bottleneck: BottleneckConfig::CoRtv(crate::link::frame_drop::CoRtvBottleneckConfig {
                     feedback: false,
                     ..Default::default()
                 }),
-                feedback_interval_ms: Some(10.0),
+                ..copa_with(
+                    CopaConfig { mss_bytes: cortv_mss(), ..Default::default() },
+                    EncoderControllerConfig::LossRecovery(Default::default()),
+                )
             },
         },
     ]
-}
-
-/// The pacer of the Copa-based schemes: a leaky bucket at the controller's pacing rate,
-/// without WebRTC's queue-drain speed-up.
-fn copa_pacer() -> PacerConfig {
-    PacerConfig::LeakyBucket(LeakyBucketConfig { queue_time_limit_ms: 0.0, ..Default::default() })
 }
 
 /// Copa's MSS with Co-RTV's header: a full packet on the wire, 1200 B payload + 64 B.
@@ -343,7 +451,7 @@ mod tests {
         .unwrap();
         let CcConfig::Gcc(ref g) = c.cc else { panic!("{:?}", c.cc) };
         assert_eq!(g.pacing_factor, 1.5);
-        assert_eq!(c.encoder_controller, EncoderControllerConfig::OneFrameVbv);
+        assert_eq!(c.encoder_controller, EncoderControllerConfig::OneFrameVbv { filler: false });
         // Scheme files written before the frame-drop axis keep working, with it off.
         assert!(c.frame_drop.is_off());
         assert!(serde_json::from_str::<SchemeConfig>(r#"{"pacer": {"kind": "warp"}}"#).is_err());
@@ -363,7 +471,10 @@ mod tests {
                 "webrtc" => FrameDropConfig::LIBWEBRTC,
                 // ACE's and MAE's baselines ran without frame dropping; Copa has no pushback.
                 "webrtc-b" | "always-burst" | "webrtc-x264" | "cbr" | "ace-n" | "ace-c" | "ace"
-                | "copa" => FrameDropConfig::default(),
+                | "copa" | "x264-gcc100" | "cbr-filler" | "salsify-vbv" | "mae-no-prediction"
+                | "mae" | "mae-code" | "mae-timeout" | "copa-x264" | "mae-copa" => {
+                    FrameDropConfig::default()
+                }
                 // Co-RTV's frames are dropped by its bottleneck, not by libwebrtc's stage.
                 "fdcc" | "co-rtv" | "co-rtv-nofb" => FrameDropConfig::default(),
                 other => panic!("new scheme {other}: decide its frame dropping"),

@@ -291,6 +291,7 @@ fn run_model(fps: f64, frames: u64, jobs: Vec<Job>) -> Result<String, Failure> {
                         target_rate: rate(b),
                         vbv_max_rate: rate(m),
                         vbv_buffer: DataSize::from_bytes((v / 8).min(i64::MAX as u64) as i64),
+                        filler: false,
                     });
                 }
                 complexity = step.complexity.or(complexity);

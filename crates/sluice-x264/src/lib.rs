@@ -194,6 +194,10 @@ pub struct X264Config {
     /// Compute each frame's PSNR against its input (x264 `--psnr`, reported in
     /// [`EncodedPicture::psnr_y`]). Costs time inside the encode call. Default false.
     pub psnr: bool,
+    /// Filler data (x264 `rc.b_filler`): with VBV max rate = bitrate (CBR) x264 pads frames
+    /// that would overflow the VBV buffer, so the output rate never falls below the bitrate
+    /// (MAE's CBR baseline). Only settable at open. Default false.
+    pub filler: bool,
 }
 
 impl X264Config {
@@ -218,6 +222,7 @@ impl X264Config {
             log_level: LogLevel::default(),
             constant_qp: None,
             psnr: false,
+            filler: false,
         }
     }
 
@@ -548,6 +553,7 @@ impl X264Encoder {
             subpel_refine: cfg.subpel_refine,
             scenecut: cfg.scenecut,
             refs: cfg.refs,
+            filler: cfg.filler,
             log_level: cfg.log_level.raw(),
             constant_qp: cfg.constant_qp.map(i32::from),
             psnr: cfg.psnr,

@@ -52,6 +52,8 @@ fn modeled_complexity_factor(level: Complexity) -> f64 {
 
 pub struct X264SimEncoder {
     encoder: X264Encoder,
+    /// The settings it was opened with (to reopen it with filler data before the first frame).
+    config: X264Config,
     video: File,
     video_frames: u64,
     frame: I420Frame,
@@ -118,6 +120,7 @@ impl X264SimEncoder {
         cfg.threads = s.threads;
         cfg.refs = s.refs;
         let encoder = X264Encoder::open(&cfg).map_err(SimEncoderError::X264)?;
+        let config = cfg;
         let stream = match &s.bitstream_path {
             None => None,
             Some(path) => {
@@ -132,6 +135,7 @@ impl X264SimEncoder {
         let pixels = s.width as f64 * s.height as f64 / (1280.0 * 720.0);
         Ok(X264SimEncoder {
             encoder,
+            config,
             video,
             video_frames: s.video_frames,
             frame: I420Frame::new_grey(s.width, s.height),
@@ -166,6 +170,20 @@ impl X264SimEncoder {
     /// Encodes one frame, or says why it could not.
     fn try_encode(&mut self, req: &FrameRequest) -> Result<EncodedFrame, String> {
         let rc = req.rate_control;
+        if rc.filler != self.config.filler {
+            // x264 takes filler data only at open: before the first frame the encoder is
+            // reopened with it; later it cannot change.
+            if !self.encoded.is_empty() {
+                return Err(
+                    "x264 cannot switch filler data on or off after the first frame".to_owned()
+                );
+            }
+            self.config.filler = rc.filler;
+            self.encoder = X264Encoder::open(&self.config)
+                .map_err(|e| format!("x264 rejected filler data: {e}"))?;
+            self.rate = None;
+            self.complexity = None;
+        }
         let want = (
             rc.target_rate.as_bps().max(1000) as u64,
             rc.vbv_max_rate.as_bps().max(1000) as u64,

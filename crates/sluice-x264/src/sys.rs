@@ -46,6 +46,8 @@ pub(crate) struct OpenSettings<'a> {
     pub scenecut: bool,
     /// Reference frames kept (x264 `--ref`).
     pub refs: u32,
+    /// `rc.b_filler`.
+    pub filler: bool,
     pub log_level: i32,
     /// Constant QP instead of ABR (the rate fields are then zero).
     pub constant_qp: Option<i32>,
@@ -191,6 +193,7 @@ impl RawEncoder {
             p.rc.i_bitrate = s.bitrate_kbps;
             p.rc.i_vbv_max_bitrate = s.vbv_max_kbps;
             p.rc.i_vbv_buffer_size = s.vbv_buffer_kbit;
+            p.rc.b_filler = c_int::from(s.filler);
         }
         // PSNR is computed here from x264's reconstruction (x264's own `b_psnr` is switched off
         // below log level INFO), outside the timed call.

@@ -98,6 +98,27 @@ fn clip_at_1mbps_hits_target_and_starts_with_keyframe() {
     assert!((0.7..=1.3).contains(&ratio), "size ratio {ratio:.3} outside ±30%");
 }
 
+/// MAE's CBR baseline: with filler data a static picture, which costs almost nothing, is
+/// padded to the constant bitrate; without it the encoder undershoots.
+#[test]
+fn filler_data_pads_a_cheap_stream_to_the_bitrate() {
+    let run = |filler: bool| {
+        let mut cfg = X264Config::new(W, H, FPS, 1_000_000);
+        cfg.vbv_buffer_bits = 1_000_000 / u64::from(FPS) + 1000; // one frame + 1 kbit
+        cfg.filler = filler;
+        let mut enc = X264Encoder::open(&cfg).expect("open x264");
+        let grey = I420Frame::new_grey(W, H);
+        let sizes: Vec<usize> =
+            (0..60).map(|_| enc.encode(&grey, false).unwrap().size_bytes()).collect();
+        sizes[FPS as usize..].iter().sum::<usize>() as f64 / (1_000_000.0 / 8.0)
+    };
+    let with = run(true);
+    let without = run(false);
+    eprintln!("second-second bytes over the bitrate: with filler {with:.3}, without {without:.3}");
+    assert!((0.9..=1.1).contains(&with), "with filler: {with:.3} of the bitrate");
+    assert!(without < 0.2, "without filler: {without:.3} of the bitrate");
+}
+
 #[test]
 fn reconfigure_rate_drops_frame_size() {
     let mut enc = open(2_000_000);

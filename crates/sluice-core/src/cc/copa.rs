@@ -179,6 +179,11 @@ pub struct CopaConfig {
     /// only with `auto:`, as in its README's example `do_ss:auto:0.5`): off by default, as
     /// in genericCC's other modes and in Vidaptive.
     pub competitive_mode: bool,
+    /// MAE's pre-reaction on Copa (MAE §5.2, Table 1): report a drop coming when the queuing
+    /// delay `d_q` exceeds this many ms, and the end of it (`underuse_at`) when an ACK moves
+    /// the window up again (`d_q` below Copa's switch point `1 / (delta x rate)`). MAE leaves
+    /// the threshold open; `None` (default): no signal. Copa's own rules never read it.
+    pub pre_reaction_queuing_delay_ms: Option<f64>,
     /// Co-RTV's changes (§III-C) driven by a bottleneck's reports; `None` (default): Copa as
     /// its reference code, reports ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,6 +241,7 @@ impl Default for CopaConfig {
             loss_decrease_factor: 0.7,
             competitive_mode: false,
             bottleneck_feedback: None,
+            pre_reaction_queuing_delay_ms: None,
         }
     }
 }
@@ -288,6 +294,11 @@ pub struct Copa {
     /// Ups minus downs (in MSS) of the current period (genericCC `update_dir`).
     net_direction: f64,
     same_direction_count: u32,
+    /// Whether the last ACK moved the window up (MAE's recovery on Copa).
+    last_step_up: bool,
+    pre_reaction_at: Option<Timestamp>,
+    pre_reaction_level: Option<f64>,
+    underuse_at: Option<Timestamp>,
     period_start: Option<Timestamp>,
     // Loss windows.
     loss_window_start: Option<Timestamp>,
@@ -348,6 +359,10 @@ impl Copa {
             direction: 1,
             net_direction: 0.0,
             same_direction_count: 0,
+            last_step_up: false,
+            pre_reaction_at: None,
+            pre_reaction_level: None,
+            underuse_at: None,
             period_start: None,
             loss_window_start: None,
             loss_window_lost: 0.0,
@@ -556,6 +571,7 @@ impl Copa {
         }
         self.velocity = self.velocity.max(1.0);
         let step = acked * self.velocity / (self.delta * w) * self.mss;
+        self.last_step_up = w < target;
         if w >= target && self.holds_decrease() {
             self.bn_holds += 1;
             return;
@@ -577,6 +593,22 @@ impl Copa {
             .queuing_delay()
             .is_some_and(|d| d <= TimeDelta::from_ms_f64(finite_or(cfg.hold_rtt_rise_ms, 0.0)));
         self.bn_queue_steady && small_rise
+    }
+
+    /// MAE's signal after one ACK at `feedback_time` (sender clock).
+    fn update_pre_reaction(&mut self, feedback_time: Timestamp) {
+        let Some(theta_ms) = self.config.pre_reaction_queuing_delay_ms.filter(|t| *t > 0.0) else {
+            return;
+        };
+        let Some(d_q) = self.queuing_delay() else { return };
+        let level = d_q.as_ms_f64() / theta_ms;
+        self.pre_reaction_level = Some(level);
+        if level > 1.0 {
+            self.pre_reaction_at = Some(feedback_time);
+        }
+        if self.last_step_up {
+            self.underuse_at = Some(feedback_time);
+        }
     }
 
     fn close_velocity_period(&mut self, t: Timestamp) {
@@ -626,7 +658,9 @@ impl CongestionController for Copa {
         for p in feedback.received_by_arrival() {
             // A received packet without a sample (not filled in by the sender) cannot move Copa.
             if let PacketResult { receive_time: Some(arrival), rtt: Some(rtt), .. } = p {
+                self.last_step_up = false;
                 self.on_ack(p.sent.size, arrival, rtt);
+                self.update_pre_reaction(feedback.feedback_time);
             }
         }
     }
@@ -679,7 +713,13 @@ impl CongestionController for Copa {
     }
 
     fn signals(&self) -> CcSignals {
-        CcSignals { queuing_delay: self.queuing_delay(), ..CcSignals::default() }
+        CcSignals {
+            queuing_delay: self.queuing_delay(),
+            pre_reaction_at: self.pre_reaction_at,
+            pre_reaction_level: self.pre_reaction_level,
+            underuse_at: self.underuse_at,
+            ..CcSignals::default()
+        }
     }
 
     fn debug_columns(&self, out: &mut Columns) {
@@ -1088,6 +1128,53 @@ mod tests {
             d.ack(i as f64, 50.0);
         }
         assert_eq!(d.copa.window(), DataSize::from_bytes(2520));
+    }
+
+    /// MAE's pre-reaction on Copa: latched when d_q passes the threshold, ended (underuse)
+    /// by the next ACK that moves the window up; off without a threshold.
+    #[test]
+    fn mae_pre_reaction_latches_at_the_queuing_delay_threshold() {
+        let config = CopaConfig { pre_reaction_queuing_delay_ms: Some(33.0), ..Default::default() };
+        let mut d = Driver::steady(config, 10.0);
+        let ack = |d: &mut Driver, at_ms: f64, rtt_ms: f64| {
+            let p = result(d.seq, MSS, Some((at_ms * 1000.0) as i64), (rtt_ms * 1000.0) as i64);
+            d.seq += 1;
+            let mut fb = report(vec![p]);
+            fb.feedback_time = Timestamp::from_us((at_ms * 1000.0) as i64 + 10_000);
+            d.copa.on_transport_feedback(&fb, fb.feedback_time);
+        };
+        // RTTmin 50 ms with no queue: W* is infinite, the window moves up (underuse at the
+        // feedback, 10 ms).
+        ack(&mut d, 0.0, 50.0);
+        assert_eq!(d.copa.signals().underuse_at, Some(Timestamp::from_ms(10)));
+        // d_q 20 ms (standing 70 over srtt/2): below the threshold, level 20/33; the window
+        // (10) is above W* = 70 / (0.5 x 20) = 7, it moves down: no new underuse.
+        ack(&mut d, 100.0, 70.0);
+        let s = d.copa.signals();
+        assert_eq!(s.pre_reaction_at, None);
+        assert!((s.pre_reaction_level.unwrap() - 20.0 / 33.0).abs() < 1e-9);
+        assert_eq!(s.underuse_at, Some(Timestamp::from_ms(10)));
+        // Standing RTT 100 ms (d_q 50 ms > 33): the event, at the feedback's time.
+        for i in 0..20 {
+            ack(&mut d, 200.0 + i as f64, 100.0);
+        }
+        let s = d.copa.signals();
+        assert_eq!(s.pre_reaction_at, Some(Timestamp::from_ms(229)));
+        assert_eq!(s.underuse_at, Some(Timestamp::from_ms(10)));
+        // The queue drains (standing back to 50.1 ms after the old samples age out): W* is
+        // large, the window moves up, underuse at that ACK.
+        for i in 0..300 {
+            ack(&mut d, 400.0 + i as f64, 50.1);
+        }
+        let s = d.copa.signals();
+        assert_eq!(s.pre_reaction_at, Some(Timestamp::from_ms(229)));
+        assert!(s.underuse_at.is_some_and(|u| u > Timestamp::from_ms(229)));
+        // Without a threshold: nothing.
+        let mut plain = Driver::steady(CopaConfig::default(), 10.0);
+        ack(&mut plain, 0.0, 50.0);
+        ack(&mut plain, 100.0, 100.0);
+        let s = plain.copa.signals();
+        assert_eq!((s.pre_reaction_at, s.pre_reaction_level, s.underuse_at), (None, None, None));
     }
 
     #[test]

@@ -28,6 +28,10 @@ pub struct RateControl {
     pub vbv_max_rate: DataRate,
     /// VBV buffer size (x264 `vbv_buffer_size`).
     pub vbv_buffer: DataSize,
+    /// Constant bitrate with filler data (x264 `--nal-hrd cbr` style `b_filler`): frames that
+    /// would let the VBV buffer overflow are padded, so the stream never runs below the
+    /// target. x264 sets it at open only, so an encoder takes it from its first frame.
+    pub filler: bool,
 }
 
 impl RateControl {
@@ -38,7 +42,13 @@ impl RateControl {
             target_rate,
             vbv_max_rate: target_rate,
             vbv_buffer: target_rate * buffer_duration,
+            filler: false,
         }
+    }
+
+    /// The same with filler data on or off.
+    pub fn with_filler(self, filler: bool) -> Self {
+        RateControl { filler, ..self }
     }
 }
 

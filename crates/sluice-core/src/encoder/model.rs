@@ -363,6 +363,10 @@ impl Encoder for ModelEncoder {
             qp = qp_for_size(complexity, size).min(self.config.qp_max);
             size = size.max(size_at_qp(complexity, self.config.qp_max));
         }
+        // Filler data: pad what would overflow the buffer at the next refill (CBR).
+        if rc.filler {
+            size += (self.vbv_fill - size + vbv_in - vbv_size).max(0.0);
+        }
         let size = size.round().max(1.0);
 
         self.vbv_fill -= size;
@@ -415,6 +419,24 @@ mod tests {
                 enc.encode(&req).size.as_bytes_f64()
             })
             .collect()
+    }
+
+    /// Filler data (CBR): a target the content cannot use (the quantiser floor caps the
+    /// frames) is padded up to it, frame by frame; without filler the encoder undershoots.
+    #[test]
+    fn filler_pads_up_to_the_target_when_the_content_cannot_use_it() {
+        let target = DataRate::from_mbps(100);
+        let frame_bytes = 100e6 / 8.0 / 30.0;
+        let rc = RateControl::abr_vbv(target, TimeDelta::from_secs_f64(1.0 / 30.0));
+        let plain = run(&mut ModelEncoder::new(ModelEncoderConfig::default(), 30.0), rc, 0, 60);
+        let cfg = ModelEncoderConfig::default();
+        let filled = run(&mut ModelEncoder::new(cfg, 30.0), rc.with_filler(true), 0, 60);
+        let mean = |v: &[f64]| v[30..].iter().sum::<f64>() / 30.0;
+        assert!(mean(&plain) < 0.5 * frame_bytes, "plain {:.0} B", mean(&plain));
+        // Each frame after the first fills the buffer's one-frame refill exactly.
+        for (i, &size) in filled.iter().enumerate().skip(1) {
+            assert!((size - frame_bytes).abs() <= 1.0, "frame {i}: {size} B");
+        }
     }
 
     #[test]

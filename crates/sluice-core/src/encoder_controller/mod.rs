@@ -10,6 +10,7 @@ pub mod ace_c;
 pub mod co_rtv;
 pub mod frame_dropper;
 pub mod loss_recovery;
+pub mod mae;
 pub mod video_stream_encoder;
 
 use crate::cc::CcSignals;
@@ -179,8 +180,12 @@ pub enum EncoderControllerConfig {
         vbv_buffer_ms: f64,
     },
     /// CBR-like: a VBV buffer of one frame, so no frame exceeds the target frame size
-    /// (the CBR baseline of ACE §6.1 and MAE §6).
-    OneFrameVbv,
+    /// (the CBR baseline of ACE §6.1 and MAE §6). With `filler`, frames are padded so the
+    /// stream never runs below the target either (x264's filler data: MAE's CBR).
+    OneFrameVbv {
+        #[serde(default, skip_serializing_if = "is_false")]
+        filler: bool,
+    },
     /// ACE-C: complexity level per frame from the SATD size prediction (ACE §4.2).
     AceC(ace_c::AceCConfig),
     /// Co-RTV's sender (§III-C): `R = SndRate - QLen / tau` on the bottleneck's reports,
@@ -189,6 +194,13 @@ pub enum EncoderControllerConfig {
     /// Re-referencing instead of retransmission after a loss (Salsify; the sender of Co-RTV's
     /// "w/o fb" baseline).
     LossRecovery(loss_recovery::LossRecoveryConfig),
+    /// MAE: the VBV buffer tightens while the congestion controller pre-signals a drop
+    /// (MAE §4, §5.1).
+    Mae(mae::MaeConfig),
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn default_vbv_ms() -> f64 {
@@ -207,16 +219,25 @@ impl EncoderControllerConfig {
             EncoderControllerConfig::AbrVbv { vbv_buffer_ms } => {
                 Box::new(AbrVbv { vbv_buffer: TimeDelta::from_ms_f64(*vbv_buffer_ms) })
             }
-            EncoderControllerConfig::OneFrameVbv => Box::new(OneFrameVbv),
+            EncoderControllerConfig::OneFrameVbv { filler } => {
+                Box::new(OneFrameVbv { filler: *filler })
+            }
             EncoderControllerConfig::AceC(c) => Box::new(ace_c::AceC::new(c.clone())),
             EncoderControllerConfig::CoRtv(c) => Box::new(c.build()),
             EncoderControllerConfig::LossRecovery(c) => Box::new(c.build()),
+            EncoderControllerConfig::Mae(c) => Box::new(mae::Mae::new(c.clone())),
         }
     }
 
-    /// A configuration mistake, if any (checked for the controllers that have ranges).
+    /// A configuration mistake, if any.
     pub fn validate(&self) -> Result<(), String> {
         match self {
+            EncoderControllerConfig::AbrVbv { vbv_buffer_ms }
+                if !(vbv_buffer_ms.is_finite() && *vbv_buffer_ms > 0.0) =>
+            {
+                Err(format!("encoder_controller.vbv_buffer_ms must be > 0, got {vbv_buffer_ms}"))
+            }
+            EncoderControllerConfig::Mae(c) => c.validate(),
             EncoderControllerConfig::CoRtv(c) => c.validate(),
             EncoderControllerConfig::LossRecovery(c) => c.validate(),
             _ => Ok(()),
@@ -245,11 +266,15 @@ impl EncoderController for AbrVbv {
     }
 }
 
-/// VBV buffer of one frame at the target rate.
-pub struct OneFrameVbv;
+/// VBV buffer of one frame at the target rate, optionally with filler data.
+pub struct OneFrameVbv {
+    pub filler: bool,
+}
 
 impl EncoderController for OneFrameVbv {
     fn plan(&mut self, ctx: &FrameContext) -> FrameDecision {
-        RateControl::abr_vbv(ctx.cc_target, TimeDelta::from_secs_f64(1.0 / ctx.fps)).into()
+        RateControl::abr_vbv(ctx.cc_target, TimeDelta::from_secs_f64(1.0 / ctx.fps))
+            .with_filler(self.filler)
+            .into()
     }
 }

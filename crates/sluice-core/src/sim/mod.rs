@@ -206,8 +206,8 @@ impl RunConfig {
         if self.uplink.access_delay_ms != 0.0 {
             return err("the access delay is a downlink setting (sender to bottleneck)".into());
         }
-        scheme.bottleneck.validate().map_err(ConfigError)?;
-        scheme.encoder_controller.validate().map_err(ConfigError)
+        scheme.encoder_controller.validate().map_err(ConfigError)?;
+        scheme.bottleneck.validate().map_err(ConfigError)
     }
 
     /// The transport feedback interval in effect: the run's, else the scheme's, else 50 ms

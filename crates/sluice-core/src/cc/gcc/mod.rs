@@ -93,6 +93,10 @@ pub struct GccConfig {
     /// LossBasedBweV2 with M119's defaults; `enabled: false` leaves the classic loss rule of
     /// libwebrtc up to M109 (see [`loss_based`]).
     pub loss_based_v2: LossBasedBweV2Config,
+    /// MAE's pre-reaction (MAE §5.2, §6.5): report a drop coming when the modified trend
+    /// exceeds this ratio x the adaptive threshold (MAE: 0.5; its artifact: 1.0). `None`
+    /// (default): no pre-reaction signal. GCC's own decisions never use it.
+    pub pre_reaction_ratio: Option<f64>,
 }
 
 impl Default for GccConfig {
@@ -110,6 +114,7 @@ impl Default for GccConfig {
             acked_rate_estimator: AckedRateEstimator::Robust,
             congestion_window: Some(CongestionWindowConfig::default()),
             loss_based_v2: LossBasedBweV2Config::default(),
+            pre_reaction_ratio: None,
         }
     }
 }
@@ -147,6 +152,7 @@ pub struct Gcc {
     // Latched detector events (feedback times), for encoder controllers.
     overuse_at: Option<Timestamp>,
     underuse_at: Option<Timestamp>,
+    pre_reaction_at: Option<Timestamp>,
     // Output.
     next_process: Timestamp,
     last_target: DataRate,
@@ -171,7 +177,8 @@ impl Gcc {
         probe_controller.start(now);
         Gcc {
             inter_arrival: InterArrival::new(),
-            trendline: TrendlineEstimator::new(config.trendline_window),
+            trendline: TrendlineEstimator::new(config.trendline_window)
+                .with_pre_reaction(config.pre_reaction_ratio),
             last_seen_packet: None,
             aimd,
             acked: AcknowledgedBitrateEstimator::with_kind(config.acked_rate_estimator),
@@ -194,6 +201,7 @@ impl Gcc {
             last_probe_result: None,
             overuse_at: None,
             underuse_at: None,
+            pre_reaction_at: None,
             next_process: now + PROCESS_INTERVAL,
             last_target: start,
             config,
@@ -241,7 +249,8 @@ impl Gcc {
             let Some(rx) = p.receive_time else { continue };
             if self.last_seen_packet.is_none_or(|l| at - l > STREAM_TIMEOUT) {
                 self.inter_arrival.reset();
-                self.trendline = TrendlineEstimator::new(self.config.trendline_window);
+                self.trendline = TrendlineEstimator::new(self.config.trendline_window)
+                    .with_pre_reaction(self.config.pre_reaction_ratio);
             }
             self.last_seen_packet = Some(at);
             if let Some(d) =
@@ -257,6 +266,9 @@ impl Gcc {
                 BandwidthUsage::Overusing => self.overuse_at = Some(at),
                 BandwidthUsage::Underusing => self.underuse_at = Some(at),
                 BandwidthUsage::Normal => {}
+            }
+            if self.trendline.pre_reacted() {
+                self.pre_reaction_at = Some(at);
             }
             prev_state = s;
         }
@@ -482,6 +494,8 @@ impl CongestionController for Gcc {
         CcSignals {
             overuse_at: self.overuse_at,
             underuse_at: self.underuse_at,
+            pre_reaction_at: self.pre_reaction_at,
+            pre_reaction_level: self.trendline.pre_reaction_level(),
             ..CcSignals::default()
         }
     }
@@ -494,6 +508,9 @@ impl CongestionController for Gcc {
         };
         out.float("cc_modified_trend", Some(self.trendline.modified_trend()));
         out.float("cc_threshold", Some(self.trendline.threshold()));
+        if self.config.pre_reaction_ratio.is_some() {
+            out.float("cc_pre_reaction_level", self.trendline.pre_reaction_level());
+        }
         out.text("cc_usage", Some(usage));
         out.rate("cc_link_capacity_bps", self.aimd.link_capacity().estimate());
         out.rate("cc_acknowledged_rate_bps", self.acked.bitrate());

@@ -2,6 +2,11 @@
 //! Follows libwebrtc's `TrendlineEstimator` (goog_cc) as summarised in
 //! `notes/gcc-pacing-copa.md` §1 "Trendline detector"; the time-window variant follows the
 //! ACE (200 ms) and MAE (100 ms) forks.
+//!
+//! MAE's pre-reaction (MAE §5.2, §6.5): with a ratio r, every sample also compares the
+//! modified trend m with r x the threshold as it was before this sample's adaptive update, so
+//! it fires between r x threshold and the threshold without GCC's over-use gates (10 ms,
+//! two samples, a non-falling slope). GCC itself never reads it (MAE §4.2, Fig. 15).
 
 use crate::cc::BandwidthUsage;
 use crate::units::{TimeDelta, Timestamp};
@@ -45,6 +50,10 @@ pub enum TrendlineWindow {
     /// Groups whose arrival time is within this span of the newest group (ACE 200 ms, MAE
     /// 100 ms). The fit starts once a group has aged out, i.e. the window has filled once.
     Time(TimeDelta),
+    /// The MAE artifact's time window (`trendline_estimator.cc` of its fork): groups older
+    /// than the span leave while more than two remain, and the slope is refitted only in an
+    /// update in which a group left (otherwise the previous slope is kept).
+    TimeMaeCode(TimeDelta),
 }
 
 impl Default for TrendlineWindow {
@@ -58,6 +67,7 @@ impl Default for TrendlineWindow {
 enum TrendlineWindowRepr {
     Packets { count: usize },
     Time { window_ms: i64 },
+    TimeMaeCode { window_ms: i64 },
 }
 
 impl From<TrendlineWindowRepr> for TrendlineWindow {
@@ -66,6 +76,9 @@ impl From<TrendlineWindowRepr> for TrendlineWindow {
             TrendlineWindowRepr::Packets { count } => TrendlineWindow::Packets(count),
             TrendlineWindowRepr::Time { window_ms } => {
                 TrendlineWindow::Time(TimeDelta::from_ms(window_ms))
+            }
+            TrendlineWindowRepr::TimeMaeCode { window_ms } => {
+                TrendlineWindow::TimeMaeCode(TimeDelta::from_ms(window_ms))
             }
         }
     }
@@ -76,6 +89,9 @@ impl From<TrendlineWindow> for TrendlineWindowRepr {
         match w {
             TrendlineWindow::Packets(count) => TrendlineWindowRepr::Packets { count },
             TrendlineWindow::Time(d) => TrendlineWindowRepr::Time { window_ms: d.as_ms() },
+            TrendlineWindow::TimeMaeCode(d) => {
+                TrendlineWindowRepr::TimeMaeCode { window_ms: d.as_ms() }
+            }
         }
     }
 }
@@ -128,6 +144,10 @@ pub struct TrendlineEstimator {
     time_over_using_ms: Option<f64>,
     overuse_counter: u32,
     state: BandwidthUsage,
+    // MAE's pre-reaction.
+    pre_reaction_ratio: Option<f64>,
+    /// m / (r x threshold) of the last sample (`None` before two deltas or without a ratio).
+    pre_reaction_level: Option<f64>,
 }
 
 impl TrendlineEstimator {
@@ -147,7 +167,25 @@ impl TrendlineEstimator {
             time_over_using_ms: None,
             overuse_counter: 0,
             state: BandwidthUsage::Normal,
+            pre_reaction_ratio: None,
+            pre_reaction_level: None,
         }
+    }
+
+    /// The same estimator, also reporting MAE's pre-reaction at `ratio` x the threshold.
+    pub fn with_pre_reaction(mut self, ratio: Option<f64>) -> Self {
+        self.pre_reaction_ratio = ratio.filter(|r| r.is_finite() && *r > 0.0);
+        self
+    }
+
+    /// m / (r x threshold) of the last sample, the threshold taken before its update: above 1
+    /// the pre-reaction condition held.
+    pub fn pre_reaction_level(&self) -> Option<f64> {
+        self.pre_reaction_level
+    }
+    /// Whether the last sample met the pre-reaction condition (m > r x threshold).
+    pub fn pre_reacted(&self) -> bool {
+        self.pre_reaction_level.is_some_and(|l| l > 1.0)
     }
 
     pub fn window(&self) -> TrendlineWindow {
@@ -207,6 +245,18 @@ impl TrendlineEstimator {
                     }
                 }
             }
+            TrendlineWindow::TimeMaeCode(w) => {
+                let w_ms = w.as_ms_f64();
+                let mut evicted = false;
+                while self.history.len() > 2
+                    && self.history.front().is_some_and(|front| x - front.x > w_ms)
+                {
+                    self.history.pop_front();
+                    evicted = true;
+                }
+                // Refit only in an update that evicted a group.
+                self.window_filled = evicted;
+            }
         }
         let mut trend = self.prev_trend;
         if self.window_filled && self.history.len() >= 2 {
@@ -218,10 +268,13 @@ impl TrendlineEstimator {
     fn detect(&mut self, trend: f64, send_delta_ms: f64, now_ms: f64) {
         if self.num_deltas < 2 {
             self.state = BandwidthUsage::Normal;
+            self.pre_reaction_level = None;
             return;
         }
         let modified = f64::from(self.num_deltas.min(MIN_NUM_DELTAS)) * trend * THRESHOLD_GAIN;
         self.prev_modified_trend = modified;
+        // MAE: against the threshold before this sample adapts it.
+        self.pre_reaction_level = self.pre_reaction_ratio.map(|r| modified / (r * self.threshold));
         if modified > self.threshold {
             let t = match self.time_over_using_ms {
                 None => send_delta_ms / 2.0,
@@ -371,8 +424,75 @@ mod tests {
         assert_eq!(est.state(), BandwidthUsage::Underusing);
     }
 
+    /// MAE §5.2/§6.5: the pre-reaction compares m with r x the threshold before its update,
+    /// and fires without the over-use gates.
+    #[test]
+    fn pre_reaction_fires_between_r_times_threshold_and_threshold_without_overuse() {
+        let mut est =
+            TrendlineEstimator::new(TrendlineWindow::Packets(20)).with_pre_reaction(Some(0.5));
+        est.num_deltas = 60;
+        // m = 60 * 0.04 * 4 = 9.6: above 0.5 x 12.5 = 6.25, below 12.5.
+        est.detect(0.04, 10.0, 0.0);
+        assert!((est.pre_reaction_level().unwrap() - 9.6 / 6.25).abs() < 1e-12);
+        assert!(est.pre_reacted());
+        assert_eq!(est.state(), BandwidthUsage::Normal);
+        // m = 60 * 0.02 * 4 = 4.8 against 0.5 x the threshold the first sample left
+        // (12.5 + 0.039 * (9.6 - 12.5) * 0 = 12.5, dt 0): 4.8 / 6.25 < 1.
+        est.detect(0.02, 10.0, 0.0);
+        assert!(!est.pre_reacted());
+        // Without a ratio there is no level.
+        let mut plain = TrendlineEstimator::new(TrendlineWindow::Packets(20));
+        plain.num_deltas = 60;
+        plain.detect(0.04, 10.0, 0.0);
+        assert_eq!(plain.pre_reaction_level(), None);
+    }
+
+    #[test]
+    fn pre_reaction_comes_before_overuse_on_a_rising_trend() {
+        let mut est =
+            TrendlineEstimator::new(TrendlineWindow::Packets(20)).with_pre_reaction(Some(0.5));
+        est.num_deltas = 60;
+        let (mut pre, mut over) = (None, None);
+        for i in 0..40 {
+            // The slope ramps up by 0.002 per 5 ms group.
+            est.detect(0.002 * f64::from(i), 5.0, 5.0 * f64::from(i));
+            if est.pre_reacted() && pre.is_none() {
+                pre = Some(i);
+            }
+            if est.state() == BandwidthUsage::Overusing && over.is_none() {
+                over = Some(i);
+            }
+        }
+        let (pre, over) = (pre.expect("pre-reaction"), over.expect("over-use"));
+        assert!(pre + 2 <= over, "pre-reaction at group {pre}, over-use at {over}");
+    }
+
+    /// The MAE artifact's window: keeps at least two groups and refits only when one left.
+    #[test]
+    fn mae_code_window_refits_only_on_eviction() {
+        let mut est = TrendlineEstimator::new(TrendlineWindow::TimeMaeCode(d(15)));
+        feed(&mut est);
+        // Same points as the 15 ms time window at x = 20: slope 0.1035.
+        assert!((est.slope() - 0.1035).abs() < 1e-9, "{}", est.slope());
+        // Next group at x = 25 evicts nothing (25 - 10 = 15 is not > 15): slope kept although
+        // the points changed; the plain time window refits.
+        est.update(d(20), d(5), t(125));
+        assert!((est.slope() - 0.1035).abs() < 1e-9, "{}", est.slope());
+        let mut plain = TrendlineEstimator::new(TrendlineWindow::Time(d(15)));
+        feed(&mut plain);
+        plain.update(d(20), d(5), t(125));
+        assert!((plain.slope() - 0.1035).abs() > 1e-3);
+        // And never fewer than two groups: a 1 ms window still fits two points.
+        let mut tiny = TrendlineEstimator::new(TrendlineWindow::TimeMaeCode(d(1)));
+        feed(&mut tiny);
+        assert_eq!(tiny.history.len(), 2);
+    }
+
     #[test]
     fn window_serde_round_trip() {
+        let w: TrendlineWindow =
+            serde_json::from_str(r#"{"kind":"time_mae_code","window_ms":100}"#).unwrap();
+        assert_eq!(w, TrendlineWindow::TimeMaeCode(d(100)));
         let w: TrendlineWindow =
             serde_json::from_str(r#"{"kind":"time","window_ms":200}"#).unwrap();
         assert_eq!(w, TrendlineWindow::Time(d(200)));
