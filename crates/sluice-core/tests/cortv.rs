@@ -36,7 +36,7 @@ fn config(scheme: &str, seconds: f64) -> RunConfig {
         fps: FPS,
         encoder: EncoderConfig::Model(ModelEncoderConfig::default()),
         downlink: PathConfig { delay_ms: 5.0, access_delay_ms: 20.0, ..Default::default() },
-        uplink: PathConfig { delay_ms: 25.0, ..Default::default() },
+        uplink: PathConfig { delay_ms: 5.0, ..Default::default() },
         ..Default::default()
     }
 }

@@ -9,13 +9,14 @@
 //! sender -> [access delay] -> downlink (bottleneck: queue + trace + delay) -> receiver
 //!   ^                              | reports (bottleneck behaviours that send them)
 //!   |                              v
-//!   +---- [access delay, back] <---+
-//!   +---- uplink (feedback) <---------------------------------------------- receiver
+//!   +---- [access delay, back] <---+---- uplink (feedback) <--------------- receiver
 //! ```
 //!
-//! The access delay (sender to bottleneck, `downlink.access_delay_ms`) and its way back exist
-//! only when set; without them the network is the four nodes it always was, in the same order,
-//! so results do not change.
+//! The access delay (sender to bottleneck, `downlink.access_delay_ms`; Co-RTV's
+//! sender-bottleneck delay) and its way back exist only when set: the bottleneck's reports
+//! and the receiver's feedback (after the uplink, receiver to bottleneck) both cross it back.
+//! Without it the network is the four nodes it always was, in the same order, so results do
+//! not change.
 
 pub mod network;
 
@@ -48,7 +49,8 @@ pub struct PathConfig {
     /// One-way propagation delay, after the queue.
     pub delay_ms: f64,
     /// One-way delay from the sender to the bottleneck queue (Co-RTV's sender-bottleneck
-    /// delay); reports of the bottleneck take the same delay back. Downlink only.
+    /// delay); the bottleneck's reports and the receiver's feedback take the same delay back
+    /// (the uplink's `delay_ms` is then receiver to bottleneck). Downlink only.
     pub access_delay_ms: f64,
     /// IID random loss probability.
     pub loss: f64,
@@ -355,7 +357,6 @@ impl Simulation {
         let up = net.add("uplink", Box::new(uplink));
         net.connect(down, OUT, rx, IN);
         net.connect(rx, OUT, up, IN);
-        net.connect(up, OUT, tx, IN);
         let delay_line = |name: &str| {
             let mut l = Link::new(
                 LinkConfig { delay: access, ..LinkConfig::default() },
@@ -368,10 +369,14 @@ impl Simulation {
             let a = net.add("access", Box::new(delay_line("access")));
             net.connect(tx, OUT, a, IN);
             net.connect(a, OUT, down, IN);
+            // The way back: the bottleneck's reports, and the receiver's feedback after the
+            // uplink (receiver to bottleneck) crossed it too.
             let back = net.add("bottleneck-report-path", Box::new(delay_line("report-path")));
             net.connect(down, REPORT, back, IN);
+            net.connect(up, OUT, back, IN);
             net.connect(back, OUT, tx, IN);
         } else {
+            net.connect(up, OUT, tx, IN);
             net.connect(tx, OUT, down, IN);
             net.connect(down, REPORT, tx, IN);
         }
