@@ -56,7 +56,10 @@ pub struct CoRtvConfig {
     /// VBV buffer of the rate control (`None`: one frame at `R`, per-frame size control).
     pub vbv_buffer_ms: Option<f64>,
     /// Reference frames the encoder keeps at least (so a re-encode can predict from the
-    /// frame before `D` instead of coding a keyframe; brief M5: 8).
+    /// frame before `D` instead of coding a keyframe). 16, x264's maximum: the frame before
+    /// `D` must still be held when the re-encode starts, `N_d + 1` encodes later, and a drop
+    /// of re-encodes (a second `D`) reaches 8 and more at 60 fps; with the brief's 8 (M5) the
+    /// x264 test's second drop coded an IDR. Salsify-like state restore (§IV) has no limit.
     pub reference_frames: u32,
 }
 
@@ -67,7 +70,7 @@ impl Default for CoRtvConfig {
             qsf: 0.0,
             min_rate_fraction: 0.05,
             vbv_buffer_ms: None,
-            reference_frames: 8,
+            reference_frames: 16,
         }
     }
 }

@@ -26,13 +26,14 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 pub struct LossRecoveryConfig {
     /// VBV buffer of the rate control (`None`: one frame at the controller's rate).
     pub vbv_buffer_ms: Option<f64>,
-    /// Reference frames the encoder keeps at least (re-referencing needs more than one).
+    /// Reference frames the encoder keeps at least (re-referencing needs more than one; 16,
+    /// x264's maximum, as Co-RTV's sender).
     pub reference_frames: u32,
 }
 
 impl Default for LossRecoveryConfig {
     fn default() -> Self {
-        LossRecoveryConfig { vbv_buffer_ms: None, reference_frames: 8 }
+        LossRecoveryConfig { vbv_buffer_ms: None, reference_frames: 16 }
     }
 }
 
