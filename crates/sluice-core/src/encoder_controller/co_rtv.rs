@@ -260,8 +260,11 @@ impl CoRtv {
         let reference =
             self.frames.range(..d).rev().map(|(id, _)| *id).find(|id| !self.was_dropped(*id));
         let sources: Vec<(u64, Timestamp)> = {
+            // D may name a frame not encoded yet (the bottleneck decides k frames ahead of
+            // their arrival): then nothing is re-encoded, and the frames from D on carry LRF = D.
             let mut seen = std::collections::BTreeSet::new();
-            self.frames.range(d..j).map(|(_, v)| *v).filter(|(s, _)| seen.insert(*s)).collect()
+            let range = if d < j { self.frames.range(d..j) } else { self.frames.range(0..0) };
+            range.map(|(_, v)| *v).filter(|(s, _)| seen.insert(*s)).collect()
         };
         self.reencodes.clear();
         let rate = r.scale(self.horizon_scale);

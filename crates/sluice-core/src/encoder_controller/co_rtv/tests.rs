@@ -156,3 +156,18 @@ fn qsf_skips_spread_over_the_horizon_and_the_rest_gets_their_bytes() {
     // After the horizon: R again.
     assert_eq!(plan_of(c.plan(&ctx(13, Some(11), 10.0))).rate_control.target_rate, mbps(3.0));
 }
+
+#[test]
+fn a_drop_from_a_frame_not_yet_encoded_re_encodes_nothing() {
+    // The bottleneck decides k frames ahead of their arrival: D can be beyond the sender's
+    // next id. N_d = 0: R by Eq. 6 only, no re-encode, and the next capture is encoded.
+    let mut c = CoRtvConfig::default().build();
+    for i in 0..5u64 {
+        c.plan(&ctx(i, i.checked_sub(1), 10.0));
+    }
+    c.on_bottleneck_report(&report(25, Some(7)), Timestamp::ZERO);
+    assert!(c.poll_encode(&ctx(4, Some(4), 10.0)).is_none());
+    assert_eq!(c.last_reaction(), Some((7, 0, 0)));
+    assert_eq!(c.held_rate(), Some(mbps(6.0)));
+    assert_eq!(plan_of(c.plan(&ctx(5, Some(4), 10.0))).rate_control.target_rate, mbps(6.0));
+}
