@@ -21,7 +21,7 @@
 //! bandwidth of skipped frames").
 //!
 //! **Re-encoding** (§III-C, §IV, brief A5/A6): every dropped frame's source frame is encoded
-//! again (less the skipped ones), in order, before the next capture, each with a fresh id,
+//! again (less the skipped ones; at most the newest `max_reencodes`, 8, see the field), in order, before the next capture, each with a fresh id,
 //! from the original capture time (latency counts from the original capture, brief A7); the
 //! first predicts from the newest frame below `D` that no bottleneck dropped ("the last frame
 //! before D"), the rest from the previous encode: no keyframe (the encoder keeps several
@@ -61,6 +61,14 @@ pub struct CoRtvConfig {
     /// of re-encodes (a second `D`) reaches 8 and more at 60 fps; with the brief's 8 (M5) the
     /// x264 test's second drop coded an IDR. Salsify-like state restore (§IV) has no limit.
     pub reference_frames: u32,
+    /// At most this many source frames are re-encoded per drop, the newest (Sluice's bound;
+    /// the paper re-encodes all `N_d`, brief A6 names "only the newest" as the other option).
+    /// Frames the sender still held when the report came (its pacer's backlog behind
+    /// Copa's window) are purged with the dropped ones; re-encoding all of them made every
+    /// later drop re-encode hundreds of frames (4G trace 9: P95 12 s). 8 covers the `N_d`
+    /// of the paper's timing, `(RTT_BN + 2 / FR) FR + k`, up to a 50 ms sender-bottleneck
+    /// delay. The older ones are not shown (counted in `cortv_superseded`).
+    pub max_reencodes: usize,
 }
 
 impl Default for CoRtvConfig {
@@ -71,6 +79,7 @@ impl Default for CoRtvConfig {
             min_rate_fraction: 0.05,
             vbv_buffer_ms: None,
             reference_frames: 16,
+            max_reencodes: 8,
         }
     }
 }
@@ -121,6 +130,7 @@ impl CoRtvConfig {
             horizon_scale: 1.0,
             reencodes: VecDeque::new(),
             last: None,
+            superseded: 0,
         }
     }
 }
@@ -189,6 +199,8 @@ pub struct CoRtv {
     horizon_scale: f64,
     reencodes: VecDeque<EncodeOrder>,
     last: Option<DropReaction>,
+    /// Source frames dropped and not re-encoded (beyond `max_reencodes`), so far.
+    superseded: u64,
 }
 
 /// Encodes remembered for re-encoding (about 17 s at 60 fps).
@@ -237,7 +249,25 @@ impl CoRtv {
     ) -> DataRate {
         self.last_drop = Some(d);
         let j = ctx.last_frame_id.map_or(0, |l| l + 1);
-        let n_d = j.saturating_sub(d);
+        if j > d {
+            self.dropped.push_back((d, j));
+            while self.dropped.len() > DROPS_KEPT {
+                self.dropped.pop_front();
+            }
+        }
+        // The source frames of the frames from D on, oldest first, the newest
+        // `max_reencodes` of them. D may name a frame not encoded yet (the bottleneck decides
+        // k frames ahead of their arrival): then nothing is re-encoded, and the frames from D
+        // on carry LRF = D.
+        let mut sources: Vec<(u64, Timestamp)> = {
+            let mut seen = std::collections::BTreeSet::new();
+            let range = if d < j { self.frames.range(d..j) } else { self.frames.range(0..0) };
+            range.map(|(_, v)| *v).filter(|(s, _)| seen.insert(*s)).collect()
+        };
+        let superseded = sources.len().saturating_sub(self.config.max_reencodes);
+        sources.drain(..superseded);
+        // N_d of Eq. 7 and 8: the frames re-encoded (they share the bandwidth with new ones).
+        let n_d = sources.len() as u64;
         let r = rate_after_drop(r, n_d, self.tau, ctx.fps)
             .max(snd.scale(self.config.min_rate_fraction.clamp(0.0, 1.0)));
         let tau_fr = self.tau.as_secs_f64() * ctx.fps;
@@ -250,22 +280,10 @@ impl CoRtv {
         }
         self.horizon = schedule.into();
         self.horizon_scale = h as f64 / (h - n_s) as f64;
-        if n_d > 0 {
-            self.dropped.push_back((d, j));
-            while self.dropped.len() > DROPS_KEPT {
-                self.dropped.pop_front();
-            }
-        }
+        self.superseded += superseded as u64;
         // The newest frame below D that no bottleneck dropped: the re-encodes predict from it.
         let reference =
             self.frames.range(..d).rev().map(|(id, _)| *id).find(|id| !self.was_dropped(*id));
-        let sources: Vec<(u64, Timestamp)> = {
-            // D may name a frame not encoded yet (the bottleneck decides k frames ahead of
-            // their arrival): then nothing is re-encoded, and the frames from D on carry LRF = D.
-            let mut seen = std::collections::BTreeSet::new();
-            let range = if d < j { self.frames.range(d..j) } else { self.frames.range(0..0) };
-            range.map(|(_, v)| *v).filter(|(s, _)| seen.insert(*s)).collect()
-        };
         self.reencodes.clear();
         let rate = r.scale(self.horizon_scale);
         let mut first = true;
@@ -320,6 +338,7 @@ impl EncoderController for CoRtv {
         columns.rate("cortv_rate_bps", Some(rate));
         columns.bool("cortv_reencode", false);
         columns.int("cortv_drop_from", self.last_drop.map(|d| d as i64));
+        columns.int("cortv_superseded", Some(self.superseded as i64));
         FramePlan { columns, ..FramePlan::from(RateControl::abr_vbv(rate, self.vbv(ctx.fps))) }
             .into()
     }

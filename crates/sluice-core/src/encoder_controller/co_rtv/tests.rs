@@ -171,3 +171,30 @@ fn a_drop_from_a_frame_not_yet_encoded_re_encodes_nothing() {
     assert_eq!(c.held_rate(), Some(mbps(6.0)));
     assert_eq!(plan_of(c.plan(&ctx(5, Some(4), 10.0))).rate_control.target_rate, mbps(6.0));
 }
+
+#[test]
+fn at_most_the_newest_max_reencodes_sources_are_re_encoded() {
+    // D = 5 with j = 20: 15 frames dropped; the newest 8 sources (12-19) are re-encoded, the
+    // first from frame 4, and Eq. 7 takes N_d = 8: R = 6 x 3 / 11.
+    let mut c = CoRtvConfig::default().build();
+    for i in 0..20u64 {
+        c.plan(&ctx(i, i.checked_sub(1), 10.0));
+    }
+    c.on_bottleneck_report(&report(25, Some(5)), Timestamp::ZERO);
+    let orders: Vec<EncodeOrder> =
+        std::iter::from_fn(|| c.poll_encode(&ctx(19, Some(19), 10.0))).collect();
+    assert_eq!(
+        orders.iter().map(|o| o.source_index).collect::<Vec<_>>(),
+        (12..20).collect::<Vec<_>>()
+    );
+    assert_eq!(orders[0].plan.reference, Some(4));
+    assert_eq!(c.last_reaction(), Some((5, 8, 0)));
+    assert_eq!(orders[0].plan.rate_control.target_rate, mbps(6.0 * 3.0 / 11.0));
+    // With the bound lifted, all 15.
+    let mut all = CoRtvConfig { max_reencodes: usize::MAX, ..Default::default() }.build();
+    for i in 0..20u64 {
+        all.plan(&ctx(i, i.checked_sub(1), 10.0));
+    }
+    all.on_bottleneck_report(&report(25, Some(5)), Timestamp::ZERO);
+    assert_eq!(std::iter::from_fn(|| all.poll_encode(&ctx(19, Some(19), 10.0))).count(), 15);
+}
