@@ -72,7 +72,7 @@ ace-report-quick: build
 	$(PY) -m sluice.analysis.ace results/ace-quick
 
 # Co-RTV §V-B reproduction: the model-encoder matrix of experiments/cortv.toml and the x264
-# subset of experiments/cortv-x264.toml (resumable; about 20 minutes with one job), then
+# subset of experiments/cortv-x264.toml (resumable; about 12 minutes with one job), then
 # docs/results/cortv.md, its runs CSV and PNGs.
 .PHONY: cortv-report
 CORTV_ARGS ?= --jobs 1
