@@ -195,6 +195,8 @@ def sweep_rows(df: Any, path: str, schemes: Sequence[str]) -> Any:
 
 def sweep_table(df: Any, label: str, path: str, schemes: Sequence[str]) -> str:
     sw = sweep_rows(df, path, schemes)
+    if sw.empty:
+        return "Not in these runs."
     rows = []
     for (s, v), sub in sorted(sw.groupby(["scheme", path]), key=lambda x: (x[0][0][:4], x[0][1])):
         rows.append(
@@ -283,7 +285,8 @@ def plot_sweeps(df: Any, out: Path) -> Path:
         ax.set_ylabel("mean P95 (ms), solid")
         ax2.set_ylabel("mean frame (kB), dashed")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper left")
     fig.suptitle(
         "Sweeps (Co-RTV Fig. 13 tau, 14 QSF, 15 Bw error, 16 alpha), all traces", fontsize=10
     )
@@ -291,11 +294,16 @@ def plot_sweeps(df: Any, out: Path) -> Path:
 
 
 def plot_step(df: Any, out: Path, trace: str = "step-20-2") -> Path | None:
-    """Frame latency over time of seed 1 on the 10x step trace, one line per scheme."""
+    """Frame latency over time of the first seed on the 10x step trace (``trace``, else the
+    first synthetic trace, else the first trace), one line per scheme."""
+    if trace not in set(df["trace"]):
+        synthetic = df.loc[df["network"] == "synthetic", "trace"]
+        trace = synthetic.iloc[0] if len(synthetic) else df["trace"].iloc[0]
+    seed = df.loc[df["trace"] == trace, "seed"].min()
     fig, ax = plt.subplots(figsize=(9, 3.8), layout="constrained")
     drawn = False
     for s in ("copa", "fdcc", "co-rtv", "co-rtv-nofb"):
-        rows = df[(df["scheme"] == s) & (df["trace"] == trace) & (df["seed"] == 1)]
+        rows = df[(df["scheme"] == s) & (df["trace"] == trace) & (df["seed"] == seed)]
         if rows.empty:
             continue
         f = results.load_run(rows["run_dir"].iloc[0]).frames
@@ -308,12 +316,15 @@ def plot_step(df: Any, out: Path, trace: str = "step-20-2") -> Path | None:
         plt.close(fig)
         return None
     ax.set_yscale("log")
-    ax.set_xlim(0, 30)
-    ax.set_xlabel("capture time (s); 20 Mbps, 2 Mbps from 10 s to 15 s, again from 25 s")
+    ax.set_xlim(0, min(30.0, float(df["duration_s"].max()) if "duration_s" in df else 30.0))
+    ax.set_xlabel(
+        "capture time (s)"
+        + ("; 20 Mbps, 2 Mbps from 10 s to 15 s, again from 25 s" if trace == "step-20-2" else "")
+    )
     ax.set_ylabel("frame latency (ms, log)")
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    fig.suptitle(f"Frame latency on {trace} (seed 1, model encoder)", fontsize=10)
+    fig.suptitle(f"Frame latency on {trace} (seed {seed}, model encoder)", fontsize=10)
     return save(fig, out)
 
 
@@ -386,7 +397,7 @@ def write_report(
     }
     step = plot_step(main, img / "cortv-step.png")
     if step is not None:
-        figs["step"] = (step, "Frame latency over time on the 10x step, seed 1")
+        figs["step"] = (step, "Frame latency over time on the 10x step, first seed")
 
     def fig(key: str) -> str:
         if key not in figs:
