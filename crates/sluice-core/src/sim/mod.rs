@@ -283,8 +283,11 @@ pub fn build_encoder(cfg: &RunConfig) -> Result<Box<dyn Encoder>, ConfigError> {
             if m.seed == ModelEncoderConfig::default().seed {
                 m.seed = cfg.seed;
             }
-            // A controller that re-references past dropped frames keeps more references.
-            if let Some(n) = cfg.resolve_scheme()?.encoder_controller.reference_frames() {
+            // A controller that re-references past dropped frames keeps more references (an
+            // unknown scheme is reported by `Simulation::new`).
+            let wanted =
+                cfg.resolve_scheme().ok().and_then(|s| s.encoder_controller.reference_frames());
+            if let Some(n) = wanted {
                 m.reference_frames = m.reference_frames.max(n);
             }
             Ok(Box::new(ModelEncoder::new(m, cfg.fps)))
