@@ -96,6 +96,16 @@ vidaptive-report: build
 	$(PY) -m sluice.analysis.vidaptive results/vidaptive results/vidaptive-x264 \
 		--report-dir docs/results
 
+# Co-RTV §V-B reproduction: the model-encoder matrix of experiments/cortv.toml and the x264
+# subset of experiments/cortv-x264.toml (resumable; about 12 minutes with one job), then
+# docs/results/cortv.md, its runs CSV and PNGs.
+.PHONY: cortv-report
+CORTV_ARGS ?= --jobs 1
+cortv-report: build
+	$(SLUICE) matrix experiments/cortv.toml $(CORTV_ARGS)
+	$(SLUICE) matrix experiments/cortv-x264.toml $(CORTV_ARGS)
+	$(PY) -m sluice.analysis.cortv results/cortv results/cortv-x264 --report-dir docs/results
+
 # The README's two commands in a clean Debian root (debootstrap + chroot, as root; about
 # 15 minutes): proves that setup installs everything a new user lacks. See scripts/check-fresh.sh.
 check-fresh:

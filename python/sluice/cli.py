@@ -99,9 +99,22 @@ def _add_network(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     g.add_argument("--uplink-trace", metavar="U", help="uplink (feedback) trace; default unlimited")
     g.add_argument("--trace-format", choices=("mahimahi", "rate"), help="override format detection")
-    g.add_argument(
+    d = g.add_mutually_exclusive_group()
+    d.add_argument(
         "--delay-ms", type=_nonneg_float, default=None, metavar="D",
         help="one-way propagation delay in each direction (default 20)",
+    )  # fmt: skip
+    d.add_argument(
+        "--bn-delay-ms", type=_nonneg_float, default=None, metavar="D",
+        help="one-way delay between the bottleneck and the receiver, each direction (Co-RTV "
+        "§V-A: 5, an RTT of 10); the same setting as --delay-ms, named for the topology "
+        "with --access-delay-ms",
+    )  # fmt: skip
+    g.add_argument(
+        "--access-delay-ms", type=_nonneg_float, default=None, metavar="D",
+        help="one-way delay between the sender and the bottleneck, each direction: media "
+        "before the queue, the bottleneck's reports and the receiver's feedback on the way "
+        "back (Co-RTV §V-A: 20; default 0)",
     )  # fmt: skip
     q = g.add_mutually_exclusive_group()
     q.add_argument("--queue-bytes", type=_pos_int, metavar="B", help="bottleneck queue, bytes")
@@ -291,8 +304,11 @@ def _load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
 def _overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
     """The network and run options as config overrides (only those given), then --set."""
     out: list[tuple[str, Any]] = []
-    if args.delay_ms is not None:
-        out += [("downlink.delay_ms", args.delay_ms), ("uplink.delay_ms", args.delay_ms)]
+    for d in (args.delay_ms, args.bn_delay_ms):
+        if d is not None:
+            out += [("downlink.delay_ms", d), ("uplink.delay_ms", d)]
+    if args.access_delay_ms is not None:
+        out.append(("downlink.access_delay_ms", args.access_delay_ms))
     if args.queue_bytes is not None:
         out.append(("downlink.queue_bytes", args.queue_bytes))
     if args.queue_packets is not None:
@@ -377,7 +393,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         f"# sluice compare: {args.trace}\n\n"
         f"duration {cfg['duration_s']:g} s, seed {cfg['seed']}, "
         f"one-way delay {cfg['downlink']['delay_ms']:g} ms, "
-        f"queue {_queue_desc(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}\n\n"
+        + (
+            f"sender-bottleneck {cfg['downlink']['access_delay_ms']:g} ms, "
+            if cfg["downlink"].get("access_delay_ms")
+            else ""
+        )
+        + f"queue {_queue_desc(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}\n\n"
     )
     (out / "compare.md").write_text(header + table + "\n", encoding="utf-8")
     (out / "summary.csv").write_text(report.csv_text(named), encoding="utf-8")

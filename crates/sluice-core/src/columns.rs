@@ -67,6 +67,13 @@ impl Columns {
     pub fn time(&mut self, name: &'static str, v: Option<Timestamp>) {
         self.int(name, v.filter(|t| t.is_finite()).map(|t| t.as_us()));
     }
+    /// Sets `name` to `value`: in place if it is there, else at the end.
+    pub fn set(&mut self, name: &'static str, value: Value) {
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => *v = value,
+            None => self.push(name, value),
+        }
+    }
     pub fn get(&self, name: &str) -> Option<Value> {
         self.0.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
     }

@@ -17,9 +17,10 @@
 //! * `latency_all_ms` (Salsify's rule, Vidaptive §5.1): over every capture slot, displayed or
 //!   not: a slot whose frame was never displayed counts until the next frame of a later slot
 //!   was displayed (or the end of the run);
-//! * `loss_rate`: media-path packets dropped by the downlink (queue overflow, random loss or
-//!   a bottleneck policy) over packets that reached it (every kind: video, retransmissions,
-//!   padding);
+//! * `loss_rate`: media-path packets the network lost at the downlink (queue overflow or
+//!   random loss) over packets that reached it (every kind: video, retransmissions, padding);
+//! * `bn_drop_rate`: packets a frame-dropping bottleneck dropped on purpose (Co-RTV) over
+//!   packets that reached the downlink, apart from `loss_rate`;
 //! * `video_bitrate_bps` (Vidaptive §5.1, "the total video bitrate ... at the receiver"): the
 //!   encoded bytes of the frames the receiver completed, over the session; padding,
 //!   retransmitted copies and frames that never arrived whole do not count;
@@ -143,6 +144,8 @@ pub struct Summary {
     pub latency_all_ms: LatencySummary,
     pub fps: f64,
     pub loss_rate: f64,
+    /// Packets a bottleneck dropped on purpose (whole frames), over packets that reached it.
+    pub bn_drop_rate: f64,
     /// Video as received: encoded bytes of the frames the receiver completed, over the
     /// session (see the module documentation).
     pub video_bitrate_bps: f64,
@@ -157,6 +160,8 @@ pub struct Summary {
     pub frames_skipped: u64,
     /// Frames purged from the pacer by the sender.
     pub frames_purged: u64,
+    /// Frames with a packet a bottleneck dropped on purpose.
+    pub frames_bn_dropped: u64,
     pub keyframes: u64,
     pub retransmissions: u64,
     pub padding_bytes: i64,
@@ -178,9 +183,27 @@ pub struct Recorder {
     pub sent_bytes_total: i64,
     /// Bottleneck reports that reached the sender.
     pub bottleneck_reports: u64,
+    /// Times the receiver asked for a keyframe.
+    pub keyframe_requests: u64,
+    /// Whether the bottleneck drops frames on purpose: frames then carry a `bn_dropped`
+    /// column.
+    bottleneck_drops: bool,
 }
 
 impl Recorder {
+    /// A recorder for a run whose bottleneck drops frames: every frame record gets a
+    /// `bn_dropped` column, set by [`Self::on_bottleneck_drop`].
+    pub fn with_bottleneck_drops() -> Recorder {
+        Recorder { bottleneck_drops: true, ..Recorder::default() }
+    }
+
+    /// The bottleneck dropped a packet of `frame_id` on purpose.
+    pub fn on_bottleneck_drop(&mut self, frame_id: u64) {
+        if let Some(f) = self.frames.get_mut(&frame_id) {
+            f.columns.set("bn_dropped", crate::columns::Value::Bool(true));
+        }
+    }
+
     pub fn on_sender_event(&mut self, e: SenderEvent) {
         match e {
             SenderEvent::FrameEncoded {
@@ -195,8 +218,11 @@ impl Recorder {
                 target_rate,
                 packet_count,
                 reference,
-                columns,
+                mut columns,
             } => {
+                if self.bottleneck_drops {
+                    columns.bool("bn_dropped", false);
+                }
                 self.skipped.remove(&source_index);
                 self.frames.insert(
                     frame_id,
@@ -269,7 +295,7 @@ impl Recorder {
                     f.discarded = true;
                 }
             }
-            ReceiverEvent::KeyframeRequested { .. } => {}
+            ReceiverEvent::KeyframeRequested { .. } => self.keyframe_requests += 1,
         }
     }
 
@@ -297,7 +323,10 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LinkTotals {
     pub arrived_packets: u64,
+    /// Every drop, whatever the reason.
     pub dropped_packets: u64,
+    /// Drops a bottleneck policy made on purpose (counted in `dropped_packets` too).
+    pub policy_dropped_packets: u64,
     pub delivered_bytes: i64,
     /// Bytes the trace could deliver over the session.
     pub capacity_bytes: i64,
@@ -444,7 +473,13 @@ pub fn summarize(
         latency_all_ms,
         fps: if duration_s > 0.0 { displayed as f64 / duration_s } else { 0.0 },
         loss_rate: if link.arrived_packets > 0 {
-            link.dropped_packets as f64 / link.arrived_packets as f64
+            link.dropped_packets.saturating_sub(link.policy_dropped_packets) as f64
+                / link.arrived_packets as f64
+        } else {
+            0.0
+        },
+        bn_drop_rate: if link.arrived_packets > 0 {
+            link.policy_dropped_packets as f64 / link.arrived_packets as f64
         } else {
             0.0
         },
@@ -471,6 +506,10 @@ pub fn summarize(
         frames_discarded: frames.iter().filter(|f| f.discarded).count() as u64,
         frames_skipped: skips.len() as u64,
         frames_purged: frames.iter().filter(|f| f.purged).count() as u64,
+        frames_bn_dropped: frames
+            .iter()
+            .filter(|f| f.columns.get("bn_dropped") == Some(crate::columns::Value::Bool(true)))
+            .count() as u64,
         keyframes: frames.iter().filter(|f| f.is_keyframe).count() as u64,
         retransmissions: recorder.retransmissions,
         padding_bytes: recorder.padding_bytes,

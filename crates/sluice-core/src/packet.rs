@@ -46,6 +46,12 @@ pub struct Packet {
     /// The frame this frame references (`None` for a keyframe).
     pub ref_frame_id: Option<u64>,
     pub is_keyframe: bool,
+    /// Co-RTV's "Latest Re-encoded Frame Number" (§III-B2): the first frame of the latest
+    /// drop the sender reacted to when this frame was encoded (`None` before any). A frame-
+    /// dropping bottleneck forwards a packet iff its frame is below the active drop or this
+    /// is at or above it (§III-B4). Carried only by schemes whose bottleneck reads it (4 more
+    /// header bytes, [`crate::link::bottleneck::BottleneckConfig::header_extension`]).
+    pub latest_reencoded: Option<u64>,
     /// On-wire size (payload + RTP header + UDP/IP).
     pub size: DataSize,
     /// When the sender handed it to the network.
@@ -69,6 +75,7 @@ impl Packet {
             packet_count: 0,
             ref_frame_id: None,
             is_keyframe: false,
+            latest_reencoded: None,
             size,
             send_time: now,
             probe_cluster_id: None,

@@ -18,12 +18,21 @@ pub const MAX_PACKETS_PER_FRAME: u16 = crate::receiver::MAX_FRAME_PACKETS;
 pub struct Packetizer {
     flow: FlowId,
     max_payload: DataSize,
+    /// Header bytes on the wire per packet (RTP header, extensions, UDP/IP).
+    overhead: DataSize,
 }
 
 impl Packetizer {
+    /// A packetizer with Sluice's 32-byte RTP header plus UDP/IP ([`PACKET_OVERHEAD`]).
     pub fn new(flow: FlowId, max_payload: DataSize) -> Self {
+        Packetizer::with_overhead(flow, max_payload, PACKET_OVERHEAD)
+    }
+
+    /// A packetizer whose packets carry `overhead` header bytes on the wire (a scheme with
+    /// more header extensions, e.g. Co-RTV's latest-re-encoded frame number).
+    pub fn with_overhead(flow: FlowId, max_payload: DataSize, overhead: DataSize) -> Self {
         assert!(max_payload.as_bytes() > 0, "max_payload must be positive");
-        Packetizer { flow, max_payload }
+        Packetizer { flow, max_payload, overhead }
     }
 
     /// Packets for one frame of `payload` bytes, or `None` if the frame needs more packets
@@ -58,7 +67,8 @@ impl Packetizer {
                     packet_count: count as u16,
                     ref_frame_id,
                     is_keyframe,
-                    size: DataSize::from_bytes(payload) + PACKET_OVERHEAD,
+                    latest_reencoded: None,
+                    size: DataSize::from_bytes(payload) + self.overhead,
                     send_time: now,
                     probe_cluster_id: None,
                     enqueue_time: now,

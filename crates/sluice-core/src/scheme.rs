@@ -35,6 +35,8 @@ pub enum CcConfig {
     Copa(CopaConfig),
     /// RoCC (HotNets '22), window-based, as its reference kernel module.
     Rocc(RoccConfig),
+    /// FDCC (Co-RTV §V-A, Eq. 9): `Rate = Bw - QLen / tau` from an oracle bottleneck's reports.
+    Fdcc(crate::cc::fdcc::FdccConfig),
 }
 
 impl CcConfig {
@@ -52,6 +54,7 @@ impl CcConfig {
             CcConfig::Gcc(c) => Box::new(Gcc::new(c.clone(), now)),
             CcConfig::Copa(c) => Box::new(c.build(now)),
             CcConfig::Rocc(c) => Box::new(c.build(now)),
+            CcConfig::Fdcc(c) => Box::new(c.build()),
         }
     }
 }
@@ -463,7 +466,58 @@ pub fn registry() -> Vec<SchemeInfo> {
                 EncoderControllerConfig::Mae(MaeConfig::default()),
             ),
         },
+        SchemeInfo {
+            name: "fdcc",
+            description: "FDCC (Co-RTV §V-A, Eq. 9): the oracle baseline; the bottleneck reports the trace's actual capacity over the next 50 ms and its queue every RTT_BN, the sender sets Rate = Bw - QLen/tau (tau 50 ms), paced at 2x; ABR + one-frame VBV at Rate; no frame dropping",
+            color: "#7f7f7f",
+            encoder: None,
+            config: SchemeConfig {
+                cc: CcConfig::Fdcc(crate::cc::fdcc::FdccConfig::default()),
+                bottleneck: BottleneckConfig::Fdcc(Default::default()),
+                ..copa_with(CopaConfig::default(), EncoderControllerConfig::OneFrameVbv { filler: false })
+            },
+        },
+        SchemeInfo {
+            name: "co-rtv",
+            description: "Co-RTV (Zhang et al.): the bottleneck drops whole frames whose gain is positive (Alg. 1, alpha 0.5, w 50 ms, k 2), reports {Bw, QLen, D} at once and QLen every RTT_BN, forwards the re-encoded generation (LRF >= D); the sender runs Copa with Co-RTV's two changes, R = SndRate - QLen/tau (tau 50 ms), Eq. 7 on a drop, QSF 0, purges and re-encodes the dropped frames from the frame before D (no keyframe, no retransmission); ABR + one-frame VBV at R; 4 more header bytes per packet",
+            color: "#e6550d",
+            encoder: None,
+            config: SchemeConfig {
+                bottleneck: BottleneckConfig::CoRtv(Default::default()),
+                ..copa_with(
+                    CopaConfig {
+                        mss_bytes: cortv_mss(),
+                        bottleneck_feedback: Some(Default::default()),
+                        ..Default::default()
+                    },
+                    EncoderControllerConfig::CoRtv(Default::default()),
+                )
+            },
+        },
+        SchemeInfo {
+            name: "co-rtv-nofb",
+            description: "Co-RTV without feedback (§V-A, brief A12): the bottleneck drops each frame whose own gain is positive and tells nobody; the sender (plain Copa, ABR + one-frame VBV at its rate) learns of the loss from its receiver and re-references the newest intact frame instead of retransmitting (Salsify)",
+            color: "#fdae6b",
+            encoder: None,
+            config: SchemeConfig {
+                bottleneck: BottleneckConfig::CoRtv(crate::link::frame_drop::CoRtvBottleneckConfig {
+                    feedback: false,
+                    ..Default::default()
+                }),
+                ..copa_with(
+                    CopaConfig { mss_bytes: cortv_mss(), ..Default::default() },
+                    EncoderControllerConfig::LossRecovery(Default::default()),
+                )
+            },
+        },
     ]
+}
+
+/// Copa's MSS with Co-RTV's header: a full packet on the wire, 1200 B payload + 64 B.
+fn cortv_mss() -> i64 {
+    crate::packetizer::DEFAULT_MAX_PAYLOAD
+        + (crate::packet::PACKET_OVERHEAD + crate::link::bottleneck::LATEST_REENCODED_HEADER)
+            .as_bytes()
 }
 
 pub fn lookup(name: &str) -> Option<SchemeInfo> {
@@ -553,6 +607,8 @@ mod tests {
                 // Vidaptive pauses the encoder itself (§3.2); no libwebrtc frame dropping.
                 "vidaptive" | "vidaptive-rocc" | "vidaptive-no-dummy" | "vidaptive-no-pause"
                 | "vidaptive-no-alpha" => FrameDropConfig::default(),
+                // Co-RTV's frames are dropped by its bottleneck, not by libwebrtc's stage.
+                "fdcc" | "co-rtv" | "co-rtv-nofb" => FrameDropConfig::default(),
                 other => panic!("new scheme {other}: decide its frame dropping"),
             };
             assert_eq!(s.config.frame_drop, expected, "{}", s.name);

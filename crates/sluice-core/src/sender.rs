@@ -13,6 +13,17 @@
 //! video packet leaves, so frames purged before they left leave no gap for the receiver to
 //! NACK.
 //!
+//! A frame-dropping bottleneck (Co-RTV, `link/frame_drop.rs`) reports the first frame `D` it
+//! drops: the sender then purges every frame from `D` on from the pacer and the encoder's
+//! output, refuses their retransmission, keeps the losses of their packets away from the
+//! congestion controller (they are not congestion losses of the network), and stamps every
+//! frame it packetizes from then on with `D` as its latest re-encoded frame number
+//! ([`Packet::latest_reencoded`]), so the bottleneck forwards the new generation. The encoder
+//! controller hears the report after that and decides what to re-encode. Packets lost for any
+//! other reason are reported to the encoder controller once per frame
+//! ([`FrameEvent::Lost`], from NACKs and transport feedback), before any retransmission, so a
+//! controller that re-references instead of retransmitting (Salsify) can purge first.
+//!
 //! Congestion control: after every event the controller's [`NetworkControlUpdate`] sets the
 //! pacer's rates and the congestion window; the sender never sends while the bytes in flight
 //! (sent, not yet reported) reach the window, except a keepalive every 500 ms.
@@ -52,6 +63,9 @@ pub struct SenderConfig {
     pub min_keyframe_interval: TimeDelta,
     /// Stop capturing at this time (the session length).
     pub capture_until: Timestamp,
+    /// Header bytes on the wire per media packet: RTP header and extensions plus UDP/IP
+    /// ([`crate::packet::PACKET_OVERHEAD`], more for a scheme with more header extensions).
+    pub packet_overhead: DataSize,
 }
 
 impl Default for SenderConfig {
@@ -63,6 +77,7 @@ impl Default for SenderConfig {
             feedback_history: TimeDelta::from_secs(60),
             min_keyframe_interval: TimeDelta::from_ms(300),
             capture_until: Timestamp::INFINITY,
+            packet_overhead: crate::packet::PACKET_OVERHEAD,
         }
     }
 }
@@ -121,6 +136,8 @@ pub enum SenderEvent {
 struct SentRecord {
     sent: SentPacket,
     reported: bool,
+    /// The frame of a video packet or retransmission.
+    frame_id: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -143,7 +160,9 @@ impl SendHistory {
     fn on_sent(&mut self, p: &Packet, sent: SentPacket) {
         debug_assert_eq!(sent.transport_seq, self.transport_base + self.transport.len() as u64);
         self.in_flight += sent.size;
-        self.transport.push_back(SentRecord { sent, reported: false });
+        let frame_id =
+            matches!(p.kind, PacketKind::Video | PacketKind::Retransmission).then_some(p.frame_id);
+        self.transport.push_back(SentRecord { sent, reported: false, frame_id });
         if p.kind == PacketKind::Video {
             if self.media.is_empty() {
                 self.media_base = p.media_seq;
@@ -163,14 +182,35 @@ impl SendHistory {
         self.media.get_mut(idx as usize)
     }
 
-    fn report(&mut self, transport_seq: u64) -> Option<SentPacket> {
+    /// Marks a packet reported; its send record and frame.
+    fn report(&mut self, transport_seq: u64) -> Option<(SentPacket, Option<u64>)> {
         let idx = transport_seq.checked_sub(self.transport_base)? as usize;
         let r = self.transport.get_mut(idx)?;
         if !r.reported {
             r.reported = true;
             self.in_flight -= r.sent.size;
         }
-        Some(r.sent)
+        Some((r.sent, r.frame_id))
+    }
+
+    /// Packets of frames `from..` sent and not yet reported are no longer in flight (a
+    /// bottleneck dropped them on purpose): they leave the window now instead of when
+    /// feedback reports them missing. Looks at the newest packets only (those frames are
+    /// recent).
+    fn forget_in_flight(&mut self, from: u64) {
+        const LOOK_BACK: usize = 8192;
+        for r in self.transport.iter_mut().rev().take(LOOK_BACK) {
+            if !r.reported && r.frame_id.is_some_and(|f| f >= from) {
+                r.reported = true;
+                self.in_flight -= r.sent.size;
+            }
+        }
+    }
+
+    /// The frame a media sequence number belongs to, if it is still kept.
+    fn frame_of_media(&self, media_seq: u64) -> Option<u64> {
+        let idx = media_seq.checked_sub(self.media_base)?;
+        self.media.get(idx as usize).map(|r| r.packet.frame_id)
     }
 
     /// The oldest frame with a packet kept for retransmission.
@@ -237,6 +277,14 @@ pub struct Sender {
     purge_on_finish: BTreeSet<u64>,
     /// Purged frames: their retransmissions are refused.
     purged: BTreeSet<u64>,
+    /// The latest drop `D` a frame-dropping bottleneck reported (stamped on every frame
+    /// packetized since as its latest re-encoded frame number).
+    latest_reencoded: Option<u64>,
+    /// Frames a bottleneck dropped, as `[from, to)` ranges: losses of their packets are not
+    /// congestion losses.
+    bn_dropped: VecDeque<(u64, u64)>,
+    /// Frames already reported lost to the encoder controller (recent ones).
+    lost_frames: BTreeSet<u64>,
     force_keyframe: bool,
     last_keyframe: Option<Timestamp>,
     last_pacing_rates: (DataRate, DataRate),
@@ -254,6 +302,13 @@ pub struct Sender {
     failure: Option<String>,
 }
 
+/// A controller hands out finitely many orders per event; the bound only stops a faulty one
+/// from hanging the sender.
+const MAX_ORDERS: usize = 4096;
+/// Bottleneck drop ranges remembered (each drop adds one).
+const MAX_BN_DROP_RANGES: usize = 256;
+/// Frames remembered as already reported lost.
+const MAX_LOST_FRAMES_KEPT: usize = 4096;
 /// Retransmissions may use at most the target rate over this window (libwebrtc's
 /// retransmission rate limiter in RtpTransportControllerSend: 1 s at the target rate).
 const RTX_RATE_WINDOW: TimeDelta = TimeDelta::from_secs(1);
@@ -274,7 +329,7 @@ impl Sender {
         controller: Box<dyn EncoderController>,
         now: Timestamp,
     ) -> Self {
-        let packetizer = Packetizer::new(0, config.max_payload);
+        let packetizer = Packetizer::with_overhead(0, config.max_payload, config.packet_overhead);
         let mut s = Sender {
             config,
             cc,
@@ -292,6 +347,9 @@ impl Sender {
             in_pacer: VecDeque::new(),
             purge_on_finish: BTreeSet::new(),
             purged: BTreeSet::new(),
+            latest_reencoded: None,
+            bn_dropped: VecDeque::new(),
+            lost_frames: BTreeSet::new(),
             force_keyframe: false,
             last_keyframe: None,
             last_pacing_rates: (DataRate::ZERO, DataRate::ZERO),
@@ -331,7 +389,7 @@ impl Sender {
     /// allocation does.
     fn media_rate(&self) -> DataRate {
         let payload = self.config.max_payload.as_bytes_f64();
-        let overhead = crate::packet::PACKET_OVERHEAD.as_bytes_f64();
+        let overhead = self.config.packet_overhead.as_bytes_f64();
         self.cc.update().encoder_rate.scale(payload / (payload + overhead))
     }
 
@@ -469,7 +527,7 @@ impl Sender {
                 self.last_keyframe = Some(done.request.capture_time);
             }
             let reference = if frame.is_keyframe { None } else { sub.reference };
-            let Some(packets) = self.packetizer.packetize(
+            let Some(mut packets) = self.packetizer.packetize(
                 frame.frame_id,
                 frame.size,
                 frame.is_keyframe,
@@ -504,6 +562,9 @@ impl Sender {
                     .on_frame_event(&FrameEvent::Purged { frame_id: frame.frame_id }, now);
                 continue;
             }
+            for p in &mut packets {
+                p.latest_reencoded = self.latest_reencoded;
+            }
             self.pacer.on_frame(frame.size, now);
             let head_at = if self.in_pacer.is_empty() { Some(now) } else { None };
             self.in_pacer.push_back(InPacer {
@@ -518,11 +579,19 @@ impl Sender {
         }
     }
 
-    /// Encodes and commands the controller wants now.
+    /// Encodes and commands the controller wants now: encodes, then commands, then the
+    /// encodes a command made possible (a controller holds its re-encodes back until its
+    /// purge ran, or they would be purged too).
     fn poll_controller(&mut self, now: Timestamp) {
-        // A controller hands out finitely many orders per event; the bound only stops a
-        // faulty one from hanging the sender.
-        const MAX_ORDERS: usize = 4096;
+        self.poll_encodes(now);
+        if self.run_commands(now) {
+            self.poll_encodes(now);
+        }
+        self.collect_encoded(now);
+    }
+
+    /// Submits the encodes the controller asks for.
+    fn poll_encodes(&mut self, now: Timestamp) {
         if let Some(latest) = self.next_slot.checked_sub(1) {
             for _ in 0..MAX_ORDERS {
                 let ctx = self.context(now, latest, None);
@@ -530,15 +599,63 @@ impl Sender {
                 self.submit(order.source_index, order.capture_time, order.plan, now);
             }
         }
+    }
+
+    /// Carries out the controller's commands; true if there was any.
+    fn run_commands(&mut self, now: Timestamp) -> bool {
+        let mut ran = false;
         for _ in 0..MAX_ORDERS {
             match self.controller.poll_command() {
                 Some(SenderCommand::PurgeFrames { from_frame_id }) => {
-                    self.purge(from_frame_id, now)
+                    self.purge(from_frame_id, now);
+                    ran = true;
                 }
                 None => break,
             }
         }
-        self.collect_encoded(now);
+        ran
+    }
+
+    /// A frame-dropping bottleneck drops every frame from `d` on that was encoded before the
+    /// sender heard of it: purge them here too, keep their losses from the congestion
+    /// controller, refuse their retransmission, and stamp the next generation with `d`.
+    fn on_bottleneck_drop(&mut self, d: u64, now: Timestamp) {
+        if self.latest_reencoded.is_some_and(|l| d <= l) {
+            return; // already handled (D only grows)
+        }
+        if d < self.next_frame_id {
+            self.bn_dropped.push_back((d, self.next_frame_id));
+            while self.bn_dropped.len() > MAX_BN_DROP_RANGES {
+                self.bn_dropped.pop_front();
+            }
+            self.purge(d, now);
+            self.history.forget_in_flight(d);
+        }
+        self.latest_reencoded = Some(d);
+    }
+
+    /// Whether a bottleneck reported this frame dropped.
+    fn dropped_at_bottleneck(&self, frame_id: u64) -> bool {
+        self.bn_dropped.iter().any(|&(from, to)| (from..to).contains(&frame_id))
+    }
+
+    /// Tells the controller, once per frame, that a packet of these frames was lost (frames a
+    /// bottleneck dropped are not news); then runs the commands it gives.
+    fn notify_lost(&mut self, frames: impl IntoIterator<Item = u64>, now: Timestamp) {
+        let mut any = false;
+        for f in frames {
+            if self.dropped_at_bottleneck(f) || !self.lost_frames.insert(f) {
+                continue;
+            }
+            any = true;
+            self.controller.on_frame_event(&FrameEvent::Lost { frame_id: f }, now);
+        }
+        while self.lost_frames.len() > MAX_LOST_FRAMES_KEPT {
+            self.lost_frames.pop_first();
+        }
+        if any {
+            self.run_commands(now);
+        }
     }
 
     /// Removes frames `from_frame_id..` from the pacer and the encoder's output.
@@ -619,7 +736,12 @@ impl Sender {
     pub fn handle_feedback(&mut self, feedback: Feedback, now: Timestamp) {
         match feedback {
             Feedback::Transport(fb) => self.on_transport_feedback(&fb, now),
-            Feedback::Nack { media_seqs, .. } => self.on_nack(&media_seqs, now),
+            Feedback::Nack { media_seqs, .. } => {
+                let frames: BTreeSet<u64> =
+                    media_seqs.iter().filter_map(|&s| self.history.frame_of_media(s)).collect();
+                self.notify_lost(frames, now);
+                self.on_nack(&media_seqs, now)
+            }
             Feedback::KeyframeRequest { .. } => {
                 let recent =
                     self.last_keyframe.is_some_and(|t| now - t < self.config.min_keyframe_interval);
@@ -628,6 +750,9 @@ impl Sender {
                 }
             }
             Feedback::Bottleneck(report) => {
+                if let Some(d) = report.drop_from {
+                    self.on_bottleneck_drop(d, now);
+                }
                 self.cc.on_bottleneck_report(&report, now);
                 self.controller.on_bottleneck_report(&report, now);
                 self.events.push_back(SenderEvent::BottleneckReport { report, received: now });
@@ -640,10 +765,20 @@ impl Sender {
     fn on_transport_feedback(&mut self, fb: &TransportFeedback, now: Timestamp) {
         let prior_in_flight = self.history.in_flight;
         let mut packets = Vec::with_capacity(fb.packets.len());
+        let mut lost = BTreeSet::new();
         for report in &fb.packets {
-            let Some(sent) = self.history.report(report.transport_seq) else { continue };
+            let Some((sent, frame)) = self.history.report(report.transport_seq) else { continue };
+            if report.arrival_time.is_none() {
+                if let Some(f) = frame {
+                    if self.dropped_at_bottleneck(f) {
+                        continue; // dropped by the bottleneck on purpose: not a network loss
+                    }
+                    lost.insert(f);
+                }
+            }
             packets.push(PacketResult { sent, receive_time: report.arrival_time, rtt: None });
         }
+        self.notify_lost(lost, now);
         let rtt = self.rtt.on_feedback(&mut packets, fb.hold_time, now);
         if packets.is_empty() {
             return;

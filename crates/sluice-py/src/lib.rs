@@ -82,7 +82,14 @@ impl PyTrace {
 fn make_encoder(config: &RunConfig) -> PyResult<Box<dyn sluice_core::encoder::Encoder>> {
     match &config.encoder {
         sluice_core::sim::EncoderConfig::X264(s) => {
-            sluice_x264::sim_encoder::X264SimEncoder::open(s, config.fps)
+            let mut s = s.clone();
+            // A controller that re-references past dropped frames keeps more references.
+            let scheme =
+                config.resolve_scheme().map_err(|e| PyValueError::new_err(e.to_string()))?;
+            if let Some(n) = scheme.encoder_controller.reference_frames() {
+                s.refs = s.refs.max(n);
+            }
+            sluice_x264::sim_encoder::X264SimEncoder::open(&s, config.fps)
                 .map(|e| Box::new(e) as Box<dyn sluice_core::encoder::Encoder>)
                 .map_err(|e| PyValueError::new_err(e.to_string()))
         }

@@ -77,6 +77,17 @@
 //! no RTT to its loss call, so every ACK that reveals a loss doubles it), `delta` never above
 //! the configured one.
 //!
+//! **Co-RTV's two changes** (Co-RTV §III-C, "Congestion control"; off unless
+//! [`CopaConfig::bottleneck_feedback`] is set, as in the `co-rtv` scheme): (a) "when the sender
+//! observes an increase in RTT within a threshold while the BN's queue length remains nearly
+//! unchanged, it maintains the current bandwidth instead of reducing it": while the last two
+//! bottleneck reports' queue lengths differ by at most `hold_queue_change` of the older one
+//! (or `hold_queue_slack_bytes`) and `d_q <= hold_rtt_rise_ms`, the window does not step down
+//! (brief A10; the paper gives no threshold); (b) "after receiving the feedback of frame
+//! dropping, the bandwidth will be updated to that fed back by the BN": on a report with a new
+//! drop `D` and a rate `Bw`, `W = Bw x srtt` (so the target `W / srtt` is `Bw`), slow start
+//! ends and the velocity restarts at 1.
+//!
 //! **Left out**: the other genericCC utility modes (pFabric, bounded delay, TCP cooperation);
 //! mvfst's immediate velocity reset when the per-ACK direction flips while `v > 1`, its
 //! cwnd-comparison direction and its slow start doubling once per srtt; any reaction to
@@ -173,6 +184,36 @@ pub struct CopaConfig {
     /// the window up again (`d_q` below Copa's switch point `1 / (delta x rate)`). MAE leaves
     /// the threshold open; `None` (default): no signal. Copa's own rules never read it.
     pub pre_reaction_queuing_delay_ms: Option<f64>,
+    /// Co-RTV's changes (§III-C) driven by a bottleneck's reports; `None` (default): Copa as
+    /// its reference code, reports ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck_feedback: Option<CopaBottleneckFeedback>,
+}
+
+/// Co-RTV's two changes to Copa (Co-RTV §III-C; see the module documentation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CopaBottleneckFeedback {
+    /// (b): set the rate to the bottleneck's `Bw` when it reports a new drop.
+    pub rate_on_drop: bool,
+    /// (a): the queuing delay `d_q` up to which a window decrease is held (brief A10: 10 ms).
+    pub hold_rtt_rise_ms: f64,
+    /// (a): "nearly unchanged" queue: the last two reports differ by at most this share of
+    /// the older one (brief A10: 10 %) ...
+    pub hold_queue_change: f64,
+    /// ... or by at most this many bytes (two full packets), so an empty queue counts.
+    pub hold_queue_slack_bytes: i64,
+}
+
+impl Default for CopaBottleneckFeedback {
+    fn default() -> Self {
+        CopaBottleneckFeedback {
+            rate_on_drop: true,
+            hold_rtt_rise_ms: 10.0,
+            hold_queue_change: 0.1,
+            hold_queue_slack_bytes: 2 * 1264,
+        }
+    }
 }
 
 impl Default for CopaConfig {
@@ -199,6 +240,7 @@ impl Default for CopaConfig {
             loss_min_packets: 20.0,
             loss_decrease_factor: 0.7,
             competitive_mode: false,
+            bottleneck_feedback: None,
             pre_reaction_queuing_delay_ms: None,
         }
     }
@@ -272,6 +314,15 @@ pub struct Copa {
     recent_max_neg: WindowedMin,
     delta_updated_at: Option<Timestamp>,
     delta_loss_at: Option<Timestamp>,
+    // Co-RTV's changes.
+    /// The queue length of the latest bottleneck report.
+    bn_queue: Option<DataSize>,
+    /// Whether the last two reports showed a nearly unchanged queue.
+    bn_queue_steady: bool,
+    /// The latest drop acted on.
+    bn_drop: Option<u64>,
+    /// Window decreases held back so far (a debug column).
+    bn_holds: u64,
 }
 
 /// `v` if it is finite, else `fallback` (configurations are user input).
@@ -323,6 +374,10 @@ impl Copa {
             recent_max_neg: WindowedMin::default(),
             delta_updated_at: None,
             delta_loss_at: None,
+            bn_queue: None,
+            bn_queue_steady: false,
+            bn_drop: None,
+            bn_holds: 0,
             config,
         };
         copa.window = copa.clamp_window(copa.config.initial_window_packets * mss);
@@ -517,6 +572,10 @@ impl Copa {
         self.velocity = self.velocity.max(1.0);
         let step = acked * self.velocity / (self.delta * w) * self.mss;
         self.last_step_up = w < target;
+        if w >= target && self.holds_decrease() {
+            self.bn_holds += 1;
+            return;
+        }
         if w < target {
             self.net_direction += acked;
             self.window = self.clamp_window(self.window + step);
@@ -524,6 +583,16 @@ impl Copa {
             self.net_direction -= acked;
             self.window = self.clamp_window(self.window - step);
         }
+    }
+
+    /// Co-RTV's change (a): the window does not step down while the RTT rose by at most the
+    /// threshold and the bottleneck's queue stayed nearly unchanged.
+    fn holds_decrease(&self) -> bool {
+        let Some(cfg) = &self.config.bottleneck_feedback else { return false };
+        let small_rise = self
+            .queuing_delay()
+            .is_some_and(|d| d <= TimeDelta::from_ms_f64(finite_or(cfg.hold_rtt_rise_ms, 0.0)));
+        self.bn_queue_steady && small_rise
     }
 
     /// MAE's signal after one ACK at `feedback_time` (sender clock).
@@ -617,6 +686,28 @@ impl CongestionController for Copa {
         }
     }
 
+    fn on_bottleneck_report(&mut self, report: &crate::packet::BottleneckReport, _now: Timestamp) {
+        let Some(cfg) = self.config.bottleneck_feedback.clone() else { return };
+        let q = report.queue.max(DataSize::ZERO);
+        if let Some(prev) = self.bn_queue {
+            let change = (q - prev).as_bytes().abs() as f64;
+            let allowed = (finite_or(cfg.hold_queue_change, 0.0) * prev.as_bytes() as f64)
+                .max(cfg.hold_queue_slack_bytes as f64);
+            self.bn_queue_steady = change <= allowed;
+        }
+        self.bn_queue = Some(q);
+        if let (true, Some(d), Some(bw)) = (cfg.rate_on_drop, report.drop_from, report.rate) {
+            if self.bn_drop.is_none_or(|last| d > last) {
+                self.bn_drop = Some(d);
+                let srtt = self.smoothed_rtt().unwrap_or_else(|| self.initial_rtt());
+                let bytes = bw.as_bps_f64() / 8.0 * srtt.as_secs_f64();
+                self.window = self.clamp_window(bytes);
+                self.slow_start = false;
+                self.velocity = 1.0;
+            }
+        }
+    }
+
     fn poll_probe_cluster(&mut self, _now: Timestamp) -> Option<ProbeClusterConfig> {
         None
     }
@@ -641,6 +732,10 @@ impl CongestionController for Copa {
         out.size("cc_target_window_bytes", self.target_window());
         out.bool("cc_slow_start", self.slow_start);
         out.float("cc_delta", Some(self.delta));
+        if self.config.bottleneck_feedback.is_some() {
+            out.bool("cc_bn_queue_steady", self.bn_queue_steady);
+            out.int("cc_bn_holds", Some(self.bn_holds as i64));
+        }
     }
 }
 
@@ -929,6 +1024,80 @@ mod tests {
         d.copa.period_start = Some(Timestamp::from_us(RX_OFFSET_US));
         d.ack(0.0, 50.0);
         assert_eq!(d.copa.velocity(), 1.0);
+    }
+
+    fn bn_report(
+        queue: i64,
+        drop_from: Option<u64>,
+        rate_mbps: i64,
+    ) -> crate::packet::BottleneckReport {
+        crate::packet::BottleneckReport {
+            flow: 0,
+            seq: 0,
+            time: Timestamp::ZERO,
+            queue: DataSize::from_bytes(queue),
+            rate: drop_from.map(|_| DataRate::from_mbps(rate_mbps)),
+            drop_from,
+        }
+    }
+
+    #[test]
+    fn co_rtv_changes_hold_on_a_steady_queue_and_take_the_bottleneck_rate_on_a_drop() {
+        let cortv =
+            CopaConfig { bottleneck_feedback: Some(Default::default()), ..Default::default() };
+        // W = 30 packets, min RTT 50 ms, then RTT 55 ms: d_q = 5 ms, W* = 55 / (0.5 x 5) = 22
+        // packets < W, so plain Copa steps down.
+        let setup = |config: CopaConfig, queues: &[i64]| {
+            let mut d = Driver::steady(config, 30.0);
+            d.ack(0.0, 50.0);
+            for &q in queues {
+                d.copa.on_bottleneck_report(&bn_report(q, None, 0), Timestamp::ZERO);
+            }
+            let w0 = d.w_bytes();
+            d.ack(1000.0, 55.0);
+            assert!(d.copa.target_window().is_some_and(|t| t.as_bytes() < 23 * MSS));
+            (w0, d)
+        };
+        let (w0, plain) = setup(CopaConfig::default(), &[20_000, 20_500]);
+        assert!(plain.w_bytes() < w0, "reports ignored without the option");
+        // (a) two reports 2.5 % apart (within 10 %): held.
+        let (w0, held) = setup(cortv.clone(), &[20_000, 20_500]);
+        assert_eq!(held.w_bytes(), w0);
+        assert_eq!(held.copa.bn_holds, 1);
+        // ... a queue that grew 50 %: steps down.
+        let (w0, moved) = setup(cortv.clone(), &[20_000, 30_000]);
+        assert!(moved.w_bytes() < w0);
+        // ... an empty queue twice (within the two-packet slack): held.
+        let (w0, empty) = setup(cortv.clone(), &[0, 0]);
+        assert_eq!(empty.w_bytes(), w0);
+        // ... one report only: nothing to compare, steps down.
+        let (w0, one) = setup(cortv.clone(), &[20_000]);
+        assert!(one.w_bytes() < w0);
+        // ... an RTT rise above 10 ms (d_q = 15 ms) with a steady queue: steps down.
+        let mut d = Driver::steady(cortv.clone(), 30.0);
+        d.ack(0.0, 50.0);
+        d.copa.on_bottleneck_report(&bn_report(20_000, None, 0), Timestamp::ZERO);
+        d.copa.on_bottleneck_report(&bn_report(20_000, None, 0), Timestamp::ZERO);
+        let w0 = d.w_bytes();
+        d.ack(1000.0, 65.0);
+        assert!(d.w_bytes() < w0);
+
+        // (b) a drop report sets W = Bw x srtt (target rate Bw), once per D.
+        let mut d = Driver::steady(cortv, 30.0);
+        d.ack(0.0, 50.0);
+        d.ack(10.0, 50.0);
+        d.copa.velocity = 4.0;
+        let srtt = d.copa.smoothed_rtt().unwrap();
+        d.copa.on_bottleneck_report(&bn_report(5_000, Some(40), 2), Timestamp::ZERO);
+        let expect = 2e6 / 8.0 * srtt.as_secs_f64();
+        assert!((d.w_bytes() - expect).abs() < 1e-6, "{} vs {expect}", d.w_bytes());
+        assert_eq!(d.copa.velocity(), 1.0);
+        assert!(!d.copa.slow_start);
+        d.copa.window = 30.0 * MSS as f64;
+        d.copa.on_bottleneck_report(&bn_report(5_000, Some(40), 1), Timestamp::ZERO);
+        assert_eq!(d.w_bytes(), 30.0 * MSS as f64, "the same D again changes nothing");
+        d.copa.on_bottleneck_report(&bn_report(5_000, Some(41), 1), Timestamp::ZERO);
+        assert!((d.w_bytes() - expect / 2.0).abs() < 1e-6, "a later D: the new Bw");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! pacer shares.
 
 pub mod copa;
+pub mod fdcc;
 pub mod gcc;
 pub mod rocc;
 pub mod rtt;

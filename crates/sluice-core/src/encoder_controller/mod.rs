@@ -7,7 +7,9 @@
 //! them with libwebrtc's frame dropping ([`frame_dropper`], congestion-window drops).
 
 pub mod ace_c;
+pub mod co_rtv;
 pub mod frame_dropper;
+pub mod loss_recovery;
 pub mod mae;
 pub mod vidaptive;
 pub mod vidaptive_alpha;
@@ -126,6 +128,10 @@ pub enum FrameEvent {
     Purged { frame_id: u64 },
     /// A capture slot the controller skipped.
     Skipped { source_index: u64 },
+    /// A packet of the frame did not reach the receiver (a NACK or transport feedback said
+    /// so), for a reason the sender was not told of (frames a bottleneck reported dropping are
+    /// not announced); once per frame, before any retransmission of it.
+    Lost { frame_id: u64 },
 }
 
 /// A request from the encoder controller to the sender.
@@ -184,6 +190,12 @@ pub enum EncoderControllerConfig {
     },
     /// ACE-C: complexity level per frame from the SATD size prediction (ACE §4.2).
     AceC(ace_c::AceCConfig),
+    /// Co-RTV's sender (§III-C): `R = SndRate - QLen / tau` on the bottleneck's reports,
+    /// Eq. 7 and Eq. 8 on a drop, the dropped frames re-encoded from the frame before D.
+    CoRtv(co_rtv::CoRtvConfig),
+    /// Re-referencing instead of retransmission after a loss (Salsify; the sender of Co-RTV's
+    /// "w/o fb" baseline).
+    LossRecovery(loss_recovery::LossRecoveryConfig),
     /// MAE: the VBV buffer tightens while the congestion controller pre-signals a drop
     /// (MAE §4, §5.1).
     Mae(mae::MaeConfig),
@@ -215,6 +227,8 @@ impl EncoderControllerConfig {
                 Box::new(OneFrameVbv { filler: *filler })
             }
             EncoderControllerConfig::AceC(c) => Box::new(ace_c::AceC::new(c.clone())),
+            EncoderControllerConfig::CoRtv(c) => Box::new(c.build()),
+            EncoderControllerConfig::LossRecovery(c) => Box::new(c.build()),
             EncoderControllerConfig::Mae(c) => Box::new(mae::Mae::new(c.clone())),
             EncoderControllerConfig::Vidaptive(c) => Box::new(c.build()),
         }
@@ -230,7 +244,19 @@ impl EncoderControllerConfig {
             }
             EncoderControllerConfig::Mae(c) => c.validate(),
             EncoderControllerConfig::Vidaptive(c) => c.validate(),
+            EncoderControllerConfig::CoRtv(c) => c.validate(),
+            EncoderControllerConfig::LossRecovery(c) => c.validate(),
             _ => Ok(()),
+        }
+    }
+
+    /// The reference frames the encoder must keep at least for this controller (one that
+    /// re-references past dropped frames needs several), if it asks for any.
+    pub fn reference_frames(&self) -> Option<u32> {
+        match self {
+            EncoderControllerConfig::CoRtv(c) => Some(c.reference_frames),
+            EncoderControllerConfig::LossRecovery(c) => Some(c.reference_frames),
+            _ => None,
         }
     }
 }

@@ -255,7 +255,8 @@ impl EncoderController for Vidaptive {
             FrameEvent::Purged { frame_id } => {
                 self.in_flight.remove(&frame_id);
             }
-            FrameEvent::Skipped { .. } => {}
+            // A lost frame was still serviced by the pacer: alpha keeps its sample.
+            FrameEvent::Skipped { .. } | FrameEvent::Lost { .. } => {}
         }
     }
 }

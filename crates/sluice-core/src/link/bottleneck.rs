@@ -3,10 +3,12 @@
 //! far, remove packets and report to the sender over the bottleneck's own path (the link's
 //! report port), through the [`QueueDiscipline`] seam.
 
+use super::frame_drop::CoRtvBottleneckConfig;
+use super::oracle::FdccReportConfig;
 use super::{DropReason, DropTail, QueueDiscipline, QueueLimit, QueueView, Queued};
 use crate::columns::Columns;
 use crate::packet::{BottleneckReport, Datagram, Feedback, FlowId};
-use crate::units::{TimeDelta, Timestamp};
+use crate::units::{DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -29,7 +31,35 @@ pub enum BottleneckConfig {
         #[serde(default = "default_rate_window_ms")]
         rate_window_ms: f64,
     },
+    /// Co-RTV's frame-dropping bottleneck (§III-B, Alg. 1; `link/frame_drop.rs`): drops whole
+    /// frames whose gain is positive, recovers forwarding by the latest-re-encoded rule and
+    /// reports `{Bw, QLen, D}` on a drop and `QLen` every `RTT_BN`.
+    CoRtv(CoRtvBottleneckConfig),
+    /// FDCC's oracle (§V-A, Eq. 9; `link/oracle.rs`): drop-tail that reports the trace's
+    /// actual future capacity and the queue every `RTT_BN`.
+    Fdcc(FdccReportConfig),
 }
+
+/// What a bottleneck behaviour knows about its run besides the queue: the frame rate and its
+/// path's round trip to the sender.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BottleneckEnv {
+    /// The video's frame rate (Co-RTV's FR).
+    pub fps: f64,
+    /// The round trip between the bottleneck and the sender (Co-RTV's `RTT_BN`): twice the
+    /// sender-bottleneck delay in the simulator.
+    pub rtt_to_sender: TimeDelta,
+}
+
+impl Default for BottleneckEnv {
+    fn default() -> Self {
+        BottleneckEnv { fps: 30.0, rtt_to_sender: TimeDelta::ZERO }
+    }
+}
+
+/// The header extension Co-RTV adds to every media packet: the latest re-encoded frame
+/// number, one 4-byte RTP header-extension element (§III-B2; brief M3: 32 -> 36 bytes).
+pub const LATEST_REENCODED_HEADER: DataSize = DataSize::from_bytes(4);
 
 fn default_report_interval_ms() -> f64 {
     100.0
@@ -39,9 +69,25 @@ fn default_rate_window_ms() -> f64 {
 }
 
 impl BottleneckConfig {
-    /// The queue discipline for a bottleneck with queue limit `limit` serving `flow`.
+    /// The queue discipline for a bottleneck with queue limit `limit` serving `flow`, with
+    /// [`BottleneckEnv::default`].
     pub fn build(&self, limit: QueueLimit, flow: FlowId) -> Box<dyn QueueDiscipline> {
+        self.build_in(limit, flow, BottleneckEnv::default())
+    }
+
+    /// The queue discipline for a bottleneck with queue limit `limit` serving `flow` in a run
+    /// described by `env`.
+    pub fn build_in(
+        &self,
+        limit: QueueLimit,
+        flow: FlowId,
+        env: BottleneckEnv,
+    ) -> Box<dyn QueueDiscipline> {
         match self {
+            BottleneckConfig::CoRtv(c) => {
+                Box::new(c.build(limit, flow, env.fps, env.rtt_to_sender))
+            }
+            BottleneckConfig::Fdcc(c) => Box::new(c.build(limit, flow, env.rtt_to_sender)),
             BottleneckConfig::DropTail => Box::new(DropTail { limit }),
             BottleneckConfig::QueueReport { interval_ms, rate_window_ms } => {
                 Box::new(QueueReporter {
@@ -60,19 +106,45 @@ impl BottleneckConfig {
 
     /// Whether the bottleneck sends anything to the sender.
     pub fn reports(&self) -> bool {
-        !matches!(self, BottleneckConfig::DropTail)
+        match self {
+            BottleneckConfig::DropTail => false,
+            BottleneckConfig::CoRtv(c) => c.feedback,
+            BottleneckConfig::QueueReport { .. } | BottleneckConfig::Fdcc(_) => true,
+        }
+    }
+
+    /// Whether the bottleneck drops frames on purpose (its drops are counted apart from
+    /// network loss: `bn_drop_rate`).
+    pub fn drops_frames(&self) -> bool {
+        matches!(self, BottleneckConfig::CoRtv(_))
+    }
+
+    /// Header bytes the scheme's media packets carry beyond Sluice's RTP header for this
+    /// bottleneck to read: Co-RTV's latest re-encoded frame number (4 bytes); nothing for the
+    /// others, whose packets keep their size.
+    pub fn header_extension(&self) -> DataSize {
+        match self {
+            BottleneckConfig::CoRtv(_) => LATEST_REENCODED_HEADER,
+            _ => DataSize::ZERO,
+        }
     }
 
     /// A configuration mistake, if any.
     pub fn validate(&self) -> Result<(), String> {
-        if let BottleneckConfig::QueueReport { interval_ms, rate_window_ms } = self {
-            for (name, v) in [("interval_ms", interval_ms), ("rate_window_ms", rate_window_ms)] {
-                if !(v.is_finite() && *v >= 1.0 && *v <= 60_000.0) {
-                    return Err(format!("bottleneck.{name} must be in [1, 60000], got {v}"));
+        match self {
+            BottleneckConfig::QueueReport { interval_ms, rate_window_ms } => {
+                for (name, v) in [("interval_ms", interval_ms), ("rate_window_ms", rate_window_ms)]
+                {
+                    if !(v.is_finite() && *v >= 1.0 && *v <= 60_000.0) {
+                        return Err(format!("bottleneck.{name} must be in [1, 60000], got {v}"));
+                    }
                 }
+                Ok(())
             }
+            BottleneckConfig::CoRtv(c) => c.validate(),
+            BottleneckConfig::Fdcc(c) => c.validate(),
+            BottleneckConfig::DropTail => Ok(()),
         }
-        Ok(())
     }
 }
 

@@ -17,7 +17,10 @@
 //! `now` passed to the `handle_*`/`poll_*` calls must not go backwards; an earlier `now` is
 //! treated as the latest one seen.
 
+pub mod bandwidth;
 pub mod bottleneck;
+pub mod frame_drop;
+pub mod oracle;
 pub mod trace;
 pub mod trace_gen;
 
@@ -184,6 +187,21 @@ impl QueueView<'_> {
     pub fn capacity_between(&self, t0: Timestamp, t1: Timestamp) -> Option<DataSize> {
         self.trace.map(|t| t.capacity_between(t0, t1.min(self.now)))
     }
+    /// Bytes the link will be able to serve in `[t0, t1)`, future included: the trace's
+    /// capacity as an oracle knows it. Only the FDCC oracle (`link/oracle_report.rs`, Co-RTV
+    /// §V-A Eq. 9) may call this; every other behaviour uses [`Self::capacity_between`].
+    pub fn oracle_capacity_between(&self, t0: Timestamp, t1: Timestamp) -> Option<DataSize> {
+        self.trace.map(|t| t.capacity_between(t0, t1))
+    }
+    /// A view of `queue` at `now` with nothing in transit (unit tests of disciplines).
+    #[cfg(test)]
+    pub(crate) fn for_test<'a>(
+        queue: &'a mut PacketQueue,
+        trace: Option<&'a Trace>,
+        now: Timestamp,
+    ) -> QueueView<'a> {
+        QueueView { queue, in_transit: None, trace, now }
+    }
     /// Bytes still to serialise: the queue and the rest of the packet in transit.
     pub fn backlog(&self) -> DataSize {
         self.queue.bytes() + self.in_transit.map_or(DataSize::ZERO, |(_, left)| left)
@@ -223,6 +241,11 @@ pub trait QueueDiscipline: std::fmt::Debug + Send {
     }
     /// Named state for the time series (`bn_*`).
     fn debug_columns(&self, _out: &mut crate::columns::Columns) {}
+    /// The discipline as `Any`, for tests and scenarios that inspect a concrete one
+    /// ([`Link::discipline_as`]); `None` by default.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// Drop-tail against a [`QueueLimit`].
@@ -400,6 +423,12 @@ impl Link {
     /// The next report of the queue discipline for the sender (the link's report port).
     pub fn poll_report(&mut self) -> Option<Datagram> {
         self.discipline.poll_report()
+    }
+
+    /// The queue discipline as its concrete type, if it is one and lets itself be seen
+    /// ([`QueueDiscipline::as_any`]).
+    pub fn discipline_as<T: std::any::Any>(&self) -> Option<&T> {
+        self.discipline.as_any()?.downcast_ref()
     }
 
     /// The queue discipline's named state.

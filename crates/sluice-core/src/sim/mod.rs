@@ -9,21 +9,24 @@
 //! sender -> [access delay] -> downlink (bottleneck: queue + trace + delay) -> receiver
 //!   ^                              | reports (bottleneck behaviours that send them)
 //!   |                              v
-//!   +---- [access delay, back] <---+
-//!   +---- uplink (feedback) <---------------------------------------------- receiver
+//!   +---- [access delay, back] <---+---- uplink (feedback) <--------------- receiver
 //! ```
 //!
-//! The access delay (sender to bottleneck, `downlink.access_delay_ms`) and its way back exist
-//! only when set; without them the network is the four nodes it always was, in the same order,
-//! so results do not change.
+//! The access delay (sender to bottleneck, `downlink.access_delay_ms`; Co-RTV's
+//! sender-bottleneck delay) and its way back exist only when set: the bottleneck's reports
+//! and the receiver's feedback (after the uplink, receiver to bottleneck) both cross it back.
+//! Without it the network is the four nodes it always was, in the same order, so results do
+//! not change.
 
 pub mod network;
 
 use crate::encoder::model::{ModelEncoder, ModelEncoderConfig};
 use crate::encoder::{Encoder, InlineEncoder};
+use crate::link::bottleneck::BottleneckEnv;
 use crate::link::trace::Trace;
-use crate::link::{Link, LinkConfig, LinkRate, QueueLimit};
+use crate::link::{DropReason, Link, LinkConfig, LinkRate, QueueLimit};
 use crate::metrics::{self, FrameRecord, LinkTotals, Recorder, Sample, SkipRecord, Summary};
+use crate::packet::PacketKind;
 use crate::receiver::{Receiver, ReceiverConfig};
 use crate::rng::Rng;
 use crate::scheme::SchemeConfig;
@@ -46,7 +49,8 @@ pub struct PathConfig {
     /// One-way propagation delay, after the queue.
     pub delay_ms: f64,
     /// One-way delay from the sender to the bottleneck queue (Co-RTV's sender-bottleneck
-    /// delay); reports of the bottleneck take the same delay back. Downlink only.
+    /// delay); the bottleneck's reports and the receiver's feedback take the same delay back
+    /// (the uplink's `delay_ms` is then receiver to bottleneck). Downlink only.
     pub access_delay_ms: f64,
     /// IID random loss probability.
     pub loss: f64,
@@ -248,6 +252,8 @@ pub struct RunResult {
     pub skips: Vec<SkipRecord>,
     pub samples: Vec<Sample>,
     pub summary: Summary,
+    /// Times the receiver asked for a keyframe (not in the summary, whose keys stay fixed).
+    pub keyframe_requests: u64,
 }
 
 pub struct Simulation {
@@ -279,6 +285,13 @@ pub fn build_encoder(cfg: &RunConfig) -> Result<Box<dyn Encoder>, ConfigError> {
             if m.seed == ModelEncoderConfig::default().seed {
                 m.seed = cfg.seed;
             }
+            // A controller that re-references past dropped frames keeps more references (an
+            // unknown scheme is reported by `Simulation::new`).
+            let wanted =
+                cfg.resolve_scheme().ok().and_then(|s| s.encoder_controller.reference_frames());
+            if let Some(n) = wanted {
+                m.reference_frames = m.reference_frames.max(n);
+            }
             Ok(Box::new(ModelEncoder::new(m, cfg.fps)))
         }
         EncoderConfig::X264(_) => Err(ConfigError(
@@ -306,6 +319,8 @@ impl Simulation {
                 fps: cfg.fps,
                 max_payload: DataSize::from_bytes(cfg.max_payload_bytes),
                 capture_until: capture_end,
+                packet_overhead: crate::packet::PACKET_OVERHEAD
+                    + scheme.bottleneck.header_extension(),
                 ..Default::default()
             },
             cc,
@@ -323,17 +338,21 @@ impl Simulation {
             now,
         );
         let downlink_limit = RunConfig::link_config(&cfg.downlink, None).queue;
+        let access = TimeDelta::from_ms_f64(cfg.downlink.access_delay_ms);
+        let env = BottleneckEnv { fps: cfg.fps, rtt_to_sender: access * 2 };
         let mut downlink = Link::with_discipline(
             RunConfig::link_config(&cfg.downlink, downlink_trace.clone()),
             Rng::fork(cfg.seed, "downlink"),
-            scheme.bottleneck.build(downlink_limit, 0),
+            scheme.bottleneck.build_in(downlink_limit, 0, env),
         );
         let mut uplink = Link::new(
             RunConfig::link_config(&cfg.uplink, uplink_trace),
             Rng::fork(cfg.seed, "uplink"),
         );
-        // Drops are counted in the link stats; the per-packet log is not needed here.
-        downlink.set_drop_log(false);
+        // Drops are counted in the link stats; the per-packet log is needed only to mark the
+        // frames a bottleneck drops on purpose.
+        let bottleneck_drops = scheme.bottleneck.drops_frames();
+        downlink.set_drop_log(bottleneck_drops);
         uplink.set_drop_log(false);
 
         let mut net = Network::default();
@@ -343,8 +362,6 @@ impl Simulation {
         let up = net.add("uplink", Box::new(uplink));
         net.connect(down, OUT, rx, IN);
         net.connect(rx, OUT, up, IN);
-        net.connect(up, OUT, tx, IN);
-        let access = TimeDelta::from_ms_f64(cfg.downlink.access_delay_ms);
         let delay_line = |name: &str| {
             let mut l = Link::new(
                 LinkConfig { delay: access, ..LinkConfig::default() },
@@ -357,10 +374,14 @@ impl Simulation {
             let a = net.add("access", Box::new(delay_line("access")));
             net.connect(tx, OUT, a, IN);
             net.connect(a, OUT, down, IN);
+            // The way back: the bottleneck's reports, and the receiver's feedback after the
+            // uplink (receiver to bottleneck) crossed it too.
             let back = net.add("bottleneck-report-path", Box::new(delay_line("report-path")));
             net.connect(down, REPORT, back, IN);
+            net.connect(up, OUT, back, IN);
             net.connect(back, OUT, tx, IN);
         } else {
+            net.connect(up, OUT, tx, IN);
             net.connect(tx, OUT, down, IN);
             net.connect(down, REPORT, tx, IN);
         }
@@ -372,7 +393,11 @@ impl Simulation {
             receiver: rx,
             downlink: down,
             uplink: up,
-            recorder: Recorder::default(),
+            recorder: if bottleneck_drops {
+                Recorder::with_bottleneck_drops()
+            } else {
+                Recorder::default()
+            },
             samples: Vec::new(),
             sample_interval,
             next_sample: now + sample_interval,
@@ -433,6 +458,16 @@ impl Simulation {
         if let Some(r) = self.network.get_mut::<Receiver>(self.receiver) {
             while let Some(e) = r.poll_event() {
                 self.recorder.on_receiver_event(e);
+            }
+        }
+        let down = self.downlink;
+        if let Some(link) = self.network.get_mut::<Link>(down) {
+            while let Some((d, why)) = link.poll_drop() {
+                if let (crate::packet::Datagram::Media(p), DropReason::Policy) = (&d, why) {
+                    if matches!(p.kind, PacketKind::Video | PacketKind::Retransmission) {
+                        self.recorder.on_bottleneck_drop(p.frame_id);
+                    }
+                }
             }
         }
     }
@@ -539,6 +574,7 @@ impl Simulation {
         let totals = LinkTotals {
             arrived_packets: stats.arrived_packets,
             dropped_packets: stats.dropped_packets(),
+            policy_dropped_packets: stats.dropped_policy_packets,
             delivered_bytes: self.last_delivered_bytes,
             capacity_bytes,
         };
@@ -551,6 +587,12 @@ impl Simulation {
             self.capture_end,
             self.end,
         );
-        RunResult { frames, skips, samples: self.samples, summary }
+        RunResult {
+            frames,
+            skips,
+            samples: self.samples,
+            summary,
+            keyframe_requests: self.recorder.keyframe_requests,
+        }
     }
 }
