@@ -386,7 +386,17 @@ def _settings(df: Any, what: str) -> str:
     enc = cfg.get("encoder") or {}
     down = cfg.get("downlink") or {}
     seeds = ", ".join(str(s) for s in sorted(set(df["seed"])))
-    width = f"x264 at width {enc['width']} px" if enc.get("kind") == "x264" else "model encoder"
+    if enc.get("kind") == "x264":
+        widths = sorted(
+            {
+                ((results.read_header(d).get("config") or {}).get("encoder") or {}).get("width")
+                for d in df["run_dir"]
+            }
+            - {None}
+        )
+        width = f"x264 at width {' / '.join(str(w) for w in widths)} px"
+    else:
+        width = "model encoder"
     q = down.get("queue_bytes")
     return (
         f"- {what}: {len(df)} runs, {cfg.get('duration_s', math.nan):g} s each, seeds "
@@ -666,7 +676,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SluiceError as e:
         print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    print(f"{sum(len(r.table) for r in loaded)} runs; report: {md}")
+    print(f"report: {md}")
     return 0
 
 
