@@ -46,7 +46,9 @@ def scheme_color(name: str, base: str | None = None) -> str:
         # stands apart from its base in a legend.
         step = 0.2 + 0.15 * h
         light = light - step if light > 0.5 else light + step
-        return matplotlib.colors.to_hex(colorsys.hls_to_rgb(hue, min(max(light, 0.15), 0.85), sat))
+        rgb = colorsys.hls_to_rgb(hue, min(max(light, 0.15), 0.85), sat)
+        # hls_to_rgb can overshoot 1 by a rounding error, which newer matplotlib rejects.
+        return matplotlib.colors.to_hex(tuple(min(max(c, 0.0), 1.0) for c in rgb))
     return matplotlib.colors.to_hex(colorsys.hsv_to_rgb(h, 0.65, 0.8))
 
 

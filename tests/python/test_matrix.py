@@ -297,6 +297,12 @@ def test_one_colour_per_scheme_everywhere():
     assert plots.scheme_color("ace-T7.5") == plots.scheme_color("ace-T7.5")
     assert plots.scheme_color("ace-T7.5") not in (reg["ace"], reg["ace-n"])
     assert plots.scheme_color("mine") == plots.scheme_color("mine")
+    # a shade for a variant of every registered scheme (hls_to_rgb can overshoot 1 by a
+    # rounding error, which newer matplotlib rejects: mae-r0.75 did)
+    for name in reg:
+        for v in ("r0.75", "theta10", "T7.5", "x"):
+            c = plots.scheme_color(f"{name}-{v}")
+            assert len(c) == 7 and c.startswith("#"), (name, v, c)
     run = results.Run(Path("."), {"scheme": "mine"}, pd.DataFrame(), pd.DataFrame(), None)
     assert plots.scheme_colors([run]) == [plots.scheme_color("mine")]
 

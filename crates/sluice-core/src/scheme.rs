@@ -43,8 +43,10 @@ impl CcConfig {
     /// A configuration mistake, if any.
     pub fn validate(&self) -> Result<(), String> {
         match self {
+            CcConfig::Gcc(c) => c.validate(),
+            CcConfig::Copa(c) => c.validate(),
             CcConfig::Rocc(c) => c.validate(),
-            _ => Ok(()),
+            CcConfig::Fdcc(c) => c.validate(),
         }
     }
 
@@ -469,7 +471,7 @@ pub fn registry() -> Vec<SchemeInfo> {
         SchemeInfo {
             name: "fdcc",
             description: "FDCC (Co-RTV §V-A, Eq. 9): the oracle baseline; the bottleneck reports the trace's actual capacity over the next 50 ms and its queue every RTT_BN, the sender sets Rate = Bw - QLen/tau (tau 50 ms), paced at 2x; ABR + one-frame VBV at Rate; no frame dropping",
-            color: "#7f7f7f",
+            color: "#636363",
             encoder: None,
             config: SchemeConfig {
                 cc: CcConfig::Fdcc(crate::cc::fdcc::FdccConfig::default()),
@@ -479,7 +481,7 @@ pub fn registry() -> Vec<SchemeInfo> {
         },
         SchemeInfo {
             name: "co-rtv",
-            description: "Co-RTV (Zhang et al.): the bottleneck drops whole frames whose gain is positive (Alg. 1, alpha 0.5, w 50 ms, k 2), reports {Bw, QLen, D} at once and QLen every RTT_BN, forwards the re-encoded generation (LRF >= D); the sender runs Copa with Co-RTV's two changes, R = SndRate - QLen/tau (tau 50 ms), Eq. 7 on a drop, QSF 0, purges and re-encodes the dropped frames from the frame before D (no keyframe, no retransmission); ABR + one-frame VBV at R; 4 more header bytes per packet",
+            description: "Co-RTV (Zhang et al.): the bottleneck drops whole frames whose gain is positive (Alg. 1, alpha 0.5, w 50 ms, k 2), reports {Bw, QLen, D} at once and QLen every RTT_BN, forwards the re-encoded generation (LRF >= D); the sender runs Copa with Co-RTV's two changes, R = SndRate - QLen/tau (tau 50 ms), Eq. 7 on a drop, QSF 0, purges the dropped frames and re-encodes the newest 8 of them from the frame before D (no keyframe, no retransmission); ABR + one-frame VBV at R; 4 more header bytes per packet",
             color: "#e6550d",
             encoder: None,
             config: SchemeConfig {
@@ -555,6 +557,31 @@ mod tests {
         assert!(d.validate().unwrap_err().contains("pacer.dummy.guard_fraction"));
         let rocc = RoccConfig { gamma: -1.0, ..Default::default() };
         assert!(CcConfig::Rocc(rocc).validate().unwrap_err().contains("cc.gamma"));
+    }
+
+    #[test]
+    fn mae_and_co_rtv_controller_mistakes_are_named() {
+        let CcConfig::Gcc(mut gcc) = lookup("mae").unwrap().config.cc else { panic!() };
+        gcc.pre_reaction_ratio = Some(0.0);
+        assert!(CcConfig::Gcc(gcc).validate().unwrap_err().contains("cc.pre_reaction_ratio"));
+        let CcConfig::Copa(mut copa) = lookup("mae-copa").unwrap().config.cc else { panic!() };
+        copa.pre_reaction_queuing_delay_ms = Some(-5.0);
+        let e = CcConfig::Copa(copa).validate().unwrap_err();
+        assert!(e.contains("cc.pre_reaction_queuing_delay_ms"), "{e}");
+        let CcConfig::Copa(mut copa) = lookup("co-rtv").unwrap().config.cc else { panic!() };
+        copa.bottleneck_feedback.as_mut().unwrap().hold_queue_slack_bytes = -1;
+        let e = CcConfig::Copa(copa).validate().unwrap_err();
+        assert!(e.contains("cc.bottleneck_feedback.hold_queue_slack_bytes"), "{e}");
+        let CcConfig::Fdcc(mut fdcc) = lookup("fdcc").unwrap().config.cc else { panic!() };
+        fdcc.pacing_gain = 0.0;
+        assert!(CcConfig::Fdcc(fdcc).validate().unwrap_err().contains("cc.pacing_gain"));
+        let EncoderControllerConfig::CoRtv(mut c) =
+            lookup("co-rtv").unwrap().config.encoder_controller
+        else {
+            panic!()
+        };
+        c.max_reencodes = 0;
+        assert!(c.validate().unwrap_err().contains("encoder_controller.max_reencodes"));
     }
 
     #[test]

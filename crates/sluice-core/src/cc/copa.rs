@@ -247,6 +247,38 @@ impl Default for CopaConfig {
 }
 
 impl CopaConfig {
+    /// A configuration mistake in the settings MAE and Co-RTV add, if any (config paths
+    /// under `cc`).
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::check_range;
+        if let Some(ms) = self.pre_reaction_queuing_delay_ms {
+            check_range("cc.pre_reaction_queuing_delay_ms", ms, 0.0, true, 60_000.0)?;
+        }
+        if let Some(f) = &self.bottleneck_feedback {
+            check_range(
+                "cc.bottleneck_feedback.hold_rtt_rise_ms",
+                f.hold_rtt_rise_ms,
+                0.0,
+                false,
+                60_000.0,
+            )?;
+            check_range(
+                "cc.bottleneck_feedback.hold_queue_change",
+                f.hold_queue_change,
+                0.0,
+                false,
+                1e6,
+            )?;
+            if f.hold_queue_slack_bytes < 0 {
+                return Err(format!(
+                    "cc.bottleneck_feedback.hold_queue_slack_bytes must be >= 0, got {}",
+                    f.hold_queue_slack_bytes
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn build(&self, now: Timestamp) -> Copa {
         Copa::new(self.clone(), now)
     }

@@ -44,6 +44,15 @@ impl Default for FdccConfig {
 }
 
 impl FdccConfig {
+    /// A configuration mistake, if any (the config paths under `cc`).
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::check_range;
+        check_range("cc.tau_ms", self.tau_ms, 0.0, true, 60_000.0)?;
+        check_range("cc.pacing_gain", self.pacing_gain, 0.0, true, 100.0)?;
+        check_range("cc.initial_rate_kbps", self.initial_rate_kbps, 0.0, true, 1e7)?;
+        check_range("cc.min_rate_fraction", self.min_rate_fraction, 0.0, false, 1.0)
+    }
+
     pub fn build(&self) -> Fdcc {
         Fdcc {
             tau: TimeDelta::from_ms_f64(self.tau_ms.max(0.001)),

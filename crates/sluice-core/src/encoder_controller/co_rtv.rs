@@ -86,6 +86,12 @@ impl Default for CoRtvConfig {
 
 impl CoRtvConfig {
     pub fn validate(&self) -> Result<(), String> {
+        if !(1..=1024).contains(&self.max_reencodes) {
+            return Err(format!(
+                "encoder_controller.max_reencodes must be in [1, 1024], got {}",
+                self.max_reencodes
+            ));
+        }
         if !(self.tau_ms.is_finite() && self.tau_ms > 0.0 && self.tau_ms <= 10_000.0) {
             return Err(format!(
                 "encoder_controller.tau_ms must be in (0, 10000], got {}",

@@ -99,20 +99,25 @@ impl MaeConfig {
     pub fn validate(&self) -> Result<(), String> {
         let positive = |v: f64| v.is_finite() && v > 0.0;
         if !positive(self.normal_buffer_ms) {
-            return Err(format!("mae normal_buffer_ms must be > 0, got {}", self.normal_buffer_ms));
+            return Err(format!(
+                "encoder_controller.normal_buffer_ms must be > 0, got {}",
+                self.normal_buffer_ms
+            ));
         }
         match self.tight {
             TightBuffer::Duration { ms } if !positive(ms) => {
-                return Err(format!("mae tight buffer ms must be > 0, got {ms}"));
+                return Err(format!("encoder_controller.tight.ms must be > 0, got {ms}"));
             }
             TightBuffer::OneFrame { plus_kbit } if !(plus_kbit.is_finite() && plus_kbit >= 0.0) => {
-                return Err(format!("mae tight plus_kbit must be >= 0, got {plus_kbit}"));
+                return Err(format!(
+                    "encoder_controller.tight.plus_kbit must be >= 0, got {plus_kbit}"
+                ));
             }
             _ => {}
         }
         if let Some(ms) = self.quiet_timeout_ms {
             if !positive(ms) {
-                return Err(format!("mae quiet_timeout_ms must be > 0, got {ms}"));
+                return Err(format!("encoder_controller.quiet_timeout_ms must be > 0, got {ms}"));
             }
         }
         Ok(())

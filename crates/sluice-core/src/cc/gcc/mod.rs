@@ -99,6 +99,16 @@ pub struct GccConfig {
     pub pre_reaction_ratio: Option<f64>,
 }
 
+impl GccConfig {
+    /// A configuration mistake in the settings MAE adds, if any (config paths under `cc`).
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(r) = self.pre_reaction_ratio {
+            crate::check_range("cc.pre_reaction_ratio", r, 0.0, true, 10.0)?;
+        }
+        Ok(())
+    }
+}
+
 impl Default for GccConfig {
     fn default() -> Self {
         GccConfig {
