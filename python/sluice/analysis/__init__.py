@@ -10,6 +10,7 @@ the generic helpers here make Markdown tables of per-scheme means. Per-system an
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import os
@@ -34,6 +35,7 @@ __all__ = [
     "markdown",
     "existing_analysis",
     "relative_to_cwd",
+    "provenance",
     "ANALYSIS_OPEN",
     "ANALYSIS_CLOSE",
     "ANALYSIS_PLACEHOLDER",
@@ -147,3 +149,23 @@ def relative_to_cwd(path: str | os.PathLike[str]) -> str:
     p = Path(path).resolve()
     cwd = Path.cwd().resolve()
     return str(p.relative_to(cwd)) if p.is_relative_to(cwd) else str(p)
+
+
+def provenance(run_shas: Any, command: str | None = None) -> list[str]:
+    """A report's provenance lines: this checkout's git SHA (and whether it is dirty), the
+    commits the runs were produced at with their counts (``run_shas``: a ``git_sha`` column
+    or any iterable of SHAs), the date, and the command that wrote the report."""
+    from collections import Counter
+
+    from .. import results
+
+    sha, dirty = results.git_info()
+    counts = Counter(str(x) for x in run_shas)
+    lines = [
+        f"- git: `{sha}`{' (dirty tree)' if dirty else ''}; runs produced at "
+        + ", ".join(f"`{k[:12]}` ({v} runs)" for k, v in counts.most_common()),
+        f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+    ]
+    if command:
+        lines.append(f"- command: `{command}`")
+    return lines

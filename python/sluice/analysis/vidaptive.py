@@ -23,7 +23,6 @@ aggregation).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
 import os
@@ -49,6 +48,7 @@ from . import (
     load,
     markdown,
     pct,
+    provenance,
     relative_to_cwd,
     signed_pct,
 )
@@ -543,8 +543,6 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
                                  "target = CC-Rate, seed 1", window_s=0.5),
             "App. C: send rate (video + dummies) with and without dummy packets")
 
-    sha, dirty = results.git_info()
-    shas = pd.concat([df["git_sha"], xdf["git_sha"]]).value_counts()
     L: list[str] = []
     L.append("# Vidaptive (NINeS '26) in Sluice\n")
     plans = [p for p in (model.plan.get("plan"), x264.plan.get("plan") if x264 else None) if p]
@@ -552,11 +550,7 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
              + " and ".join(f"`sluice matrix {relative_to_cwd(p)}`" for p in plans)
              + f"; every number below comes from `{csv_path.name}` (one row per run) and the "
              "run directories it names.\n")  # fmt: skip
-    L.append(f"- git: `{sha}`{' (dirty tree)' if dirty else ''}; runs produced at "
-             + ", ".join(f"`{str(k)[:12]}` ({v} runs)" for k, v in shas.items()))
-    L.append(f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}")
-    if command:
-        L.append(f"- command: `{command}`")
+    L += provenance([*df["git_sha"], *xdf["git_sha"]], command)
     L.append(f"- model-encoder matrix (`{model.name}`): {_settings(model)}; {len(df)} runs")
     if x264 is not None and len(xdf):
         L.append(f"- x264 matrix (`{x264.name}`): {_settings(x264)}; {len(xdf)} runs; clips "
