@@ -19,6 +19,7 @@
 
 pub mod complexity;
 pub mod sim_encoder;
+pub mod sps;
 mod sys;
 
 use std::fmt;

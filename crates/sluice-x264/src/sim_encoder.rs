@@ -240,10 +240,19 @@ impl X264SimEncoder {
             self.encoded.pop_front();
         }
         if let Some((out, idx, offset)) = &mut self.stream {
-            out.write_all(&pic.data)
-                .and_then(|_| writeln!(idx, "{} {}", offset, pic.data.len()))
+            // With more than one reference the controller may predict past encodes the
+            // receiver never gets: the stream declares its frame_num gaps (crate::sps).
+            let patched;
+            let data = if self.config.refs > 1 {
+                patched = crate::sps::allow_frame_num_gaps(&pic.data);
+                &patched
+            } else {
+                &pic.data
+            };
+            out.write_all(data)
+                .and_then(|_| writeln!(idx, "{} {}", offset, data.len()))
                 .map_err(|e| format!("writing the encoded stream: {e}"))?;
-            *offset += pic.data.len() as u64;
+            *offset += data.len() as u64;
         }
         let analysis = std::mem::take(&mut self.analysis_time);
         let encode_time = match self.encode_time {
