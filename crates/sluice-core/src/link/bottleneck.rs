@@ -90,16 +90,13 @@ impl BottleneckConfig {
             BottleneckConfig::Fdcc(c) => Box::new(c.build(limit, flow, env.rtt_to_sender)),
             BottleneckConfig::DropTail => Box::new(DropTail { limit }),
             BottleneckConfig::QueueReport { interval_ms, rate_window_ms } => {
-                Box::new(QueueReporter {
-                    queue: DropTail { limit },
+                Box::new(QueueReporter::new(
+                    limit,
                     flow,
-                    interval: TimeDelta::from_ms_f64(*interval_ms),
-                    window: TimeDelta::from_ms_f64(*rate_window_ms),
-                    next: Timestamp::ZERO + TimeDelta::from_ms_f64(*interval_ms),
-                    seq: 0,
-                    outbox: VecDeque::new(),
-                    last: None,
-                })
+                    TimeDelta::from_ms_f64(*interval_ms),
+                    TimeDelta::from_ms_f64(*rate_window_ms),
+                    served_capacity,
+                ))
             }
         }
     }
@@ -148,18 +145,51 @@ impl BottleneckConfig {
     }
 }
 
-/// Drop-tail plus a periodic [`BottleneckReport`] of the backlog and the capacity of the last
-/// window.
+/// How a [`QueueReporter`] measures the capacity it reports: the bytes the link can serve in
+/// a window of the given length at `now` (`None` if the view cannot say).
+pub(super) type CapacityFn = fn(&QueueView<'_>, Timestamp, TimeDelta) -> Option<DataSize>;
+
+/// The capacity the link offered over the last `window` (what the bottleneck has seen).
+fn served_capacity(view: &QueueView<'_>, now: Timestamp, window: TimeDelta) -> Option<DataSize> {
+    view.capacity_between(now - window, now)
+}
+
+/// Drop-tail plus a periodic [`BottleneckReport`] of the backlog and a capacity over a window:
+/// the last one ([`BottleneckConfig::QueueReport`]) or, for FDCC's oracle, the next one
+/// (`link/oracle.rs`, the only reader of the trace's future).
 #[derive(Debug)]
-struct QueueReporter {
+pub struct QueueReporter {
     queue: DropTail,
     flow: FlowId,
     interval: TimeDelta,
     window: TimeDelta,
+    capacity: CapacityFn,
     next: Timestamp,
     seq: u64,
     outbox: VecDeque<Datagram>,
     last: Option<BottleneckReport>,
+}
+
+impl QueueReporter {
+    pub(super) fn new(
+        limit: QueueLimit,
+        flow: FlowId,
+        interval: TimeDelta,
+        window: TimeDelta,
+        capacity: CapacityFn,
+    ) -> Self {
+        QueueReporter {
+            queue: DropTail { limit },
+            flow,
+            interval,
+            window,
+            capacity,
+            next: Timestamp::ZERO + interval,
+            seq: 0,
+            outbox: VecDeque::new(),
+            last: None,
+        }
+    }
 }
 
 impl QueueDiscipline for QueueReporter {
@@ -180,8 +210,7 @@ impl QueueDiscipline for QueueReporter {
         while self.next <= now {
             self.next += self.interval;
         }
-        let rate = view
-            .capacity_between(now - self.window, now)
+        let rate = (self.capacity)(view, now, self.window)
             .map(|bytes| bytes / self.window.max(TimeDelta::from_us(1)));
         let report = BottleneckReport {
             flow: self.flow,

@@ -16,12 +16,11 @@
 //! +-25 % over 20 ms at 2 Mbps); the period is `RTT_BN` (Co-RTV's feedback period), or
 //! `interval_ms`; the report travels the same bottleneck-sender path as Co-RTV's.
 
-use super::{DropReason, DropTail, QueueDiscipline, QueueLimit, QueueView, Queued};
-use crate::columns::Columns;
-use crate::packet::{BottleneckReport, Datagram, Feedback, FlowId};
-use crate::units::{TimeDelta, Timestamp};
+use super::bottleneck::QueueReporter;
+use super::{QueueLimit, QueueView};
+use crate::packet::FlowId;
+use crate::units::{DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// Parameters of the FDCC oracle's reports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -56,87 +55,24 @@ impl FdccReportConfig {
 
     /// The discipline for a queue limit and a flow whose sender is `path_rtt` away (round
     /// trip).
-    pub fn build(&self, limit: QueueLimit, flow: FlowId, path_rtt: TimeDelta) -> OracleReporter {
+    pub fn build(&self, limit: QueueLimit, flow: FlowId, path_rtt: TimeDelta) -> QueueReporter {
         let interval =
             self.interval_ms.map_or(path_rtt, TimeDelta::from_ms_f64).max(TimeDelta::from_ms(1));
-        OracleReporter {
-            queue: DropTail { limit },
-            flow,
-            interval,
-            lookahead: TimeDelta::from_ms_f64(self.lookahead_ms),
-            next: Timestamp::ZERO + interval,
-            seq: 0,
-            outbox: VecDeque::new(),
-            last: None,
-        }
+        let lookahead = TimeDelta::from_ms_f64(self.lookahead_ms);
+        QueueReporter::new(limit, flow, interval, lookahead, capacity_ahead)
     }
 }
 
-/// Drop-tail plus the oracle's periodic `{Bw, QLen}` report.
-#[derive(Debug)]
-pub struct OracleReporter {
-    queue: DropTail,
-    flow: FlowId,
-    interval: TimeDelta,
-    lookahead: TimeDelta,
-    next: Timestamp,
-    seq: u64,
-    outbox: VecDeque<Datagram>,
-    last: Option<BottleneckReport>,
-}
-
-impl QueueDiscipline for OracleReporter {
-    fn on_arrival(
-        &mut self,
-        view: &mut QueueView<'_>,
-        item: Queued,
-        dropped: &mut Vec<(Queued, DropReason)>,
-    ) {
-        self.queue.on_arrival(view, item, dropped);
-    }
-
-    fn handle_timeout(&mut self, view: &mut QueueView<'_>, _: &mut Vec<(Queued, DropReason)>) {
-        let now = view.now();
-        if now < self.next {
-            return;
-        }
-        while self.next <= now {
-            self.next += self.interval;
-        }
-        let rate = view
-            .oracle_capacity_between(now, now + self.lookahead)
-            .map(|bytes| bytes / self.lookahead.max(TimeDelta::from_us(1)));
-        let report = BottleneckReport {
-            flow: self.flow,
-            seq: self.seq,
-            time: now,
-            queue: view.backlog(),
-            rate,
-            drop_from: None,
-        };
-        self.seq += 1;
-        self.last = Some(report.clone());
-        self.outbox.push_back(Datagram::Feedback(Feedback::Bottleneck(report)));
-    }
-
-    fn poll_timeout(&self) -> Timestamp {
-        self.next
-    }
-
-    fn poll_report(&mut self) -> Option<Datagram> {
-        self.outbox.pop_front()
-    }
-
-    fn debug_columns(&self, out: &mut Columns) {
-        out.size("bn_reported_queue_bytes", self.last.as_ref().map(|r| r.queue));
-        out.rate("bn_reported_rate_bps", self.last.as_ref().and_then(|r| r.rate));
-    }
+/// The trace's capacity over the next `window`: the oracle's `Bw`, the one read of the future.
+fn capacity_ahead(view: &QueueView<'_>, now: Timestamp, window: TimeDelta) -> Option<DataSize> {
+    view.oracle_capacity_between(now, now + window)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::link::{Link, LinkConfig, LinkRate};
+    use crate::packet::{Datagram, Feedback};
     use crate::rng::Rng;
     use std::sync::Arc;
 
