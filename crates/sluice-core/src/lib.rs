@@ -26,6 +26,15 @@ pub mod sender;
 pub mod sim;
 pub mod units;
 
+/// `v` if it is finite, else `fallback` (configurations are user input).
+pub(crate) fn finite_or(v: f64, fallback: f64) -> f64 {
+    if v.is_finite() {
+        v
+    } else {
+        fallback
+    }
+}
+
 /// `Err` naming `field` unless `v` is finite and inside `lo..=hi` (`lo` excluded when
 /// `open_lo`).
 pub(crate) fn check_range(

@@ -96,11 +96,13 @@
 //! sends less, which is the behaviour Vidaptive's dummy packets address).
 
 use super::rtt::{StandingRtt, WindowedMin};
+use super::window_rate as rate;
 use super::{
     CcSignals, CongestionController, NetworkControlUpdate, PacketResult, ProbeClusterConfig,
     SentPacket, TransportPacketsFeedback,
 };
 use crate::columns::Columns;
+use crate::finite_or;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -355,21 +357,6 @@ pub struct Copa {
     bn_drop: Option<u64>,
     /// Window decreases held back so far (a debug column).
     bn_holds: u64,
-}
-
-/// `v` if it is finite, else `fallback` (configurations are user input).
-fn finite_or(v: f64, fallback: f64) -> f64 {
-    if v.is_finite() {
-        v
-    } else {
-        fallback
-    }
-}
-
-/// `bytes` per `rtt` as a rate (saturating).
-fn rate(bytes: f64, rtt: TimeDelta) -> DataRate {
-    let us = rtt.as_us().max(1) as f64;
-    DataRate::from_bps_f64((bytes * 8e6 / us).max(0.0))
 }
 
 impl Copa {

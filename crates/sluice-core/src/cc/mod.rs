@@ -174,3 +174,9 @@ pub trait CongestionController: Send {
     /// Controller-specific state for the time series, under `cc_*` names.
     fn debug_columns(&self, _out: &mut Columns) {}
 }
+
+/// `bytes` per `rtt` as a rate, saturating at 0 (a window-based controller's rate).
+pub(crate) fn window_rate(bytes: f64, rtt: TimeDelta) -> DataRate {
+    let us = rtt.as_us().max(1) as f64;
+    DataRate::from_bps_f64((bytes * 8e6 / us).max(0.0))
+}

@@ -43,11 +43,13 @@
 //! [`RoccRtt::Min`]) or the loss-mode rate. No padding, no probes, no timer.
 //! [`CcSignals::queuing_delay`] is `srtt - RTTmin`.
 
+use super::window_rate as rate;
 use super::{
     CcSignals, CongestionController, NetworkControlUpdate, PacketResult, ProbeClusterConfig,
     SentPacket, TransportPacketsFeedback,
 };
 use crate::columns::Columns;
+use crate::finite_or;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -188,20 +190,6 @@ pub struct Rocc {
     /// Since when the bytes in flight have been below the window (`None`: window full).
     window_open_since: Option<Timestamp>,
     app_limited_until: Timestamp,
-}
-
-fn finite_or(v: f64, fallback: f64) -> f64 {
-    if v.is_finite() {
-        v
-    } else {
-        fallback
-    }
-}
-
-/// `bytes` per `rtt` as a rate (saturating).
-fn rate(bytes: f64, rtt: TimeDelta) -> DataRate {
-    let us = rtt.as_us().max(1) as f64;
-    DataRate::from_bps_f64((bytes * 8e6 / us).max(0.0))
 }
 
 impl Rocc {

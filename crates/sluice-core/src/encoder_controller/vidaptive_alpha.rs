@@ -23,8 +23,8 @@
 //!
 //! Defaults: P = 33 ms (§5.4 "P is selected as 33 ms"), lambda = 0.9 (§3.3, Fig. 5-6).
 
-use crate::check_range;
 use crate::units::{DataRate, TimeDelta, Timestamp};
+use crate::{check_range, finite_or};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -128,14 +128,6 @@ pub struct AlphaEstimator {
     last_raw: Option<f64>,
     samples: VecDeque<Sample>,
     next_update: Option<Timestamp>,
-}
-
-fn finite_or(v: f64, fallback: f64) -> f64 {
-    if v.is_finite() {
-        v
-    } else {
-        fallback
-    }
 }
 
 impl AlphaEstimator {
