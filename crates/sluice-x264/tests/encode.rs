@@ -494,6 +494,22 @@ fn quant_offset_shrinks_one_frame() {
     assert!(enc.encode_with(&clip.frame(0), opts(0.0)).is_ok());
 }
 
+/// `frames` frames of the synthetic clip as a raw yuv420p file in `dir`, as the front end
+/// decodes a video.
+fn write_clip(dir: &std::path::Path, frames: u32) -> std::path::PathBuf {
+    let raw = dir.join("clip.yuv");
+    let mut clip = Clip::new();
+    let mut bytes = Vec::new();
+    for i in 0..frames {
+        let f = clip.frame(i);
+        bytes.extend_from_slice(&f.y);
+        bytes.extend_from_slice(&f.u);
+        bytes.extend_from_slice(&f.v);
+    }
+    std::fs::write(&raw, &bytes).unwrap();
+    raw
+}
+
 #[test]
 fn the_sim_encoder_re_references_by_frame_id_and_reencodes_a_source_frame() {
     use sluice_core::encoder::{EncodeTimeMode, Encoder, FrameRequest, RateControl, X264Settings};
@@ -502,16 +518,7 @@ fn the_sim_encoder_re_references_by_frame_id_and_reencodes_a_source_frame() {
     // A raw clip of 30 frames on disk, as the front end decodes one.
     let dir = std::env::temp_dir().join(format!("sluice-x264-sim-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let raw = dir.join("clip.yuv");
-    let mut clip = Clip::new();
-    let mut bytes = Vec::new();
-    for i in 0..30 {
-        let f = clip.frame(i);
-        bytes.extend_from_slice(&f.y);
-        bytes.extend_from_slice(&f.u);
-        bytes.extend_from_slice(&f.v);
-    }
-    std::fs::write(&raw, &bytes).unwrap();
+    let raw = write_clip(&dir, 30);
     let stream = dir.join("stream.264");
     let settings = X264Settings {
         video_path: raw.to_string_lossy().into(),
@@ -571,14 +578,8 @@ fn the_sim_encoder_re_references_by_frame_id_and_reencodes_a_source_frame() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `scheme` on x264 over `trace_spec` with `loss` random loss and Co-RTV's topology: the run, the frames
-/// the receiver displayed (in display order) and the ffmpeg decode of their access units cut
-/// from the encoder's stream.
-fn bottleneck_drop_run(
-    scheme: &str,
-    trace_spec: &str,
-    loss: f64,
-) -> (sluice_core::sim::RunResult, Vec<sluice_core::metrics::FrameRecord>, usize) {
+#[test]
+fn co_rtv_delivered_stream_with_re_encoded_frames_decodes() {
     // Co-RTV end to end on x264: a 10x capacity drop makes the bottleneck drop frames; the
     // sender re-encodes them from the frame before D (16 references, no keyframe). The frames
     // the receiver displayed, cut from the encoder's stream in display order, decode with
@@ -589,18 +590,9 @@ fn bottleneck_drop_run(
     use sluice_core::units::TimeDelta;
     use sluice_x264::sim_encoder::X264SimEncoder;
     use std::sync::Arc;
-    let dir = std::env::temp_dir().join(format!("sluice-x264-{scheme}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("sluice-x264-cortv-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let raw = dir.join("clip.yuv");
-    let mut clip = Clip::new();
-    let mut bytes = Vec::new();
-    for i in 0..120 {
-        let f = clip.frame(i);
-        bytes.extend_from_slice(&f.y);
-        bytes.extend_from_slice(&f.u);
-        bytes.extend_from_slice(&f.v);
-    }
-    std::fs::write(&raw, &bytes).unwrap();
+    let raw = write_clip(&dir, 120);
     let stream = dir.join("stream.264");
     let settings = X264Settings {
         video_path: raw.to_string_lossy().into(),
@@ -612,24 +604,46 @@ fn bottleneck_drop_run(
         ..Default::default()
     };
     let cfg = RunConfig {
-        scheme_name: scheme.into(),
+        scheme_name: "co-rtv".into(),
         seed: 1,
         duration_s: 5.0,
         fps: 60.0,
         encoder: EncoderConfig::X264(settings.clone()),
-        downlink: PathConfig { delay_ms: 5.0, access_delay_ms: 20.0, loss, ..Default::default() },
+        downlink: PathConfig { delay_ms: 5.0, access_delay_ms: 20.0, ..Default::default() },
         uplink: PathConfig { delay_ms: 5.0, ..Default::default() },
         ..Default::default()
     };
-    // Both schemes ask for 16 references (the front end applies it the same way).
+    // The Co-RTV scheme asks for 16 references (the front end applies it the same way).
     let refs = cfg.resolve_scheme().unwrap().encoder_controller.reference_frames().unwrap();
     let encoder = X264SimEncoder::open(&X264Settings { refs, ..settings }, cfg.fps).unwrap();
-    let spec = TraceSpec::parse_cli(trace_spec).unwrap();
+    let spec = TraceSpec::parse_cli("steps:6@2,0.6@5").unwrap();
     let trace = Arc::new(generate(&spec, TimeDelta::from_secs(10)).unwrap());
     let r = Simulation::new(&cfg, Some(trace), None, Box::new(encoder)).unwrap().run();
-    let mut displayed: Vec<_> =
-        r.frames.iter().filter(|f| f.displayed_us.is_some()).cloned().collect();
+    let reencoded = |f: &&&sluice_core::metrics::FrameRecord| {
+        f.columns.get("cortv_reencode") == Some(sluice_core::columns::Value::Bool(true))
+    };
+    let mut displayed: Vec<_> = r.frames.iter().filter(|f| f.displayed_us.is_some()).collect();
     displayed.sort_by_key(|f| (f.displayed_us, f.frame_id));
+    let shown_reencodes = displayed.iter().filter(reencoded).count();
+    eprintln!(
+        "co-rtv on x264: {} frames encoded, {} displayed ({shown_reencodes} re-encodes), {} \
+         dropped at the bottleneck, {} keyframes",
+        r.frames.len(),
+        displayed.len(),
+        r.summary.frames_bn_dropped,
+        r.summary.keyframes
+    );
+    let keyframes: Vec<(u64, u64, bool)> = r
+        .frames
+        .iter()
+        .filter(|f| f.is_keyframe)
+        .map(|f| (f.frame_id, f.source_index, reencoded(&&f)))
+        .collect();
+    eprintln!("keyframes (id, source, re-encode): {keyframes:?}");
+    assert!(r.summary.frames_bn_dropped > 0, "the step makes the bottleneck drop frames");
+    assert!(shown_reencodes > 0);
+    assert_eq!(r.summary.keyframes, 1, "re-encodes are P frames");
+    assert_eq!(r.keyframe_requests, 0);
     let data = std::fs::read(&stream).unwrap();
     let index: Vec<(usize, usize)> = std::fs::read_to_string(format!("{}.idx", stream.display()))
         .unwrap()
@@ -644,33 +658,6 @@ fn bottleneck_drop_run(
         let (offset, len) = index[f.frame_id as usize];
         delivered.extend_from_slice(&data[offset..offset + len]);
     }
-    let decoded = decode(&delivered);
+    assert_eq!(decode(&delivered), displayed.len());
     let _ = std::fs::remove_dir_all(&dir);
-    (r, displayed, decoded)
-}
-
-#[test]
-fn co_rtv_delivered_stream_with_re_encoded_frames_decodes() {
-    // Co-RTV end to end on x264: a 10x capacity drop makes the bottleneck drop frames; the
-    // sender re-encodes them from the frame before D (16 references, no keyframe). The frames
-    // the receiver displayed, cut from the encoder's stream in display order, decode with
-    // ffmpeg: as many pictures as displayed frames, no error, no warning.
-    let (r, displayed, decoded) = bottleneck_drop_run("co-rtv", "steps:6@2,0.6@5", 0.0);
-    let reencoded = |f: &sluice_core::metrics::FrameRecord| {
-        f.columns.get("cortv_reencode") == Some(sluice_core::columns::Value::Bool(true))
-    };
-    let shown_reencodes = displayed.iter().filter(|f| reencoded(f)).count();
-    eprintln!(
-        "co-rtv on x264: {} frames encoded, {} displayed ({shown_reencodes} re-encodes), {} \
-         dropped at the bottleneck, {} keyframes",
-        r.frames.len(),
-        displayed.len(),
-        r.summary.frames_bn_dropped,
-        r.summary.keyframes
-    );
-    assert!(r.summary.frames_bn_dropped > 0, "the step makes the bottleneck drop frames");
-    assert!(shown_reencodes > 0);
-    assert_eq!(r.summary.keyframes, 1, "re-encodes are P frames");
-    assert_eq!(r.keyframe_requests, 0);
-    assert_eq!(decoded, displayed.len());
 }
