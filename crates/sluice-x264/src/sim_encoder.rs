@@ -241,9 +241,10 @@ impl X264SimEncoder {
         }
         if let Some((out, idx, offset)) = &mut self.stream {
             // With more than one reference the controller may predict past encodes the
-            // receiver never gets: the stream declares its frame_num gaps (crate::sps).
+            // receiver never gets: the stream declares its frame_num gaps (crate::sps) in the
+            // SPS, which x264 writes only before a keyframe.
             let patched;
-            let data = if self.config.refs > 1 {
+            let data = if self.config.refs > 1 && pic.is_keyframe {
                 patched = crate::sps::allow_frame_num_gaps(&pic.data);
                 &patched
             } else {

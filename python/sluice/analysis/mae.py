@@ -65,6 +65,9 @@ ABLATION = ("x264-gcc100", "mae-no-prediction", "mae")
 #: What ends a tight period (§4.2 is the latch until under-use).
 LATCH = ("mae", "mae-code", "mae-timeout", "mae-timeout1000", "mae-one-frame")
 NETWORKS = ("synthetic", "Wi-Fi", "Cellular", "Ethernet", "constant")
+#: The schemes whose pre-reaction leads (§6.7) the report tabulates, and those it plots.
+LEAD_SCHEMES = ("mae", "mae-r0.25", "mae-r0.75", "mae-code", "mae-timeout")
+LEAD_CDF = ("mae", "mae-r0.25", "mae-r0.75", "mae-code")
 #: (label of the swept value, config path, the base scheme, what the paper says)
 SWEEPS = (
     ("tight buffer (ms)", "encoder_controller.tight.ms", "mae", "§6.5 Fig. 22: 0.04 s best"),
@@ -299,7 +302,9 @@ def plot_drop(runs: Sequence[results.Run], out: Path, t0: float, t1: float) -> P
     return save(fig, out)
 
 
-def make_figures(x264: Any, model: Any, img: Path) -> dict[str, tuple[Path, str]]:
+def make_figures(
+    x264: Any, model: Any, img: Path, lead_sets: dict[str, np.ndarray]
+) -> dict[str, tuple[Path, str]]:
     figs: dict[str, tuple[Path, str]] = {}
     if len(x264):
         main = ordered_schemes(x264, MAIN)
@@ -347,12 +352,9 @@ def make_figures(x264: Any, model: Any, img: Path) -> dict[str, tuple[Path, str]
                 "pre-reaction",
             )
     if len(model):
-        ls = {
-            s: leads(model, s)
-            for s in ordered_schemes(model, ("mae", "mae-r0.25", "mae-r0.75", "mae-code"))
-        }
+        shown = {s: v for s, v in lead_sets.items() if s in LEAD_CDF}
         figs["lead"] = (
-            plot_lead_cdf(ls, img / "mae-lead-cdf.png"),
+            plot_lead_cdf(shown, img / "mae-lead-cdf.png"),
             "Pre-reaction lead over the real drops, model encoder, all traces (MAE Fig. 27b)",
         )
         sw = model[model["encoder_controller.tight.ms"].notna() & (model["base_scheme"] == "mae")]
@@ -438,7 +440,11 @@ def write_report(
     both = pd.concat([p for p in parts if len(p)], ignore_index=True)
     both["run_dir"] = [relative_to_cwd(d) for d in both["run_dir"]]
     both.to_csv(csv_path, index=False)
-    figs = make_figures(x264, model, img)
+    # every run of these schemes is read once, for the table and the figure
+    lead_sets = (
+        {s: leads(model, s) for s in ordered_schemes(model, LEAD_SCHEMES)} if len(model) else {}
+    )
+    figs = make_figures(x264, model, img, lead_sets)
 
     def fig(key: str) -> str:
         if key not in figs:
@@ -539,10 +545,7 @@ def write_report(
             "time from the latest frame where the trend crossed r x the threshold.\n"
         )
         rows = []
-        for s in ordered_schemes(
-            model, ("mae", "mae-r0.25", "mae-r0.75", "mae-code", "mae-timeout")
-        ):
-            v = leads(model, s)
+        for s, v in lead_sets.items():
             rows.append(
                 [
                     f"`{s}`",
