@@ -11,8 +11,13 @@ and keeps its traceback.
 from __future__ import annotations
 
 import contextlib
+import math
+import os
+import stat
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 
 class SluiceError(Exception):
@@ -39,3 +44,39 @@ def core_errors(prefix: str = "") -> Iterator[None]:
         yield
     except ValueError as e:
         raise SluiceError(f"{prefix}{e}") from None
+
+
+def regular_file(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` if it is a regular file; otherwise a :class:`SluiceError` that says what it
+    is: missing, a directory, or something that is not a file (a FIFO or a device, which
+    would block or never end)."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise SluiceError(f"{what} not found: {path}") from None
+    except OSError as e:
+        raise SluiceError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SluiceError(f"{what} {path} is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise SluiceError(f"{what} {path} is not a regular file (a FIFO, socket or device)")
+    return p
+
+
+def non_finite_path(obj: Any, prefix: str = "") -> str | None:
+    """The path (``a.b[2].c``) of the first NaN or infinite number in a JSON-like ``obj``
+    (Python's json reads ``NaN``, ``Infinity`` and ``1e999``), or None."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return prefix or "(value)"
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            found = non_finite_path(v, f"{prefix}.{k}" if prefix else str(k))
+            if found:
+                return found
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            found = non_finite_path(v, f"{prefix}[{i}]")
+            if found:
+                return found
+    return None

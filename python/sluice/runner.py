@@ -15,6 +15,7 @@ from typing import Any
 from . import config, quality, results, video
 from .errors import SluiceError, core, core_errors
 from .traces import load_trace, trace_stem
+from .video import X264_PRESETS
 
 ENCODERS = ("model", "x264")
 ENCODE_TIME_MODES = ("measured", "modeled")
@@ -130,6 +131,11 @@ def resolve_encoder(spec: RunSpec) -> str:
     if chosen == "x264" and not spec.video:
         hint = " or --encoder model" if pinned else ""
         raise SluiceError(f"the x264 encoder needs a video: add --video CLIP{hint} ({spec.scheme})")
+    if chosen != "x264" and spec.width is not None:
+        raise SluiceError(f"--width {spec.width} scales a video for x264; the model encoder "
+                          "has no video (use --video CLIP, or leave --width out)")  # fmt: skip
+    if chosen == "x264" and spec.preset not in X264_PRESETS:
+        raise SluiceError(f"unknown x264 preset {spec.preset!r} (known: {', '.join(X264_PRESETS)})")
     return chosen
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import SluiceError, core, core_errors
+from .errors import SluiceError, core, core_errors, regular_file
 
 GEN_PREFIX = "gen:"
 FORMATS = ("mahimahi", "rate")
@@ -97,7 +97,7 @@ def parse_trace_text(text: str, path: str, fmt: str | None = None) -> Any:
 def generate(spec: str, duration_s: float) -> Any:
     """The core's generated trace for ``spec`` (without ``gen:``, e.g. ``constant:12``) over
     ``duration_s``; :class:`SluiceError` for a bad spec."""
-    with core_errors():
+    with core_errors(f"{GEN_PREFIX}{spec}: "):
         return core().Trace.generate(spec, float(duration_s))
 
 
@@ -115,13 +115,9 @@ def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = N
         digest = hashlib.sha256(trace.to_mahimahi().encode()).hexdigest()
         return LoadedTrace(trace, arg, trace_stem(arg), digest, "generated", arg)
 
-    path = Path(arg)
+    path = regular_file(arg, "trace file")
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise SluiceError(f"trace file not found: {arg}") from None
-    except IsADirectoryError:
-        raise SluiceError(f"trace path is a directory, not a file: {arg}") from None
     except OSError as e:
         raise SluiceError(f"cannot read trace file {arg}: {e.strerror or e}") from None
     try:

@@ -69,12 +69,20 @@ impl PyTrace {
     }
 
     /// Capacity per bin (bits per second) over `duration_s`, for plots.
-    fn rate_series_bps(&self, bin_s: f64, duration_s: f64) -> Vec<f64> {
-        self.inner
+    fn rate_series_bps(&self, bin_s: f64, duration_s: f64) -> PyResult<Vec<f64>> {
+        // Bounds before allocation: one f64 per bin.
+        let bins = duration_s / bin_s;
+        if !(bin_s > 0.0 && duration_s > 0.0 && bins.is_finite() && bins <= 1e7) {
+            return Err(PyValueError::new_err(format!(
+                "rate series of {duration_s} s in bins of {bin_s} s: at most 10000000 bins"
+            )));
+        }
+        Ok(self
+            .inner
             .rate_series(TimeDelta::from_secs_f64(bin_s), TimeDelta::from_secs_f64(duration_s))
             .into_iter()
             .map(|r| r.as_bps_f64())
-            .collect()
+            .collect())
     }
 }
 
@@ -151,6 +159,8 @@ impl PySimulation {
             .ok_or_else(|| PyValueError::new_err("simulation already finished"))?;
         let until = Timestamp::from_secs_f64(t_s);
         py.allow_threads(|| sim.run_until(until));
+        // Python's signal handlers (SIGINT, SIGTERM) run here, between chunks.
+        py.check_signals()?;
         match sim.failure() {
             Some(why) => Err(PyRuntimeError::new_err(why.to_owned())),
             None => Ok(()),

@@ -125,6 +125,67 @@ impl Default for RunConfig {
     }
 }
 
+fn check_range(field: &str, v: f64, lo: f64, open_lo: bool, hi: f64) -> Result<(), ConfigError> {
+    crate::check_range(field, v, lo, open_lo, hi).map_err(ConfigError)
+}
+
+/// The range a config number's unit allows, by the suffix of its name (the project's rule:
+/// plain numbers carry their unit in the name), and the typed rates (bits per second).
+fn unit_range(key: &str) -> Option<(f64, f64)> {
+    use crate::limits;
+    const RATES_BPS: [&str; 3] = ["start_rate", "min_rate", "max_rate"];
+    let max_bps = limits::MAX_RATE_BPS as f64;
+    if RATES_BPS.contains(&key) || key.ends_with("_bps") {
+        Some((0.0, max_bps))
+    } else if key.ends_with("_kbps") {
+        Some((0.0, max_bps / 1e3))
+    } else if key.ends_with("_mbps") {
+        Some((0.0, max_bps / 1e6))
+    } else if key.ends_with("_ms") {
+        Some((0.0, limits::MAX_TIME_MS))
+    } else if key.ends_with("_s") {
+        Some((0.0, limits::MAX_SESSION_S))
+    } else if key.ends_with("_bytes") || key.ends_with("_mtu") {
+        Some((0.0, limits::MAX_SIZE_BYTES))
+    } else if key.ends_with("_packets") || key.ends_with("_frames") {
+        Some((0.0, limits::MAX_PACKETS))
+    } else {
+        None
+    }
+}
+
+/// Checks every number of a serialised config against [`unit_range`]; `Err` names the
+/// field's path (scheme components without `scheme.`).
+fn check_units(v: &serde_json::Value, path: &str) -> Result<(), String> {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, child) in m {
+                let p = if path.is_empty() || path == "scheme" {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                check_units(child, &p)?;
+            }
+            Ok(())
+        }
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                check_units(item, path).map_err(|e| e.replacen(path, &format!("{path}[{i}]"), 1))?;
+            }
+            Ok(())
+        }
+        serde_json::Value::Number(n) => {
+            let key = path.rsplit('.').next().unwrap_or(path);
+            match (unit_range(key), n.as_f64()) {
+                (Some((lo, hi)), Some(x)) => crate::check_range(path, x, lo, false, hi),
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Transport feedback interval unless the run or the scheme sets one.
 pub const DEFAULT_FEEDBACK_MS: f64 = 50.0;
 
@@ -208,10 +269,49 @@ impl RunConfig {
         if self.uplink.access_delay_ms != 0.0 {
             return err("the access delay is a downlink setting (sender to bottleneck)".into());
         }
+        self.check_limits().map_err(ConfigError)?;
         scheme.encoder_controller.validate().map_err(ConfigError)?;
         scheme.pacer.validate().map_err(ConfigError)?;
         scheme.cc.validate().map_err(ConfigError)?;
-        scheme.bottleneck.validate().map_err(ConfigError)
+        scheme.bottleneck.validate().map_err(ConfigError)?;
+        if let Some(f) = scheme.feedback_interval_ms {
+            check_range("feedback_interval_ms", f, 1.0, false, 10_000.0)?;
+        }
+        // Every other number of the resolved config, by the unit its name carries.
+        let value = serde_json::to_value(self.resolved()?)
+            .map_err(|e| ConfigError(format!("run config: {e}")))?;
+        check_units(&value, "").map_err(ConfigError)
+    }
+
+    /// The README's limits on the run's own settings (session length, delays, queues).
+    fn check_limits(&self) -> Result<(), String> {
+        use crate::limits;
+        crate::check_range("duration_s", self.duration_s, 0.0, true, limits::MAX_SESSION_S)?;
+        crate::check_range("drain_s", self.drain_s, 0.0, false, 3_600.0)?;
+        if self.duration_s + self.drain_s > limits::MAX_SESSION_S {
+            return Err(format!(
+                "duration_s + drain_s must be at most {} s (a day), got {} s",
+                limits::MAX_SESSION_S,
+                self.duration_s + self.drain_s
+            ));
+        }
+        for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
+            crate::check_range(&format!("{name}.delay_ms"), p.delay_ms, 0.0, false, limits::MAX_DELAY_MS)?;
+            crate::check_range(
+                &format!("{name}.access_delay_ms"),
+                p.access_delay_ms,
+                0.0,
+                false,
+                limits::MAX_DELAY_MS,
+            )?;
+            if let Some(b) = p.queue_bytes {
+                crate::check_range(&format!("{name}.queue_bytes"), b as f64, 1504.0, false, limits::MAX_SIZE_BYTES)?;
+            }
+            if let Some(n) = p.queue_packets {
+                crate::check_range(&format!("{name}.queue_packets"), n as f64, 1.0, false, limits::MAX_PACKETS)?;
+            }
+        }
+        Ok(())
     }
 
     /// The transport feedback interval in effect: the run's, else the scheme's, else 50 ms
