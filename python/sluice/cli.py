@@ -377,9 +377,9 @@ def _overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
 
 
 def _spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, out: str | None):
-    from .runner import RunSpec
+    from .runner import RunSpec, resolve_encoder
 
-    return RunSpec(
+    spec = RunSpec(
         scheme=scheme,
         scheme_config=scheme_config,
         overrides=_overrides(args),
@@ -394,6 +394,10 @@ def _spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, o
         encode_time=args.encode_time,
         preset=args.preset,
     )
+    if args.width is not None and resolve_encoder(spec) != "x264":
+        raise SluiceError(f"--width {args.width} scales a video for x264; the model encoder "
+                          f"of {scheme} has no video (add --video CLIP, or leave --width out)")
+    return spec
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -612,6 +616,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the CLI; returns the exit status (also raises SystemExit for argparse errors)."""
+    from .errors import Terminated, handle_sigterm
+
+    handle_sigterm()
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = os.environ.get("SLUICE_DEBUG", "") not in ("", "0")
@@ -630,9 +637,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         where = f": {e.filename}" if e.filename else ""
         return _fail(f"{e.strerror or e}{where}")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM (Terminated)
         print("sluice: interrupted", file=sys.stderr)
-        return 130
+        return 143 if isinstance(e, Terminated) else 130
 
 
 def _fail(message: str) -> int:

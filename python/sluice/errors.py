@@ -80,3 +80,24 @@ def non_finite_path(obj: Any, prefix: str = "") -> str | None:
             if found:
                 return found
     return None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Python's handler runs (:func:`handle_sigterm`), so that a
+    terminated run unwinds like an interrupted one: temporary files removed, exit 143."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def handle_sigterm() -> None:
+    """Makes SIGTERM raise :class:`Terminated` in the main thread (unless SIGTERM is
+    ignored, or this is not the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_terminated)

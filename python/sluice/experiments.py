@@ -90,7 +90,11 @@ def is_done(cell: Cell, require_sha: str | None = None) -> bool:
     """The cell has results for its spec (and, with ``require_sha``, from that commit of a
     clean checkout)."""
     d = cell.run_dir
-    if not (d / results.SUMMARY_FILE).is_file() or not results.is_run_dir(d):
+    why = results.incomplete_reason(d, checksums=False)
+    if why is not None:
+        if (d / results.SUMMARY_FILE).is_file():  # results there, but not a whole run
+            print(f"warning: {d}: not a complete result ({why}); it runs again",
+                  file=sys.stderr)  # fmt: skip
         return False
     try:
         saved = json.loads((d / SPEC_FILE).read_text(encoding="utf-8"))
@@ -175,7 +179,14 @@ def results_table(
     (the same columns whatever the cells' summaries hold)."""
     import pandas as pd
 
-    rows = [cell_row(c, plan) for c in cells if (c.run_dir / results.SUMMARY_FILE).is_file()]
+    rows = []
+    for c in cells:
+        if not results.is_complete(c.run_dir, checksums=False):
+            continue
+        try:
+            rows.append(cell_row(c, plan))
+        except SluiceError as e:  # a damaged result: left out of the table, not fatal
+            print(f"warning: {c.run_dir} left out of the table: {e}", file=sys.stderr)
     head = [*LABEL_COLUMNS, *swept]
     # Every known metric (NaN where a run has none, e.g. VMAF without video), then the
     # rest of the summaries: the same columns whatever ran.

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from .errors import SluiceError, regular_file
 
-
 #: x264's presets (an unknown one is refused before x264 sees it).
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow",
                 "slower", "veryslow", "placebo")  # fmt: skip
