@@ -195,6 +195,7 @@ def run_one(spec: RunSpec) -> Path:
         raise SluiceError(f"quality must be one of {', '.join(quality.MODES)}")
     encoder = resolve_encoder(spec)
     cfg = planned_config(spec, encoder)
+    config.resolve(cfg, validate=True)  # ranges before traces are generated or read
     down, up = load_traces(spec, cfg)
     run_dir = Path(spec.resolved_out_dir())
     raw = None

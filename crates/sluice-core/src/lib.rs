@@ -49,7 +49,16 @@ pub(crate) fn check_range(
         Ok(())
     } else {
         let l = if open_lo { "(" } else { "[" };
-        Err(format!("{field} must be in {l}{lo}, {hi}], got {v}"))
+        Err(format!("{field} must be in {l}{}, {}], got {}", show(lo), show(hi), show(v)))
+    }
+}
+
+/// A number as a user would write it: `1e-9` and `1e20`, not 0.000000001 and 100000...
+pub fn show(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && (v.abs() < 1e-4 || v.abs() >= 1e9) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
     }
 }
 

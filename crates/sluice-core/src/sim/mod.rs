@@ -232,33 +232,27 @@ impl RunConfig {
             ));
         }
         let scheme = self.resolve_scheme()?;
-        for (name, v) in [
-            ("sample interval", self.sample_interval_ms),
-            ("feedback interval", self.feedback_interval_ms(&scheme)),
-        ] {
-            if !(v.is_finite() && (1.0..=10_000.0).contains(&v)) {
-                return err(format!("{name} must be between 1 and 10000 ms, got {v}"));
-            }
-        }
+        check_range("sample_interval_ms", self.sample_interval_ms, 1.0, false, 10_000.0)?;
+        let feedback_ms = self.feedback_interval_ms(&scheme);
+        check_range("feedback_interval_ms", feedback_ms, 1.0, false, 10_000.0)?;
         if self.max_payload_bytes < 100 || self.max_payload_bytes > 1400 {
             return err(format!(
-                "max payload must be 100..=1400 bytes, got {}",
+                "max_payload_bytes (max payload) must be 100..=1400 bytes, got {}",
                 self.max_payload_bytes
             ));
         }
         for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
             if !(0.0..1.0).contains(&p.loss) {
-                return err(format!("{name} loss must be in [0, 1), got {}", p.loss));
+                return err(format!("{name}.loss must be in [0, 1), got {}", p.loss));
             }
-            if p.delay_ms < 0.0 || !p.delay_ms.is_finite() {
-                return err(format!("{name} delay must be >= 0 ms, got {}", p.delay_ms));
-            }
-            if p.access_delay_ms < 0.0 || !p.access_delay_ms.is_finite() {
-                return err(format!(
-                    "{name} access delay must be >= 0 ms, got {}",
-                    p.access_delay_ms
-                ));
-            }
+            check_range(&format!("{name}.delay_ms"), p.delay_ms, 0.0, false, crate::limits::MAX_DELAY_MS)?;
+            check_range(
+                &format!("{name}.access_delay_ms"),
+                p.access_delay_ms,
+                0.0,
+                false,
+                crate::limits::MAX_DELAY_MS,
+            )?;
             if p.queue_bytes.is_some() && p.queue_packets.is_some() {
                 return err(format!("{name}: give a queue limit in bytes or in packets, not both"));
             }
