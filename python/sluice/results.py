@@ -25,12 +25,13 @@ A run directory holds:
 ``manifest.json``
     Written last: the size and SHA-256 of every file of the result (``run.jsonl``,
     ``summary.json`` and, for x264 runs, ``stream.264`` and ``delivered.264``). Each file is
-    written under a temporary name (``.NAME.tmp<pid>``) and renamed into place, and the old
-    manifest is removed before the first rename, so a run directory whose manifest is
-    missing or does not match its files is an incomplete result (:func:`is_complete`), never
-    read as a whole: :func:`load_run` refuses it. Temporary files left by a killed writer are
-    removed by the next write into the directory. (Run directories written before the
-    manifest existed are accepted when their ``run.jsonl`` parses to the end.)
+    written under a temporary name (``.NAME.tmp<pid>``) and renamed into place, and before
+    the first rename the old manifest is replaced by ``{"writing": true}``, so a run
+    directory whose manifest says so or does not match its files is an incomplete result
+    (:func:`is_complete`), never read as a whole: :func:`load_run` refuses it. Temporary
+    files left by a killed writer are removed by the next write into the directory. (Run
+    directories written before the manifest existed, which have none, are accepted when
+    the last line of their ``run.jsonl`` is whole.)
 
 :func:`load_run` reads a run directory back into pandas DataFrames.
 """
@@ -241,7 +242,7 @@ def write_run(
             yield _dumps({"record": "quality", **q})
 
     # The old result stops being one before any of its files is replaced.
-    (d / MANIFEST_FILE).unlink(missing_ok=True)
+    _mark_writing(d)
     names = [RUN_FILE, SUMMARY_FILE]
     _atomic_write(d / RUN_FILE, lines())
     _atomic_write(d / SUMMARY_FILE, [json.dumps(summary, indent=2, allow_nan=False)])
@@ -260,11 +261,20 @@ def write_summary(run_dir: str | os.PathLike[str], summary: dict[str, Any]) -> P
     d = Path(run_dir)
     path = d / SUMMARY_FILE
     manifest = _read_manifest(d)
-    (d / MANIFEST_FILE).unlink(missing_ok=True)
+    if manifest is None:  # a directory written before manifests existed
+        _atomic_write(path, [json.dumps(summary, indent=2, allow_nan=False)])
+        return path
+    _mark_writing(d)
     _atomic_write(path, [json.dumps(summary, indent=2, allow_nan=False)])
-    if manifest is not None:
+    if "" not in manifest:
         _write_manifest(d, manifest)
     return path
+
+
+def _mark_writing(d: Path) -> None:
+    # Atomically: a pending manifest replaces the old one (so a killed writer's directory is
+    # never taken for one written before manifests existed).
+    _atomic_write(d / MANIFEST_FILE, [json.dumps({"writing": True})])
 
 
 def _read_manifest(d: Path) -> dict[str, Any] | None:
@@ -274,6 +284,8 @@ def _read_manifest(d: Path) -> dict[str, Any] | None:
         return None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return {}
+    if isinstance(obj, dict) and obj.get("writing") is True:
+        return {"": "writing"}
     files = obj.get("files") if isinstance(obj, dict) else None
     return files if isinstance(files, dict) else {}
 
@@ -291,6 +303,8 @@ def incomplete_reason(run_dir: str | os.PathLike[str], checksums: bool = True) -
     files = _read_manifest(d)
     if files is None:
         return _legacy_problem(d)
+    if files.get("") == "writing":
+        return "its writing was interrupted"
     if RUN_FILE not in files or SUMMARY_FILE not in files:
         return f"{MANIFEST_FILE} is damaged"
     for name, want in files.items():
