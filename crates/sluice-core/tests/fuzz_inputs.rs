@@ -170,9 +170,11 @@ fn configs_validate_without_panics_and_valid_ones_run() {
     .map(|s| serde_json::from_str(s).expect("number"))
     .collect();
     let registry = sluice_core::scheme::registry();
-    let mut rng = Rng::new(18);
+    let mut rng = Rng::new(std::env::var("SLUICE_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(18));
     let mut ran = 0;
-    for i in 0..2500 {
+    let mut failures = Vec::new();
+    std::panic::set_hook(Box::new(|_| {})); // the failures are listed at the end
+    for i in 0..6000 {
         let info = &registry[i % registry.len()];
         let mut cfg = RunConfig {
             scheme_name: info.name.into(),
@@ -185,12 +187,15 @@ fn configs_validate_without_panics_and_valid_ones_run() {
         let mut v = serde_json::to_value(&cfg).expect("serialisable");
         let mut paths = Vec::new();
         numbers(&v, &mut paths, &mut Vec::new());
+        let mut changed = Vec::new();
         for _ in 0..1 + below(&mut rng, 3) {
             let p = &paths[below(&mut rng, paths.len())];
             if p.first().map(String::as_str) == Some("duration_s") {
                 continue; // kept short so the valid ones can run
             }
-            set(&mut v, p, values[below(&mut rng, values.len())].clone());
+            let new = values[below(&mut rng, values.len())].clone();
+            changed.push(format!("{}={new}", p.join(".")));
+            set(&mut v, p, new);
         }
         let text = v.to_string();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -210,8 +215,10 @@ fn configs_validate_without_panics_and_valid_ones_run() {
         }));
         match outcome {
             Ok(r) => ran += usize::from(r),
-            Err(_) => panic!("panic on config {text}"),
+            Err(_) => failures.push(format!("{}: {}", info.name, changed.join(", "))),
         }
     }
+    let _ = std::panic::take_hook();
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
     assert!(ran > 100, "only {ran} mutated configs were valid: the fuzz ran too little");
 }

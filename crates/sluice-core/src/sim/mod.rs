@@ -149,10 +149,20 @@ fn unit_range(key: &str) -> Option<(f64, f64)> {
         Some((0.0, limits::MAX_SIZE_BYTES))
     } else if key.ends_with("_packets") || key.ends_with("_frames") {
         Some((0.0, limits::MAX_PACKETS))
-    } else {
+    } else if SIGNED.contains(&key) || key == "seed" {
         None
+    } else {
+        // Factors, fractions, counts and the typed times (microseconds): never negative, and
+        // small enough that no product with a time or a rate overflows.
+        Some((0.0, MAX_PLAIN))
     }
 }
+
+/// Config numbers that may be negative.
+const SIGNED: [&str; 1] = ["initial_offset"];
+/// The largest value of a number without a unit in its name (a typed time in microseconds:
+/// about 11 days).
+const MAX_PLAIN: f64 = 1e12;
 
 /// Checks every number of a serialised config against [`unit_range`]; `Err` names the
 /// field's path (scheme components without `scheme.`).
@@ -264,6 +274,9 @@ impl RunConfig {
             return err("the access delay is a downlink setting (sender to bottleneck)".into());
         }
         self.check_limits().map_err(ConfigError)?;
+        if let EncoderConfig::Model(m) = &self.encoder {
+            m.validate().map_err(ConfigError)?;
+        }
         scheme.encoder_controller.validate().map_err(ConfigError)?;
         scheme.pacer.validate().map_err(ConfigError)?;
         scheme.cc.validate().map_err(ConfigError)?;
