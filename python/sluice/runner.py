@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import copy
 import json
 import multiprocessing
 import os
 import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -105,6 +108,41 @@ def planned_config(spec: RunSpec, encoder: str) -> dict[str, Any]:
         msg = str(e).removeprefix("invalid run config: ")
         raise SluiceError(f"invalid {what}: {msg}") from None
     return config.apply_overrides(cfg, spec.overrides)
+
+
+@contextlib.contextmanager
+def captured_stderr() -> Iterator[Callable[[], str]]:
+    """File descriptor 2 goes to a temporary file inside the block (what C libraries print
+    there); yields a function returning what was written so far. What was captured is
+    written to the real stderr after the block unless the block raised (the caller folds it
+    into its message then)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+
+        def said() -> str:
+            tmp.flush()
+            tmp.seek(0)
+            return tmp.read().decode(errors="replace")
+
+        ok = False
+        try:
+            yield said
+            ok = True
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if ok and (text := said()):
+                sys.stderr.write(text)
+
+
+def _fold(message: str, said: str) -> str:
+    """``message`` with the last line a library printed on stderr, if it adds anything."""
+    lines = [ln.strip() for ln in said.splitlines() if ln.strip()]
+    if not lines or lines[-1] in message:
+        return message
+    return f"{message} ({lines[-1]})"
 
 
 def _show_progress(spec: RunSpec, duration_s: float) -> bool:
@@ -210,6 +248,7 @@ def run_one(spec: RunSpec) -> Path:
             )
         fps = float(cfg["fps"]) if _overridden(spec, "fps") else None
         raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
+        created = not run_dir.exists()
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -225,11 +264,30 @@ def run_one(spec: RunSpec) -> Path:
             video_frames=raw.frames,
             bitstream_path=str(stream_tmp),
         )
+    else:
+        created, stream_tmp = False, None
+    try:
+        return _build_and_run(_core, spec, cfg, run_dir, raw, down, up)
+    except BaseException:
+        if stream_tmp is not None:  # the encoder's stream of a run that did not finish
+            stream_tmp.unlink(missing_ok=True)
+            Path(f"{stream_tmp}.idx").unlink(missing_ok=True)
+        if created and run_dir.is_dir() and not any(run_dir.iterdir()):
+            run_dir.rmdir()  # nothing of a failed run is left behind
+        raise
+
+
+def _build_and_run(_core: Any, spec: RunSpec, cfg: dict[str, Any], run_dir: Path, raw: Any,
+                   down: Any, up: Any) -> Path:  # fmt: skip
     # The overrides win over what the front end derived.
     cfg = config.apply_overrides(cfg, spec.overrides)
-    with core_errors():
-        sim = _core.Simulation(json.dumps(cfg), down.trace if down else None,
-                               up.trace if up else None)  # fmt: skip
+    # libx264 reports on fd 2 itself ("x264 [error]: ..."): that is folded into our one line.
+    with captured_stderr() as said, core_errors():
+        try:
+            sim = _core.Simulation(json.dumps(cfg), down.trace if down else None,
+                                   up.trace if up else None)  # fmt: skip
+        except ValueError as e:
+            raise ValueError(_fold(str(e), said())) from None
         resolved = json.loads(sim.resolved_config_json())
 
     extra: dict[str, Path] = {}

@@ -288,3 +288,61 @@ def test_bad_input(c: Case):
     for n in c.needles:
         assert n in lines[0], (n, lines[0])
     assert o.after == o.before, f"left behind: {sorted(o.after - o.before)}"
+
+
+# --- on real video: what libx264 and ffmpeg say is folded into the one line ----------------
+
+
+@pytest.fixture(scope="module")
+def tiny_clip(tmp_path_factory) -> Path:
+    """A 3 s 16x16 clip (libvmaf crashes on frames this small)."""
+    from sluice.video import ffmpeg_exe
+
+    out = tmp_path_factory.mktemp("clip") / "tiny_16x16.mp4"
+    subprocess.run([ffmpeg_exe(), "-v", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc=size=16x16:rate=24", "-t", "3", "-pix_fmt", "yuv420p", str(out)],
+                   check=True)  # fmt: skip
+    return out
+
+
+def _sluice(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sluice", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, preexec_fn=_limit_memory)  # fmt: skip
+
+
+def _one_line(p: subprocess.CompletedProcess, *needles: str) -> str:
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sluice: error: "), p.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def test_x264_preset_set_by_path_is_one_line(tiny_clip, tmp_path):
+    p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "1", "--out", "o",
+                 "--quality", "none", "--set", "encoder.preset=warp9"], tmp_path)  # fmt: skip
+    _one_line(p, "warp9")
+    assert not (tmp_path / "o").exists()
+
+
+def test_quality_failure_keeps_the_finished_run(tiny_clip, tmp_path):
+    from sluice import results
+
+    p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "2", "--out", "o",
+                 "--encode-time", "modeled", "--quality", "fast"], tmp_path)  # fmt: skip
+    line = _one_line(p, "run written to o", "quality", "16x16", "ffmpeg")
+    assert not line.rstrip().endswith(":"), line  # says what failed
+    run = results.load_run(tmp_path / "o")  # the finished run, complete, without scores
+    assert len(run.frames) > 0 and run.quality is None
+    assert run.config["encoder"]["bitstream_path"] == "stream.264"
+
+
+def test_identical_x264_runs_in_two_directories_are_identical_files(tiny_clip, tmp_path):
+    for out in ("a", "b"):
+        p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "1", "--out",
+                     out, "--encode-time", "modeled", "--quality", "none"], tmp_path)  # fmt: skip
+        assert p.returncode == 0, p.stderr
+    a, b = (tmp_path / d / "run.jsonl" for d in ("a", "b"))
+    assert a.read_bytes() == b.read_bytes()
+    assert (tmp_path / "a/stream.264").read_bytes() == (tmp_path / "b/stream.264").read_bytes()
