@@ -93,7 +93,13 @@ impl ModelEncoderConfig {
         use crate::check_range;
         check_range("encoder.width", self.width as f64, 16.0, false, 16384.0)?;
         check_range("encoder.height", self.height as f64, 16.0, false, 16384.0)?;
-        check_range("encoder.bytes_per_pixel_at_qp26", self.bytes_per_pixel_at_qp26, 0.0, true, 10.0)?;
+        check_range(
+            "encoder.bytes_per_pixel_at_qp26",
+            self.bytes_per_pixel_at_qp26,
+            0.0,
+            true,
+            10.0,
+        )?;
         check_range("encoder.scene_rho", self.scene_rho, 0.0, false, 1.0)?;
         for (name, v) in [
             ("encoder.scene_sigma", self.scene_sigma),

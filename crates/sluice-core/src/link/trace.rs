@@ -269,8 +269,9 @@ impl Trace {
             let kind = TraceErrorKind::TimeTooLate(span_s);
             return Err(TraceError { file: name.to_string(), line: None, kind });
         }
-        let expected: f64 = samples.iter().zip(&intervals).map(|(&(_, r), &d)| r * 1e6 * d).sum::<f64>()
-            / CONVERSION_BITS_PER_OPPORTUNITY as f64;
+        let expected: f64 =
+            samples.iter().zip(&intervals).map(|(&(_, r), &d)| r * 1e6 * d).sum::<f64>()
+                / CONVERSION_BITS_PER_OPPORTUNITY as f64;
         if expected > limits::MAX_TRACE_OPPORTUNITIES as f64 {
             let kind = TraceErrorKind::TooManyOpportunities(expected as i64);
             return Err(TraceError { file: name.to_string(), line: None, kind });

@@ -95,10 +95,22 @@ impl PacerConfig {
                     false,
                     9000.0,
                 )?;
-                check_range("pacer.additive_step_packets", c.additive_step_packets, 0.0, false, 1e6)?;
+                check_range(
+                    "pacer.additive_step_packets",
+                    c.additive_step_packets,
+                    0.0,
+                    false,
+                    1e6,
+                )?;
                 check_range("pacer.alpha", c.alpha, 0.0, true, 1.0)?;
                 check_range("pacer.capacity_smoothing", c.capacity_smoothing, 0.0, false, 1.0)?;
-                check_range("pacer.standing_rtt_fraction", c.standing_rtt_fraction, 0.0, false, 1.0)?;
+                check_range(
+                    "pacer.standing_rtt_fraction",
+                    c.standing_rtt_fraction,
+                    0.0,
+                    false,
+                    1.0,
+                )?;
                 check_range("pacer.initial_bucket_ms", c.initial_bucket_ms, 0.0, true, 60_000.0)?;
                 check_range("pacer.min_rtt_window_ms", c.min_rtt_window_ms, 0.0, true, 1e7)
             }

@@ -181,7 +181,8 @@ fn check_units(v: &serde_json::Value, path: &str) -> Result<(), String> {
         }
         serde_json::Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                check_units(item, path).map_err(|e| e.replacen(path, &format!("{path}[{i}]"), 1))?;
+                check_units(item, path)
+                    .map_err(|e| e.replacen(path, &format!("{path}[{i}]"), 1))?;
             }
             Ok(())
         }
@@ -255,7 +256,13 @@ impl RunConfig {
             if !(0.0..1.0).contains(&p.loss) {
                 return err(format!("{name}.loss must be in [0, 1), got {}", p.loss));
             }
-            check_range(&format!("{name}.delay_ms"), p.delay_ms, 0.0, false, crate::limits::MAX_DELAY_MS)?;
+            check_range(
+                &format!("{name}.delay_ms"),
+                p.delay_ms,
+                0.0,
+                false,
+                crate::limits::MAX_DELAY_MS,
+            )?;
             check_range(
                 &format!("{name}.access_delay_ms"),
                 p.access_delay_ms,
@@ -303,7 +310,13 @@ impl RunConfig {
             ));
         }
         for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
-            crate::check_range(&format!("{name}.delay_ms"), p.delay_ms, 0.0, false, limits::MAX_DELAY_MS)?;
+            crate::check_range(
+                &format!("{name}.delay_ms"),
+                p.delay_ms,
+                0.0,
+                false,
+                limits::MAX_DELAY_MS,
+            )?;
             crate::check_range(
                 &format!("{name}.access_delay_ms"),
                 p.access_delay_ms,
@@ -312,10 +325,22 @@ impl RunConfig {
                 limits::MAX_DELAY_MS,
             )?;
             if let Some(b) = p.queue_bytes {
-                crate::check_range(&format!("{name}.queue_bytes"), b as f64, 1504.0, false, limits::MAX_SIZE_BYTES)?;
+                crate::check_range(
+                    &format!("{name}.queue_bytes"),
+                    b as f64,
+                    1504.0,
+                    false,
+                    limits::MAX_SIZE_BYTES,
+                )?;
             }
             if let Some(n) = p.queue_packets {
-                crate::check_range(&format!("{name}.queue_packets"), n as f64, 1.0, false, limits::MAX_PACKETS)?;
+                crate::check_range(
+                    &format!("{name}.queue_packets"),
+                    n as f64,
+                    1.0,
+                    false,
+                    limits::MAX_PACKETS,
+                )?;
             }
         }
         Ok(())

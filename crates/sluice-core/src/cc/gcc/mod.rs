@@ -120,13 +120,9 @@ impl GccConfig {
             TrendlineWindow::Packets(n) => {
                 check_range("cc.trendline_window.count", n as f64, 2.0, false, 10_000.0)?
             }
-            TrendlineWindow::Time(d) | TrendlineWindow::TimeMaeCode(d) => check_range(
-                "cc.trendline_window.window_ms",
-                d.as_ms_f64(),
-                0.0,
-                true,
-                60_000.0,
-            )?,
+            TrendlineWindow::Time(d) | TrendlineWindow::TimeMaeCode(d) => {
+                check_range("cc.trendline_window.window_ms", d.as_ms_f64(), 0.0, true, 60_000.0)?
+            }
         }
         check_range("cc.default_rtt", self.default_rtt.as_us() as f64, 0.0, true, 6e7)?;
         if let Some(r) = self.pre_reaction_ratio {
