@@ -539,24 +539,30 @@ def cmd_schemes(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_gen(args: argparse.Namespace) -> int:
-    from .traces import generate
+    from .results import temp_path
+    from .traces import generate, mahimahi_pieces
 
     trace = generate(args.spec, args.duration)
-    text = trace.to_mahimahi()
-    if not text.endswith("\n"):
-        text += "\n"
     if args.out:
         path = Path(args.out)
         if path.parent != Path(""):
             path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        tmp = temp_path(path)  # renamed into place when complete
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+                for piece in mahimahi_pieces(trace):
+                    f.write(piece)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
         print(
             f"wrote {path}: mean {trace.mean_rate_bps / 1e6:.3f} Mbit/s, "
             f"period {trace.period_s:g} s",
             file=sys.stderr,
         )
     else:
-        sys.stdout.write(text)
+        for piece in mahimahi_pieces(trace):
+            sys.stdout.write(piece)
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,17 @@ def parse_trace_text(text: str, path: str, fmt: str | None = None) -> Any:
     raise SluiceError(f"unknown trace format {fmt!r} (expected one of: {', '.join(FORMATS)})")
 
 
+#: Opportunities per piece of a trace's Mahimahi text (:func:`mahimahi_pieces`).
+PIECE = 1 << 20
+
+
+def mahimahi_pieces(trace: Any) -> Iterator[str]:
+    """A trace's Mahimahi text in pieces (a generated day is 100 million lines: never the
+    whole text in memory at once)."""
+    for start in range(0, len(trace), PIECE):
+        yield trace.to_mahimahi_range(start, start + PIECE)
+
+
 def generate(spec: str, duration_s: float) -> Any:
     """The core's generated trace for ``spec`` (without ``gen:``, e.g. ``constant:12``) over
     ``duration_s``; :class:`SluiceError` for a bad spec."""
@@ -112,8 +124,10 @@ def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = N
         if duration_s is None:
             raise SluiceError(f"{arg}: a generated trace needs a duration")
         trace = generate(spec, float(duration_s))
-        digest = hashlib.sha256(trace.to_mahimahi().encode()).hexdigest()
-        return LoadedTrace(trace, arg, trace_stem(arg), digest, "generated", arg)
+        digest = hashlib.sha256()
+        for piece in mahimahi_pieces(trace):
+            digest.update(piece.encode())
+        return LoadedTrace(trace, arg, trace_stem(arg), digest.hexdigest(), "generated", arg)
 
     path = regular_file(arg, "trace file")
     try:

@@ -58,6 +58,24 @@ impl PyTrace {
         self.inner.to_mahimahi_string()
     }
 
+    /// The Mahimahi text of opportunities `start..end` (clamped), so a long trace can be
+    /// hashed or written in pieces.
+    fn to_mahimahi_range(&self, start: usize, end: usize) -> String {
+        use std::fmt::Write;
+        let times = self.inner.times_ms();
+        let end = end.min(times.len());
+        let mut s = String::with_capacity(end.saturating_sub(start) * 9);
+        for t in &times[start.min(end)..end] {
+            // Writing to a String cannot fail.
+            let _ = writeln!(s, "{t}");
+        }
+        s
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
     #[getter]
     fn period_s(&self) -> f64 {
         self.inner.period().as_secs_f64()

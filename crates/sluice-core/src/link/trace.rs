@@ -454,6 +454,12 @@ impl Builder {
         Builder { times_ms: Vec::new(), carry: 0 }
     }
 
+    /// A builder with room for `n` opportunities (bounded by the caller: no growth by
+    /// doubling past what a long trace needs).
+    pub(crate) fn with_capacity(n: usize) -> Builder {
+        Builder { times_ms: Vec::with_capacity(n), carry: 0 }
+    }
+
     /// Adds `[start_us, start_us + d_us)` at `rate_bps`.
     pub(crate) fn interval(&mut self, start_us: i64, d_us: i64, rate_bps: i64) {
         if d_us <= 0 {

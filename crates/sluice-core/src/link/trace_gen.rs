@@ -266,7 +266,8 @@ pub fn generate(spec: &TraceSpec, duration: TimeDelta) -> Result<Trace, String> 
     if let TraceSpec::Poisson { rate_mbps, seed } = spec {
         return poisson(*rate_mbps, *seed, end_us, &spec.name());
     }
-    let mut builder = Builder::new();
+    // `expected` is at most the limit (checked above) and at least the count.
+    let mut builder = Builder::with_capacity(expected.ceil() as usize + 1);
     // Emits piecewise-constant segments (duration_us, rate_bps) until end_us is covered.
     let mut t_us = 0_i64;
     let mut segment = |b: &mut Builder, d_us: i64, rate_bps: i64| -> bool {
