@@ -84,4 +84,7 @@ pub mod limits {
     pub const MAX_SIZE_BYTES: f64 = 1e9;
     /// Packet counts (`*_packets` fields): up to a million.
     pub const MAX_PACKETS: f64 = 1e6;
+    /// Frames (fps x duration) and samples ((duration + drain) / sample interval) of one
+    /// run, each: up to 10 million (a run holds its records in memory until it ends).
+    pub const MAX_RECORDS: f64 = 1e7;
 }

@@ -309,6 +309,23 @@ impl RunConfig {
                 self.duration_s + self.drain_s
             ));
         }
+        let frames = self.fps * self.duration_s;
+        if frames > limits::MAX_RECORDS {
+            return Err(format!(
+                "fps x duration_s is {} frames, above the limit of {} per run",
+                crate::show(frames),
+                crate::show(limits::MAX_RECORDS)
+            ));
+        }
+        let samples = (self.duration_s + self.drain_s) * 1000.0 / self.sample_interval_ms;
+        if samples > limits::MAX_RECORDS {
+            return Err(format!(
+                "(duration_s + drain_s) / sample_interval_ms is {} samples, above the limit of \
+                 {} per run",
+                crate::show(samples.round()),
+                crate::show(limits::MAX_RECORDS)
+            ));
+        }
         for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
             crate::check_range(
                 &format!("{name}.delay_ms"),
