@@ -8,10 +8,11 @@ per finished cell (:func:`write_table`: ``results.csv``, and ``results.parquet``
 is importable).
 
 Resuming: before a cell runs, its ``experiment-spec.json`` (the spec, minus where it writes)
-is written and any old ``summary.json`` removed; a cell is done when ``summary.json`` exists
-next to a matching ``experiment-spec.json``. An interrupted matrix therefore reruns only the
-cells that had not finished, and a changed setting (duration, scheme config, ...) reruns the
-cells it affects.
+is written and any old ``summary.json`` removed; a cell is done when its directory holds a
+complete result (:func:`sluice.results.incomplete_reason`: the manifest matches the files'
+sizes) next to a matching ``experiment-spec.json``. An interrupted matrix therefore reruns
+only the cells that had not finished, a damaged result is run again (with a warning), and a
+changed setting (duration, scheme config, ...) reruns the cells it affects.
 """
 
 from __future__ import annotations
