@@ -14,10 +14,12 @@ import contextlib
 import math
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class SluiceError(Exception):
@@ -101,3 +103,29 @@ def handle_sigterm() -> None:
         return
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def interruptible(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a helper thread while the main thread waits in short steps, so that
+    SIGINT and SIGTERM are handled at once even during a long call into the extension (one
+    that releases the GIL: trace parsing and generation). An interrupted call is abandoned
+    (the process is ending)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+    out: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            out["value"] = fn(*args)
+        except BaseException as e:  # re-raised in the caller's thread
+            out["error"] = e
+
+    t = threading.Thread(target=target, name="sluice-core-call", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.05)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]

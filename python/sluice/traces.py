@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import SluiceError, core, core_errors, regular_file
+from .errors import SluiceError, core, core_errors, interruptible, regular_file
 
 GEN_PREFIX = "gen:"
 FORMATS = ("mahimahi", "rate")
@@ -88,10 +88,10 @@ def parse_trace_text(text: str, path: str, fmt: str | None = None) -> Any:
         if "#" in text:
             text = "\n".join(_strip_comment(line) for line in text.splitlines())
         with core_errors():
-            return _core.Trace.parse_mahimahi(text, path)
+            return interruptible(_core.Trace.parse_mahimahi, text, path)
     if fmt == "rate":
         with core_errors():
-            return _core.Trace.parse_rate_series(text, path)
+            return interruptible(_core.Trace.parse_rate_series, text, path)
     raise SluiceError(f"unknown trace format {fmt!r} (expected one of: {', '.join(FORMATS)})")
 
 
@@ -110,7 +110,7 @@ def generate(spec: str, duration_s: float) -> Any:
     """The core's generated trace for ``spec`` (without ``gen:``, e.g. ``constant:12``) over
     ``duration_s``; :class:`SluiceError` for a bad spec."""
     with core_errors(f"{GEN_PREFIX}{spec}: "):
-        return core().Trace.generate(spec, float(duration_s))
+        return interruptible(core().Trace.generate, spec, float(duration_s))
 
 
 def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = None) -> LoadedTrace:

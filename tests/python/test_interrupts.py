@@ -270,3 +270,24 @@ def test_a_run_directory_written_before_manifests_is_read(tmp_path):
     run = d / results.RUN_FILE
     run.write_bytes(run.read_bytes()[:-7])
     assert "middle of a line" in (results.incomplete_reason(d) or "")
+
+
+def test_sigint_stops_a_long_trace_generation(tmp_path):
+    # A day of gen:constant:12 is 86 million opportunities: seconds of work in the extension,
+    # which runs in a helper thread so the signal is handled at once.
+    proc = _start(["trace", "info", "gen:constant:12", "--duration", "86400"], tmp_path)
+    try:
+        _wait_for(lambda: _cpu_s(proc.pid) > 1.2 or proc.poll() is not None, 60,
+                  "the generation to start")  # fmt: skip
+        assert proc.poll() is None, proc.communicate()
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    print(f"trace generation: stopped {elapsed:.3f} s after SIGINT")
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["sluice: interrupted"], err
+    assert elapsed < STOP_BOUND_S, elapsed

@@ -25,16 +25,16 @@ struct PyTrace {
 impl PyTrace {
     /// Parses a Mahimahi trace (one millisecond timestamp per line).
     #[staticmethod]
-    fn parse_mahimahi(text: &str, name: &str) -> PyResult<PyTrace> {
-        Trace::parse_mahimahi(text, name)
+    fn parse_mahimahi(py: Python<'_>, text: &str, name: &str) -> PyResult<PyTrace> {
+        py.allow_threads(|| Trace::parse_mahimahi(text, name))
             .map(|t| PyTrace { inner: Arc::new(t) })
             .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     /// Parses a "time_s rate_mbps" series, converted with carried remainders.
     #[staticmethod]
-    fn parse_rate_series(text: &str, name: &str) -> PyResult<PyTrace> {
-        Trace::parse_rate_series(text, name)
+    fn parse_rate_series(py: Python<'_>, text: &str, name: &str) -> PyResult<PyTrace> {
+        py.allow_threads(|| Trace::parse_rate_series(text, name))
             .map(|t| PyTrace { inner: Arc::new(t) })
             .map_err(|e| PyValueError::new_err(e.to_string()))
     }
@@ -42,14 +42,16 @@ impl PyTrace {
     /// Generates a synthetic trace from a compact spec ("constant:12", "steps:30@10,3@10",
     /// "alternating:10,2,15", "markov:20,2,5,1[,seed]", "poisson:3.04[,seed]").
     #[staticmethod]
-    fn generate(spec: &str, duration_s: f64) -> PyResult<PyTrace> {
+    fn generate(py: Python<'_>, spec: &str, duration_s: f64) -> PyResult<PyTrace> {
         if !(duration_s > 0.0 && duration_s.is_finite()) {
             return Err(PyValueError::new_err(format!(
                 "trace duration must be positive, got {duration_s}"
             )));
         }
         let spec = TraceSpec::parse_cli(spec).map_err(PyValueError::new_err)?;
-        sluice_core::link::trace_gen::generate(&spec, TimeDelta::from_secs_f64(duration_s))
+        py.allow_threads(|| {
+            sluice_core::link::trace_gen::generate(&spec, TimeDelta::from_secs_f64(duration_s))
+        })
             .map(|t| PyTrace { inner: Arc::new(t) })
             .map_err(PyValueError::new_err)
     }
