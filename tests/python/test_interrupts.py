@@ -122,7 +122,8 @@ def test_sigint_stops_compare_and_its_workers(tmp_path):
     assert err.strip().splitlines()[-1] == "sluice: interrupted", err
     assert "Traceback" not in err, err
     assert elapsed < STOP_BOUND_S, elapsed
-    assert not [w for w in workers if _alive(w)]
+    # (multiprocessing's resource tracker, a child too, ends when it sees its parent gone)
+    _wait_for(lambda: not [w for w in workers if _alive(w)], WORKER_BOUND_S, "the workers to end")
     leftovers = [p for p in tmp_path.rglob("*") if ".tmp" in p.name]
     assert not leftovers, leftovers
 
