@@ -333,7 +333,9 @@ def _load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
         obj = obj["config"]  # an entry copied from `sluice schemes --json`
     bad = non_finite_path(obj)
     if bad:
-        raise SluiceError(f"{path}: {bad} must be a finite number, got {_get(obj, bad)}")
+        raise SluiceError(
+            f"{path}: {bad} must be a finite number within 64 bits, got {_get(obj, bad)}"
+        )
     # Checked here, so the message names the file (and the field's config path).
     cfg = config.default_config()
     cfg["scheme"] = obj

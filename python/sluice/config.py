@@ -121,7 +121,7 @@ def resolve(cfg: dict[str, Any], validate: bool = False) -> dict[str, Any]:
     bad = non_finite_path(cfg)
     if bad:
         raise SluiceError(f"{short_path(bad) if '[' not in bad else bad} must be a finite "
-                          f"number, got {_show_nonfinite(cfg, bad)}")  # fmt: skip
+                          f"number within 64 bits, got {_show_nonfinite(cfg, bad)}")  # fmt: skip
     try:
         out = core().resolve_config_json(json.dumps(cfg, allow_nan=False), validate)
     except ValueError as e:
@@ -297,7 +297,7 @@ def parse_assignment(text: str) -> Override:
     split_path(path)
     parsed = parse_value(value)
     if non_finite_path(parsed):
-        raise SluiceError(f"{path.strip()}: {value.strip()} is not a finite number")
+        raise SluiceError(f"{path.strip()}: {value.strip()} is not a finite number within 64 bits")
     return path.strip(), parsed
 
 

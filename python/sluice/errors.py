@@ -68,8 +68,11 @@ def regular_file(path: str | os.PathLike[str], what: str) -> Path:
 
 def non_finite_path(obj: Any, prefix: str = "") -> str | None:
     """The path (``a.b[2].c``) of the first NaN or infinite number in a JSON-like ``obj``
-    (Python's json reads ``NaN``, ``Infinity`` and ``1e999``), or None."""
+    (Python's json reads ``NaN``, ``Infinity`` and ``1e999``), or of an integer beyond 64
+    bits (which the core would read as an inexact float), or None."""
     if isinstance(obj, float) and not math.isfinite(obj):
+        return prefix or "(value)"
+    if isinstance(obj, int) and not isinstance(obj, bool) and not -(2**63) <= obj < 2**64:
         return prefix or "(value)"
     if isinstance(obj, dict):
         for k, v in obj.items():
