@@ -318,7 +318,7 @@ def _load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
     from .errors import non_finite_path, regular_file
 
     try:
-        text = regular_file(path, "scheme file").read_text(encoding="utf-8")
+        text = regular_file(path, "scheme file", 1 << 24).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SluiceError(f"cannot read scheme file {path}: {e}") from None
     try:

@@ -48,10 +48,12 @@ def core_errors(prefix: str = "") -> Iterator[None]:
         raise SluiceError(f"{prefix}{e}") from None
 
 
-def regular_file(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` if it is a regular file; otherwise a :class:`SluiceError` that says what it
-    is: missing, a directory, or something that is not a file (a FIFO or a device, which
-    would block or never end)."""
+def regular_file(
+    path: str | os.PathLike[str], what: str, max_bytes: int | None = None
+) -> Path:
+    """``path`` if it is a regular file (of at most ``max_bytes``); otherwise a
+    :class:`SluiceError` that says what it is: missing, a directory, something that is not a
+    file (a FIFO or a device, which would block or never end), or too large to read."""
     p = Path(path)
     try:
         st = os.stat(p)
@@ -63,6 +65,10 @@ def regular_file(path: str | os.PathLike[str], what: str) -> Path:
         raise SluiceError(f"{what} {path} is a directory, not a file")
     if not stat.S_ISREG(st.st_mode):
         raise SluiceError(f"{what} {path} is not a regular file (a FIFO, socket or device)")
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise SluiceError(
+            f"{what} {path} is {st.st_size} bytes, above the limit of {max_bytes} bytes"
+        )
     return p
 
 

@@ -407,7 +407,7 @@ def load_plan(path: str | os.PathLike[str]) -> Plan:
     any mistake. Input files are not looked at (:meth:`Plan.check_inputs`)."""
     p = Path(path)
     if p.exists() and not p.is_dir():
-        regular_file(p, "plan file")  # a FIFO or device would block
+        regular_file(p, "plan file", 1 << 24)  # a FIFO or device would block
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -526,7 +526,7 @@ def _schemes(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanScheme]:
 def _scheme_file(ctx: _Ctx, base: Path, file: str) -> dict[str, Any]:
     path = base / file
     if path.exists() and not path.is_dir():
-        regular_file(path, "scheme file")  # a FIFO or device would block
+        regular_file(path, "scheme file", 1 << 24)  # a FIFO or device would block
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

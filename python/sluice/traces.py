@@ -18,6 +18,9 @@ from typing import Any
 from .errors import SluiceError, core, core_errors, interruptible, regular_file
 
 GEN_PREFIX = "gen:"
+#: Trace files are read whole: up to 1 GB (the limit of 100 million opportunities is about
+#: that much Mahimahi text).
+MAX_TRACE_FILE_BYTES = 1 << 30
 FORMATS = ("mahimahi", "rate")
 
 
@@ -129,7 +132,7 @@ def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = N
             digest.update(piece.encode())
         return LoadedTrace(trace, arg, trace_stem(arg), digest.hexdigest(), "generated", arg)
 
-    path = regular_file(arg, "trace file")
+    path = regular_file(arg, "trace file", MAX_TRACE_FILE_BYTES)
     try:
         data = path.read_bytes()
     except OSError as e:

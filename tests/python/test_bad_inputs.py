@@ -27,6 +27,7 @@ ADDRESS_SPACE_LIMIT = 2 << 30  # 2 GB
 TIMEOUT_S = 60  # a FIFO that blocks, or a run that never ends, fails the case instead
 
 FIFO = object()  # a file entry that is a named pipe
+SPARSE = object()  # a file entry that is a 3 GB sparse file (no disk used)
 DIR = object()  # a file entry that is a directory
 
 T = "gen:constant:12"
@@ -161,6 +162,8 @@ CASES: list[Case] = [
          files={"p": FIFO}),
     case("fifo-plan", ["matrix", "p", "--results", "res"], "plan file p", "not a regular file",
          files={"p": FIFO}),
+    case("trace-file-too-big", ["trace", "info", "sparse.mahi"], "sparse.mahi", "limit",
+         files={"sparse.mahi": SPARSE}),
     case("dir-video", run_with("--video", "d"), "video file d", "directory", files={"d": DIR}),
     case("dir-trace", ["run", "--trace", "d", "--out", "o"], "trace file d", "directory",
          files={"d": DIR}),
@@ -249,6 +252,9 @@ def _run_case(c: Case) -> Outcome:
             p.parent.mkdir(parents=True, exist_ok=True)
             if content is FIFO:
                 os.mkfifo(p)
+            elif content is SPARSE:
+                with open(p, "wb") as f:
+                    f.truncate(3 << 30)
             elif content is DIR:
                 p.mkdir()
             elif isinstance(content, bytes):
