@@ -111,8 +111,11 @@ def _flatten(obj: object, prefix: str = "") -> dict[str, object]:
     return {prefix: obj}
 
 
-# Header fields that differ between any two builds or output directories.
-_VOLATILE = ("git_sha", "git_dirty", "config.encoder.bitstream_path")
+# Header fields that differ between any two builds or output directories (the paths are
+# relative to the run directory since issue 16, the cached clip's depends on where it is).
+_VOLATILE = (
+    "git_sha", "git_dirty", "config.encoder.bitstream_path", "config.encoder.video_path",
+)  # fmt: skip
 
 
 def _compare_headers(old: dict, new: dict) -> str:

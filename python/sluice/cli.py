@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .errors import SluiceError
+from .video import X264_PRESETS
 
 EXIT_USAGE = 2
 
@@ -54,15 +55,23 @@ def _number(kind: str, cond: Any, what: str) -> Any:
 _pos_float = _number("positive number", lambda v: v > 0, "a positive number")
 _nonneg_float = _number("non-negative number", lambda v: v >= 0, "a number >= 0")
 _probability = _number("probability", lambda v: 0 <= v < 1, "a probability in [0, 1)")
+# The README's limits (section "Limits"), checked where the flag is read.
+MAX_SESSION_S = 86_400
+MAX_DELAY_MS = 60_000
+_duration = _number(
+    "duration", lambda v: 0 < v <= MAX_SESSION_S, f"seconds in (0, {MAX_SESSION_S}] (a day)"
+)
+_delay = _number("delay", lambda v: 0 <= v <= MAX_DELAY_MS, f"milliseconds in [0, {MAX_DELAY_MS}]")
+_fps = _number("fps", lambda v: 0 < v <= 1000, "a frame rate in (0, 1000]")
 
 
-def _int(minimum: int, what: str) -> Any:
+def _int(minimum: int, what: str, maximum: int | None = None) -> Any:
     def parse(s: str) -> int:
         try:
             v = int(s)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}") from None
-        if v < minimum:
+        if v < minimum or (maximum is not None and v > maximum):
             raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}")
         return v
 
@@ -71,7 +80,19 @@ def _int(minimum: int, what: str) -> Any:
 
 
 _pos_int = _int(1, "a positive integer")
-_seed = _int(0, "a non-negative integer")
+_seed = _int(0, "an integer in [0, 2**64 - 1]", 2**64 - 1)
+_jobs = _int(1, "a number of jobs in [1, 1024]", 1024)
+_queue_bytes = _int(1504, "bytes in [1504, 1000000000]", 1_000_000_000)
+_queue_packets = _int(1, "packets in [1, 1000000]", 1_000_000)
+
+
+def _out_path(s: str) -> str:
+    if not s.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    return s
+
+
+_out_path.__name__ = "path"
 
 
 def _assignment(s: str) -> tuple[str, Any]:
@@ -101,35 +122,37 @@ def _add_network(p: argparse.ArgumentParser) -> None:
     g.add_argument("--trace-format", choices=("mahimahi", "rate"), help="override format detection")
     d = g.add_mutually_exclusive_group()
     d.add_argument(
-        "--delay-ms", type=_nonneg_float, default=None, metavar="D",
+        "--delay-ms", type=_delay, default=None, metavar="D",
         help="one-way propagation delay in each direction (default 20)",
     )  # fmt: skip
     d.add_argument(
-        "--bn-delay-ms", type=_nonneg_float, default=None, metavar="D",
+        "--bn-delay-ms", type=_delay, default=None, metavar="D",
         help="one-way delay between the bottleneck and the receiver, each direction (Co-RTV "
         "§V-A: 5, an RTT of 10); the same setting as --delay-ms, named for the topology "
         "with --access-delay-ms",
     )  # fmt: skip
     g.add_argument(
-        "--access-delay-ms", type=_nonneg_float, default=None, metavar="D",
+        "--access-delay-ms", type=_delay, default=None, metavar="D",
         help="one-way delay between the sender and the bottleneck, each direction: media "
         "before the queue, the bottleneck's reports and the receiver's feedback on the way "
         "back (Co-RTV §V-A: 20; default 0)",
     )  # fmt: skip
     q = g.add_mutually_exclusive_group()
-    q.add_argument("--queue-bytes", type=_pos_int, metavar="B", help="bottleneck queue, bytes")
-    q.add_argument("--queue-packets", type=_pos_int, metavar="N", help="bottleneck queue, packets")
+    q.add_argument("--queue-bytes", type=_queue_bytes, metavar="B", help="bottleneck queue, bytes")
+    q.add_argument(
+        "--queue-packets", type=_queue_packets, metavar="N", help="bottleneck queue, packets"
+    )
     g.add_argument(
         "--loss", type=_probability, default=None, metavar="P", help="downlink random loss"
     )
     r = p.add_argument_group("run")
     r.add_argument(
-        "--duration", type=_pos_float, default=None, metavar="S",
-        help="capture duration in seconds (default 30)",
+        "--duration", type=_duration, default=None, metavar="S",
+        help="capture duration in seconds (default 30; at most a day)",
     )  # fmt: skip
     r.add_argument("--seed", type=_seed, default=None, metavar="N", help="random seed (default 1)")
     r.add_argument(
-        "--fps", type=_pos_float, default=None, metavar="F",
+        "--fps", type=_fps, default=None, metavar="F",
         help="frame rate (default: the video's, or 30 for the model encoder)",
     )  # fmt: skip
     r.add_argument(
@@ -161,7 +184,10 @@ def _add_network(p: argparse.ArgumentParser) -> None:
         "--encode-time", choices=("measured", "modeled"), default="measured",
         help="charge x264's wall time (measured) or a deterministic model (modeled)",
     )  # fmt: skip
-    v.add_argument("--preset", default="superfast", help="x264 preset (default superfast)")
+    v.add_argument(
+        "--preset", default="superfast", choices=X264_PRESETS, metavar="P",
+        help=f"x264 preset: {', '.join(X264_PRESETS)} (default superfast)",
+    )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -181,7 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a custom composition (SchemeConfig JSON); named after the file stem",
     )  # fmt: skip
     _add_network(p)
-    p.add_argument("--out", metavar="DIR", help="default results/<scheme>-<trace>-s<seed>")
+    p.add_argument(
+        "--out", type=_out_path, metavar="DIR", help="default results/<scheme>-<trace>-s<seed>"
+    )
     p.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
     p.set_defaults(func=cmd_run)
 
@@ -194,9 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="add a custom composition (repeatable)",
     )  # fmt: skip
     _add_network(p)
-    p.add_argument("--jobs", type=_pos_int, metavar="N", help="parallel runs (default: CPUs)")
+    p.add_argument("--jobs", type=_jobs, metavar="N", help="parallel runs (default: CPUs)")
     p.add_argument("--backend", choices=("process", "ray"), default="process")
-    p.add_argument("--out", metavar="DIR", help="default results/compare-<trace>")
+    p.add_argument("--out", type=_out_path, metavar="DIR", help="default results/compare-<trace>")
     p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
     p.set_defaults(func=cmd_compare)
 
@@ -207,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
         "See README.md, 'Experiments', for the plan format.",
     )  # fmt: skip
     p.add_argument("plan", metavar="PLAN.toml", help="the experiment plan")
-    p.add_argument("--jobs", type=_pos_int, metavar="N", help="parallel runs (default: CPUs)")
+    p.add_argument("--jobs", type=_jobs, metavar="N", help="parallel runs (default: CPUs)")
     p.add_argument("--backend", choices=("process", "ray"), default="process")
     p.add_argument(
         "--rerun", choices=("missing", "stale", "all"), default="missing",
@@ -250,13 +278,13 @@ def build_parser() -> argparse.ArgumentParser:
     tsub = p.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
     g = tsub.add_parser("gen", help="write a generated trace as a Mahimahi file")
     g.add_argument("spec", metavar="SPEC", help="e.g. constant:12, markov:20,2,5,1[,seed]")
-    g.add_argument("--duration", type=_pos_float, required=True, metavar="S")
-    g.add_argument("--out", metavar="FILE", help="output file (default: stdout)")
+    g.add_argument("--duration", type=_duration, required=True, metavar="S")
+    g.add_argument("--out", type=_out_path, metavar="FILE", help="output file (default: stdout)")
     g.set_defaults(func=cmd_trace_gen)
     i = tsub.add_parser("info", help="mean rate, period, min/max over 1 s bins")
     i.add_argument("file", metavar="FILE", help="trace file (or gen:SPEC with --duration)")
     i.add_argument("--trace-format", choices=("mahimahi", "rate"))
-    i.add_argument("--duration", type=_pos_float, default=60.0, metavar="S", help="for gen:SPEC")
+    i.add_argument("--duration", type=_duration, default=60.0, metavar="S", help="for gen:SPEC")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_trace_info)
 
@@ -265,7 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
         "run_dirs", nargs="+", metavar="RUN_DIR",
         help="run directories (or a compare directory holding them)",
     )  # fmt: skip
-    p.add_argument("--out", metavar="DIR", help="default: the run (or compare) directory")
+    p.add_argument(
+        "--out", type=_out_path, metavar="DIR", help="default: the run (or compare) directory"
+    )
     p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
     p.set_defaults(func=cmd_plot)
     return parser
@@ -284,21 +314,45 @@ def _check_schemes(names: Sequence[str]) -> None:
 
 
 def _load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
+    from . import config
+    from .errors import non_finite_path, regular_file
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SluiceError(f"scheme file not found: {path}") from None
+        text = regular_file(path, "scheme file", 1 << 24).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SluiceError(f"cannot read scheme file {path}: {e}") from None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         raise SluiceError(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
+    except RecursionError:
+        raise SluiceError(f"{path}: JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise SluiceError(f"{path}: expected a JSON object (a scheme composition)")
     if isinstance(obj.get("config"), dict) and "pacer" not in obj:
         obj = obj["config"]  # an entry copied from `sluice schemes --json`
+    bad = non_finite_path(obj)
+    if bad:
+        raise SluiceError(
+            f"{path}: {bad} must be a finite number within 64 bits, got {_get(obj, bad)}"
+        )
+    # Checked here, so the message names the file (and the field's config path).
+    cfg = config.default_config()
+    cfg["scheme"] = obj
+    try:
+        config.resolve(cfg, validate=True)
+    except SluiceError as e:
+        msg = str(e).removeprefix("invalid run config: ")
+        raise SluiceError(f"{path}: {msg}") from None
     return Path(path).stem, obj
+
+
+def _get(obj: Any, path: str) -> Any:
+    import re
+
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        obj = obj[int(part[1:-1])] if part.startswith("[") else obj[part]
+    return obj
 
 
 def _overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
@@ -325,9 +379,9 @@ def _overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
 
 
 def _spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, out: str | None):
-    from .runner import RunSpec
+    from .runner import RunSpec, resolve_encoder
 
-    return RunSpec(
+    spec = RunSpec(
         scheme=scheme,
         scheme_config=scheme_config,
         overrides=_overrides(args),
@@ -342,6 +396,10 @@ def _spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, o
         encode_time=args.encode_time,
         preset=args.preset,
     )
+    if args.width is not None and resolve_encoder(spec) != "x264":
+        raise SluiceError(f"--width {args.width} scales a video for x264; the model encoder "
+                          f"of {scheme} has no video (add --video CLIP, or leave --width out)")
+    return spec
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -483,24 +541,30 @@ def cmd_schemes(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_gen(args: argparse.Namespace) -> int:
-    from .traces import generate
+    from .results import temp_path
+    from .traces import generate, mahimahi_pieces
 
     trace = generate(args.spec, args.duration)
-    text = trace.to_mahimahi()
-    if not text.endswith("\n"):
-        text += "\n"
     if args.out:
         path = Path(args.out)
         if path.parent != Path(""):
             path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        tmp = temp_path(path)  # renamed into place when complete
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+                for piece in mahimahi_pieces(trace):
+                    f.write(piece)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
         print(
             f"wrote {path}: mean {trace.mean_rate_bps / 1e6:.3f} Mbit/s, "
             f"period {trace.period_s:g} s",
             file=sys.stderr,
         )
     else:
-        sys.stdout.write(text)
+        for piece in mahimahi_pieces(trace):
+            sys.stdout.write(piece)
     return 0
 
 
@@ -560,6 +624,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the CLI; returns the exit status (also raises SystemExit for argparse errors)."""
+    from .errors import Terminated, handle_sigterm
+
+    handle_sigterm()
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = os.environ.get("SLUICE_DEBUG", "") not in ("", "0")
@@ -578,9 +645,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         where = f": {e.filename}" if e.filename else ""
         return _fail(f"{e.strerror or e}{where}")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM (Terminated)
         print("sluice: interrupted", file=sys.stderr)
-        return 130
+        return 143 if isinstance(e, Terminated) else 130
 
 
 def _fail(message: str) -> int:

@@ -39,7 +39,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .errors import SluiceError, core
+from .errors import SluiceError, core, non_finite_path
 
 #: The components of a scheme; a path starting with one of them is relative to ``scheme``.
 SCHEME_COMPONENTS = ("pacer", "cc", "encoder_controller", "bottleneck", "frame_drop")
@@ -118,11 +118,22 @@ def resolve(cfg: dict[str, Any], validate: bool = False) -> dict[str, Any]:
     from the registry when ``scheme`` is null, every tagged component with its defaults.
     ``validate``: also check ranges (duration, fps, loss, queue limits, ...). Raises
     :class:`SluiceError` with the core's message."""
+    bad = non_finite_path(cfg)
+    if bad:
+        raise SluiceError(f"{short_path(bad) if '[' not in bad else bad} must be a finite "
+                          f"number within 64 bits, got {_show_nonfinite(cfg, bad)}")  # fmt: skip
     try:
-        out = core().resolve_config_json(json.dumps(cfg), validate)
+        out = core().resolve_config_json(json.dumps(cfg, allow_nan=False), validate)
     except ValueError as e:
         raise SluiceError(_strip_location(str(e))) from None
     return json.loads(out)
+
+
+def _show_nonfinite(cfg: Any, path: str) -> str:
+    node = cfg
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        node = node[int(part[1:-1])] if part.startswith("[") else node[part]
+    return str(node)
 
 
 # --- paths ----------------------------------------------------------------------------------
@@ -284,7 +295,10 @@ def parse_assignment(text: str) -> Override:
     if not eq or not path.strip():
         raise SluiceError(f"expected PATH=VALUE, got {text!r}")
     split_path(path)
-    return path.strip(), parse_value(value)
+    parsed = parse_value(value)
+    if non_finite_path(parsed):
+        raise SluiceError(f"{path.strip()}: {value.strip()} is not a finite number within 64 bits")
+    return path.strip(), parsed
 
 
 def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:

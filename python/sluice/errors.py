@@ -11,8 +11,15 @@ and keeps its traceback.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import math
+import os
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class SluiceError(Exception):
@@ -39,3 +46,95 @@ def core_errors(prefix: str = "") -> Iterator[None]:
         yield
     except ValueError as e:
         raise SluiceError(f"{prefix}{e}") from None
+
+
+def regular_file(
+    path: str | os.PathLike[str], what: str, max_bytes: int | None = None
+) -> Path:
+    """``path`` if it is a regular file (of at most ``max_bytes``); otherwise a
+    :class:`SluiceError` that says what it is: missing, a directory, something that is not a
+    file (a FIFO or a device, which would block or never end), or too large to read."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise SluiceError(f"{what} not found: {path}") from None
+    except OSError as e:
+        raise SluiceError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SluiceError(f"{what} {path} is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise SluiceError(f"{what} {path} is not a regular file (a FIFO, socket or device)")
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise SluiceError(
+            f"{what} {path} is {st.st_size} bytes, above the limit of {max_bytes} bytes"
+        )
+    return p
+
+
+def non_finite_path(obj: Any, prefix: str = "") -> str | None:
+    """The path (``a.b[2].c``) of the first NaN or infinite number in a JSON-like ``obj``
+    (Python's json reads ``NaN``, ``Infinity`` and ``1e999``), or of an integer beyond 64
+    bits (which the core would read as an inexact float), or None."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return prefix or "(value)"
+    if isinstance(obj, int) and not isinstance(obj, bool) and not -(2**63) <= obj < 2**64:
+        return prefix or "(value)"
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            found = non_finite_path(v, f"{prefix}.{k}" if prefix else str(k))
+            if found:
+                return found
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            found = non_finite_path(v, f"{prefix}[{i}]")
+            if found:
+                return found
+    return None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Python's handler runs (:func:`handle_sigterm`), so that a
+    terminated run unwinds like an interrupted one: temporary files removed, exit 143."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def handle_sigterm() -> None:
+    """Makes SIGTERM raise :class:`Terminated` in the main thread (unless SIGTERM is
+    ignored, or this is not the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def interruptible(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a helper thread while the main thread waits in short steps, so that
+    SIGINT and SIGTERM are handled at once even during a long call into the extension (one
+    that releases the GIL: trace parsing and generation). An interrupted call is abandoned
+    (the process is ending)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+    out: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            out["value"] = fn(*args)
+        except BaseException as e:  # re-raised in the caller's thread
+            out["error"] = e
+
+    t = threading.Thread(target=target, name="sluice-core-call", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.05)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]

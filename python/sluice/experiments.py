@@ -8,10 +8,11 @@ per finished cell (:func:`write_table`: ``results.csv``, and ``results.parquet``
 is importable).
 
 Resuming: before a cell runs, its ``experiment-spec.json`` (the spec, minus where it writes)
-is written and any old ``summary.json`` removed; a cell is done when ``summary.json`` exists
-next to a matching ``experiment-spec.json``. An interrupted matrix therefore reruns only the
-cells that had not finished, and a changed setting (duration, scheme config, ...) reruns the
-cells it affects.
+is written and any old ``summary.json`` removed; a cell is done when its directory holds a
+complete result (:func:`sluice.results.incomplete_reason`: the manifest matches the files'
+sizes) next to a matching ``experiment-spec.json``. An interrupted matrix therefore reruns
+only the cells that had not finished, a damaged result is run again (with a warning), and a
+changed setting (duration, scheme config, ...) reruns the cells it affects.
 """
 
 from __future__ import annotations
@@ -90,7 +91,11 @@ def is_done(cell: Cell, require_sha: str | None = None) -> bool:
     """The cell has results for its spec (and, with ``require_sha``, from that commit of a
     clean checkout)."""
     d = cell.run_dir
-    if not (d / results.SUMMARY_FILE).is_file() or not results.is_run_dir(d):
+    why = results.incomplete_reason(d, checksums=False)
+    if why is not None:
+        if (d / results.SUMMARY_FILE).is_file():  # results there, but not a whole run
+            print(f"warning: {d}: not a complete result ({why}); it runs again",
+                  file=sys.stderr)  # fmt: skip
         return False
     try:
         saved = json.loads((d / SPEC_FILE).read_text(encoding="utf-8"))
@@ -175,7 +180,14 @@ def results_table(
     (the same columns whatever the cells' summaries hold)."""
     import pandas as pd
 
-    rows = [cell_row(c, plan) for c in cells if (c.run_dir / results.SUMMARY_FILE).is_file()]
+    rows = []
+    for c in cells:
+        if not results.is_complete(c.run_dir, checksums=False):
+            continue
+        try:
+            rows.append(cell_row(c, plan))
+        except SluiceError as e:  # a damaged result: left out of the table, not fatal
+            print(f"warning: {c.run_dir} left out of the table: {e}", file=sys.stderr)
     head = [*LABEL_COLUMNS, *swept]
     # Every known metric (NaN where a run has none, e.g. VMAF without video), then the
     # rest of the summaries: the same columns whatever ran.

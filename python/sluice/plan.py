@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config, runner
-from .errors import SluiceError
+from .errors import SluiceError, regular_file
 from .experiments import (
     Cell,
     Outcome,
@@ -406,6 +406,8 @@ def load_plan(path: str | os.PathLike[str]) -> Plan:
     """Reads and checks a plan (see the module doc); :class:`SluiceError` ``PATH: ...`` for
     any mistake. Input files are not looked at (:meth:`Plan.check_inputs`)."""
     p = Path(path)
+    if p.exists() and not p.is_dir():
+        regular_file(p, "plan file", 1 << 24)  # a FIFO or device would block
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -523,6 +525,8 @@ def _schemes(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanScheme]:
 
 def _scheme_file(ctx: _Ctx, base: Path, file: str) -> dict[str, Any]:
     path = base / file
+    if path.exists() and not path.is_dir():
+        regular_file(path, "scheme file", 1 << 24)  # a FIFO or device would block
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

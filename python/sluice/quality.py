@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -175,7 +176,10 @@ def score(
                "-i", str(ref_path), "-lavfi", graph, "-f", "null", "-"]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise SluiceError(f"ffmpeg quality scoring failed: {proc.stderr.strip()[-300:]}")
+            raise SluiceError(
+                f"ffmpeg quality scoring of {video.width}x{video.height} frames failed: "
+                + ffmpeg_failure(proc.returncode, proc.stderr)
+            )
         vmaf = [f["metrics"]["vmaf"] for f in json.loads(vmaf_log.read_text())["frames"]]
         ssim = _stats(ssim_log, "All:")
         psnr = _stats(psnr_log, "psnr_avg:")
@@ -187,6 +191,20 @@ def score(
         for i in range(n)
     ]
     return per_frame, summarize(per_frame)
+
+
+def ffmpeg_failure(returncode: int, stderr: str) -> str:
+    """What an ffmpeg that failed said, in one line: its last message, and the signal that
+    killed it if one did (libvmaf crashes on very small frames without a word)."""
+    lines = [ln.strip() for ln in (stderr or "").splitlines() if ln.strip()]
+    said = lines[-1][-300:] if lines else ""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"ffmpeg was killed by {name}" + (f" ({said})" if said else " (no message)")
+    return said or f"ffmpeg exited with status {returncode} (no message)"
 
 
 def _stats(path: Path, key: str) -> list[float]:

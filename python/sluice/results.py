@@ -22,14 +22,27 @@ A run directory holds:
 ``summary.json``
     The run summary (derived; may be rewritten).
 
+``manifest.json``
+    Written last: the size and SHA-256 of every file of the result (``run.jsonl``,
+    ``summary.json`` and, for x264 runs, ``stream.264`` and ``delivered.264``). Each file is
+    written under a temporary name (``.NAME.tmp<pid>``) and renamed into place, and before
+    the first rename the old manifest is replaced by ``{"writing": true}``, so a run
+    directory whose manifest says so or does not match its files is an incomplete result
+    (:func:`is_complete`), never read as a whole: :func:`load_run` refuses it. Temporary
+    files left by a killed writer are removed by the next write into the directory. (Run
+    directories written before the manifest existed, which have none, are accepted when
+    the last line of their ``run.jsonl`` is whole.)
+
 :func:`load_run` reads a run directory back into pandas DataFrames.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -54,6 +67,12 @@ SCHEMA_VERSION = 3
 SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
 RUN_FILE = "run.jsonl"
 SUMMARY_FILE = "summary.json"
+MANIFEST_FILE = "manifest.json"
+#: Files of a result besides run.jsonl and summary.json, when a run has them (x264).
+STREAM_FILE = "stream.264"
+DELIVERED_FILE = "delivered.264"
+STREAM_INDEX_FILE = "stream.264.idx"
+_TMP_RE = re.compile(r"^\.(?P<name>.+)\.tmp(?P<pid>\d+)(\.idx)?$")
 
 # The fixed frame columns; each run adds its encoder controller's named columns.
 FRAME_COLUMNS = [
@@ -128,8 +147,53 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False)
 
 
+def temp_path(path: str | os.PathLike[str]) -> Path:
+    """Where ``path`` is written before it is renamed into place: ``.NAME.tmp<pid>`` beside
+    it (removed on any error or interrupt; a killed writer's is removed by the next write)."""
+    p = Path(path)
+    return p.with_name(f".{p.name}.tmp{os.getpid()}")
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def clean_stale_temps(run_dir: str | os.PathLike[str]) -> list[Path]:
+    """Removes the temporary files a killed writer left in ``run_dir`` (those of processes
+    no longer alive); returns them."""
+    removed = []
+    try:
+        entries = list(Path(run_dir).iterdir())
+    except OSError:
+        return removed
+    for f in entries:
+        m = _TMP_RE.match(f.name)
+        if m and f.is_file() and not _pid_alive(int(m["pid"])):
+            f.unlink(missing_ok=True)
+            removed.append(f)
+    return removed
+
+
+def _file_entry(path: Path) -> dict[str, Any]:
+    h = hashlib.sha256()
+    n = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+            n += len(block)
+    return {"bytes": n, "sha256": h.hexdigest()}
+
+
 def _atomic_write(path: Path, lines: Iterable[str]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp = temp_path(path)
     try:
         with open(tmp, "w", encoding="utf-8", newline="\n") as f:
             for line in lines:
@@ -140,6 +204,11 @@ def _atomic_write(path: Path, lines: Iterable[str]) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def _write_manifest(d: Path, names: Iterable[str]) -> None:
+    files = {n: _file_entry(d / n) for n in names}
+    _atomic_write(d / MANIFEST_FILE, [json.dumps({"files": files}, indent=2)])
+
+
 def write_run(
     run_dir: str | os.PathLike[str],
     header: dict[str, Any],
@@ -148,13 +217,18 @@ def write_run(
     summary: dict[str, Any],
     quality: list[dict[str, Any]] | None = None,
     skips: list[dict[str, Any]] | None = None,
+    extra: dict[str, Path] | None = None,
 ) -> Path:
-    """Writes ``run.jsonl`` and ``summary.json`` into ``run_dir`` (created if needed)."""
+    """Writes ``run.jsonl``, ``summary.json`` and ``manifest.json`` into ``run_dir``
+    (created if needed) as one result (see the module doc). ``extra``: files written
+    elsewhere during the run (name in the run directory -> where it is now, e.g. the x264
+    stream under its temporary name), moved in as part of the result."""
     d = Path(run_dir)
     try:
         d.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SluiceError(f"cannot create output directory {d}: {e.strerror or e}") from None
+    clean_stale_temps(d)
 
     def lines() -> Iterable[str]:
         yield _dumps(header)
@@ -167,15 +241,103 @@ def write_run(
         for q in quality or []:
             yield _dumps({"record": "quality", **q})
 
+    # The old result stops being one before any of its files is replaced.
+    _mark_writing(d)
+    names = [RUN_FILE, SUMMARY_FILE]
     _atomic_write(d / RUN_FILE, lines())
-    write_summary(d, summary)
+    _atomic_write(d / SUMMARY_FILE, [json.dumps(summary, indent=2, allow_nan=False)])
+    for name in (STREAM_FILE, STREAM_INDEX_FILE, DELIVERED_FILE):
+        if name not in (extra or {}):
+            (d / name).unlink(missing_ok=True)  # an older run's, not part of this result
+    for name, src in (extra or {}).items():
+        os.replace(src, d / name)
+        names.append(name)
+    _write_manifest(d, names)
     return d
 
 
 def write_summary(run_dir: str | os.PathLike[str], summary: dict[str, Any]) -> Path:
-    path = Path(run_dir) / SUMMARY_FILE
+    """Rewrites a complete run's ``summary.json`` (and its manifest entry)."""
+    d = Path(run_dir)
+    path = d / SUMMARY_FILE
+    manifest = _read_manifest(d)
+    if manifest is None:  # a directory written before manifests existed
+        _atomic_write(path, [json.dumps(summary, indent=2, allow_nan=False)])
+        return path
+    _mark_writing(d)
     _atomic_write(path, [json.dumps(summary, indent=2, allow_nan=False)])
+    if "" not in manifest:
+        _write_manifest(d, manifest)
     return path
+
+
+def _mark_writing(d: Path) -> None:
+    # Atomically: a pending manifest replaces the old one (so a killed writer's directory is
+    # never taken for one written before manifests existed).
+    _atomic_write(d / MANIFEST_FILE, [json.dumps({"writing": True})])
+
+
+def _read_manifest(d: Path) -> dict[str, Any] | None:
+    try:
+        obj = json.loads((d / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    if isinstance(obj, dict) and obj.get("writing") is True:
+        return {"": "writing"}
+    files = obj.get("files") if isinstance(obj, dict) else None
+    return files if isinstance(files, dict) else {}
+
+
+def incomplete_reason(run_dir: str | os.PathLike[str], checksums: bool = True) -> str | None:
+    """Why ``run_dir`` does not hold a complete result, or None if it does: its manifest
+    lists every file with the size and (``checksums``) the SHA-256 it has. A directory
+    written before manifests existed: ``run.jsonl`` and ``summary.json`` present and the
+    last line of ``run.jsonl`` a whole JSON object."""
+    d = Path(run_dir)
+    if not (d / RUN_FILE).is_file():
+        return f"no {RUN_FILE}"
+    if not (d / SUMMARY_FILE).is_file():
+        return f"no {SUMMARY_FILE}"
+    files = _read_manifest(d)
+    if files is None:
+        return _legacy_problem(d)
+    if files.get("") == "writing":
+        return "its writing was interrupted"
+    if RUN_FILE not in files or SUMMARY_FILE not in files:
+        return f"{MANIFEST_FILE} is damaged"
+    for name, want in files.items():
+        p = d / name
+        if not p.is_file():
+            return f"{name} is missing"
+        if not isinstance(want, dict) or p.stat().st_size != want.get("bytes"):
+            return f"{name} does not match {MANIFEST_FILE} (size)"
+        if checksums and _file_entry(p).get("sha256") != want.get("sha256"):
+            return f"{name} does not match {MANIFEST_FILE} (checksum)"
+    return None
+
+
+def _legacy_problem(d: Path) -> str | None:
+    path = d / RUN_FILE
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - (1 << 20)))
+            tail = f.read()
+        if not tail.endswith(b"\n"):
+            return f"{RUN_FILE} ends in the middle of a line"
+        last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        if not isinstance(json.loads(last.decode("utf-8")), dict):
+            return f"{RUN_FILE}: its last line is not a record"
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        return f"{RUN_FILE} is damaged ({type(e).__name__})"
+    return None
+
+
+def is_complete(run_dir: str | os.PathLike[str], checksums: bool = True) -> bool:
+    """Whether ``run_dir`` holds a complete result (:func:`incomplete_reason`)."""
+    return incomplete_reason(run_dir, checksums) is None
 
 
 @dataclass
@@ -259,6 +421,10 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
 
     d = Path(run_dir)
     path = d / RUN_FILE
+    if path.is_file() and _read_manifest(d) is not None:
+        why = incomplete_reason(d)
+        if why:
+            raise SluiceError(f"{d}: not a complete result ({why}); run it again")
     header: dict[str, Any] | None = None
     frames: list[dict[str, Any]] = []
     samples: list[dict[str, Any]] = []
@@ -271,24 +437,28 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
     except OSError as e:
         raise SluiceError(f"cannot read {path}: {e.strerror or e}") from None
     with f:
-        for lineno, line in enumerate(f, start=1):
-            if lineno == 1:
-                header = _check_header(_parse_line(line, path, 1), path)
-                continue
-            if not line.strip():
-                continue
-            obj = _parse_line(line, path, lineno)
-            kind = obj.pop("record", None)
-            if kind == "frame":
-                frames.append(obj)
-            elif kind == "sample":
-                samples.append(obj)
-            elif kind == "quality":
-                scores.append(obj)
-            elif kind == "skip":
-                skipped.append(obj)
-            else:
-                raise SluiceError(f"{path}:{lineno}: unknown record type {kind!r}")
+        try:
+            for lineno, line in enumerate(f, start=1):
+                if lineno == 1:
+                    header = _check_header(_parse_line(line, path, 1), path)
+                    continue
+                if not line.strip():
+                    continue
+                obj = _parse_line(line, path, lineno)
+                kind = obj.pop("record", None)
+                if kind == "frame":
+                    frames.append(obj)
+                elif kind == "sample":
+                    samples.append(obj)
+                elif kind == "quality":
+                    scores.append(obj)
+                elif kind == "skip":
+                    skipped.append(obj)
+                else:
+                    raise SluiceError(f"{path}:{lineno}: unknown record type {kind!r}")
+        except UnicodeDecodeError as e:
+            raise SluiceError(f"{path}: not a sluice result file (not UTF-8 text: {e.reason} "
+                              f"at byte {e.start} of a block)") from None  # fmt: skip
     if header is None:
         raise SluiceError(f"{path}: empty result file")
 
@@ -297,8 +467,13 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
     if spath.is_file():
         try:
             summary = json.loads(spath.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise SluiceError(f"cannot read {spath}: {e}") from None
+        if not isinstance(summary, dict):
+            raise SluiceError(f"{spath}: expected a JSON object (a run summary)")
+    for key in ("config", "trace", "uplink_trace"):
+        if header.get(key) is not None and not isinstance(header.get(key), dict):
+            raise SluiceError(f"{path}:1: header field {key!r} must be an object")
 
     def frame(records: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
         df = pd.DataFrame.from_records(records)
@@ -307,15 +482,28 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
         extra = [c for c in df.columns if c not in columns]
         return df.reindex(columns=[*columns, *extra])
 
-    frames_df = frame(frames, FRAME_COLUMNS)
+    def numeric(df: pd.DataFrame, what: str) -> pd.DataFrame:
+        # Every known column is numeric (or boolean, or null); a mistyped file is named.
+        known = {"frame": FRAME_COLUMNS, "sample": SAMPLE_COLUMNS, "skip": SKIP_COLUMNS[:2]}
+        for c in known[what]:
+            if c in df.columns and not pd.api.types.is_numeric_dtype(df[c]):
+                bad = df[c][df[c].map(lambda v: v is not None and not isinstance(v, (int, float)))]
+                bad = bad[bad.notna()]
+                if len(bad):
+                    raise SluiceError(
+                        f"{path}: {what} field {c!r} must be a number, got {bad.iloc[0]!r}"
+                    )
+        return df
+
+    frames_df = numeric(frame(frames, FRAME_COLUMNS), "frame")
     if header.get("schema_version", 0) < 3 and not frames_df.empty:
         frames_df["source_index"] = frames_df["frame_id"]  # one encode per slot then
     return Run(
         path=d,
         header=header,
         frames=frames_df,
-        samples=frame(samples, SAMPLE_COLUMNS),
+        samples=numeric(frame(samples, SAMPLE_COLUMNS), "sample"),
         summary=summary,
         quality=pd.DataFrame.from_records(scores) if scores else None,
-        skips=frame(skipped, SKIP_COLUMNS),
+        skips=numeric(frame(skipped, SKIP_COLUMNS), "skip"),
     )

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import copy
 import json
 import multiprocessing
 import os
 import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -15,12 +18,14 @@ from typing import Any
 from . import config, quality, results, video
 from .errors import SluiceError, core, core_errors
 from .traces import load_trace, trace_stem
+from .video import X264_PRESETS
 
 ENCODERS = ("model", "x264")
 ENCODE_TIME_MODES = ("measured", "modeled")
 
 BACKENDS = ("process", "ray")
-# Virtual seconds per run_until() step: the granularity of progress reporting.
+# Virtual seconds per run_until() step: the granularity of progress reporting and of
+# signal checks (a virtual second takes milliseconds of wall time at the rate limits).
 CHUNK_S = 1.0
 # Show a per-run progress bar only for runs at least this long (and only on a terminal).
 PROGRESS_MIN_DURATION_S = 20.0
@@ -105,6 +110,41 @@ def planned_config(spec: RunSpec, encoder: str) -> dict[str, Any]:
     return config.apply_overrides(cfg, spec.overrides)
 
 
+@contextlib.contextmanager
+def captured_stderr() -> Iterator[Callable[[], str]]:
+    """File descriptor 2 goes to a temporary file inside the block (what C libraries print
+    there); yields a function returning what was written so far. What was captured is
+    written to the real stderr after the block unless the block raised (the caller folds it
+    into its message then)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+
+        def said() -> str:
+            tmp.flush()
+            tmp.seek(0)
+            return tmp.read().decode(errors="replace")
+
+        ok = False
+        try:
+            yield said
+            ok = True
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if ok and (text := said()):
+                sys.stderr.write(text)
+
+
+def _fold(message: str, said: str) -> str:
+    """``message`` with the last line a library printed on stderr, if it adds anything."""
+    lines = [ln.strip() for ln in said.splitlines() if ln.strip()]
+    if not lines or lines[-1] in message:
+        return message
+    return f"{message} ({lines[-1]})"
+
+
 def _show_progress(spec: RunSpec, duration_s: float) -> bool:
     return (
         spec.progress
@@ -130,25 +170,36 @@ def resolve_encoder(spec: RunSpec) -> str:
     if chosen == "x264" and not spec.video:
         hint = " or --encoder model" if pinned else ""
         raise SluiceError(f"the x264 encoder needs a video: add --video CLIP{hint} ({spec.scheme})")
+    if chosen == "x264" and spec.preset not in X264_PRESETS:
+        raise SluiceError(f"unknown x264 preset {spec.preset!r} (known: {', '.join(X264_PRESETS)})")
     return chosen
 
 
 def _advance(sim: Any, spec: RunSpec, duration_s: float) -> tuple[str, str, str, str]:
-    """Runs the simulation to its end (with a progress bar on a terminal)."""
+    """Runs the simulation to its end in chunks of :data:`CHUNK_S` virtual seconds (with a
+    progress bar on a terminal). Signal handlers run between chunks (``run_until`` releases
+    the GIL and checks for signals), so SIGINT and SIGTERM stop a run whatever the
+    terminal."""
     end = sim.end_s
+    bar = None
     if _show_progress(spec, duration_s):
         from tqdm import tqdm
 
-        with tqdm(
+        bar = tqdm(
             total=round(end, 3), unit="s", desc=spec.scheme, leave=False, file=sys.stderr,
             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} sim s [{elapsed}]",
-        ) as bar:  # fmt: skip
-            t = sim.now_s
-            while t < end:
-                nxt = min(t + CHUNK_S, end)
-                sim.run_until(nxt)
+        )  # fmt: skip
+    try:
+        t = sim.now_s
+        while t < end:
+            nxt = min(t + CHUNK_S, end)
+            sim.run_until(nxt)
+            if bar is not None:
                 bar.update(nxt - t)
-                t = nxt
+            t = nxt
+    finally:
+        if bar is not None:
+            bar.close()
     return sim.finish()
 
 
@@ -182,6 +233,7 @@ def run_one(spec: RunSpec) -> Path:
         raise SluiceError(f"quality must be one of {', '.join(quality.MODES)}")
     encoder = resolve_encoder(spec)
     cfg = planned_config(spec, encoder)
+    config.resolve(cfg, validate=True)  # ranges before traces are generated or read
     down, up = load_traces(spec, cfg)
     run_dir = Path(spec.resolved_out_dir())
     raw = None
@@ -196,28 +248,70 @@ def run_one(spec: RunSpec) -> Path:
             )
         fps = float(cfg["fps"]) if _overridden(spec, "fps") else None
         raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
+        created = not run_dir.exists()
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise SluiceError(f"cannot create output directory {run_dir}: {e}") from None
         cfg["fps"] = raw.fps
+        # The stream is written under a temporary name and becomes part of the result
+        # only when the run is complete (results.write_run).
+        stream_tmp = results.temp_path(run_dir.resolve() / results.STREAM_FILE)
         cfg["encoder"].update(
             video_path=os.path.abspath(raw.path),
             width=raw.width,
             height=raw.height,
             video_frames=raw.frames,
-            bitstream_path=str((run_dir / "stream.264").resolve()),
+            bitstream_path=str(stream_tmp),
         )
+    else:
+        created, stream_tmp = False, None
+    try:
+        return _build_and_run(_core, spec, cfg, run_dir, raw, down, up)
+    except BaseException:
+        if stream_tmp is not None:  # the encoder's stream of a run that did not finish
+            stream_tmp.unlink(missing_ok=True)
+            Path(f"{stream_tmp}.idx").unlink(missing_ok=True)
+        if created and run_dir.is_dir() and not any(run_dir.iterdir()):
+            run_dir.rmdir()  # nothing of a failed run is left behind
+        raise
+
+
+def _build_and_run(_core: Any, spec: RunSpec, cfg: dict[str, Any], run_dir: Path, raw: Any,
+                   down: Any, up: Any) -> Path:  # fmt: skip
     # The overrides win over what the front end derived.
     cfg = config.apply_overrides(cfg, spec.overrides)
-    with core_errors():
-        sim = _core.Simulation(json.dumps(cfg), down.trace if down else None,
-                               up.trace if up else None)  # fmt: skip
+    # libx264 reports on fd 2 itself ("x264 [error]: ..."): that is folded into our one line.
+    with captured_stderr() as said, core_errors():
+        try:
+            sim = _core.Simulation(json.dumps(cfg), down.trace if down else None,
+                                   up.trace if up else None)  # fmt: skip
+        except ValueError as e:
+            raise ValueError(_fold(str(e), said())) from None
         resolved = json.loads(sim.resolved_config_json())
 
+    extra: dict[str, Path] = {}
+    if raw is not None:
+        stream = Path(cfg["encoder"]["bitstream_path"])
+        extra = {results.STREAM_FILE: stream,
+                 results.STREAM_INDEX_FILE: Path(f"{stream}.idx")}  # fmt: skip
+        # Paths relative to the run directory: the same run written elsewhere is the same file.
+        resolved["encoder"].update(
+            bitstream_path=results.STREAM_FILE,
+            video_path=os.path.relpath(os.path.abspath(raw.path), run_dir.resolve()),
+        )
+    try:
+        return _finish_run(sim, spec, run_dir, raw, resolved, down, up, extra)
+    finally:
+        for tmp in extra.values():  # the result's own files were moved into the run directory
+            tmp.unlink(missing_ok=True)
+
+
+def _finish_run(sim: Any, spec: RunSpec, run_dir: Path, raw: Any, resolved: dict[str, Any],
+                down: Any, up: Any, extra: dict[str, Path]) -> Path:  # fmt: skip
     try:
         frames_json, skips_json, samples_json, summary_json = _advance(
-            sim, spec, float(cfg["duration_s"])
+            sim, spec, float(resolved["duration_s"])
         )
     except RuntimeError as e:  # the encoder failed mid-run (unreadable video, x264 error)
         raise SluiceError(f"run {spec.scheme} stopped: {e}") from None
@@ -226,20 +320,26 @@ def run_one(spec: RunSpec) -> Path:
     summary = json.loads(summary_json)
 
     scores: list[dict[str, Any]] = []
+    quality_error = None
     if raw is not None and spec.quality != "none":
         shown = quality.displayed_frames(frames)
-        stream = Path(cfg["encoder"]["bitstream_path"])
-        delivered = quality.delivered_stream(
-            stream, [f for _, f in shown], run_dir / "delivered.264"
-        )
-        slots = quality.slot_count(frames, skips)
-        per_frame, qsummary = quality.score(raw, shown, slots, delivered, spec.quality)
-        scores = [
-            {"slot": q.slot, "shown_frame": q.shown_frame, "vmaf": round(q.vmaf, 4),
-             "ssim": round(q.ssim, 6), "psnr": round(q.psnr, 4)}
-            for q in per_frame
-        ]  # fmt: skip
-        summary.update(qsummary)
+        delivered = results.temp_path(run_dir / results.DELIVERED_FILE)
+        extra[results.DELIVERED_FILE] = delivered
+        try:
+            quality.delivered_stream(extra[results.STREAM_FILE], [f for _, f in shown], delivered)
+            slots = quality.slot_count(frames, skips)
+            per_frame, qsummary = quality.score(raw, shown, slots, delivered, spec.quality)
+        except SluiceError as e:  # the run is kept; what failed is said once it is written
+            quality_error = str(e)
+        else:
+            scores = [
+                {"slot": q.slot, "shown_frame": q.shown_frame, "vmaf": round(q.vmaf, 4),
+                 "ssim": round(q.ssim, 6), "psnr": round(q.psnr, 4)}
+                for q in per_frame
+            ]  # fmt: skip
+            summary.update(qsummary)
+        if not delivered.is_file():
+            extra.pop(results.DELIVERED_FILE)
 
     header = results.make_header(
         seed=resolved["seed"],
@@ -248,9 +348,15 @@ def run_one(spec: RunSpec) -> Path:
         trace=down.header() if down else None,
         uplink_trace=up.header() if up else None,
     )
-    return results.write_run(
-        run_dir, header, frames, json.loads(samples_json), summary, quality=scores, skips=skips
-    )
+    out = results.write_run(
+        run_dir, header, frames, json.loads(samples_json), summary, quality=scores, skips=skips,
+        extra=extra,
+    )  # fmt: skip
+    if quality_error:
+        raise SluiceError(
+            f"run written to {out} without quality scores: {quality_error}"
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -334,13 +440,60 @@ def run_many(
     return out
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _worker_init(parent_pid: int) -> None:
+    """A pool worker's setup: it dies with its parent (Linux: PR_SET_PDEATHSIG, else a
+    watchdog thread on the parent's pid), leaves SIGINT to the parent (which terminates the
+    pool) and unwinds on SIGTERM (temporary files removed, see :func:`_pool_task`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    from .errors import handle_sigterm
+
+    handle_sigterm()
+    armed = False
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent_pid:  # the parent died before the line above
+        os._exit(143)
+    if not armed:
+        import threading
+        import time
+
+        def watch() -> None:
+            while os.getppid() == parent_pid:
+                time.sleep(0.5)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=watch, daemon=True).start()
+
+
+def _pool_task(fn: Any, spec: RunSpec) -> Any:
+    from .errors import Terminated
+
+    try:
+        return fn(spec)
+    except Terminated:  # the run unwound (its temporary files are gone); the worker ends
+        os._exit(143)
+
+
 def _run_pool(specs: list[RunSpec], jobs: int, bar: Any, keep_going: bool) -> list[Any]:
     # "spawn": no fork of a process that may hold threads (tqdm, BLAS, the extension).
     ctx = multiprocessing.get_context("spawn")
     fn = _run_caught if keep_going else _run_quiet
     out: list[Any] = [None] * len(specs)
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(fn, s): i for i, s in enumerate(specs)}
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,
+                                initargs=(os.getpid(),)) as pool:  # fmt: skip
+        futures = {pool.submit(_pool_task, fn, s): i for i, s in enumerate(specs)}
         try:
             for fut in cf.as_completed(futures):
                 out[futures[fut]] = fut.result()
@@ -348,6 +501,10 @@ def _run_pool(specs: list[RunSpec], jobs: int, bar: Any, keep_going: bool) -> li
         except BaseException:
             for f in futures:
                 f.cancel()
+            # Stop the runs under way too (they unwind on SIGTERM), not only the queued ones.
+            for p in list(getattr(pool, "_processes", {}).values()):
+                if p.is_alive():
+                    p.terminate()
             raise
     return out
 

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import SluiceError, core, core_errors
+from .errors import SluiceError, core, core_errors, interruptible, regular_file
 
 GEN_PREFIX = "gen:"
+#: Trace files are read whole: up to 1 GB (the limit of 100 million opportunities is about
+#: that much Mahimahi text).
+MAX_TRACE_FILE_BYTES = 1 << 30
 FORMATS = ("mahimahi", "rate")
 
 
@@ -87,18 +91,29 @@ def parse_trace_text(text: str, path: str, fmt: str | None = None) -> Any:
         if "#" in text:
             text = "\n".join(_strip_comment(line) for line in text.splitlines())
         with core_errors():
-            return _core.Trace.parse_mahimahi(text, path)
+            return interruptible(_core.Trace.parse_mahimahi, text, path)
     if fmt == "rate":
         with core_errors():
-            return _core.Trace.parse_rate_series(text, path)
+            return interruptible(_core.Trace.parse_rate_series, text, path)
     raise SluiceError(f"unknown trace format {fmt!r} (expected one of: {', '.join(FORMATS)})")
+
+
+#: Opportunities per piece of a trace's Mahimahi text (:func:`mahimahi_pieces`).
+PIECE = 1 << 20
+
+
+def mahimahi_pieces(trace: Any) -> Iterator[str]:
+    """A trace's Mahimahi text in pieces (a generated day is 100 million lines: never the
+    whole text in memory at once)."""
+    for start in range(0, len(trace), PIECE):
+        yield trace.to_mahimahi_range(start, start + PIECE)
 
 
 def generate(spec: str, duration_s: float) -> Any:
     """The core's generated trace for ``spec`` (without ``gen:``, e.g. ``constant:12``) over
     ``duration_s``; :class:`SluiceError` for a bad spec."""
-    with core_errors():
-        return core().Trace.generate(spec, float(duration_s))
+    with core_errors(f"{GEN_PREFIX}{spec}: "):
+        return interruptible(core().Trace.generate, spec, float(duration_s))
 
 
 def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = None) -> LoadedTrace:
@@ -112,16 +127,14 @@ def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = N
         if duration_s is None:
             raise SluiceError(f"{arg}: a generated trace needs a duration")
         trace = generate(spec, float(duration_s))
-        digest = hashlib.sha256(trace.to_mahimahi().encode()).hexdigest()
-        return LoadedTrace(trace, arg, trace_stem(arg), digest, "generated", arg)
+        digest = hashlib.sha256()
+        for piece in mahimahi_pieces(trace):
+            digest.update(piece.encode())
+        return LoadedTrace(trace, arg, trace_stem(arg), digest.hexdigest(), "generated", arg)
 
-    path = Path(arg)
+    path = regular_file(arg, "trace file", MAX_TRACE_FILE_BYTES)
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise SluiceError(f"trace file not found: {arg}") from None
-    except IsADirectoryError:
-        raise SluiceError(f"trace path is a directory, not a file: {arg}") from None
     except OSError as e:
         raise SluiceError(f"cannot read trace file {arg}: {e.strerror or e}") from None
     try:

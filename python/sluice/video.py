@@ -18,7 +18,11 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import SluiceError
+from .errors import SluiceError, regular_file
+
+#: x264's presets (an unknown one is refused before x264 sees it).
+X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow",
+                "slower", "veryslow", "placebo")  # fmt: skip
 
 
 def ffmpeg_exe() -> str:
@@ -97,9 +101,7 @@ def prepare(
     """Decodes ``path`` to raw yuv420p (scaled and frame-rate converted as asked), cached by
     content and arguments in ``cache_dir``. Raises :class:`SluiceError` if the file is missing
     or unreadable."""
-    src = Path(path)
-    if not src.is_file():
-        raise SluiceError(f"{src}: video file not found")
+    src = regular_file(path, "video file")
     src_w, src_h, src_fps = _probe(src)
     w = width or src_w
     h = height or (src_h * w // src_w if width else src_h)

@@ -49,6 +49,42 @@ pub(crate) fn check_range(
         Ok(())
     } else {
         let l = if open_lo { "(" } else { "[" };
-        Err(format!("{field} must be in {l}{lo}, {hi}], got {v}"))
+        Err(format!("{field} must be in {l}{}, {}], got {}", show(lo), show(hi), show(v)))
     }
+}
+
+/// A number as a user would write it: `1e-9` and `1e20`, not 0.000000001 and 100000...
+pub fn show(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && (v.abs() < 1e-4 || v.abs() >= 1e9) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// What the simulator accepts (README, "Limits"): every rate, duration, timestamp and size a
+/// user gives is checked against these where it enters (trace parsers and generators, the
+/// run config), before anything is allocated for it.
+pub mod limits {
+    /// Link and controller rates: up to 10 Gbit/s.
+    pub const MAX_RATE_BPS: i64 = 10_000_000_000;
+    /// [`MAX_RATE_BPS`] in Mbit/s (trace files and generator specs).
+    pub const MAX_RATE_MBPS: f64 = 10_000.0;
+    /// A session (capture plus drain) and a generated trace: up to a day.
+    pub const MAX_SESSION_S: f64 = 86_400.0;
+    /// Trace timestamps (Mahimahi milliseconds, a rate series' span): up to a day.
+    pub const MAX_TRACE_MS: i64 = 86_400_000;
+    /// Delivery opportunities in one loop of a trace (8 bytes each: 800 MB at the limit).
+    pub const MAX_TRACE_OPPORTUNITIES: i64 = 100_000_000;
+    /// Delays and time settings of a config (`*_ms` fields): up to a day.
+    pub const MAX_TIME_MS: f64 = 86_400_000.0;
+    /// One-way propagation delays: up to a minute.
+    pub const MAX_DELAY_MS: f64 = 60_000.0;
+    /// Sizes (`*_bytes` fields, queue limits): up to 1 GB.
+    pub const MAX_SIZE_BYTES: f64 = 1e9;
+    /// Packet counts (`*_packets` fields): up to a million.
+    pub const MAX_PACKETS: f64 = 1e6;
+    /// Frames (fps x duration) and samples ((duration + drain) / sample interval) of one
+    /// run, each: up to 10 million (a run holds its records in memory until it ends).
+    pub const MAX_RECORDS: f64 = 1e7;
 }

@@ -25,16 +25,16 @@ struct PyTrace {
 impl PyTrace {
     /// Parses a Mahimahi trace (one millisecond timestamp per line).
     #[staticmethod]
-    fn parse_mahimahi(text: &str, name: &str) -> PyResult<PyTrace> {
-        Trace::parse_mahimahi(text, name)
+    fn parse_mahimahi(py: Python<'_>, text: &str, name: &str) -> PyResult<PyTrace> {
+        py.allow_threads(|| Trace::parse_mahimahi(text, name))
             .map(|t| PyTrace { inner: Arc::new(t) })
             .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     /// Parses a "time_s rate_mbps" series, converted with carried remainders.
     #[staticmethod]
-    fn parse_rate_series(text: &str, name: &str) -> PyResult<PyTrace> {
-        Trace::parse_rate_series(text, name)
+    fn parse_rate_series(py: Python<'_>, text: &str, name: &str) -> PyResult<PyTrace> {
+        py.allow_threads(|| Trace::parse_rate_series(text, name))
             .map(|t| PyTrace { inner: Arc::new(t) })
             .map_err(|e| PyValueError::new_err(e.to_string()))
     }
@@ -42,20 +42,40 @@ impl PyTrace {
     /// Generates a synthetic trace from a compact spec ("constant:12", "steps:30@10,3@10",
     /// "alternating:10,2,15", "markov:20,2,5,1[,seed]", "poisson:3.04[,seed]").
     #[staticmethod]
-    fn generate(spec: &str, duration_s: f64) -> PyResult<PyTrace> {
+    fn generate(py: Python<'_>, spec: &str, duration_s: f64) -> PyResult<PyTrace> {
         if !(duration_s > 0.0 && duration_s.is_finite()) {
             return Err(PyValueError::new_err(format!(
                 "trace duration must be positive, got {duration_s}"
             )));
         }
         let spec = TraceSpec::parse_cli(spec).map_err(PyValueError::new_err)?;
-        sluice_core::link::trace_gen::generate(&spec, TimeDelta::from_secs_f64(duration_s))
+        py.allow_threads(|| {
+            sluice_core::link::trace_gen::generate(&spec, TimeDelta::from_secs_f64(duration_s))
+        })
             .map(|t| PyTrace { inner: Arc::new(t) })
             .map_err(PyValueError::new_err)
     }
 
     fn to_mahimahi(&self) -> String {
         self.inner.to_mahimahi_string()
+    }
+
+    /// The Mahimahi text of opportunities `start..end` (clamped), so a long trace can be
+    /// hashed or written in pieces.
+    fn to_mahimahi_range(&self, start: usize, end: usize) -> String {
+        use std::fmt::Write;
+        let times = self.inner.times_ms();
+        let end = end.min(times.len());
+        let mut s = String::with_capacity(end.saturating_sub(start) * 9);
+        for t in &times[start.min(end)..end] {
+            // Writing to a String cannot fail.
+            let _ = writeln!(s, "{t}");
+        }
+        s
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
     }
 
     #[getter]
@@ -69,12 +89,20 @@ impl PyTrace {
     }
 
     /// Capacity per bin (bits per second) over `duration_s`, for plots.
-    fn rate_series_bps(&self, bin_s: f64, duration_s: f64) -> Vec<f64> {
-        self.inner
+    fn rate_series_bps(&self, bin_s: f64, duration_s: f64) -> PyResult<Vec<f64>> {
+        // Bounds before allocation: one f64 per bin.
+        let bins = duration_s / bin_s;
+        if !(bin_s > 0.0 && duration_s > 0.0 && bins.is_finite() && bins <= 1e7) {
+            return Err(PyValueError::new_err(format!(
+                "rate series of {duration_s} s in bins of {bin_s} s: at most 10000000 bins"
+            )));
+        }
+        Ok(self
+            .inner
             .rate_series(TimeDelta::from_secs_f64(bin_s), TimeDelta::from_secs_f64(duration_s))
             .into_iter()
             .map(|r| r.as_bps_f64())
-            .collect()
+            .collect())
     }
 }
 
@@ -151,6 +179,8 @@ impl PySimulation {
             .ok_or_else(|| PyValueError::new_err("simulation already finished"))?;
         let until = Timestamp::from_secs_f64(t_s);
         py.allow_threads(|| sim.run_until(until));
+        // Python's signal handlers (SIGINT, SIGTERM) run here, between chunks.
+        py.check_signals()?;
         match sim.failure() {
             Some(why) => Err(PyRuntimeError::new_err(why.to_owned())),
             None => Ok(()),

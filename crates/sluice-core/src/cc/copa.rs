@@ -253,6 +253,15 @@ impl CopaConfig {
     /// under `cc`).
     pub fn validate(&self) -> Result<(), String> {
         use crate::check_range;
+        check_range("cc.mss_bytes", self.mss_bytes as f64, 100.0, false, 9000.0)?;
+        check_range("cc.delta", self.delta, 0.0, true, 100.0)?;
+        check_range("cc.pacing_gain", self.pacing_gain, 0.0, true, 100.0)?;
+        check_range("cc.initial_window_packets", self.initial_window_packets, 1.0, false, 1e6)?;
+        check_range("cc.min_window_packets", self.min_window_packets, 1.0, false, 1e6)?;
+        check_range("cc.srtt_gain", self.srtt_gain, 0.0, true, 1.0)?;
+        check_range("cc.loss_decrease_factor", self.loss_decrease_factor, 0.0, true, 1.0)?;
+        check_range("cc.loss_rate_threshold", self.loss_rate_threshold, 0.0, false, 1.0)?;
+        check_range("cc.standing_rtt_fraction", self.standing_rtt_fraction, 0.0, false, 1.0)?;
         if let Some(ms) = self.pre_reaction_queuing_delay_ms {
             check_range("cc.pre_reaction_queuing_delay_ms", ms, 0.0, true, 60_000.0)?;
         }

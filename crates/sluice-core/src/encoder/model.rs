@@ -87,6 +87,48 @@ pub struct ModelEncoderConfig {
     pub seed: u64,
 }
 
+impl ModelEncoderConfig {
+    /// A configuration mistake, if any (config paths under `encoder`).
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::check_range;
+        check_range("encoder.width", self.width as f64, 16.0, false, 16384.0)?;
+        check_range("encoder.height", self.height as f64, 16.0, false, 16384.0)?;
+        check_range(
+            "encoder.bytes_per_pixel_at_qp26",
+            self.bytes_per_pixel_at_qp26,
+            0.0,
+            true,
+            10.0,
+        )?;
+        check_range("encoder.scene_rho", self.scene_rho, 0.0, false, 1.0)?;
+        for (name, v) in [
+            ("encoder.scene_sigma", self.scene_sigma),
+            ("encoder.frame_sigma", self.frame_sigma),
+            ("encoder.spike_sigma", self.spike_sigma),
+            ("encoder.satd_noise_sigma", self.satd_noise_sigma),
+        ] {
+            check_range(name, v, 0.0, false, 5.0)?;
+        }
+        check_range("encoder.spike_probability", self.spike_probability, 0.0, false, 1.0)?;
+        check_range("encoder.spike_mean", self.spike_mean, 0.0, true, 100.0)?;
+        check_range("encoder.keyframe_factor", self.keyframe_factor, 0.0, true, 100.0)?;
+        check_range("encoder.qp_step", self.qp_step, 0.0, true, 51.0)?;
+        check_range("encoder.qp_min", self.qp_min, 0.0, false, 51.0)?;
+        check_range("encoder.qp_max", self.qp_max, self.qp_min, false, 51.0)?;
+        check_range("encoder.vbv_target_fill", self.vbv_target_fill, 0.0, false, 1.0)?;
+        check_range("encoder.vbv_fill_gain", self.vbv_fill_gain, 0.0, false, 100.0)?;
+        check_range("encoder.complexity_ewma_weight", self.complexity_ewma_weight, 0.0, true, 1.0)?;
+        check_range("encoder.encode_time_ms", self.encode_time_ms, 0.0, false, 10_000.0)?;
+        for (i, &f) in self.complexity_size_factor.iter().enumerate() {
+            check_range(&format!("encoder.complexity_size_factor[{i}]"), f, 0.0, true, 10.0)?;
+        }
+        for (i, &f) in self.complexity_time_factor.iter().enumerate() {
+            check_range(&format!("encoder.complexity_time_factor[{i}]"), f, 0.0, true, 100.0)?;
+        }
+        check_range("encoder.reference_frames", self.reference_frames as f64, 1.0, false, 16.0)
+    }
+}
+
 impl Default for ModelEncoderConfig {
     fn default() -> Self {
         ModelEncoderConfig {

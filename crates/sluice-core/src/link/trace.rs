@@ -11,6 +11,7 @@
 //! [`CONVERSION_BITS_PER_OPPORTUNITY`] (1500 bytes) per opportunity, so that converting a
 //! shipped `.orig` file reproduces the shipped `.mahi` file byte for byte.
 
+use crate::limits;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use std::fmt;
 
@@ -44,6 +45,15 @@ pub enum TraceErrorKind {
     TimeNotIncreasing { value: f64, previous: f64 },
     /// A rate series with fewer than two samples (no interval to take the median of).
     TooFewSamples(usize),
+    /// A timestamp (ms) beyond [`limits::MAX_TRACE_MS`].
+    TimestampTooLarge(i64),
+    /// A rate (Mbit/s) above [`limits::MAX_RATE_MBPS`].
+    RateTooHigh(f64),
+    /// A rate-series sample time (s after the first) beyond a day.
+    TimeTooLate(f64),
+    /// More delivery opportunities than [`limits::MAX_TRACE_OPPORTUNITIES`] (at least this
+    /// many).
+    TooManyOpportunities(i64),
 }
 
 /// A trace parse error: the file, the 1-based line (if the problem is on a line) and what is
@@ -86,6 +96,26 @@ impl fmt::Display for TraceError {
             TraceErrorKind::TooFewSamples(n) => {
                 write!(f, "a rate series needs at least 2 samples, found {n}")
             }
+            TraceErrorKind::TimestampTooLarge(v) => write!(
+                f,
+                "timestamp {v} ms is beyond the limit of {} ms (a day)",
+                limits::MAX_TRACE_MS
+            ),
+            TraceErrorKind::RateTooHigh(r) => write!(
+                f,
+                "rate {r} Mbps is above the limit of {} Mbps (10 Gbit/s)",
+                limits::MAX_RATE_MBPS
+            ),
+            TraceErrorKind::TimeTooLate(t) => write!(
+                f,
+                "sample time {t} s after the first is beyond the limit of {} s (a day)",
+                limits::MAX_SESSION_S
+            ),
+            TraceErrorKind::TooManyOpportunities(n) => write!(
+                f,
+                "the trace would have {n} or more delivery opportunities, above the limit of {}",
+                limits::MAX_TRACE_OPPORTUNITIES
+            ),
         }
     }
 }
@@ -110,10 +140,16 @@ impl Trace {
             if t < 0 {
                 return Err(err(Some(i + 1), TraceErrorKind::Negative(t)));
             }
+            if t > limits::MAX_TRACE_MS {
+                return Err(err(Some(i + 1), TraceErrorKind::TimestampTooLarge(t)));
+            }
             if i > 0 && t < times_ms[i - 1] {
                 let kind = TraceErrorKind::Decreasing { value: t, previous: times_ms[i - 1] };
                 return Err(err(Some(i + 1), kind));
             }
+        }
+        if times_ms.len() as i64 > limits::MAX_TRACE_OPPORTUNITIES {
+            return Err(err(None, TraceErrorKind::TooManyOpportunities(times_ms.len() as i64)));
         }
         let Some(&last) = times_ms.last() else {
             return Err(err(None, TraceErrorKind::Empty));
@@ -143,6 +179,13 @@ impl Trace {
             };
             if value < 0 {
                 return Err(err(idx + 1, TraceErrorKind::Negative(value)));
+            }
+            if value > limits::MAX_TRACE_MS {
+                return Err(err(idx + 1, TraceErrorKind::TimestampTooLarge(value)));
+            }
+            if times_ms.len() as i64 >= limits::MAX_TRACE_OPPORTUNITIES {
+                let kind = TraceErrorKind::TooManyOpportunities(times_ms.len() as i64 + 1);
+                return Err(err(idx + 1, kind));
             }
             if let Some(previous) = prev {
                 if value < previous {
@@ -184,6 +227,14 @@ impl Trace {
             if r < 0.0 {
                 return Err(err(idx + 1, TraceErrorKind::NegativeRate(r)));
             }
+            if r > limits::MAX_RATE_MBPS {
+                return Err(err(idx + 1, TraceErrorKind::RateTooHigh(r)));
+            }
+            if let Some(&(first, _)) = samples.first() {
+                if t - first > limits::MAX_SESSION_S {
+                    return Err(err(idx + 1, TraceErrorKind::TimeTooLate(t - first)));
+                }
+            }
             if let Some(&(previous, _)) = samples.last() {
                 if t <= previous {
                     return Err(err(
@@ -211,6 +262,20 @@ impl Trace {
         };
         intervals.push(median);
         let t0 = samples[0].0;
+        // Bounds before allocation: the span (the last sample lasts the median interval) and
+        // the number of opportunities the rates give.
+        let span_s = samples[samples.len() - 1].0 - t0 + median;
+        if span_s > limits::MAX_SESSION_S {
+            let kind = TraceErrorKind::TimeTooLate(span_s);
+            return Err(TraceError { file: name.to_string(), line: None, kind });
+        }
+        let expected: f64 =
+            samples.iter().zip(&intervals).map(|(&(_, r), &d)| r * 1e6 * d).sum::<f64>()
+                / CONVERSION_BITS_PER_OPPORTUNITY as f64;
+        if expected > limits::MAX_TRACE_OPPORTUNITIES as f64 {
+            let kind = TraceErrorKind::TooManyOpportunities(expected as i64);
+            return Err(TraceError { file: name.to_string(), line: None, kind });
+        }
         let mut times_ms = Vec::new();
         let mut carry_bits = 0.0_f64;
         for (&(t, rate_mbps), &d_s) in samples.iter().zip(&intervals) {
@@ -387,6 +452,12 @@ pub(crate) struct Builder {
 impl Builder {
     pub(crate) fn new() -> Builder {
         Builder { times_ms: Vec::new(), carry: 0 }
+    }
+
+    /// A builder with room for `n` opportunities (bounded by the caller: no growth by
+    /// doubling past what a long trace needs).
+    pub(crate) fn with_capacity(n: usize) -> Builder {
+        Builder { times_ms: Vec::with_capacity(n), carry: 0 }
     }
 
     /// Adds `[start_us, start_us + d_us)` at `rate_bps`.

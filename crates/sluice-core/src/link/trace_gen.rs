@@ -7,6 +7,7 @@
 //! requested duration.
 
 use super::trace::{Builder, Trace};
+use crate::limits;
 use crate::rng::Rng;
 use crate::units::TimeDelta;
 use serde::Deserialize;
@@ -49,6 +50,33 @@ fn positive(what: &str, v: f64) -> Result<(), String> {
     } else {
         Err(format!("{what} must be a positive number, got {v}"))
     }
+}
+
+/// A rate in Mbit/s: positive (`allow_zero`: or 0) and at most [`limits::MAX_RATE_MBPS`].
+fn rate(what: &str, v: f64, allow_zero: bool) -> Result<(), String> {
+    if allow_zero && v == 0.0 {
+        return Ok(());
+    }
+    positive(what, v)?;
+    if v > limits::MAX_RATE_MBPS {
+        return Err(format!(
+            "{what} {v} Mbps is above the limit of {} Mbps (10 Gbit/s)",
+            limits::MAX_RATE_MBPS
+        ));
+    }
+    Ok(())
+}
+
+/// A time in seconds: at least 1 ms and at most a day.
+fn seconds(what: &str, v: f64) -> Result<(), String> {
+    positive(what, v)?;
+    if !(0.001..=limits::MAX_SESSION_S).contains(&v) {
+        return Err(format!(
+            "{what} must be between 0.001 and {} s (a day), got {v}",
+            limits::MAX_SESSION_S
+        ));
+    }
+    Ok(())
 }
 
 fn parse_num(what: &str, s: &str) -> Result<f64, String> {
@@ -132,45 +160,57 @@ impl TraceSpec {
     /// Checks that every rate and duration is positive and finite.
     pub fn validate(&self) -> Result<(), String> {
         match self {
-            TraceSpec::Constant { rate_mbps } => positive("rate_mbps", *rate_mbps),
+            TraceSpec::Constant { rate_mbps } => rate("rate_mbps", *rate_mbps, false),
             TraceSpec::Steps { steps } => {
                 if steps.is_empty() {
                     return Err("steps: at least one step is needed".into());
                 }
-                for (i, &(secs, rate)) in steps.iter().enumerate() {
+                for (i, &(secs, r)) in steps.iter().enumerate() {
                     positive(&format!("step {} duration_s", i + 1), secs)?;
                     // A zero rate is an outage (no delivery opportunity), as real traces have.
-                    if !(rate.is_finite() && rate >= 0.0) {
+                    if !(r.is_finite() && r >= 0.0) {
                         return Err(format!(
-                            "step {} rate_mbps must be a number >= 0 (0: an outage), got {rate}",
+                            "step {} rate_mbps must be a number >= 0 (0: an outage), got {r}",
                             i + 1
                         ));
                     }
                     if secs < 0.001 {
                         return Err(format!("step {} duration_s must be at least 1 ms", i + 1));
                     }
+                    seconds(&format!("step {} duration_s", i + 1), secs)?;
+                    rate(&format!("step {} rate_mbps", i + 1), r, true)?;
                 }
-                if steps.iter().all(|&(_, rate)| rate == 0.0) {
+                if steps.iter().all(|&(_, r)| r == 0.0) {
                     return Err("steps: at least one step needs a rate above 0".into());
                 }
                 Ok(())
             }
             TraceSpec::Alternating { high_mbps, low_mbps, period_s } => {
-                positive("high_mbps", *high_mbps)?;
-                positive("low_mbps", *low_mbps)?;
+                rate("high_mbps", *high_mbps, false)?;
+                rate("low_mbps", *low_mbps, false)?;
                 positive("period_s", *period_s)?;
                 if *period_s < 0.002 {
                     return Err("period_s must be at least 2 ms".into());
                 }
-                Ok(())
+                seconds("period_s", *period_s)
             }
             TraceSpec::Markov { good_mbps, bad_mbps, mean_good_s, mean_bad_s, .. } => {
-                positive("good_mbps", *good_mbps)?;
-                positive("bad_mbps", *bad_mbps)?;
-                positive("mean_good_s", *mean_good_s)?;
-                positive("mean_bad_s", *mean_bad_s)
+                rate("good_mbps", *good_mbps, false)?;
+                rate("bad_mbps", *bad_mbps, false)?;
+                seconds("mean_good_s", *mean_good_s)?;
+                seconds("mean_bad_s", *mean_bad_s)
             }
-            TraceSpec::Poisson { rate_mbps, .. } => positive("rate_mbps", *rate_mbps),
+            TraceSpec::Poisson { rate_mbps, .. } => rate("rate_mbps", *rate_mbps, false),
+        }
+    }
+
+    /// The highest rate the spec asks for (Mbit/s).
+    pub fn max_rate_mbps(&self) -> f64 {
+        match self {
+            TraceSpec::Constant { rate_mbps } | TraceSpec::Poisson { rate_mbps, .. } => *rate_mbps,
+            TraceSpec::Steps { steps } => steps.iter().map(|&(_, r)| r).fold(0.0, f64::max),
+            TraceSpec::Alternating { high_mbps, low_mbps, .. } => high_mbps.max(*low_mbps),
+            TraceSpec::Markov { good_mbps, bad_mbps, .. } => good_mbps.max(*bad_mbps),
         }
     }
 
@@ -203,11 +243,31 @@ pub fn generate(spec: &TraceSpec, duration: TimeDelta) -> Result<Trace, String> 
     if duration < TimeDelta::from_ms(1) || !duration.is_finite() {
         return Err(format!("duration must be at least 1 ms, got {duration}"));
     }
+    if duration.as_secs_f64() > limits::MAX_SESSION_S {
+        return Err(format!(
+            "a generated trace lasts at most {} s (a day), asked for {} s",
+            limits::MAX_SESSION_S,
+            duration.as_secs_f64()
+        ));
+    }
+    // Bounds before allocation: at most the highest rate over the whole duration.
+    let expected = spec.max_rate_mbps() * 1e6 * duration.as_secs_f64()
+        / super::trace::CONVERSION_BITS_PER_OPPORTUNITY as f64;
+    if expected > limits::MAX_TRACE_OPPORTUNITIES as f64 {
+        return Err(format!(
+            "{} over {} s would give up to {expected:.0} delivery opportunities, above the \
+             limit of {} (lower the rate or the duration)",
+            spec.name(),
+            duration.as_secs_f64(),
+            limits::MAX_TRACE_OPPORTUNITIES
+        ));
+    }
     let end_us = duration.as_us() / 1000 * 1000;
     if let TraceSpec::Poisson { rate_mbps, seed } = spec {
         return poisson(*rate_mbps, *seed, end_us, &spec.name());
     }
-    let mut builder = Builder::new();
+    // `expected` is at most the limit (checked above) and at least the count.
+    let mut builder = Builder::with_capacity(expected.ceil() as usize + 1);
     // Emits piecewise-constant segments (duration_us, rate_bps) until end_us is covered.
     let mut t_us = 0_i64;
     let mut segment = |b: &mut Builder, d_us: i64, rate_bps: i64| -> bool {

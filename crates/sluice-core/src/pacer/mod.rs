@@ -84,7 +84,41 @@ pub enum PacerConfig {
 impl PacerConfig {
     /// A configuration mistake, if any.
     pub fn validate(&self) -> Result<(), String> {
+        use crate::check_range;
         match self {
+            PacerConfig::AceN(c) => {
+                check_range("pacer.threshold_packets", c.threshold_packets, 0.0, true, 1e6)?;
+                check_range(
+                    "pacer.packet_size_bytes",
+                    c.packet_size_bytes as f64,
+                    100.0,
+                    false,
+                    9000.0,
+                )?;
+                check_range(
+                    "pacer.additive_step_packets",
+                    c.additive_step_packets,
+                    0.0,
+                    false,
+                    1e6,
+                )?;
+                check_range("pacer.alpha", c.alpha, 0.0, true, 1.0)?;
+                check_range("pacer.capacity_smoothing", c.capacity_smoothing, 0.0, false, 1.0)?;
+                check_range(
+                    "pacer.standing_rtt_fraction",
+                    c.standing_rtt_fraction,
+                    0.0,
+                    false,
+                    1.0,
+                )?;
+                check_range("pacer.initial_bucket_ms", c.initial_bucket_ms, 0.0, true, 60_000.0)?;
+                check_range("pacer.min_rtt_window_ms", c.min_rtt_window_ms, 0.0, true, 1e7)
+            }
+            PacerConfig::LeakyBucket(c) => {
+                check_range("pacer.burst_interval_ms", c.burst_interval_ms, 0.0, false, 60_000.0)?;
+                check_range("pacer.max_debt_ms", c.max_debt_ms, 0.0, true, 60_000.0)?;
+                check_range("pacer.queue_time_limit_ms", c.queue_time_limit_ms, 0.0, false, 1e7)
+            }
             PacerConfig::Vidaptive(c) => {
                 crate::check_range("pacer.max_debt_ms", c.max_debt_ms, 0.0, true, 60_000.0)?;
                 c.dummy.validate()

@@ -125,6 +125,78 @@ impl Default for RunConfig {
     }
 }
 
+fn check_range(field: &str, v: f64, lo: f64, open_lo: bool, hi: f64) -> Result<(), ConfigError> {
+    crate::check_range(field, v, lo, open_lo, hi).map_err(ConfigError)
+}
+
+/// The range a config number's unit allows, by the suffix of its name (the project's rule:
+/// plain numbers carry their unit in the name), and the typed rates (bits per second).
+fn unit_range(key: &str) -> Option<(f64, f64)> {
+    use crate::limits;
+    const RATES_BPS: [&str; 3] = ["start_rate", "min_rate", "max_rate"];
+    let max_bps = limits::MAX_RATE_BPS as f64;
+    if RATES_BPS.contains(&key) || key.ends_with("_bps") {
+        Some((0.0, max_bps))
+    } else if key.ends_with("_kbps") {
+        Some((0.0, max_bps / 1e3))
+    } else if key.ends_with("_mbps") {
+        Some((0.0, max_bps / 1e6))
+    } else if key.ends_with("_ms") {
+        Some((0.0, limits::MAX_TIME_MS))
+    } else if key.ends_with("_s") {
+        Some((0.0, limits::MAX_SESSION_S))
+    } else if key.ends_with("_bytes") || key.ends_with("_mtu") {
+        Some((0.0, limits::MAX_SIZE_BYTES))
+    } else if key.ends_with("_packets") || key.ends_with("_frames") {
+        Some((0.0, limits::MAX_PACKETS))
+    } else if SIGNED.contains(&key) || key == "seed" {
+        None
+    } else {
+        // Factors, fractions, counts and the typed times (microseconds): never negative, and
+        // small enough that no product with a time or a rate overflows.
+        Some((0.0, MAX_PLAIN))
+    }
+}
+
+/// Config numbers that may be negative.
+const SIGNED: [&str; 1] = ["initial_offset"];
+/// The largest value of a number without a unit in its name (a typed time in microseconds:
+/// about 11 days).
+const MAX_PLAIN: f64 = 1e12;
+
+/// Checks every number of a serialised config against [`unit_range`]; `Err` names the
+/// field's path (scheme components without `scheme.`).
+fn check_units(v: &serde_json::Value, path: &str) -> Result<(), String> {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, child) in m {
+                let p = if path.is_empty() || path == "scheme" {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                check_units(child, &p)?;
+            }
+            Ok(())
+        }
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                check_units(item, path)
+                    .map_err(|e| e.replacen(path, &format!("{path}[{i}]"), 1))?;
+            }
+            Ok(())
+        }
+        serde_json::Value::Number(n) => {
+            let key = path.rsplit('.').next().unwrap_or(path);
+            match (unit_range(key), n.as_f64()) {
+                (Some((lo, hi)), Some(x)) => crate::check_range(path, x, lo, false, hi),
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Transport feedback interval unless the run or the scheme sets one.
 pub const DEFAULT_FEEDBACK_MS: f64 = 50.0;
 
@@ -171,33 +243,33 @@ impl RunConfig {
             ));
         }
         let scheme = self.resolve_scheme()?;
-        for (name, v) in [
-            ("sample interval", self.sample_interval_ms),
-            ("feedback interval", self.feedback_interval_ms(&scheme)),
-        ] {
-            if !(v.is_finite() && (1.0..=10_000.0).contains(&v)) {
-                return err(format!("{name} must be between 1 and 10000 ms, got {v}"));
-            }
-        }
+        check_range("sample_interval_ms", self.sample_interval_ms, 1.0, false, 10_000.0)?;
+        let feedback_ms = self.feedback_interval_ms(&scheme);
+        check_range("feedback_interval_ms", feedback_ms, 1.0, false, 10_000.0)?;
         if self.max_payload_bytes < 100 || self.max_payload_bytes > 1400 {
             return err(format!(
-                "max payload must be 100..=1400 bytes, got {}",
+                "max_payload_bytes (max payload) must be 100..=1400 bytes, got {}",
                 self.max_payload_bytes
             ));
         }
         for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
             if !(0.0..1.0).contains(&p.loss) {
-                return err(format!("{name} loss must be in [0, 1), got {}", p.loss));
+                return err(format!("{name}.loss must be in [0, 1), got {}", p.loss));
             }
-            if p.delay_ms < 0.0 || !p.delay_ms.is_finite() {
-                return err(format!("{name} delay must be >= 0 ms, got {}", p.delay_ms));
-            }
-            if p.access_delay_ms < 0.0 || !p.access_delay_ms.is_finite() {
-                return err(format!(
-                    "{name} access delay must be >= 0 ms, got {}",
-                    p.access_delay_ms
-                ));
-            }
+            check_range(
+                &format!("{name}.delay_ms"),
+                p.delay_ms,
+                0.0,
+                false,
+                crate::limits::MAX_DELAY_MS,
+            )?;
+            check_range(
+                &format!("{name}.access_delay_ms"),
+                p.access_delay_ms,
+                0.0,
+                false,
+                crate::limits::MAX_DELAY_MS,
+            )?;
             if p.queue_bytes.is_some() && p.queue_packets.is_some() {
                 return err(format!("{name}: give a queue limit in bytes or in packets, not both"));
             }
@@ -208,10 +280,87 @@ impl RunConfig {
         if self.uplink.access_delay_ms != 0.0 {
             return err("the access delay is a downlink setting (sender to bottleneck)".into());
         }
+        self.check_limits().map_err(ConfigError)?;
+        if let EncoderConfig::Model(m) = &self.encoder {
+            m.validate().map_err(ConfigError)?;
+        }
         scheme.encoder_controller.validate().map_err(ConfigError)?;
         scheme.pacer.validate().map_err(ConfigError)?;
         scheme.cc.validate().map_err(ConfigError)?;
-        scheme.bottleneck.validate().map_err(ConfigError)
+        scheme.bottleneck.validate().map_err(ConfigError)?;
+        if let Some(f) = scheme.feedback_interval_ms {
+            check_range("feedback_interval_ms", f, 1.0, false, 10_000.0)?;
+        }
+        // Every other number of the resolved config, by the unit its name carries.
+        let value = serde_json::to_value(self.resolved()?)
+            .map_err(|e| ConfigError(format!("run config: {e}")))?;
+        check_units(&value, "").map_err(ConfigError)
+    }
+
+    /// The README's limits on the run's own settings (session length, delays, queues).
+    fn check_limits(&self) -> Result<(), String> {
+        use crate::limits;
+        crate::check_range("duration_s", self.duration_s, 0.0, true, limits::MAX_SESSION_S)?;
+        crate::check_range("drain_s", self.drain_s, 0.0, false, 3_600.0)?;
+        if self.duration_s + self.drain_s > limits::MAX_SESSION_S {
+            return Err(format!(
+                "duration_s + drain_s must be at most {} s (a day), got {} s",
+                limits::MAX_SESSION_S,
+                self.duration_s + self.drain_s
+            ));
+        }
+        let frames = self.fps * self.duration_s;
+        if frames > limits::MAX_RECORDS {
+            return Err(format!(
+                "fps x duration_s is {} frames, above the limit of {} per run",
+                crate::show(frames),
+                crate::show(limits::MAX_RECORDS)
+            ));
+        }
+        let samples = (self.duration_s + self.drain_s) * 1000.0 / self.sample_interval_ms;
+        if samples > limits::MAX_RECORDS {
+            return Err(format!(
+                "(duration_s + drain_s) / sample_interval_ms is {} samples, above the limit of \
+                 {} per run",
+                crate::show(samples.round()),
+                crate::show(limits::MAX_RECORDS)
+            ));
+        }
+        for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
+            crate::check_range(
+                &format!("{name}.delay_ms"),
+                p.delay_ms,
+                0.0,
+                false,
+                limits::MAX_DELAY_MS,
+            )?;
+            crate::check_range(
+                &format!("{name}.access_delay_ms"),
+                p.access_delay_ms,
+                0.0,
+                false,
+                limits::MAX_DELAY_MS,
+            )?;
+            if let Some(b) = p.queue_bytes {
+                crate::check_range(
+                    &format!("{name}.queue_bytes"),
+                    b as f64,
+                    1504.0,
+                    false,
+                    limits::MAX_SIZE_BYTES,
+                )?;
+            }
+            if let Some(n) = p.queue_packets {
+                crate::check_range(
+                    &format!("{name}.queue_packets"),
+                    n as f64,
+                    1.0,
+                    false,
+                    limits::MAX_PACKETS,
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// The transport feedback interval in effect: the run's, else the scheme's, else 50 ms

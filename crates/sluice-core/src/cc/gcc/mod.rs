@@ -102,6 +102,29 @@ pub struct GccConfig {
 impl GccConfig {
     /// A configuration mistake in the settings MAE adds, if any (config paths under `cc`).
     pub fn validate(&self) -> Result<(), String> {
+        use crate::check_range;
+        check_range("cc.pacing_factor", self.pacing_factor, 0.1, false, 100.0)?;
+        let max_bps = crate::limits::MAX_RATE_BPS as f64;
+        let rate = |r: DataRate| r.as_bps() as f64;
+        check_range("cc.min_rate", rate(self.min_rate), 0.0, false, max_bps)?;
+        check_range("cc.max_rate", rate(self.max_rate), 0.0, true, max_bps)?;
+        check_range("cc.start_rate", rate(self.start_rate), 0.0, true, max_bps)?;
+        if self.min_rate > self.max_rate {
+            return Err(format!(
+                "cc.min_rate ({} bps) must not be above cc.max_rate ({} bps)",
+                self.min_rate.as_bps(),
+                self.max_rate.as_bps()
+            ));
+        }
+        match self.trendline_window {
+            TrendlineWindow::Packets(n) => {
+                check_range("cc.trendline_window.count", n as f64, 2.0, false, 10_000.0)?
+            }
+            TrendlineWindow::Time(d) | TrendlineWindow::TimeMaeCode(d) => {
+                check_range("cc.trendline_window.window_ms", d.as_ms_f64(), 0.0, true, 60_000.0)?
+            }
+        }
+        check_range("cc.default_rtt", self.default_rtt.as_us() as f64, 0.0, true, 6e7)?;
         if let Some(r) = self.pre_reaction_ratio {
             crate::check_range("cc.pre_reaction_ratio", r, 0.0, true, 10.0)?;
         }

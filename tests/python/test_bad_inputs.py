@@ -1,0 +1,359 @@
+"""Bad inputs against the real ``sluice`` command (issue 16's acceptance table).
+
+Each case runs ``python -m sluice ARGS`` in a fresh directory, under a 2 GB address-space
+limit (so a case that would allocate without bound fails instead of exhausting the machine),
+and must give: exit status 2, exactly one ``sluice: error: ...`` line on stderr naming the
+problem (its distinctive substrings), no traceback, and nothing new in the directory. Every
+input is rejected before a simulation starts, so the table is fast; the cases run a few at a
+time in threads and each test checks its own.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import functools
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ADDRESS_SPACE_LIMIT = 2 << 30  # 2 GB
+TIMEOUT_S = 60  # a FIFO that blocks, or a run that never ends, fails the case instead
+
+FIFO = object()  # a file entry that is a named pipe
+SPARSE = object()  # a file entry that is a 3 GB sparse file (no disk used)
+DIR = object()  # a file entry that is a directory
+
+T = "gen:constant:12"
+
+
+def _scheme(**fields: object) -> str:
+    """A scheme file: the default composition with some fields set (``cc``, ``pacer``,
+    ``encoder_controller`` objects)."""
+    obj: dict[str, object] = {"pacer": {"kind": "leaky-bucket"}, "cc": {"kind": "gcc"}}
+    obj.update(fields)
+    return json.dumps(obj)
+
+
+def _plan(set_lines: str, extra: str = "") -> str:
+    return (
+        'name = "bad"\nseeds = [1]\n[set]\nduration_s = 2\n' + set_lines + "\n"
+        '[[scheme]]\nname = "webrtc"\n[[trace]]\npath = "gen:constant:12"\n' + extra
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    argv: tuple[str, ...]
+    needles: tuple[str, ...]
+    files: dict[str, object] = field(default_factory=dict)
+
+
+def case(id: str, argv: list[str], *needles: str, files: dict[str, object] | None = None):
+    return Case(id, tuple(argv), needles, dict(files or {}))
+
+
+RUN = ["run", "--trace", T, "--duration", "2", "--out", "out"]
+
+
+def run_with(*extra: str) -> list[str]:
+    return [*RUN, *extra]
+
+
+SCHEME_CASES = [
+    # (id, scheme file content, needles)
+    ("pacing-factor-negative", _scheme(cc={"kind": "gcc", "pacing_factor": -1.5}),
+     ("s.json", "cc.pacing_factor", "-1.5")),
+    ("pacing-factor-zero", _scheme(cc={"kind": "gcc", "pacing_factor": 0}),
+     ("s.json", "cc.pacing_factor", "got 0")),
+    ("pacing-factor-tiny", _scheme(cc={"kind": "gcc", "pacing_factor": 1e-9}),
+     ("s.json", "cc.pacing_factor", "1e-9")),
+    ("min-rate-above-max", _scheme(cc={"kind": "gcc", "min_rate": 5000000, "max_rate": 1000000}),
+     ("s.json", "cc.min_rate", "cc.max_rate")),
+    ("max-rate-above-10g", _scheme(cc={"kind": "gcc", "max_rate": 10**12}),
+     ("s.json", "cc.max_rate")),
+    ("vbv-zero", _scheme(encoder_controller={"kind": "abr-vbv", "vbv_buffer_ms": 0}),
+     ("s.json", "encoder_controller.vbv_buffer_ms")),
+    ("vbv-negative", _scheme(encoder_controller={"kind": "abr-vbv", "vbv_buffer_ms": -500}),
+     ("s.json", "encoder_controller.vbv_buffer_ms", "-500")),
+    ("trendline-window-zero",
+     _scheme(cc={"kind": "gcc", "trendline_window": {"kind": "time", "window_ms": 0}}),
+     ("s.json", "cc.trendline_window.window_ms")),
+    ("trendline-count-zero",
+     _scheme(cc={"kind": "gcc", "trendline_window": {"kind": "packets", "count": 0}}),
+     ("s.json", "cc.trendline_window.count")),
+    ("ace-n-packet-size-zero", _scheme(pacer={"kind": "ace-n", "packet_size_bytes": 0}),
+     ("s.json", "pacer.packet_size_bytes")),
+    ("copa-mss-zero", _scheme(cc={"kind": "copa", "mss_bytes": 0}), ("s.json", "cc.mss_bytes")),
+    ("dummy-size-zero", _scheme(pacer={"kind": "vidaptive", "dummy": {"size_bytes": 0}}),
+     ("s.json", "pacer.dummy.size_bytes")),
+    ("ace-n-alpha-negative", _scheme(pacer={"kind": "ace-n", "alpha": -0.5}),
+     ("s.json", "pacer.alpha", "-0.5")),
+    ("ace-n-threshold-zero", _scheme(pacer={"kind": "ace-n", "threshold_packets": 0}),
+     ("s.json", "pacer.threshold_packets")),
+    ("leaky-bucket-debt-negative", _scheme(pacer={"kind": "leaky-bucket", "max_debt_ms": -1}),
+     ("s.json", "pacer.max_debt_ms")),
+    ("feedback-interval-zero", _scheme(feedback_interval_ms=0),
+     ("s.json", "feedback_interval_ms")),
+    ("nan", '{"pacer": {"kind": "leaky-bucket"}, "cc": {"kind": "gcc", "pacing_factor": NaN}}',
+     ("s.json", "cc.pacing_factor", "finite")),
+    ("1e999", '{"pacer": {"kind": "leaky-bucket"}, "cc": {"kind": "gcc", "pacing_factor": 1e999}}',
+     ("s.json", "cc.pacing_factor", "inf")),
+    ("unit-range-ms", _scheme(pacer={"kind": "ace-n", "capacity_min_span_ms": -3}),
+     ("s.json", "pacer.capacity_min_span_ms")),
+    ("binary", "\x00\x01\x02garbage", ("s.json",)),
+    ("array", "[1, 2, 3]", ("s.json", "JSON object")),
+]  # fmt: skip
+
+
+CASES: list[Case] = [
+    # --- memory and time from plain numbers (bounds before allocation) -------------------
+    case("gen-constant-1e20", ["run", "--trace", "gen:constant:1e20", "--out", "o"],
+         "gen:constant:1e20", "10000 Mbps"),
+    case("gen-constant-1e6", ["run", "--trace", "gen:constant:1000000", "--out", "o"],
+         "1000000 Mbps", "limit"),
+    case("rate-row-1e20", ["run", "--trace", "r.txt", "--out", "o"], "r.txt:2", "limit",
+         files={"r.txt": "0 1\n1 1e20\n"}),
+    case("rate-span-over-a-day", ["trace", "info", "r.txt"], "r.txt", "a day",
+         files={"r.txt": "0 1\n100000 1\n"}),
+    case("rate-too-many-opportunities", ["trace", "info", "r.txt"], "r.txt", "opportunities",
+         files={"r.txt": "0 9000\n40000 9000\n"}),
+    case("mahimahi-9223372036854", ["trace", "info", "big.mahi"], "big.mahi:2", "9223372036854",
+         files={"big.mahi": "1\n9223372036854\n"}),
+    case("mahimahi-9.2e15", ["trace", "info", "huge.mahi"], "huge.mahi:2", "9200000000000000",
+         files={"huge.mahi": "1\n9200000000000000\n"}),
+    case("mahimahi-9.2e15-run", ["run", "--trace", "huge.mahi", "--out", "o"], "huge.mahi:2",
+         files={"huge.mahi": "5\n9300000000000000\n"}),
+    case("mahimahi-overflow", ["trace", "info", "x.mahi"], "x.mahi:2", "99999999999999999999",
+         files={"x.mahi": "1\n99999999999999999999\n"}),
+    case("markov-duration-1e6", ["trace", "gen", "markov:20,2,5,1", "--duration", "1e6"],
+         "--duration", "1e6"),
+    case("run-duration-1e5", run_with("--duration", "1e5"), "--duration", "1e5"),
+    case("run-duration-1e9", run_with("--duration", "1e9"), "--duration", "1e9"),
+    case("run-duration-nan", run_with("--duration", "nan"), "--duration", "nan"),
+    case("set-duration-1e9", run_with("--set", "duration_s=1e9"), "duration_s", "got 1e9"),
+    case("set-drain-1e9", run_with("--set", "drain_s=1e9"), "drain_s"),
+    case("too-many-frames", run_with("--fps", "1000", "--duration", "80000"), "fps x duration_s",
+         "limit"),
+    case("too-many-samples", run_with("--duration", "80000", "--set", "sample_interval_ms=1"),
+         "sample_interval_ms", "limit"),
+    case("session-over-a-day", run_with("--duration", "86400"), "duration_s + drain_s", "a day"),
+    case("trace-info-gen-too-big", ["trace", "info", "gen:constant:10000", "--duration", "86400"],
+         "gen:constant:10000", "opportunities"),
+    case("gen-steps-rate", ["trace", "info", "gen:steps:1e20@10"], "step 1 rate_mbps", "limit"),
+    case("gen-markov-tiny-hold", ["trace", "info", "gen:markov:20,2,1e-9,1"], "mean_good_s"),
+    case("gen-alternating-rate", ["trace", "info", "gen:alternating:1e9,1,10"], "high_mbps"),
+    case("gen-poisson-rate", ["trace", "info", "gen:poisson:1e20"], "rate_mbps", "limit"),
+    # --- files where a file is expected ----------------------------------------------------
+    case("fifo-trace", ["run", "--trace", "p", "--out", "o"], "trace file p",
+         "not a regular file", files={"p": FIFO}),
+    case("fifo-uplink-trace", run_with("--uplink-trace", "p"), "trace file p",
+         "not a regular file", files={"p": FIFO}),
+    case("fifo-scheme-file", ["run", "--scheme-file", "p", "--trace", T, "--out", "o"],
+         "scheme file p", "not a regular file", files={"p": FIFO}),
+    case("fifo-video", run_with("--video", "p"), "video file p", "not a regular file",
+         files={"p": FIFO}),
+    case("fifo-plan", ["matrix", "p", "--results", "res"], "plan file p", "not a regular file",
+         files={"p": FIFO}),
+    case("trace-file-too-big", ["trace", "info", "sparse.mahi"], "sparse.mahi", "limit",
+         files={"sparse.mahi": SPARSE}),
+    case("dir-video", run_with("--video", "d"), "video file d", "directory", files={"d": DIR}),
+    case("dir-trace", ["run", "--trace", "d", "--out", "o"], "trace file d", "directory",
+         files={"d": DIR}),
+    case("dir-scheme-file", ["run", "--scheme-file", "d", "--trace", T, "--out", "o"],
+         "scheme file d", "directory", files={"d": DIR}),
+    case("text-as-video", run_with("--video", "v.mp4"), "v.mp4", files={"v.mp4": "not a video\n"}),
+    # --- flags -----------------------------------------------------------------------------
+    case("delay-1e12", run_with("--delay-ms", "1e12"), "--delay-ms", "1e12"),
+    case("bn-delay-negative", run_with("--bn-delay-ms", "-5"), "--bn-delay-ms"),
+    case("set-delay-1e12", run_with("--set", "downlink.delay_ms=1e12"), "downlink.delay_ms"),
+    case("out-empty", ["run", "--trace", T, "--duration", "2", "--out", ""], "--out", "empty"),
+    case("trace-gen-out-empty", ["trace", "gen", "constant:12", "--duration", "1", "--out", ""],
+         "--out"),
+    case("width-with-model", run_with("--width", "320"), "--width", "model encoder"),
+    case("seed-2-64", run_with("--seed", str(2**64)), "--seed", str(2**64)),
+    case("seed-negative", run_with("--seed", "-1"), "--seed"),
+    case("set-seed-2-64", run_with("--set", f"seed={2**64}"), "seed"),
+    case("set-nan", run_with("--set", "cc.pacing_factor=NaN"), "cc.pacing_factor", "finite"),
+    case("set-infinity", run_with("--set", "duration_s=Infinity"), "duration_s", "finite"),
+    case("set-1e999", run_with("--set", "fps=1e999"), "fps", "finite"),
+    case("set-payload-zero", run_with("--set", "max_payload_bytes=0"), "max payload"),
+    case("set-queue-negative", run_with("--set", "downlink.queue_bytes=-1"), "queue"),
+    case("queue-bytes-huge", run_with("--queue-bytes", "1000000000000"), "--queue-bytes"),
+    case("queue-packets-zero", run_with("--queue-packets", "0"), "--queue-packets"),
+    case("fps-huge", run_with("--fps", "1e9"), "--fps"),
+    case("loss-nan", run_with("--loss", "nan"), "--loss"),
+    case("preset-warp9", run_with("--preset", "warp9"), "--preset", "warp9"),
+    case("jobs-zero", ["compare", "--schemes", "webrtc", "--trace", T, "--jobs", "0"], "--jobs"),
+    # --- plot on files that are not results ------------------------------------------------
+    case("plot-binary", ["plot", "r"], "r/run.jsonl", "not a sluice result file",
+         files={"r/run.jsonl": bytes(range(256)) * 8}),
+    case("plot-mistyped-frame", ["plot", "r"], "r/run.jsonl", "frame_id",
+         files={"r/run.jsonl": '{"record":"header","schema_version":3}\n'
+                               '{"record":"frame","frame_id":"x","latency_us":"abc"}\n'}),
+    case("plot-mistyped-header", ["plot", "r"], "r/run.jsonl", "config",
+         files={"r/run.jsonl": '{"record":"header","schema_version":3,"config":5}\n'}),
+    case("plot-array-line", ["plot", "r"], "r/run.jsonl:1", files={"r/run.jsonl": "[1, 2]\n"}),
+    case("plot-no-run", ["plot", "nothing-here"], "nothing-here"),
+    # --- plans (what experiments/ace.py took as flags) ---------------------------------------
+    case("plan-duration-nan", ["matrix", "p.toml", "--results", "res"], "duration_s", "finite",
+         files={"p.toml": _plan("").replace("duration_s = 2", "duration_s = nan")}),
+    case("plan-seed-negative", ["matrix", "p.toml", "--results", "res"], "seed",
+         files={"p.toml": _plan("").replace("seeds = [1]", "seeds = [-1]")}),
+    case("plan-queue-negative", ["matrix", "p.toml", "--results", "res"], "queue",
+         files={"p.toml": _plan('"downlink.queue_bytes" = -100')}),
+    case("plan-delay-negative", ["matrix", "p.toml", "--results", "res"], "downlink.delay_ms",
+         files={"p.toml": _plan('"downlink.delay_ms" = -20')}),
+    case("plan-duration-1e9", ["matrix", "p.toml", "--results", "res"], "duration_s",
+         files={"p.toml": _plan("").replace("duration_s = 2", "duration_s = 1e9")}),
+]  # fmt: skip
+
+CASES += [
+    case(f"scheme-{id}", ["run", "--scheme-file", "s.json", "--trace", T, "--out", "o"],
+         *needles, files={"s.json": content})
+    for id, content, needles in SCHEME_CASES
+]  # fmt: skip
+CASES += [
+    case("compare-scheme-nan", ["compare", "--scheme-file", "s.json", "--trace", T, "--out", "o"],
+         "s.json", "finite",
+         files={"s.json": '{"pacer": {"kind": "none"}, "cc": {"kind": "gcc", '
+                          '"pacing_factor": NaN}}'}),
+]  # fmt: skip
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
+
+
+def _listing(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@dataclass
+class Outcome:
+    code: int | None
+    err: str
+    before: set[str]
+    after: set[str]
+
+
+def _run_case(c: Case) -> Outcome:
+    with tempfile.TemporaryDirectory(prefix="sluice-bad-") as tmp:
+        root = Path(tmp)
+        for name, content in c.files.items():
+            p = root / name
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if content is FIFO:
+                os.mkfifo(p)
+            elif content is SPARSE:
+                with open(p, "wb") as f:
+                    f.truncate(3 << 30)
+            elif content is DIR:
+                p.mkdir()
+            elif isinstance(content, bytes):
+                p.write_bytes(content)
+            else:
+                p.write_text(str(content), encoding="utf-8")
+        before = _listing(root)
+        env = {**os.environ, "SLUICE_DEBUG": "0", "PYTHONWARNINGS": "ignore"}
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "sluice", *c.argv], cwd=root, env=env,
+                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT_S,
+                preexec_fn=_limit_memory,
+            )  # fmt: skip
+            code, err = proc.returncode, proc.stderr
+        except subprocess.TimeoutExpired as e:
+            code = None
+            err = f"timed out after {TIMEOUT_S} s; stderr so far: {e.stderr!r}"
+        return Outcome(code, err, before, _listing(root))
+
+
+@functools.lru_cache(maxsize=1)
+def _outcomes() -> dict[str, Outcome]:
+    """Every case's outcome, run a few at a time (each is its own process)."""
+    with cf.ThreadPoolExecutor(max_workers=max(2, min(4, (os.cpu_count() or 2) * 2))) as pool:
+        return dict(zip([c.id for c in CASES], pool.map(_run_case, CASES)))
+
+
+def test_the_table_is_big_enough():
+    assert len(CASES) >= 60
+    assert len({c.id for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
+def test_bad_input(c: Case):
+    o = _outcomes()[c.id]
+    assert o.code == 2, (c.argv, o.code, o.err)
+    assert "Traceback" not in o.err, o.err
+    lines = o.err.strip().splitlines()
+    assert len(lines) == 1, (c.argv, o.err)
+    assert lines[0].startswith("sluice: error: "), o.err
+    for n in c.needles:
+        assert n in lines[0], (n, lines[0])
+    assert o.after == o.before, f"left behind: {sorted(o.after - o.before)}"
+
+
+# --- on real video: what libx264 and ffmpeg say is folded into the one line ----------------
+
+
+@pytest.fixture(scope="module")
+def tiny_clip(tmp_path_factory) -> Path:
+    """A 3 s 16x16 clip (libvmaf crashes on frames this small)."""
+    from sluice.video import ffmpeg_exe
+
+    out = tmp_path_factory.mktemp("clip") / "tiny_16x16.mp4"
+    subprocess.run([ffmpeg_exe(), "-v", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc=size=16x16:rate=24", "-t", "3", "-pix_fmt", "yuv420p", str(out)],
+                   check=True)  # fmt: skip
+    return out
+
+
+def _sluice(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sluice", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, preexec_fn=_limit_memory)  # fmt: skip
+
+
+def _one_line(p: subprocess.CompletedProcess, *needles: str) -> str:
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sluice: error: "), p.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def test_x264_preset_set_by_path_is_one_line(tiny_clip, tmp_path):
+    p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "1", "--out", "o",
+                 "--quality", "none", "--set", "encoder.preset=warp9"], tmp_path)  # fmt: skip
+    _one_line(p, "warp9")
+    assert not (tmp_path / "o").exists()
+
+
+def test_quality_failure_keeps_the_finished_run(tiny_clip, tmp_path):
+    from sluice import results
+
+    p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "2", "--out", "o",
+                 "--encode-time", "modeled", "--quality", "fast"], tmp_path)  # fmt: skip
+    line = _one_line(p, "run written to o", "quality", "16x16", "ffmpeg")
+    assert not line.rstrip().endswith(":"), line  # says what failed
+    run = results.load_run(tmp_path / "o")  # the finished run, complete, without scores
+    assert len(run.frames) > 0 and run.quality is None
+    assert run.config["encoder"]["bitstream_path"] == "stream.264"
+
+
+def test_identical_x264_runs_in_two_directories_are_identical_files(tiny_clip, tmp_path):
+    for out in ("a", "b"):
+        p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "1", "--out",
+                     out, "--encode-time", "modeled", "--quality", "none"], tmp_path)  # fmt: skip
+        assert p.returncode == 0, p.stderr
+    a, b = (tmp_path / d / "run.jsonl" for d in ("a", "b"))
+    assert a.read_bytes() == b.read_bytes()
+    assert (tmp_path / "a/stream.264").read_bytes() == (tmp_path / "b/stream.264").read_bytes()

@@ -1,0 +1,294 @@
+"""Interrupts and results as a unit (issue 16): SIGINT/SIGTERM stop a run whatever the
+terminal, pool workers die with their parent, and a write killed at any point leaves the old
+complete result or none."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sluice import experiments, results
+from sluice.errors import SluiceError
+from sluice.runner import RunSpec
+
+# Generous bounds (the machine is shared); the measured times are printed with -s.
+STOP_BOUND_S = 3.0
+WORKER_BOUND_S = 5.0
+LONG_S = "20000"  # virtual seconds: minutes of wall time, far more than the tests wait
+
+
+def _trace(tmp: Path) -> Path:
+    # A 1 s Mahimahi loop (12 Mbit/s): loading it costs nothing, the run is all simulation.
+    t = tmp / "t.mahi"
+    t.write_text("".join(f"{i}\n" for i in range(1, 1001)))
+    return t
+
+
+def _cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_for(cond, timeout_s: float, what: str) -> None:
+    end = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen:
+    # stderr is a pipe, not a terminal: no progress bar, the case the issue names.
+    return subprocess.Popen(
+        [sys.executable, "-m", "sluice", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _simulating(proc: subprocess.Popen) -> bool:
+    # Startup (imports, config) takes well under a second of CPU; past 1.5 s it simulates.
+    return _cpu_s(proc.pid) > 1.5 or proc.poll() is not None
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_stops_a_long_run(tmp_path, sig, code):
+    trace = _trace(tmp_path)
+    proc = _start(["run", "--trace", str(trace), "--duration", LONG_S, "--out", "o"], tmp_path)
+    try:
+        _wait_for(lambda: _simulating(proc), 60, "the run to start simulating")
+        assert proc.poll() is None, proc.communicate()
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    print(f"{signal.Signals(sig).name}: stopped {elapsed:.3f} s after the signal")
+    assert proc.returncode == code, err
+    assert err.strip().splitlines() == ["sluice: interrupted"], err
+    assert elapsed < STOP_BOUND_S, elapsed
+    out = tmp_path / "o"
+    assert not out.exists() or not any(out.iterdir()), list(out.iterdir())
+
+
+def test_sigint_stops_compare_and_its_workers(tmp_path):
+    trace = _trace(tmp_path)
+    proc = _start(["compare", "--schemes", "webrtc,webrtc-b", "--trace", str(trace), "--duration",
+                   LONG_S, "--jobs", "2", "--out", "c"], tmp_path)  # fmt: skip
+    try:
+        _wait_for(lambda: sum(_cpu_s(c) > 1.5 for c in _children(proc.pid)) >= 2
+                  or proc.poll() is not None, 90, "two workers simulating")  # fmt: skip
+        workers = _children(proc.pid)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    print(f"compare: stopped {elapsed:.3f} s after SIGINT")
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "sluice: interrupted", err
+    assert "Traceback" not in err, err
+    assert elapsed < STOP_BOUND_S, elapsed
+    # (multiprocessing's resource tracker, a child too, ends when it sees its parent gone)
+    _wait_for(lambda: not [w for w in workers if _alive(w)], WORKER_BOUND_S, "the workers to end")
+    leftovers = [p for p in tmp_path.rglob("*") if ".tmp" in p.name]
+    assert not leftovers, leftovers
+
+
+def test_sigkill_of_a_matrix_parent_leaves_no_worker(tmp_path):
+    trace = _trace(tmp_path)
+    plan = tmp_path / "p.toml"
+    plan.write_text(
+        f'name = "long"\nseeds = [1, 2]\n[set]\nduration_s = {LONG_S}\n'
+        f'[[scheme]]\nname = "webrtc"\n[[trace]]\npath = "{trace}"\n'
+    )
+    proc = _start(["matrix", str(plan), "--jobs", "2", "--results", "res"], tmp_path)
+    try:
+        _wait_for(lambda: sum(_cpu_s(c) > 1.5 for c in _children(proc.pid)) >= 2
+                  or proc.poll() is not None, 90, "two workers simulating")  # fmt: skip
+        workers = [c for c in _children(proc.pid) if _cpu_s(c) > 1.5]
+        assert len(workers) == 2 and proc.poll() is None
+        proc.kill()
+        proc.wait()
+        t0 = time.monotonic()
+        _wait_for(lambda: not [w for w in workers if _alive(w)], WORKER_BOUND_S,
+                  "the workers to die with their parent")  # fmt: skip
+        print(f"matrix: workers gone {time.monotonic() - t0:.3f} s after SIGKILL of the parent")
+    finally:
+        for w in _children(proc.pid):
+            os.kill(w, signal.SIGKILL)
+
+
+# --- results as a unit ----------------------------------------------------------------------
+
+
+def _result(seed: int, n: int) -> tuple[dict, list, list, dict]:
+    header = results.make_header(seed=seed, scheme="x", config={"seed": seed}, trace=None,
+                                 uplink_trace=None)  # fmt: skip
+    frames = [{"frame_id": i, "latency_us": 1000 * seed + i} for i in range(n)]
+    samples = [{"t_us": i * 20000, "queue_bytes": seed} for i in range(n)]
+    return header, frames, samples, {"seed": seed}
+
+
+def _write(d: Path, seed: int, n: int = 2000) -> None:
+    h, f, s, summary = _result(seed, n)
+    stream = results.temp_path(d / results.STREAM_FILE)
+    d.mkdir(parents=True, exist_ok=True)
+    stream.write_bytes(bytes([seed]) * 5000)
+    results.write_run(d, h, f, s, summary, extra={results.STREAM_FILE: stream})
+
+
+def _kill_at(d: Path, k: int) -> bool:
+    """Writes seed 2 over ``d`` in a child that dies (os._exit) at its k-th file operation;
+    True if it got that far."""
+    pid = os.fork()
+    if pid == 0:  # the child: count file operations, die at the k-th
+        count = [0]
+
+        def tick():
+            count[0] += 1
+            if count[0] == k:
+                os._exit(9)
+
+        real_replace, real_unlink, real_open = os.replace, Path.unlink, open
+
+        def replace(a, b):
+            tick()
+            return real_replace(a, b)
+
+        def unlink(self, missing_ok=False):
+            tick()
+            return real_unlink(self, missing_ok=missing_ok)
+
+        def opener(*a, **kw):
+            tick()
+            return real_open(*a, **kw)
+
+        os.replace = replace
+        Path.unlink = unlink
+        results.open = opener  # type: ignore[attr-defined]
+        try:
+            _write(d, 2)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 9
+
+
+def test_a_kill_at_any_point_of_writing_leaves_the_old_result_or_none(tmp_path):
+    d = tmp_path / "run"
+    outcomes = set()
+    for k in range(1, 60):
+        _write(d, 1)
+        old = results.load_run(d)
+        assert old.seed == 1
+        killed = _kill_at(d, k)
+        if results.is_complete(d):
+            run = results.load_run(d)
+            assert run.seed in (1, 2)
+            assert (d / results.STREAM_FILE).read_bytes() == bytes([run.seed]) * 5000
+            assert run.summary == {"seed": run.seed}
+            assert list(run.frames["latency_us"]) == [1000 * run.seed + i for i in range(2000)]
+            outcomes.add(f"seed {run.seed}")
+        else:
+            with pytest.raises(SluiceError, match="not a complete result|no run.jsonl"):
+                results.load_run(d)
+            outcomes.add("none")
+        if not killed:
+            break
+    assert outcomes == {"seed 1", "seed 2", "none"}, outcomes
+    # The next write removes what the killed writers left.
+    _write(d, 3)
+    assert not [p for p in d.iterdir() if ".tmp" in p.name]
+    assert results.load_run(d).seed == 3
+
+
+def test_a_swapped_or_truncated_file_is_not_a_result(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _write(a, 1)
+    _write(b, 2)
+    (b / results.RUN_FILE).replace(a / results.RUN_FILE)  # new run.jsonl beside old summary
+    assert "run.jsonl does not match" in (results.incomplete_reason(a) or "")
+    with pytest.raises(SluiceError, match="not a complete result"):
+        results.load_run(a)
+    data = (b / results.STREAM_FILE).read_bytes()
+    (b / results.STREAM_FILE).write_bytes(data[: len(data) // 2])  # a truncated stream
+    assert not results.is_complete(b, checksums=False)
+
+
+def test_resume_runs_a_damaged_cell_again(tmp_path, capsys):
+    spec = RunSpec(out_dir=str(tmp_path / "cell"))
+    cell = experiments.Cell(spec=spec, scheme="webrtc")
+    _write(cell.run_dir, 1)
+    (cell.run_dir / experiments.SPEC_FILE).write_text(json.dumps(experiments.spec_key(spec)))
+    assert experiments.is_done(cell)
+    run = cell.run_dir / results.RUN_FILE
+    run.write_bytes(run.read_bytes()[:-100])  # damaged: cut in the middle of a line
+    assert not experiments.is_done(cell)
+    assert "not a complete result" in capsys.readouterr().err
+    assert experiments.todo_cells([cell]) == [cell]
+
+
+def test_a_run_directory_written_before_manifests_is_read(tmp_path):
+    d = tmp_path / "old"
+    _write(d, 1)
+    (d / results.MANIFEST_FILE).unlink()
+    assert results.is_complete(d)
+    assert results.load_run(d).seed == 1
+    run = d / results.RUN_FILE
+    run.write_bytes(run.read_bytes()[:-7])
+    assert "middle of a line" in (results.incomplete_reason(d) or "")
+
+
+def test_sigint_stops_a_long_trace_generation(tmp_path):
+    # A day of gen:constant:12 is 86 million opportunities: seconds of work in the extension,
+    # which runs in a helper thread so the signal is handled at once.
+    proc = _start(["trace", "info", "gen:constant:12", "--duration", "86400"], tmp_path)
+    try:
+        _wait_for(lambda: _cpu_s(proc.pid) > 1.2 or proc.poll() is not None, 60,
+                  "the generation to start")  # fmt: skip
+        assert proc.poll() is None, proc.communicate()
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    print(f"trace generation: stopped {elapsed:.3f} s after SIGINT")
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["sluice: interrupted"], err
+    assert elapsed < STOP_BOUND_S, elapsed
