@@ -6,8 +6,9 @@ Ray itself:
 - **Inputs travel with the tasks.** Trace and clip files are read here, on the driver, with
   the paths as the user gave them (relative to the driver's working directory), put into
   Ray's object store once per distinct content, and written on the node that runs a cell to
-  ``<node tmp>/sluice-ray-<uid>/inputs/<sha256>/<file name>``; a clip is decoded there, into
-  ``<node tmp>/sluice-ray-<uid>/video-cache``, never into the worker's working directory.
+  ``<node dir>/inputs/<sha256>/<file name>``; a clip is decoded there, into
+  ``<node dir>/video-cache``, never into the worker's working directory (the node dir:
+  ``SLUICE_RAY_NODE_DIR`` where ``ray start`` ran, else ``<temp dir>/sluice-ray-<uid>``).
   Scheme files are already compositions in the specs (read where the plan or command line
   named them).
 - **Results come back.** A task runs :func:`sluice.runner.simulate` in a scratch directory
@@ -52,6 +53,7 @@ from .runner import RunSpec
 from .traces import is_generated
 
 SHIP_ENV = "SLUICE_RAY_SHIP"
+NODE_DIR_ENV = "SLUICE_RAY_NODE_DIR"
 PROBE_TIMEOUT_S = 300.0
 RAY_HINT = (
     "pip install 'ray>=2.9' (in this checkout: .venv/bin/pip install -e '.[cluster]', "
@@ -327,7 +329,10 @@ def _input_fields(spec: RunSpec) -> list[tuple[str, str, str]]:
 
 def node_dir() -> Path:
     """Where a node keeps sluice's inputs, decoded clips and scratch runs (never the
-    worker's working directory)."""
+    worker's working directory): ``SLUICE_RAY_NODE_DIR`` in the node's environment (as
+    ``ray start`` had it), else ``<temp dir>/sluice-ray-<uid>``."""
+    if os.environ.get(NODE_DIR_ENV):
+        return Path(os.environ[NODE_DIR_ENV])
     uid = os.getuid() if hasattr(os, "getuid") else "user"
     return Path(tempfile.gettempdir()) / f"sluice-ray-{uid}"
 
@@ -343,8 +348,9 @@ def _materialize(root: Path, sha: str, name: str, data: bytes) -> str:
 
 
 def run_cell(spec: RunSpec, inputs: list[tuple[str, str, str]], *blobs: bytes) -> tuple:
-    """A Ray task: runs ``spec`` with its input files ``inputs`` ((field, sha256, file
-    name), the contents in ``blobs``) written on this node. Returns ``("ok", RunOutput,
+    """A Ray task: runs ``spec`` with its input files ``inputs`` ((field, sha256, the
+    driver's path), the contents in ``blobs``) written on this node; errors name the
+    driver's paths. Returns ``("ok", RunOutput,
     {file name: bytes}, (seconds, node id))`` or ``("error", one line)``."""
     import ray
 
@@ -352,10 +358,10 @@ def run_cell(spec: RunSpec, inputs: list[tuple[str, str, str]], *blobs: bytes) -
 
     root = node_dir()
     work = None
+    changes: dict[str, Any] = {}
     try:
-        changes: dict[str, Any] = {
-            f: _materialize(root, sha, name, data) for (f, sha, name), data in zip(inputs, blobs)
-        }
+        for (f, sha, path), data in zip(inputs, blobs):
+            changes[f] = _materialize(root, sha, Path(path).name, data)
         root.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix="run-", dir=root))
         spec = replace(spec, **changes, out_dir=str(work / "run"), progress=False,
@@ -368,7 +374,11 @@ def run_cell(spec: RunSpec, inputs: list[tuple[str, str, str]], *blobs: bytes) -
             files = {p.name: p.read_bytes() for p in sorted(out.run_dir.iterdir()) if p.is_file()}
         return ("ok", out, files, (seconds, ray.get_runtime_context().get_node_id()))
     except Exception as e:  # one failed cell must not stop the others: report it
-        return ("error", one_line(e))
+        msg = one_line(e)
+        for (f, _, path) in inputs:
+            if f in changes:
+                msg = msg.replace(changes[f], path)
+        return ("error", msg)
     finally:
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)
@@ -439,7 +449,7 @@ def run_specs(
                 sha = hashlib.sha256(data).hexdigest()
                 if sha not in blobs:
                     blobs[sha] = ray.put(data)
-                names.append((field_name, sha, Path(path).name))
+                names.append((field_name, sha, path))
                 refs.append(blobs[sha])
         except SluiceError as e:
             fail(i, one_line(e))
