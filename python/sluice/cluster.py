@@ -37,12 +37,15 @@ Ray itself:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -60,8 +63,8 @@ RAY_HINT = (
     "or make setup)"
 )
 AUTH_HINT = (
-    "if the cluster was started with RAY_AUTH_MODE=token, set RAY_AUTH_MODE=token here too, "
-    "with its token in RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
+    "set RAY_AUTH_MODE=token here too, with the cluster's token in RAY_AUTH_TOKEN, "
+    "RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
 )
 
 # The probe runs on every node before the cells, sent by value (compiled from this source,
@@ -247,18 +250,64 @@ def _connect(ray: Any, address: str | None, ship: bool) -> bool:
     logging.getLogger("ray._private.runtime_env.packaging").setLevel(logging.ERROR)
     if ship:  # Ray uploads local py_modules directories for a job's runtime_env only
         kwargs["runtime_env"] = {"py_modules": stage_package(identity())}
+    if address:
+        _check_reachable(address)
     try:
         if address:
-            ray.init(address=address, **kwargs)
+            # Ray's core logs each failed attempt to reach the cluster on stderr (20 lines
+            # for a token it lacks): kept aside, and given back if the connection works.
+            with _stderr_aside() as aside:
+                try:
+                    ray.init(address=address, **kwargs)
+                finally:
+                    aside.seek(0)
+                    logged = aside.read().decode(errors="replace")
+            sys.stderr.write(logged)
         else:
             ray.init(include_dashboard=False, **kwargs)
     except (ConnectionError, ray.exceptions.RayError) as e:
-        where = f"the Ray cluster at {address}" if address else "a local Ray"
-        raise SluiceError(f"cannot connect to {where} ({_first_line(str(e))}); "
-                          f"{AUTH_HINT}") from None  # fmt: skip
+        if not address:
+            raise SluiceError(f"cannot start a local Ray ({_first_line(str(e))})") from None
+        if "InvalidAuthToken" in logged or isinstance(e, ray.exceptions.AuthenticationError):
+            raise SluiceError(f"cannot connect to the Ray cluster at {address}: it wants token "
+                              f"authentication (RAY_AUTH_MODE=token on its nodes): "
+                              f"{AUTH_HINT}") from None  # fmt: skip
+        raise SluiceError(f"cannot connect to the Ray cluster at {address} "
+                          f"({_first_line(str(e))})") from None  # fmt: skip
     except (ValueError, RuntimeError) as e:
         raise SluiceError(f"cannot start Ray ({_first_line(str(e))})") from None
     return ship
+
+
+def _check_reachable(address: str) -> None:
+    """A one-line error at once if nothing answers at ``HOST:PORT`` (Ray would retry for
+    minutes); other forms of address (``auto``, ``ray://...``) are left to Ray."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in host or not host:
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=10):
+            pass
+    except OSError as e:
+        raise SluiceError(f"cannot connect to the Ray cluster at {address}: "
+                          f"{e.strerror or e} (is its head started, with that port?)") from None
+
+
+@contextlib.contextmanager
+def _stderr_aside() -> Iterator[Any]:
+    """File descriptor 2 into a temporary file (for a call that starts no process)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            yield f
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _ray_error_line(ray: Any, e: BaseException) -> str:

@@ -341,3 +341,27 @@ def test_a_bug_is_one_line_with_where_it_happened() -> None:
         line = one_line(e)
     assert line.startswith("KeyError: 'missing' (at test_cluster.py:")
     assert line.endswith("in test_a_bug_is_one_line_with_where_it_happened)")
+
+
+def test_a_cluster_wanting_a_token_is_one_line(ray_cluster: Cluster, tmp_path: Path) -> None:
+    # The driver lacks RAY_AUTH_MODE=token: Ray retries for some 20 s, logging each attempt;
+    # sluice keeps those lines aside and says what is missing.
+    proc = _sluice(tmp_path, {"XDG_CACHE_HOME": ray_cluster.env["XDG_CACHE_HOME"]},
+                   "compare", "--schemes", "webrtc", "--trace", "gen:constant:5",
+                   "--duration", "1", "--backend", "ray", "--address", ray_cluster.address,
+                   "--out", "cmp")  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"sluice: error: cannot connect to the Ray cluster at {ray_cluster.address}: it wants "
+        "token authentication (RAY_AUTH_MODE=token on its nodes): set RAY_AUTH_MODE=token "
+        "here too, with the cluster's token in RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
+        "~/.ray/auth_token"
+    ]
+
+
+def test_nothing_at_the_address_is_one_line(sluice) -> None:
+    port = _free_port()
+    sluice("compare", "--schemes", "webrtc", "--trace", "gen:constant:5", "--duration", "1",
+           "--backend", "ray", "--address", f"127.0.0.1:{port}").assert_one_line_error(
+        f"cannot connect to the Ray cluster at 127.0.0.1:{port}", "is its head started"
+    )  # fmt: skip
