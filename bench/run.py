@@ -214,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         ]
     if args.only in (None, "cluster"):
         with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmp:
+            # The local Ray's workers keep their inputs and decoded clip here, not in /tmp.
+            os.environ["SLUICE_RAY_NODE_DIR"] = str(Path(tmp) / "node")
             results += matrix_throughput(Path(tmp))
             results.append(ray_overhead_x264(Path(tmp)))
     report = {
