@@ -351,6 +351,7 @@ VENV_MODULES = {
     # TOML for experiment plans: the standard library's from Python 3.11, tomli before.
     ("tomllib" if sys.version_info >= (3, 11) else "tomli"): "experiment plans",
     "pytest": "make test",
+    "ray": "--backend ray and its tests",
 }
 
 

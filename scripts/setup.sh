@@ -47,7 +47,8 @@ fi
 "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
 "$venv/bin/python" -m pip install -q \
     "maturin>=1.5,<2" "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.7" "tqdm>=4.60" \
-    "imageio-ffmpeg>=0.5" "tomli>=1.1; python_version < '3.11'" "pytest>=7" "ruff>=0.4"
+    "imageio-ffmpeg>=0.5" "tomli>=1.1; python_version < '3.11'" "pytest>=7" "ruff>=0.4" \
+    "ray>=2.9"
 echo "setup: checking $venv"
 if ! "$venv/bin/python" "$here/prereqs.py" venv; then
     exit 1

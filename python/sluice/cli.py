@@ -224,6 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_network(p)
     p.add_argument("--jobs", type=_jobs, metavar="N", help="parallel runs (default: CPUs)")
     p.add_argument("--backend", choices=("process", "ray"), default="process")
+    p.add_argument(
+        "--address", metavar="HOST:PORT", default=None,
+        help="with --backend ray: the Ray cluster to run on (default: RAY_ADDRESS, else a "
+        "local Ray); see README.md, 'Running on a cluster'",
+    )  # fmt: skip
     p.add_argument("--out", type=_out_path, metavar="DIR", help="default results/compare-<trace>")
     p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
     p.set_defaults(func=cmd_compare)
@@ -237,6 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("plan", metavar="PLAN.toml", help="the experiment plan")
     p.add_argument("--jobs", type=_jobs, metavar="N", help="parallel runs (default: CPUs)")
     p.add_argument("--backend", choices=("process", "ray"), default="process")
+    p.add_argument(
+        "--address", metavar="HOST:PORT", default=None,
+        help="with --backend ray: the Ray cluster to run on (default: RAY_ADDRESS, else a "
+        "local Ray); see README.md, 'Running on a cluster'",
+    )  # fmt: skip
     p.add_argument(
         "--rerun", choices=("missing", "stale", "all"), default="missing",
         help="missing (default): cells without results for their spec; stale: also results "
@@ -441,7 +451,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # Configs and traces once up front, so mistakes come before any run starts.
     cfgs = [runner.check(s) for s in specs]
     runner.load_traces(specs[0], cfgs[0])
-    run_dirs = runner.run_many(specs, jobs=args.jobs, backend=args.backend)
+    run_dirs = runner.run_many(specs, jobs=args.jobs, backend=args.backend,
+                               address=args.address)  # fmt: skip
     runs = [results.load_run(d) for d in run_dirs]
     named = [(r.scheme, r.summary) for r in runs]
 
@@ -484,7 +495,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     res = plans.run_plan(
         p, args.results, jobs=args.jobs, backend=args.backend, rerun=args.rerun, only=only,
-        dry_run=args.dry_run,
+        dry_run=args.dry_run, address=args.address,
     )  # fmt: skip
     if args.dry_run:
         todo = {c.run_dir for c in res.todo}

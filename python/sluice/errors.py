@@ -138,3 +138,19 @@ def interruptible(fn: Callable[..., T], *args: Any) -> T:
     if "error" in out:
         raise out["error"]
     return out["value"]
+
+
+def one_line(e: BaseException) -> str:
+    """``e`` as one line: a :class:`SluiceError`'s message; for anything else (a bug) its
+    type, message and the innermost frame of its traceback (``file.py:LINE in function``)."""
+    msg = " ".join(str(e).split())
+    if isinstance(e, SluiceError):
+        return msg
+    import traceback
+
+    where = ""
+    frames = traceback.extract_tb(e.__traceback__) if e.__traceback__ is not None else []
+    if frames:
+        last = frames[-1]
+        where = f" (at {last.filename.rsplit('/', 1)[-1]}:{last.lineno} in {last.name})"
+    return f"{type(e).__name__}: {msg or 'no message'}{where}"

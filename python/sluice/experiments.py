@@ -145,15 +145,17 @@ def run_cells(
     backend: str = "process",
     progress: bool = True,
     desc: str = "cells",
+    address: str | None = None,
 ) -> Outcome:
     """Runs ``cells`` (marking each pending first). A cell that fails with a user-facing
     error (a missing input, an invalid setting) is reported in :attr:`Outcome.failed` and
-    the others go on; any other exception is raised."""
+    the others go on; so does a cell that fails otherwise (a bug, a lost worker), its cause
+    on one line. ``address``: the Ray cluster's (``backend="ray"``)."""
     cells = list(cells)
     for c in cells:
         _mark_pending(c)
     out = run_many([c.spec for c in cells], jobs=jobs, backend=backend, progress=progress,
-                   keep_going=True, desc=desc)  # fmt: skip
+                   keep_going=True, desc=desc, address=address)  # fmt: skip
     failed = [(c, r.message) for c, r in zip(cells, out) if isinstance(r, RunFailure)]
     return Outcome([c for c, r in zip(cells, out) if not isinstance(r, RunFailure)], failed)
 

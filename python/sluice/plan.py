@@ -746,11 +746,13 @@ def run_plan(
     only: Sequence[str] | None = None,
     dry_run: bool = False,
     progress: bool = True,
+    address: str | None = None,
 ) -> MatrixResult:
     """Runs the cells of ``plan`` that need it (:func:`~sluice.experiments.todo_cells`;
     ``only``: of these schemes) and writes ``<results_root>/<name>/results.csv`` (and
     ``.parquet``) and ``plan.json``. Inputs are checked first (:meth:`Plan.check_inputs`).
-    ``dry_run``: decide what would run, run nothing, write nothing."""
+    ``dry_run``: decide what would run, run nothing, write nothing. ``address``: the Ray
+    cluster to run on (``backend="ray"``, :mod:`sluice.cluster`)."""
     check_only(plan, only)
     plan.check_inputs(warn=progress or dry_run)
     cells = plan.cells(results_root)
@@ -762,7 +764,8 @@ def run_plan(
         print(f"{plan.name}: {len(cells)} cells, {len(todo)} to run", file=sys.stderr)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / PLAN_FILE).write_text(json.dumps(plan.to_json(), indent=2), encoding="utf-8")
-    outcome = run_cells(todo, jobs=jobs, backend=backend, progress=progress, desc=plan.name)
+    outcome = run_cells(todo, jobs=jobs, backend=backend, progress=progress, desc=plan.name,
+                        address=address)  # fmt: skip
     df = results_table(cells, plan.name, plan.swept_paths)
     paths = write_table(df, out_dir)
     return MatrixResult(df, cells, todo, outcome, paths)

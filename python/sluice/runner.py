@@ -11,12 +11,12 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from . import config, quality, results, video
-from .errors import SluiceError, core, core_errors
+from .errors import SluiceError, core, core_errors, one_line
 from .traces import load_trace, trace_stem
 from .video import X264_PRESETS
 
@@ -226,8 +226,54 @@ def check(spec: RunSpec) -> dict[str, Any]:
     return cfg
 
 
+@dataclass
+class RunOutput:
+    """What a run produced, before it is written (:meth:`write`): the header's fields (for
+    :func:`sluice.results.make_header`, which adds the version and git SHA of the process
+    that writes) and the records. ``files``: what the run wrote itself (x264's
+    ``stream.264`` and its index, ``delivered.264``), by name in the run directory, each
+    still under its temporary name until :meth:`write` moves it in. ``quality_error``: why
+    quality scoring failed, if it did (the run is still written, then this is raised)."""
+
+    run_dir: Path
+    header: dict[str, Any]
+    frames: list[dict[str, Any]]
+    samples: list[dict[str, Any]]
+    summary: dict[str, Any]
+    quality: list[dict[str, Any]]
+    skips: list[dict[str, Any]]
+    files: dict[str, Path] = field(default_factory=dict)
+    quality_error: str | None = None
+
+    def write(self, run_dir: str | os.PathLike[str] | None = None) -> Path:
+        """Writes the run into ``run_dir`` (default: the run's) as one result
+        (:func:`sluice.results.write_run`: ``run.jsonl``, ``summary.json``, ``files``, the
+        manifest). Raises :class:`SluiceError` after writing if quality scoring failed."""
+        header = results.make_header(**self.header)
+        try:
+            out = results.write_run(
+                run_dir or self.run_dir, header, self.frames, self.samples, self.summary,
+                quality=self.quality, skips=self.skips, extra=self.files,
+            )  # fmt: skip
+        finally:
+            self.discard()
+        if self.quality_error:
+            raise SluiceError(f"run written to {out} without quality scores: {self.quality_error}")
+        return out
+
+    def discard(self) -> None:
+        """Removes the run's own files that were not moved into a result."""
+        for tmp in self.files.values():
+            tmp.unlink(missing_ok=True)
+
+
 def run_one(spec: RunSpec) -> Path:
     """Runs ``spec`` and writes its results; returns the run directory."""
+    return simulate(spec).write()
+
+
+def simulate(spec: RunSpec) -> RunOutput:
+    """Runs ``spec`` without writing its results (:meth:`RunOutput.write` does)."""
     _core = core()
     if spec.quality not in quality.MODES:
         raise SluiceError(f"quality must be one of {', '.join(quality.MODES)}")
@@ -278,7 +324,7 @@ def run_one(spec: RunSpec) -> Path:
 
 
 def _build_and_run(_core: Any, spec: RunSpec, cfg: dict[str, Any], run_dir: Path, raw: Any,
-                   down: Any, up: Any) -> Path:  # fmt: skip
+                   down: Any, up: Any) -> RunOutput:  # fmt: skip
     # The overrides win over what the front end derived.
     cfg = config.apply_overrides(cfg, spec.overrides)
     # libx264 reports on fd 2 itself ("x264 [error]: ..."): that is folded into our one line.
@@ -302,13 +348,14 @@ def _build_and_run(_core: Any, spec: RunSpec, cfg: dict[str, Any], run_dir: Path
         )
     try:
         return _finish_run(sim, spec, run_dir, raw, resolved, down, up, extra)
-    finally:
-        for tmp in extra.values():  # the result's own files were moved into the run directory
+    except BaseException:
+        for tmp in extra.values():  # the files of a run that did not finish
             tmp.unlink(missing_ok=True)
+        raise
 
 
 def _finish_run(sim: Any, spec: RunSpec, run_dir: Path, raw: Any, resolved: dict[str, Any],
-                down: Any, up: Any, extra: dict[str, Path]) -> Path:  # fmt: skip
+                down: Any, up: Any, extra: dict[str, Path]) -> RunOutput:  # fmt: skip
     try:
         frames_json, skips_json, samples_json, summary_json = _advance(
             sim, spec, float(resolved["duration_s"])
@@ -341,28 +388,22 @@ def _finish_run(sim: Any, spec: RunSpec, run_dir: Path, raw: Any, resolved: dict
         if not delivered.is_file():
             extra.pop(results.DELIVERED_FILE)
 
-    header = results.make_header(
-        seed=resolved["seed"],
-        scheme=spec.scheme,
-        config=resolved,
-        trace=down.header() if down else None,
-        uplink_trace=up.header() if up else None,
-    )
-    out = results.write_run(
-        run_dir, header, frames, json.loads(samples_json), summary, quality=scores, skips=skips,
-        extra=extra,
-    )  # fmt: skip
-    if quality_error:
-        raise SluiceError(
-            f"run written to {out} without quality scores: {quality_error}"
-        )
-    return out
+    header = {
+        "seed": resolved["seed"],
+        "scheme": spec.scheme,
+        "config": resolved,
+        "trace": down.header() if down else None,
+        "uplink_trace": up.header() if up else None,
+    }
+    return RunOutput(run_dir, header, frames, json.loads(samples_json), summary, scores, skips,
+                     files=dict(extra), quality_error=quality_error)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class RunFailure:
-    """A run of :func:`run_many` (``keep_going=True``) that stopped on a user-facing error
-    (:class:`SluiceError`): a missing or unreadable input, an invalid setting."""
+    """A run of :func:`run_many` (``keep_going=True``) that failed: a user-facing error
+    (:class:`SluiceError`: a missing or unreadable input, an invalid setting), a bug in the
+    run or a lost worker; ``message`` is one line (:func:`sluice.errors.one_line`)."""
 
     spec: RunSpec
     message: str
@@ -373,11 +414,11 @@ def _run_quiet(spec: RunSpec) -> str:
 
 
 def _run_caught(spec: RunSpec) -> tuple[bool, str]:
-    """(True, run dir) or (False, the error's message); bugs still raise."""
+    """(True, run dir) or (False, the error as one line, :func:`sluice.errors.one_line`)."""
     try:
         return True, _run_quiet(spec)
-    except SluiceError as e:
-        return False, " ".join(str(e).split())
+    except Exception as e:  # noqa: BLE001 - one failed cell must not stop the others
+        return False, one_line(e)
 
 
 def run_many(
@@ -388,22 +429,26 @@ def run_many(
     *,
     keep_going: bool = False,
     desc: str = "runs",
+    address: str | None = None,
 ) -> list[Any]:
     """Runs ``specs`` in parallel; returns their run directories (``Path``) in the order
     given.
 
     ``backend="process"``: a local process pool of ``jobs`` workers (default: the CPU count).
-    ``backend="ray"``: Ray tasks (``ray`` must be installed; output directories must be on a
-    filesystem the workers share). ``progress``: a bar over the runs (on a terminal only),
-    labelled ``desc``. The first failure cancels what has not started and is raised, unless
-    ``keep_going``: then a run that fails with a :class:`SluiceError` is a
-    :class:`RunFailure` in the list and the others go on (other exceptions are bugs and
-    are raised).
+    ``backend="ray"``: Ray tasks (:mod:`sluice.cluster`) on a local Ray or, with ``address``
+    (or ``RAY_ADDRESS``), on a cluster; inputs travel with the tasks and this process writes
+    the results, so no filesystem is shared. ``progress``: a bar over the runs (on a
+    terminal only), labelled ``desc``. The first failure cancels what has not started and is
+    raised, unless ``keep_going``: then a run that fails is a :class:`RunFailure` in the list
+    (its cause on one line) and the others go on.
     """
     if backend not in BACKENDS:
         raise SluiceError(f"unknown backend {backend!r} (expected one of: {', '.join(BACKENDS)})")
     if jobs is not None and jobs < 1:
         raise SluiceError(f"--jobs must be at least 1, got {jobs}")
+    if address and backend != "ray":
+        raise SluiceError("--address is the Ray cluster's: add --backend ray")
+    ray_jobs = jobs
     outs = [s.resolved_out_dir() for s in specs]
     if len(set(map(os.path.abspath, outs))) != len(outs):
         raise SluiceError("two runs would write to the same output directory")
@@ -419,7 +464,9 @@ def run_many(
     bar = tqdm(total=len(specs), unit="run", desc=desc, disable=not show, file=sys.stderr)
     try:
         if backend == "ray":
-            done = _run_ray(specs, bar, keep_going)
+            from . import cluster
+
+            done = cluster.run_specs(specs, bar, keep_going, jobs=ray_jobs, address=address)
         elif jobs == 1:
             fn = _run_caught if keep_going else _run_quiet
             done = []
@@ -506,31 +553,4 @@ def _run_pool(specs: list[RunSpec], jobs: int, bar: Any, keep_going: bool) -> li
                 if p.is_alive():
                     p.terminate()
             raise
-    return out
-
-
-def _run_ray(specs: list[RunSpec], bar: Any, keep_going: bool) -> list[Any]:
-    try:
-        import ray
-    except ImportError:
-        raise SluiceError(
-            "--backend ray needs the 'ray' package: pip install 'sluice[cluster]'"
-        ) from None
-    if not ray.is_initialized():
-        ray.init(ignore_reinit_error=True, log_to_driver=False)
-    task = ray.remote(num_cpus=1)(_run_caught if keep_going else _run_quiet)
-    refs = [task.remote(s) for s in specs]
-    index = {ref: i for i, ref in enumerate(refs)}
-    out: list[Any] = [None] * len(specs)
-    pending = list(refs)
-    try:
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            for ref in ready:
-                out[index[ref]] = ray.get(ref)
-                bar.update(1)
-    except BaseException:
-        for ref in pending:
-            ray.cancel(ref)
-        raise
     return out
