@@ -256,20 +256,6 @@ impl RunConfig {
             if !(0.0..1.0).contains(&p.loss) {
                 return err(format!("{name}.loss must be in [0, 1), got {}", p.loss));
             }
-            check_range(
-                &format!("{name}.delay_ms"),
-                p.delay_ms,
-                0.0,
-                false,
-                crate::limits::MAX_DELAY_MS,
-            )?;
-            check_range(
-                &format!("{name}.access_delay_ms"),
-                p.access_delay_ms,
-                0.0,
-                false,
-                crate::limits::MAX_DELAY_MS,
-            )?;
             if p.queue_bytes.is_some() && p.queue_packets.is_some() {
                 return err(format!("{name}: give a queue limit in bytes or in packets, not both"));
             }
