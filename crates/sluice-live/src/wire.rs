@@ -158,12 +158,12 @@ pub fn rtp_timestamp(capture: Timestamp) -> u32 {
 }
 
 /// The RTP header of a media-path packet (the payload is the caller's).
-fn media_header(p: &Packet, rtp_ts: u32, padding_seq: u16) -> Result<rtp::header::Header, WireError> {
-    let mut h = rtp::header::Header {
-        version: 2,
-        timestamp: rtp_ts,
-        ..Default::default()
-    };
+fn media_header(
+    p: &Packet,
+    rtp_ts: u32,
+    padding_seq: u16,
+) -> Result<rtp::header::Header, WireError> {
+    let mut h = rtp::header::Header { version: 2, timestamp: rtp_ts, ..Default::default() };
     let ext = |h: &mut rtp::header::Header, id: u8, bytes: Vec<u8>| {
         h.set_extension(id, Bytes::from(bytes)).map_err(|e| WireError::Encode(e.to_string()))
     };
@@ -334,7 +334,11 @@ pub struct MediaReader {
 
 impl Default for MediaReader {
     fn default() -> Self {
-        MediaReader { transport: Unwrapper::new(16), media: Unwrapper::new(16), frame: Unwrapper::new(32) }
+        MediaReader {
+            transport: Unwrapper::new(16),
+            media: Unwrapper::new(16),
+            frame: Unwrapper::new(32),
+        }
     }
 }
 
@@ -372,10 +376,14 @@ impl MediaReader {
                 let ref_delta = u16::from_be_bytes([d[8], d[9]]) as u64;
                 let flags = d[10];
                 let is_keyframe = flags & FLAG_KEYFRAME != 0;
-                let latest_reencoded = h
-                    .get_extension(EXT_LATEST_REENCODED)
-                    .filter(|e| e.len() == 4)
-                    .map(|e| unwrap_near(u32::from_be_bytes([e[0], e[1], e[2], e[3]]) as u64, 32, frame_id));
+                let latest_reencoded =
+                    h.get_extension(EXT_LATEST_REENCODED).filter(|e| e.len() == 4).map(|e| {
+                        unwrap_near(
+                            u32::from_be_bytes([e[0], e[1], e[2], e[3]]) as u64,
+                            32,
+                            frame_id,
+                        )
+                    });
                 let mut p = Packet::padding(size, now);
                 p.kind = if flags & FLAG_RETRANSMISSION != 0 {
                     PacketKind::Retransmission
@@ -506,10 +514,14 @@ pub fn write_feedback(f: &Feedback) -> Result<Vec<u8>, WireError> {
     let mut out = BytesMut::new();
     match f {
         Feedback::Transport(fb) => {
-            out.extend_from_slice(&twcc_packet(fb).marshal().map_err(|e| WireError::Encode(e.to_string()))?);
+            out.extend_from_slice(
+                &twcc_packet(fb).marshal().map_err(|e| WireError::Encode(e.to_string()))?,
+            );
             let mut data = Vec::with_capacity(8);
             data.extend_from_slice(&(fb.feedback_seq as u32).to_be_bytes());
-            data.extend_from_slice(&(fb.hold_time.as_us().clamp(0, u32::MAX as i64) as u32).to_be_bytes());
+            data.extend_from_slice(
+                &(fb.hold_time.as_us().clamp(0, u32::MAX as i64) as u32).to_be_bytes(),
+            );
             out.extend_from_slice(&app_packet(SSRC_RECEIVER, APP_FEEDBACK, &data));
         }
         Feedback::Nack { media_seqs, .. } => {
@@ -529,8 +541,12 @@ pub fn write_feedback(f: &Feedback) -> Result<Vec<u8>, WireError> {
             let mut data = Vec::with_capacity(32);
             data.extend_from_slice(&(r.seq as u32).to_be_bytes());
             data.extend_from_slice(&(r.time.as_us().max(0) as u64).to_be_bytes());
-            data.extend_from_slice(&(r.queue.as_bytes().clamp(0, u32::MAX as i64) as u32).to_be_bytes());
-            data.extend_from_slice(&r.rate.map_or(u64::MAX, |x| x.as_bps().max(0) as u64).to_be_bytes());
+            data.extend_from_slice(
+                &(r.queue.as_bytes().clamp(0, u32::MAX as i64) as u32).to_be_bytes(),
+            );
+            data.extend_from_slice(
+                &r.rate.map_or(u64::MAX, |x| x.as_bps().max(0) as u64).to_be_bytes(),
+            );
             data.extend_from_slice(&r.drop_from.map_or(u32::MAX, |d| d as u32).to_be_bytes());
             data.extend_from_slice(&0u32.to_be_bytes());
             out.extend_from_slice(&app_packet(SSRC_RELAY, APP_BOTTLENECK, &data));
@@ -565,7 +581,9 @@ fn read_twcc(cc: &TransportLayerCc, sent: &SentNumbers) -> Result<TransportFeedb
             PacketStatusChunk::RunLengthChunk(r) => {
                 symbols.extend(std::iter::repeat_n(r.packet_status_symbol, r.run_length as usize))
             }
-            PacketStatusChunk::StatusVectorChunk(v) => symbols.extend(v.symbol_list.iter().copied()),
+            PacketStatusChunk::StatusVectorChunk(v) => {
+                symbols.extend(v.symbol_list.iter().copied())
+            }
         }
         if symbols.len() >= cc.packet_status_count as usize {
             break;
@@ -614,9 +632,9 @@ fn precheck_rtcp(buf: &[u8]) -> Result<(), WireError> {
         let words = u16::from_be_bytes([h[2], h[3]]) as usize;
         let (pt, fmt) = (h[1], h[0] & 0x1f);
         let min_words = match (pt, fmt) {
-            (205, 15) => 4, // transport-cc: SSRCs, base, count, reference time
+            (205, 15) => 4,           // transport-cc: SSRCs, base, count, reference time
             (205, _) | (206, _) => 2, // RTPFB/PSFB: the two SSRCs
-            (204, _) => 2, // APP: SSRC and name
+            (204, _) => 2,            // APP: SSRC and name
             _ => 0,
         };
         if words < min_words {
@@ -673,7 +691,9 @@ pub fn read_feedback(buf: &[u8], sent: &SentNumbers) -> Result<Vec<Feedback>, Wi
                     let (Some(seq), Some(hold)) = (be_u32(data, 0), be_u32(data, 4)) else {
                         return Err(WireError::Parse("SLFB too short".into()));
                     };
-                    if let Some(Feedback::Transport(fb)) = pending_transport.and_then(|i| out.get_mut(i)) {
+                    if let Some(Feedback::Transport(fb)) =
+                        pending_transport.and_then(|i| out.get_mut(i))
+                    {
                         fb.hold_time = TimeDelta::from_us(hold as i64);
                         fb.feedback_seq = seq as u64;
                     }

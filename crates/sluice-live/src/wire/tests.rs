@@ -127,7 +127,10 @@ fn corpus() -> Vec<Vec<u8>> {
     out.push(write_media(&p, 90_000, 0, None).unwrap());
     p.size = DataSize::from_bytes(120);
     out.push(write_media(&p, 90_000, 0, Some(&[0, 0, 0, 1, 0x65, 1, 2, 3])).unwrap());
-    out.push(write_media(&Packet::padding(DataSize::from_bytes(300), Timestamp::ZERO), 0, 3, None).unwrap());
+    out.push(
+        write_media(&Packet::padding(DataSize::from_bytes(300), Timestamp::ZERO), 0, 3, None)
+            .unwrap(),
+    );
     let fb = TransportFeedback {
         flow: 0,
         feedback_seq: 1,
@@ -140,7 +143,9 @@ fn corpus() -> Vec<Vec<u8>> {
         hold_time: TimeDelta::from_ms(3),
     };
     out.push(write_feedback(&Feedback::Transport(fb)).unwrap());
-    out.push(write_feedback(&Feedback::Nack { flow: 0, media_seqs: vec![90, 91, 99, 140] }).unwrap());
+    out.push(
+        write_feedback(&Feedback::Nack { flow: 0, media_seqs: vec![90, 91, 99, 140] }).unwrap(),
+    );
     out.push(write_feedback(&Feedback::KeyframeRequest { flow: 0 }).unwrap());
     out.push(
         write_feedback(&Feedback::Bottleneck(BottleneckReport {
@@ -161,7 +166,13 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
     let ops = 1 + rng.next_u64() % 4;
     for _ in 0..ops {
         let r = rng.next_u64();
-        let pos = |rng: &mut Rng, len: usize| if len == 0 { 0 } else { (rng.next_u64() % len as u64) as usize };
+        let pos = |rng: &mut Rng, len: usize| {
+            if len == 0 {
+                0
+            } else {
+                (rng.next_u64() % len as u64) as usize
+            }
+        };
         match r % 7 {
             0 if !b.is_empty() => {
                 let i = pos(rng, b.len());
@@ -195,7 +206,7 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
             _ => {
                 let n = pos(rng, 80);
                 b = (0..n).map(|_| rng.next_u64() as u8).collect();
-                if n > 2 && rng.next_u64() % 2 == 0 {
+                if n > 2 && rng.next_u64().is_multiple_of(2) {
                     b[0] = 0x80 | (b[0] & 0x3f); // version 2
                 }
             }
@@ -211,7 +222,8 @@ fn fuzz_wire_parsers_never_panic() {
     let seeds = corpus();
     let mut rng = Rng::new(0x51CE);
     let mut reader = MediaReader::default();
-    let sent = SentNumbers { highest_transport_seq: 300, highest_media_seq: 120, highest_frame_id: 12 };
+    let sent =
+        SentNumbers { highest_transport_seq: 300, highest_media_seq: 120, highest_frame_id: 12 };
     let (mut accepted, mut rejected, mut caught) = (0u64, 0u64, 0u64);
     const CASES: usize = 30_000;
     for i in 0..CASES {
