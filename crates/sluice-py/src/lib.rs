@@ -13,6 +13,7 @@ use sluice_core::units::{TimeDelta, Timestamp};
 use std::sync::Arc;
 
 mod encode;
+mod live;
 
 /// A bandwidth trace (Mahimahi delivery opportunities).
 #[pyclass(name = "Trace", module = "sluice._core", frozen)]
@@ -217,6 +218,7 @@ fn default_config_json() -> PyResult<String> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTrace>()?;
     m.add_class::<PySimulation>()?;
+    m.add_class::<live::PyLiveRun>()?;
     m.add_function(wrap_pyfunction!(schemes_json, m)?)?;
     m.add_function(wrap_pyfunction!(default_config_json, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config_json, m)?)?;
