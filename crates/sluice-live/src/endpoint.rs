@@ -289,6 +289,17 @@ pub trait MediaSink: Send {
 /// The receiver end.
 pub struct ReceiverEndpoint {
     receiver: Receiver,
+    /// Builds a fresh receiver (a restart of the receiving process), if restarts are wanted.
+    fresh: Option<Box<dyn Fn(Timestamp) -> Receiver + Send>>,
+    restart_at: Option<Timestamp>,
+    pub restarts: u64,
+    /// After a restart, transport sequence numbers are handed to the fresh state machine
+    /// relative to the first one it sees (the core's receiver reports from 0 on, as a
+    /// receiver that starts mid-stream reports from its first packet), and feedback adds it
+    /// back. `None` until the first packet after a restart.
+    transport_base: Option<u64>,
+    restarted: bool,
+    outbox: VecDeque<Vec<u8>>,
     reader: MediaReader,
     pub events: Vec<ReceiverEvent>,
     malformed: u64,
@@ -300,6 +311,12 @@ impl ReceiverEndpoint {
     pub fn new(receiver: Receiver) -> Self {
         ReceiverEndpoint {
             receiver,
+            fresh: None,
+            restart_at: None,
+            restarts: 0,
+            transport_base: None,
+            restarted: false,
+            outbox: VecDeque::new(),
             reader: MediaReader::default(),
             events: Vec::new(),
             malformed: 0,
@@ -307,6 +324,14 @@ impl ReceiverEndpoint {
             sink: None,
         }
     }
+    /// Restarts the receiver at `at` (fault injection): its state is lost (a fresh state
+    /// machine from `fresh`, sequence numbers unwrapped anew) and, as a receiver does when
+    /// it starts on a stream it cannot decode, it asks for a keyframe (PLI).
+    pub fn restart_at(&mut self, at: Timestamp, fresh: Box<dyn Fn(Timestamp) -> Receiver + Send>) {
+        self.restart_at = Some(at);
+        self.fresh = Some(fresh);
+    }
+
     pub fn set_sink(&mut self, sink: Box<dyn MediaSink>) {
         self.sink = Some(sink);
     }
@@ -332,7 +357,15 @@ impl Endpoint for ReceiverEndpoint {
                 if let Some(s) = self.sink.as_mut() {
                     s.on_media(&m);
                 }
-                self.receiver.handle_datagram(Datagram::Media(m.packet), now);
+                let mut p = m.packet;
+                if self.restarted {
+                    let base = *self.transport_base.get_or_insert(p.transport_seq);
+                    match p.transport_seq.checked_sub(base) {
+                        Some(t) => p.transport_seq = t,
+                        None => return, // sent before the restart's first packet
+                    }
+                }
+                self.receiver.handle_datagram(Datagram::Media(p), now);
             }
             Err(_) => self.malformed += 1,
         }
@@ -340,6 +373,21 @@ impl Endpoint for ReceiverEndpoint {
     }
 
     fn handle_timeout(&mut self, now: Timestamp) {
+        if self.restart_at.is_some_and(|t| t <= now) {
+            self.restart_at = None;
+            if let Some(fresh) = self.fresh.take() {
+                self.drain_events();
+                self.receiver = fresh(now);
+                self.reader.reset();
+                self.restarts += 1;
+                self.restarted = true;
+                self.transport_base = None;
+                let pli = sluice_core::packet::Feedback::KeyframeRequest { flow: 0 };
+                if let Ok(b) = wire::write_feedback(&pli) {
+                    self.outbox.push_back(b);
+                }
+            }
+        }
         if self.receiver.poll_timeout() <= now {
             self.receiver.handle_timeout(now);
         }
@@ -347,8 +395,18 @@ impl Endpoint for ReceiverEndpoint {
     }
 
     fn poll_transmit(&mut self, _now: Timestamp) -> Option<(Role, Vec<u8>)> {
+        if let Some(b) = self.outbox.pop_front() {
+            return Some((Role::Sender, b));
+        }
         loop {
-            let Datagram::Feedback(f) = self.receiver.poll_transmit()? else { continue };
+            let Datagram::Feedback(mut f) = self.receiver.poll_transmit()? else { continue };
+            if let (sluice_core::packet::Feedback::Transport(t), Some(base)) =
+                (&mut f, self.transport_base)
+            {
+                for r in &mut t.packets {
+                    r.transport_seq += base;
+                }
+            }
             if let Ok(b) = wire::write_feedback(&f) {
                 return Some((Role::Sender, b));
             }
@@ -356,7 +414,9 @@ impl Endpoint for ReceiverEndpoint {
     }
 
     fn poll_timeout(&self) -> Timestamp {
-        self.receiver.poll_timeout()
+        let restart = self.restart_at.unwrap_or(Timestamp::INFINITY);
+        let out = if self.outbox.is_empty() { Timestamp::INFINITY } else { Timestamp::ZERO };
+        self.receiver.poll_timeout().min(restart).min(out)
     }
 
     fn malformed(&self) -> u64 {
@@ -376,6 +436,9 @@ pub struct Faults {
     pub reorder_delay: TimeDelta,
     /// Feedback (receiver to sender) dropped in this window: a feedback blackout.
     pub feedback_blackout: Option<(Timestamp, Timestamp)>,
+    /// Probability that the relay, forwarding a datagram, also sends the same peer a
+    /// malformed one (a corrupted copy, a truncation or random bytes).
+    pub garbage: f64,
 }
 
 /// The relay: downlink and uplink links of the simulator between sender and receiver.
@@ -398,6 +461,7 @@ pub struct RelayEndpoint {
     pub duplicated: u64,
     pub reordered: u64,
     pub blackout_dropped: u64,
+    pub garbage_sent: u64,
     /// Frames the bottleneck dropped on purpose (for the frame records).
     pub policy_dropped_frames: Vec<u64>,
     trace: Option<Arc<sluice_core::link::trace::Trace>>,
@@ -433,6 +497,7 @@ impl RelayEndpoint {
             duplicated: 0,
             reordered: 0,
             blackout_dropped: 0,
+            garbage_sent: 0,
             policy_dropped_frames: Vec::new(),
             trace,
             shared,
@@ -443,6 +508,33 @@ impl RelayEndpoint {
 
     pub fn downlink(&self) -> &Link {
         &self.downlink
+    }
+
+    /// With the garbage fault, queues a malformed datagram for `to` after `b`.
+    fn maybe_garbage(&mut self, to: Role, b: &[u8]) {
+        if self.faults.garbage <= 0.0 || !self.rng.bernoulli(self.faults.garbage) {
+            return;
+        }
+        self.garbage_sent += 1;
+        let r = self.rng.next_u64();
+        let mut g = b.to_vec();
+        match r % 4 {
+            0 => g.truncate((r >> 8) as usize % g.len().max(1)),
+            1 => {
+                for i in 0..g.len().min(24) {
+                    g[i] ^= (self.rng.next_u64() & 0xff) as u8;
+                }
+            }
+            2 => g = (0..(r >> 8) % 200).map(|_| self.rng.next_u64() as u8).collect(),
+            _ => {
+                // A valid-looking header with nonsense lengths.
+                if g.len() > 4 {
+                    g[2] = 0xff;
+                    g[3] = 0xff;
+                }
+            }
+        }
+        self.extra.push_back((to, g));
     }
 
     fn key(&mut self) -> u64 {
@@ -566,11 +658,13 @@ impl Endpoint for RelayEndpoint {
                 self.duplicated += 1;
                 self.extra.push_back((Role::Receiver, b.clone()));
             }
+            self.maybe_garbage(Role::Receiver, &b);
             return Some((Role::Receiver, b));
         }
         while let Some(d) = self.uplink.poll_datagram(now) {
             let Datagram::Media(p) = d else { continue };
             if let Some(b) = self.up_bytes.remove(&p.transport_seq) {
+                self.maybe_garbage(Role::Sender, &b);
                 return Some((Role::Sender, b));
             }
         }

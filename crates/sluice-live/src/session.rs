@@ -24,11 +24,17 @@ pub struct LiveOptions {
     /// Address the three endpoints bind (loopback unless told otherwise).
     pub bind: IpAddr,
     pub faults: Faults,
+    /// Restart the receiver at this time (its state is lost; it asks for a keyframe).
+    pub restart_receiver_at: Option<Timestamp>,
 }
 
 impl Default for LiveOptions {
     fn default() -> Self {
-        LiveOptions { bind: IpAddr::V4(Ipv4Addr::LOCALHOST), faults: Faults::default() }
+        LiveOptions {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            faults: Faults::default(),
+            restart_receiver_at: None,
+        }
     }
 }
 
@@ -46,6 +52,8 @@ pub struct LiveStats {
     pub relay_duplicated: u64,
     pub relay_reordered: u64,
     pub relay_blackout_dropped: u64,
+    pub relay_garbage_sent: u64,
+    pub receiver_restarts: u64,
     pub feedback_messages: u64,
     /// Packets the wire format could not carry (dropped at the sender).
     pub sender_unsendable: u64,
@@ -148,7 +156,11 @@ impl LiveRun {
             Some(link_snapshot.clone()),
             now,
         );
-        let receiver = ReceiverEndpoint::new(build_receiver(cfg, &scheme, now));
+        let mut receiver = ReceiverEndpoint::new(build_receiver(cfg, &scheme, now));
+        if let Some(at) = options.restart_receiver_at {
+            let (cfg, scheme) = (cfg.clone(), scheme.clone());
+            receiver.restart_at(at, Box::new(move |now| build_receiver(&cfg, &scheme, now)));
+        }
         let (downlink, uplink) = build_links(cfg, &scheme, downlink_trace.clone(), uplink_trace);
         let relay = RelayEndpoint::new(
             downlink,
@@ -261,6 +273,8 @@ impl LiveRun {
             relay_duplicated: relay.duplicated,
             relay_reordered: relay.reordered,
             relay_blackout_dropped: relay.blackout_dropped,
+            relay_garbage_sent: relay.garbage_sent,
+            receiver_restarts: receiver.restarts,
             feedback_messages: sender.feedback_messages,
             sender_unsendable: sender.unsendable,
             media_packets_received: receiver.media_packets,
