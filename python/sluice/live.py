@@ -36,6 +36,8 @@ class LiveFaults:
     reorder: float = 0.0  # probability a media datagram is held back by reorder_delay_ms
     reorder_delay_ms: float = 5.0
     feedback_blackout_s: tuple[float, float] | None = None  # relay drops all feedback
+    garbage: float = 0.0  # probability of a malformed datagram after each forwarded one
+    restart_receiver_at_s: float | None = None  # the receiver restarts (state lost)
 
     def options(self, bind: str) -> dict[str, Any]:
         return {
@@ -46,6 +48,8 @@ class LiveFaults:
             "feedback_blackout_s": list(self.feedback_blackout_s)
             if self.feedback_blackout_s
             else None,
+            "garbage": self.garbage,
+            "restart_receiver_at_s": self.restart_receiver_at_s,
         }
 
 
@@ -100,16 +104,30 @@ def add_live_options(p: argparse.ArgumentParser) -> None:
         "--feedback-blackout", type=_window, default=None, metavar="START:END",
         help="the relay drops all feedback between these times (seconds)",
     )  # fmt: skip
+    g.add_argument(
+        "--garbage", type=_probability, default=0.0, metavar="P",
+        help="after each datagram it forwards, the relay sends the same peer a malformed one "
+        "with this probability",
+    )  # fmt: skip
+    g.add_argument(
+        "--restart-receiver-at", type=float, default=None, metavar="S",
+        help="restart the receiver (its state lost) at this time in seconds",
+    )  # fmt: skip
 
 
 def faults_from_args(args: argparse.Namespace) -> LiveFaults:
     if not (math.isfinite(args.reorder_ms) and args.reorder_ms >= 0):
         raise SluiceError(f"--reorder-ms must be >= 0, got {args.reorder_ms}")
+    at = args.restart_receiver_at
+    if at is not None and not (math.isfinite(at) and at >= 0):
+        raise SluiceError(f"--restart-receiver-at must be >= 0 s, got {at}")
     return LiveFaults(
         duplicate=args.duplicate,
         reorder=args.reorder,
         reorder_delay_ms=args.reorder_ms,
         feedback_blackout_s=args.feedback_blackout,
+        garbage=args.garbage,
+        restart_receiver_at_s=args.restart_receiver_at,
     )
 
 

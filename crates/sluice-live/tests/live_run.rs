@@ -7,9 +7,14 @@ use sluice_core::sim::{build_encoder, RunConfig};
 use sluice_core::units::{DataRate, TimeDelta, Timestamp};
 use sluice_live::endpoint::Faults;
 use sluice_live::session::{LiveOptions, LiveResult, LiveRun};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// One live run at a time (the tests of this file would otherwise run in parallel and
+/// compete for two cores and for timing).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn run(duration_s: f64, options: LiveOptions, edit: impl FnOnce(&mut RunConfig)) -> LiveResult {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut cfg = RunConfig {
         scheme_name: "webrtc".into(),
         duration_s,

@@ -21,6 +21,10 @@ struct OptionsJson {
     reorder_delay_ms: Option<f64>,
     /// [start_s, end_s): the relay drops all feedback in this window.
     feedback_blackout_s: Option<(f64, f64)>,
+    /// Probability of a malformed datagram after each forwarded one.
+    garbage: f64,
+    /// Restart the receiver at this time (seconds).
+    restart_receiver_at_s: Option<f64>,
 }
 
 fn options(json: Option<&str>) -> PyResult<LiveOptions> {
@@ -29,7 +33,7 @@ fn options(json: Option<&str>) -> PyResult<LiveOptions> {
             .map_err(|e| PyValueError::new_err(format!("invalid live options: {e}")))?,
         None => OptionsJson::default(),
     };
-    for (name, p) in [("duplicate", o.duplicate), ("reorder", o.reorder)] {
+    for (name, p) in [("duplicate", o.duplicate), ("reorder", o.reorder), ("garbage", o.garbage)] {
         if !(0.0..1.0).contains(&p) {
             return Err(PyValueError::new_err(format!("{name} must be in [0, 1), got {p}")));
         }
@@ -55,6 +59,16 @@ fn options(json: Option<&str>) -> PyResult<LiveOptions> {
             reorder: o.reorder,
             reorder_delay: TimeDelta::from_ms_f64(reorder_delay_ms),
             feedback_blackout: blackout,
+            garbage: o.garbage,
+        },
+        restart_receiver_at: match o.restart_receiver_at_s {
+            Some(t) if t.is_finite() && t >= 0.0 => Some(Timestamp::from_secs_f64(t)),
+            Some(t) => {
+                return Err(PyValueError::new_err(format!(
+                    "receiver restart time must be >= 0 s, got {t}"
+                )))
+            }
+            None => None,
         },
         ..LiveOptions::default()
     };

@@ -225,7 +225,7 @@ fn fuzz_wire_parsers_never_panic() {
     let sent =
         SentNumbers { highest_transport_seq: 300, highest_media_seq: 120, highest_frame_id: 12 };
     let (mut accepted, mut rejected, mut caught) = (0u64, 0u64, 0u64);
-    const CASES: usize = 30_000;
+    const CASES: usize = 100_000;
     for i in 0..CASES {
         let seed = &seeds[i % seeds.len()];
         let b = mutate(&mut rng, seed);

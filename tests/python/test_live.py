@@ -1,0 +1,67 @@
+"""`sluice live run`: the sender, relay and receiver over UDP on loopback (a real clock, so
+these runs take their duration in wall time; kept short)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sluice import results
+from sluice.cli import main
+
+
+def test_live_run_of_webrtc_displays_frames_and_writes_results_plot_draws(tmp_path, capsys):
+    out = tmp_path / "live"
+    args = ["live", "run", "--scheme", "webrtc", "--trace", "gen:constant:12", "--duration",
+            "10", "--queue-bytes", "100000", "--out", str(out), "--json"]  # fmt: skip
+    rc = main(args)
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    run = results.load_run(out)
+    assert len(run.frames) >= 290
+    shown = int(run.frames["displayed_us"].notna().sum())
+    assert shown >= 0.95 * 300, f"{shown} of 300 frames displayed"
+    assert summary["frames_displayed"] == shown
+    assert run.header["config"]["scheme_name"] == "webrtc"
+    live = json.loads((out / "live.json").read_text())
+    assert live["mode"] == "live"
+    assert live["sender_malformed"] == 0 and live["receiver_malformed"] == 0
+    assert live["media_packets_received"] > 5000
+    # The saved results draw like a simulated run's.
+    assert main(["plot", str(out)]) == 0
+    for png in ("latency_cdf.png", "timeseries.png"):
+        assert (out / png).stat().st_size > 10_000
+
+
+def test_live_run_rejects_bad_options_in_one_line(tmp_path, capsys):
+    rc = main(["live", "run", "--trace", "gen:constant:12", "--duration", "1",
+               "--bind", "not-an-ip", "--out", str(tmp_path / "x")])  # fmt: skip
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("sluice: error:") and "not-an-ip" in err[0]
+    with pytest.raises(SystemExit) as e:
+        main(["live", "run", "--feedback-blackout", "3:1"])
+    assert e.value.code == 2
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
+def test_ctrl_c_stops_a_live_run_and_still_writes_its_results(tmp_path):
+    out = tmp_path / "interrupted"
+    cmd = [sys.executable, "-m", "sluice", "live", "run", "--trace", "gen:constant:12",
+           "--duration", "60", "--out", str(out)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    time.sleep(3.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    run = results.load_run(out)
+    assert 30 <= len(run.frames) < 600
+    live = json.loads((Path(out) / "live.json").read_text())
+    assert live["stopped_early"] is True
