@@ -6,6 +6,7 @@
 //! * [`runtime`]: the clock, sockets, tokio loop and encoder thread that drive them.
 //! * [`session`]: `live run`, all three on loopback, results in the simulator's format.
 
+pub mod bench;
 pub mod endpoint;
 pub mod runtime;
 pub mod session;
