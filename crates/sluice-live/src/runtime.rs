@@ -15,6 +15,7 @@ use sluice_core::encoder::{Encoder, EncoderDriver, FinishedFrame, FrameAnalysis,
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::collections::VecDeque;
 use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -149,6 +150,8 @@ pub fn drive(
         // cached readiness, which only its driver updates when the loop parks, and a backlogged
         // pacer keeps the loop from parking (it sleeps precisely instead).
         let raw = socket.try_clone()?;
+        let raw_fd = raw.as_raw_fd();
+        set_timer_slack();
         let socket = tokio::net::UdpSocket::from_std(socket)?;
         let mut stats = IoStats::default();
         let mut buf = vec![0u8; 65_536];
@@ -216,9 +219,12 @@ pub fn drive(
             }
             let until = at.saturating_duration_since(Instant::now());
             if until <= PRECISE_SLEEP {
-                // Close: a precise sleep (tokio's timer would round it up to its next
-                // millisecond tick); datagrams arriving meanwhile wait at most this long.
-                precise_sleep_until(at);
+                // Close: a precise wait (tokio's timer would round it up to its next
+                // millisecond tick) that still wakes for a datagram, so arrival times stay
+                // exact (a receiver's feedback reports them).
+                if precise_wait_until(raw_fd, at) {
+                    continue;
+                }
                 note_lateness(&mut stats, at, deadline, end);
                 timer_due = Some(deadline);
                 continue;
@@ -242,14 +248,36 @@ pub fn drive(
 /// 100 Mbps.
 const SPIN: Duration = Duration::from_micros(100);
 
-/// Sleeps until `at`: a thread sleep to `SPIN` before it, then a spin.
-fn precise_sleep_until(at: Instant) {
+/// Waits until `at` or until `fd` is readable (then returns true at once): `ppoll` (a
+/// high-resolution timeout) to `SPIN` before `at`, then a spin.
+fn precise_wait_until(fd: RawFd, at: Instant) -> bool {
     let now = Instant::now();
     if at > now + SPIN {
-        std::thread::sleep(at - now - SPIN);
+        let d = at - now - SPIN;
+        let ts = libc::timespec {
+            tv_sec: d.as_secs() as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        };
+        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: `pfd` and `ts` live across the call, the count is 1, the signal mask is
+        // null (unchanged); `fd` is this loop's open socket.
+        let r = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+        if r > 0 {
+            return true;
+        }
     }
     while Instant::now() < at {
         std::hint::spin_loop();
+    }
+    false
+}
+
+/// Asks Linux for 1 µs of timer slack on this thread (the default 50 µs delays every
+/// timed wake-up by up to that much).
+fn set_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only this thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong);
     }
 }
 
