@@ -419,3 +419,59 @@ impl EncoderDriver for ThreadedEncoder {
         self.failure_seen.as_deref()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts what it is given.
+    #[derive(Default)]
+    struct Counter {
+        got: Vec<(Role, Vec<u8>)>,
+    }
+    impl Endpoint for Counter {
+        fn handle_datagram(&mut self, from: Role, bytes: &[u8], _: Timestamp) {
+            self.got.push((from, bytes.to_vec()));
+        }
+        fn handle_timeout(&mut self, _: Timestamp) {}
+        fn poll_transmit(&mut self, _: Timestamp) -> Option<(Role, Vec<u8>)> {
+            None
+        }
+        fn poll_timeout(&self) -> Timestamp {
+            Timestamp::INFINITY
+        }
+        fn malformed(&self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn only_the_configured_peer_is_heard() {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = sock.local_addr().unwrap();
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let peers = Peers { sender: Some(peer.local_addr().unwrap()), receiver: None };
+        stranger.send_to(b"intruder", addr).unwrap();
+        peer.send_to(b"hello", addr).unwrap();
+        let mut ep = Counter::default();
+        let clock = Clock::new(Instant::now());
+        let stop = AtomicBool::new(false);
+        let stats =
+            drive(&mut ep, sock, &peers, clock, Timestamp::from_ms(200), &stop, None).unwrap();
+        assert_eq!(ep.got, vec![(Role::Sender, b"hello".to_vec())]);
+        assert_eq!((stats.datagrams_in, stats.foreign), (2, 1));
+    }
+
+    #[test]
+    fn histogram_quantiles() {
+        let mut h = Histogram::default();
+        for us in 0..100 {
+            h.add(us);
+        }
+        h.add(50_000); // beyond the last bin: counted there
+        assert_eq!(h.count(), 101);
+        assert_eq!(h.quantile_us(0.5), Some(60));
+        assert_eq!(h.quantile_us(1.0), Some(10_010));
+    }
+}
