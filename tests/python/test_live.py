@@ -65,3 +65,16 @@ def test_ctrl_c_stops_a_live_run_and_still_writes_its_results(tmp_path):
     assert 30 <= len(run.frames) < 600
     live = json.loads((Path(out) / "live.json").read_text())
     assert live["stopped_early"] is True
+
+
+def test_live_x264_run_is_scored_like_a_simulated_one(tmp_path):
+    out = tmp_path / "x264"
+    clip = Path(__file__).resolve().parents[2] / "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
+    rc = main(["live", "run", "--scheme", "webrtc-x264", "--video", str(clip), "--width", "320",
+               "--trace", "gen:constant:6", "--duration", "3", "--queue-bytes", "100000",
+               "--quality", "fast", "--out", str(out), "--json"])  # fmt: skip
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["frames_displayed"] >= 60
+    assert 0 < summary["vmaf_mean"] <= 100
+    assert (out / "stream.264").stat().st_size > 10_000
