@@ -462,6 +462,8 @@ pub struct RelayEndpoint {
     pub reordered: u64,
     pub blackout_dropped: u64,
     pub garbage_sent: u64,
+    /// Bottleneck reports sent to the sender (schemes whose bottleneck reports).
+    pub reports_sent: u64,
     /// Frames the bottleneck dropped on purpose (for the frame records).
     pub policy_dropped_frames: Vec<u64>,
     trace: Option<Arc<sluice_core::link::trace::Trace>>,
@@ -498,6 +500,7 @@ impl RelayEndpoint {
             reordered: 0,
             blackout_dropped: 0,
             garbage_sent: 0,
+            reports_sent: 0,
             policy_dropped_frames: Vec::new(),
             trace,
             shared,
@@ -643,6 +646,7 @@ impl Endpoint for RelayEndpoint {
         }
         if let Some(Datagram::Feedback(r)) = self.downlink.poll_report() {
             if let Ok(b) = wire::write_feedback(&r) {
+                self.reports_sent += 1;
                 return Some((Role::Sender, b));
             }
         }

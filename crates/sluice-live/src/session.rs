@@ -53,6 +53,9 @@ pub struct LiveStats {
     pub relay_reordered: u64,
     pub relay_blackout_dropped: u64,
     pub relay_garbage_sent: u64,
+    /// Bottleneck reports the relay sent (`SLBN`) and the sender received.
+    pub relay_reports_sent: u64,
+    pub sender_reports_received: u64,
     pub receiver_restarts: u64,
     pub feedback_messages: u64,
     /// Packets the wire format could not carry (dropped at the sender).
@@ -274,6 +277,8 @@ impl LiveRun {
             relay_reordered: relay.reordered,
             relay_blackout_dropped: relay.blackout_dropped,
             relay_garbage_sent: relay.garbage_sent,
+            relay_reports_sent: relay.reports_sent,
+            sender_reports_received: recorder.bottleneck_reports,
             receiver_restarts: receiver.restarts,
             feedback_messages: sender.feedback_messages,
             sender_unsendable: sender.unsendable,

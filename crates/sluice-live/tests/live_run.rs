@@ -14,9 +14,18 @@ use std::sync::{Arc, Mutex};
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn run(duration_s: f64, options: LiveOptions, edit: impl FnOnce(&mut RunConfig)) -> LiveResult {
+    run_scheme("webrtc", duration_s, options, edit)
+}
+
+fn run_scheme(
+    scheme: &str,
+    duration_s: f64,
+    options: LiveOptions,
+    edit: impl FnOnce(&mut RunConfig),
+) -> LiveResult {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut cfg = RunConfig {
-        scheme_name: "webrtc".into(),
+        scheme_name: scheme.into(),
         duration_s,
         drain_s: 1.0,
         ..RunConfig::default()
@@ -105,4 +114,13 @@ fn survives_loss_reordering_duplication_blackout_restart_and_garbage() {
     assert!(r.stats.receiver_malformed > 10, "{:?}", r.stats);
     assert!(r.stats.sender_malformed > 0, "{:?}", r.stats);
     assert!(displayed_share(&r) >= 0.9, "garbage: {}", displayed_share(&r));
+}
+
+#[test]
+fn co_rtv_bottleneck_reports_reach_the_sender_over_rtcp_app() {
+    let r = run_scheme("co-rtv", 2.0, LiveOptions::default(), |_| {});
+    assert!(r.stats.relay_reports_sent >= 10, "{:?}", r.stats);
+    assert_eq!(r.stats.sender_reports_received, r.stats.relay_reports_sent, "{:?}", r.stats);
+    assert_eq!(r.stats.sender_malformed, 0);
+    assert!(displayed_share(&r) >= 0.9, "{}", displayed_share(&r));
 }
