@@ -24,6 +24,8 @@ from .errors import SluiceError, core, core_errors
 from .runner import RunSpec, load_traces, planned_config, resolve_encoder
 
 LIVE_FILE = "live.json"
+# x264 runs: the H.264 stream the receiver reassembled from RTP, displayed frames only.
+RECEIVED_STREAM = "received.264"
 # How often the front end wakes while a live run goes on (progress, Ctrl-C).
 POLL_S = 0.2
 
@@ -182,12 +184,16 @@ def run_live(spec: RunSpec, faults: LiveFaults | None = None, bind: str = "127.0
     from . import config as config_mod
 
     cfg = config_mod.apply_overrides(cfg, spec.overrides)
+    options = faults.options(bind)
+    if raw is not None:
+        # The receiver writes the bytes of the frames it displayed, in display order.
+        options["received_stream"] = str((run_dir / RECEIVED_STREAM).resolve())
     with core_errors():
         run = _core.LiveRun(
             json.dumps(cfg),
             down.trace if down else None,
             up.trace if up else None,
-            json.dumps(faults.options(bind)),
+            json.dumps(options),
         )
         resolved = json.loads(run.resolved_config_json())
     interrupted = False

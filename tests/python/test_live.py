@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -78,3 +79,20 @@ def test_live_x264_run_is_scored_like_a_simulated_one(tmp_path):
     assert summary["frames_displayed"] >= 60
     assert 0 < summary["vmaf_mean"] <= 100
     assert (out / "stream.264").stat().st_size > 10_000
+    # The frames crossed the wire as H.264 bytes: the receiver's reassembled stream is
+    # byte for byte what the viewer's decoder gets (the sender-side reconstruction quality
+    # scores), and ffmpeg decodes it without an error.
+    received = (out / "received.264").read_bytes()
+    assert received == (out / "delivered.264").read_bytes()
+    live = json.loads((out / "live.json").read_text())
+    assert live["received_stream_gaps"] == 0
+    import imageio_ffmpeg
+
+    ffmpeg = imageio_ffmpeg.get_ffmpeg_exe()
+    r = subprocess.run([ffmpeg, "-v", "error", "-i", str(out / "received.264"), "-f", "null", "-"],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0 and r.stderr.strip() == "", r.stderr
+    probe = subprocess.run([ffmpeg, "-i", str(out / "received.264"), "-f", "null", "-"],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    decoded = int(re.findall(r"frame=\s*(\d+)", probe.stderr)[-1])
+    assert decoded == summary["frames_displayed"]

@@ -94,6 +94,43 @@ pub trait PayloadSource: Send {
     fn payload(&mut self, frame_id: u64, index: u16, count: u16, size: usize) -> Option<Vec<u8>>;
 }
 
+/// Encoded frames' bitstreams by frame id, filled by the encoder thread (x264's frame sink)
+/// and read by the sender: packet `i` of `n` carries the `i`-th of `n` nearly equal parts
+/// of the frame's bytes (the packetizer's split), so the datagram is the size the core
+/// accounted for.
+#[derive(Clone, Debug, Default)]
+pub struct FrameStore(Arc<Mutex<BTreeMap<u64, Arc<Vec<u8>>>>>);
+
+/// Frames kept for retransmissions.
+const FRAMES_KEPT: usize = 512;
+
+impl FrameStore {
+    pub fn insert(&self, frame_id: u64, data: &[u8]) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(frame_id, Arc::new(data.to_vec()));
+            while m.len() > FRAMES_KEPT {
+                m.pop_first();
+            }
+        }
+    }
+}
+
+/// Part `index` of `count` of `len` bytes, split as the packetizer splits a frame.
+pub fn share(len: usize, index: u16, count: u16) -> std::ops::Range<usize> {
+    let (i, n) = (index as usize, count.max(1) as usize);
+    let (base, extra) = (len / n, len % n);
+    let start = i * base + i.min(extra);
+    let end = (start + base + usize::from(i < extra)).min(len);
+    start.min(end)..end
+}
+
+impl PayloadSource for FrameStore {
+    fn payload(&mut self, frame_id: u64, index: u16, count: u16, _size: usize) -> Option<Vec<u8>> {
+        let data = self.0.lock().ok()?.get(&frame_id).cloned()?;
+        Some(data[share(data.len(), index, count)].to_vec())
+    }
+}
+
 impl SenderEndpoint {
     pub fn new(
         sender: Sender,
@@ -305,6 +342,12 @@ pub struct ReceiverEndpoint {
     malformed: u64,
     pub media_packets: u64,
     sink: Option<Box<dyn MediaSink>>,
+    /// With stream recording: the payload parts of frames not yet displayed, and the
+    /// displayed frames' bytes in display order (the stream the viewer's decoder gets).
+    parts: Option<BTreeMap<u64, Vec<Option<bytes::Bytes>>>>,
+    pub stream: Vec<u8>,
+    /// Displayed frames whose bytes were not all there (not written to the stream).
+    pub stream_gaps: u64,
 }
 
 impl ReceiverEndpoint {
@@ -322,6 +365,45 @@ impl ReceiverEndpoint {
             malformed: 0,
             media_packets: 0,
             sink: None,
+            parts: None,
+            stream: Vec::new(),
+            stream_gaps: 0,
+        }
+    }
+
+    /// Records the payloads of displayed frames, in display order ([`Self::stream`]).
+    pub fn record_stream(&mut self) {
+        self.parts = Some(BTreeMap::new());
+    }
+
+    fn keep_part(&mut self, m: &wire::MediaIn) {
+        let Some(parts) = self.parts.as_mut() else { return };
+        let p = &m.packet;
+        if p.kind == PacketKind::Padding || p.packet_index >= p.packet_count {
+            return;
+        }
+        if !parts.contains_key(&p.frame_id) && parts.len() >= FRAMES_KEPT {
+            parts.pop_first();
+        }
+        let v = parts.entry(p.frame_id).or_insert_with(|| vec![None; p.packet_count as usize]);
+        if let Some(slot) = v.get_mut(p.packet_index as usize) {
+            slot.get_or_insert_with(|| m.payload.clone());
+        }
+    }
+
+    fn on_displayed(&mut self, frame_id: u64) {
+        let Some(parts) = self.parts.as_mut() else { return };
+        match parts.remove(&frame_id) {
+            Some(v) if v.iter().all(|x| x.is_some()) => {
+                for b in v.into_iter().flatten() {
+                    self.stream.extend_from_slice(&b);
+                }
+            }
+            _ => self.stream_gaps += 1,
+        }
+        // Older frames will not be displayed any more.
+        while parts.first_key_value().is_some_and(|(k, _)| *k < frame_id) {
+            parts.pop_first();
         }
     }
     /// Restarts the receiver at `at` (fault injection): its state is lost (a fresh state
@@ -340,6 +422,9 @@ impl ReceiverEndpoint {
     }
     fn drain_events(&mut self) {
         while let Some(e) = self.receiver.poll_event() {
+            if let ReceiverEvent::FrameDisplayed { frame_id, .. } = e {
+                self.on_displayed(frame_id);
+            }
             self.events.push(e);
         }
     }
@@ -357,6 +442,7 @@ impl Endpoint for ReceiverEndpoint {
                 if let Some(s) = self.sink.as_mut() {
                     s.on_media(&m);
                 }
+                self.keep_part(&m);
                 let mut p = m.packet;
                 if self.restarted {
                     let base = *self.transport_base.get_or_insert(p.transport_seq);

@@ -26,6 +26,10 @@ pub struct LiveOptions {
     pub faults: Faults,
     /// Restart the receiver at this time (its state is lost; it asks for a keyframe).
     pub restart_receiver_at: Option<Timestamp>,
+    /// The encoded frames' bitstreams (x264): put on the wire instead of zeros, and the
+    /// receiver's displayed frames written to `received_stream`.
+    pub frames: Option<crate::endpoint::FrameStore>,
+    pub received_stream: Option<std::path::PathBuf>,
 }
 
 impl Default for LiveOptions {
@@ -34,6 +38,8 @@ impl Default for LiveOptions {
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             faults: Faults::default(),
             restart_receiver_at: None,
+            frames: None,
+            received_stream: None,
         }
     }
 }
@@ -57,6 +63,9 @@ pub struct LiveStats {
     pub relay_reports_sent: u64,
     pub sender_reports_received: u64,
     pub receiver_restarts: u64,
+    /// Bytes of the received stream written, and displayed frames missing from it.
+    pub received_stream_bytes: u64,
+    pub received_stream_gaps: u64,
     pub feedback_messages: u64,
     /// Packets the wire format could not carry (dropped at the sender).
     pub sender_unsendable: u64,
@@ -84,6 +93,7 @@ pub struct LiveRun {
     capture_end: Timestamp,
     trace: Option<Arc<Trace>>,
     bottleneck_drops: bool,
+    received_stream: Option<std::path::PathBuf>,
     sender: Option<Joined<SenderEndpoint>>,
     relay: Option<Joined<RelayEndpoint>>,
     receiver: Option<Joined<ReceiverEndpoint>>,
@@ -152,14 +162,20 @@ impl LiveRun {
 
         let encoder = ThreadedEncoder::new(encoder, clock, wake.clone());
         let sender = build_sender(cfg, &scheme, Box::new(encoder), now);
-        let sender = SenderEndpoint::new(
+        let mut sender = SenderEndpoint::new(
             sender,
             TimeDelta::from_ms_f64(cfg.sample_interval_ms),
             capture_end,
             Some(link_snapshot.clone()),
             now,
         );
+        if let Some(store) = &options.frames {
+            sender.set_payload_source(Box::new(store.clone()));
+        }
         let mut receiver = ReceiverEndpoint::new(build_receiver(cfg, &scheme, now));
+        if options.received_stream.is_some() {
+            receiver.record_stream();
+        }
         if let Some(at) = options.restart_receiver_at {
             let (cfg, scheme) = (cfg.clone(), scheme.clone());
             receiver.restart_at(at, Box::new(move |now| build_receiver(&cfg, &scheme, now)));
@@ -188,6 +204,7 @@ impl LiveRun {
             capture_end,
             trace: downlink_trace,
             bottleneck_drops: scheme.bottleneck.drops_frames(),
+            received_stream: options.received_stream.clone(),
             sender: Some(sender),
             relay: Some(relay),
             receiver: Some(receiver),
@@ -227,6 +244,10 @@ impl LiveRun {
             return Err(why.to_owned());
         }
         let stopped_early = self.stop.load(Ordering::Relaxed);
+        if let Some(path) = &self.received_stream {
+            std::fs::write(path, &receiver.stream)
+                .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        }
         let mut recorder = if self.bottleneck_drops {
             Recorder::with_bottleneck_drops()
         } else {
@@ -280,6 +301,8 @@ impl LiveRun {
             relay_reports_sent: relay.reports_sent,
             sender_reports_received: recorder.bottleneck_reports,
             receiver_restarts: receiver.restarts,
+            received_stream_bytes: receiver.stream.len() as u64,
+            received_stream_gaps: receiver.stream_gaps,
             feedback_messages: sender.feedback_messages,
             sender_unsendable: sender.unsendable,
             media_packets_received: receiver.media_packets,

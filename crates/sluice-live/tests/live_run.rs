@@ -24,12 +24,8 @@ fn run_scheme(
     edit: impl FnOnce(&mut RunConfig),
 ) -> LiveResult {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cfg = RunConfig {
-        scheme_name: scheme.into(),
-        duration_s,
-        drain_s: 1.0,
-        ..RunConfig::default()
-    };
+    let mut cfg =
+        RunConfig { scheme_name: scheme.into(), duration_s, drain_s: 1.0, ..RunConfig::default() };
     cfg.downlink.queue_bytes = Some(100_000);
     edit(&mut cfg);
     let trace = Arc::new(Trace::constant(DataRate::from_mbps(12), TimeDelta::from_secs(1)));

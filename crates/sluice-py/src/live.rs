@@ -1,7 +1,7 @@
 //! `sluice._core.LiveRun`: a live run on loopback (crates/sluice-live), with the same result
 //! JSON as `Simulation.finish()` plus the live counters.
 
-use crate::{make_encoder, parse_config, resolved_json, PyTrace};
+use crate::{make_encoder, make_x264, parse_config, resolved_json, PyTrace};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use serde::Deserialize;
@@ -25,6 +25,8 @@ struct OptionsJson {
     garbage: f64,
     /// Restart the receiver at this time (seconds).
     restart_receiver_at_s: Option<f64>,
+    /// Where the receiver writes the displayed frames' bytes (x264 runs).
+    received_stream: Option<String>,
 }
 
 fn options(json: Option<&str>) -> PyResult<LiveOptions> {
@@ -72,6 +74,7 @@ fn options(json: Option<&str>) -> PyResult<LiveOptions> {
         },
         ..LiveOptions::default()
     };
+    out.received_stream = o.received_stream.map(std::path::PathBuf::from);
     if let Some(b) = o.bind {
         out.bind = b
             .parse()
@@ -100,8 +103,22 @@ impl PyLiveRun {
     ) -> PyResult<Self> {
         let config = parse_config(config_json)?;
         config.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let options = options(options_json)?;
-        let encoder = make_encoder(&config)?;
+        let mut options = options(options_json)?;
+        // With x264 the frames' bitstreams go on the wire (the encoder hands each frame to
+        // the sender's store as it writes the stream file).
+        let encoder: Box<dyn sluice_core::encoder::Encoder> = match make_x264(&config)? {
+            Some(mut x) => {
+                let store = sluice_live::endpoint::FrameStore::default();
+                let sink = store.clone();
+                x.set_frame_sink(Box::new(move |id, data| sink.insert(id, data)));
+                options.frames = Some(store);
+                Box::new(x)
+            }
+            None => {
+                options.received_stream = None;
+                make_encoder(&config)?
+            }
+        };
         let run = LiveRun::start(
             &config,
             downlink.map(|t| t.inner),
