@@ -112,6 +112,11 @@ def add_live_options(p: argparse.ArgumentParser) -> None:
         "with this probability",
     )  # fmt: skip
     g.add_argument(
+        "--forward-rtp", type=int, default=None, metavar="PORT",
+        help="copy the received video RTP to this port (x264 runs; writes stream.sdp for "
+        "ffmpeg or another RTP player)",
+    )  # fmt: skip
+    g.add_argument(
         "--restart-receiver-at", type=float, default=None, metavar="S",
         help="restart the receiver (its state lost) at this time in seconds",
     )  # fmt: skip
@@ -153,8 +158,33 @@ def _progress(run: Any, label: str) -> None:
             done = now
 
 
-def run_live(spec: RunSpec, faults: LiveFaults | None = None, bind: str = "127.0.0.1") -> Path:
-    """Runs ``spec`` live on loopback and writes its results; returns the run directory."""
+SDP_FILE = "stream.sdp"
+
+
+def sdp(port: int, address: str = "127.0.0.1") -> str:
+    """An SDP description of the forwarded video (RFC 6184 H.264, packetization mode 1) for
+    an RTP player: ``ffmpeg -protocol_whitelist file,udp,rtp -i stream.sdp``."""
+    return (
+        "v=0\r\n"
+        f"o=- 0 0 IN IP4 {address}\r\n"
+        "s=Sluice live\r\n"
+        f"c=IN IP4 {address}\r\n"
+        "t=0 0\r\n"
+        f"m=video {port} RTP/AVP 96\r\n"
+        "a=rtpmap:96 H264/90000\r\n"
+        "a=fmtp:96 packetization-mode=1\r\n"
+    )
+
+
+def run_live(
+    spec: RunSpec,
+    faults: LiveFaults | None = None,
+    bind: str = "127.0.0.1",
+    forward_rtp: int | None = None,
+) -> Path:
+    """Runs ``spec`` live on loopback and writes its results; returns the run directory.
+    ``forward_rtp``: a port on ``bind`` that gets a copy of the received video RTP (an
+    RTP player; ``stream.sdp`` in the run directory describes it)."""
     _core = core()
     faults = faults or LiveFaults()
     if spec.quality not in quality.MODES:
@@ -185,6 +215,14 @@ def run_live(spec: RunSpec, faults: LiveFaults | None = None, bind: str = "127.0
 
     cfg = config_mod.apply_overrides(cfg, spec.overrides)
     options = faults.options(bind)
+    if forward_rtp is not None:
+        if not 1 <= forward_rtp <= 65535:
+            raise SluiceError(f"--forward-rtp must be a port number, got {forward_rtp}")
+        if raw is None:
+            raise SluiceError("--forward-rtp needs x264 (--video): the model encoder has no "
+                              "bitstream to play")  # fmt: skip
+        options["forward_rtp"] = f"{bind}:{forward_rtp}"
+        (run_dir / SDP_FILE).write_text(sdp(forward_rtp, bind), encoding="utf-8")
     if raw is not None:
         # The receiver writes the bytes of the frames it displayed, in display order.
         options["received_stream"] = str((run_dir / RECEIVED_STREAM).resolve())

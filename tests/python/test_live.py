@@ -7,13 +7,14 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from sluice import results
+from sluice import live, results
 from sluice.cli import main
 
 
@@ -68,6 +69,11 @@ def test_ctrl_c_stops_a_live_run_and_still_writes_its_results(tmp_path):
     assert live["stopped_early"] is True
 
 
+def _nal_units(annexb: bytes) -> list[bytes]:
+    """The NAL units of an Annex B stream (start codes of 3 or 4 bytes removed)."""
+    return [n.rstrip(b"\x00") for n in re.split(b"\x00\x00\x01", annexb) if n.strip(b"\x00")]
+
+
 def test_live_x264_run_is_scored_like_a_simulated_one(tmp_path):
     out = tmp_path / "x264"
     clip = Path(__file__).resolve().parents[2] / "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
@@ -79,11 +85,12 @@ def test_live_x264_run_is_scored_like_a_simulated_one(tmp_path):
     assert summary["frames_displayed"] >= 60
     assert 0 < summary["vmaf_mean"] <= 100
     assert (out / "stream.264").stat().st_size > 10_000
-    # The frames crossed the wire as H.264 bytes: the receiver's reassembled stream is
-    # byte for byte what the viewer's decoder gets (the sender-side reconstruction quality
-    # scores), and ffmpeg decodes it without an error.
-    received = (out / "received.264").read_bytes()
-    assert received == (out / "delivered.264").read_bytes()
+    # The frames crossed the wire as RTP/H.264 (RFC 6184): the receiver's depacketized
+    # stream has the same NAL units as what the viewer's decoder gets (the sender-side
+    # reconstruction quality scores), and ffmpeg decodes every frame of it without an error.
+    assert _nal_units((out / "received.264").read_bytes()) == _nal_units(
+        (out / "delivered.264").read_bytes()
+    )
     live = json.loads((out / "live.json").read_text())
     assert live["received_stream_gaps"] == 0
     import imageio_ffmpeg
@@ -96,3 +103,47 @@ def test_live_x264_run_is_scored_like_a_simulated_one(tmp_path):
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     decoded = int(re.findall(r"frame=\s*(\d+)", probe.stderr)[-1])
     assert decoded == summary["frames_displayed"]
+
+
+def _free_udp_port() -> int:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_ffmpeg_plays_the_live_rtp_h264_stream_from_the_sdp_file(tmp_path):
+    import imageio_ffmpeg
+
+    out = tmp_path / "rtp"
+    out.mkdir()
+    port = _free_udp_port()
+    sdp_path = out / "player.sdp"
+    sdp_path.write_text(live.sdp(port))
+    ffmpeg = [imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-protocol_whitelist",
+              "file,udp,rtp", "-i", str(sdp_path), "-f", "null", "-"]  # fmt: skip
+    player = subprocess.Popen(ffmpeg, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)  # the player listens before the stream starts
+        clip = Path(__file__).resolve().parents[2] / "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
+        rc = main(["live", "run", "--scheme", "webrtc-x264", "--video", str(clip), "--width",
+                   "320", "--trace", "gen:constant:6", "--duration", "3", "--queue-bytes",
+                   "100000", "--quality", "none", "--forward-rtp", str(port), "--out",
+                   str(out / "run"), "--json"])  # fmt: skip
+        assert rc == 0
+        time.sleep(0.5)
+        player.send_signal(signal.SIGINT)
+        _, err = player.communicate(timeout=30)
+    finally:
+        if player.poll() is None:
+            player.kill()
+            player.communicate()
+    # The run wrote the same description for its own forwarded stream.
+    assert (out / "run" / "stream.sdp").read_bytes() == live.sdp(port).encode()
+    shown = json.loads((out / "run" / "summary.json").read_text())["frames_displayed"]
+    assert "Video: h264" in err and "320x180" in err, err
+    assert not [ln for ln in err.splitlines() if "error" in ln.lower()], err
+    decoded = int(re.findall(r"frame=\s*(\d+)", err)[-1])
+    # All but the last frame or two (still in the player's buffers when it was stopped).
+    assert shown - 3 <= decoded <= shown, (decoded, shown)

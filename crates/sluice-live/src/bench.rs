@@ -80,7 +80,7 @@ pub fn pacing_benchmark(rate: DataRate, duration: TimeDelta) -> std::io::Result<
     });
     let clock = Clock::new(Instant::now());
     let end = now + duration;
-    let peers = Peers { sender: None, receiver: Some(sink_addr) };
+    let peers = Peers { receiver: Some(sink_addr), ..Peers::default() };
     let io = drive(&mut ep, socket, &peers, clock, end, &stop, None)?;
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = drain.join();

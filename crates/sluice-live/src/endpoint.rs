@@ -30,6 +30,8 @@ use std::sync::{Arc, Mutex};
 pub enum Role {
     Sender,
     Receiver,
+    /// An RTP player that gets a copy of the received video (output only).
+    Monitor,
 }
 
 /// A sans-IO live endpoint.
@@ -99,7 +101,14 @@ pub trait PayloadSource: Send {
 /// of the frame's bytes (the packetizer's split), so the datagram is the size the core
 /// accounted for.
 #[derive(Clone, Debug, Default)]
-pub struct FrameStore(Arc<Mutex<BTreeMap<u64, Arc<Vec<u8>>>>>);
+pub struct FrameStore(Arc<Mutex<BTreeMap<u64, StoredFrame>>>);
+
+#[derive(Debug)]
+struct StoredFrame {
+    annexb: Vec<u8>,
+    /// The RFC 6184 payloads for a packet count, once made.
+    payloads: Option<(u16, Option<Vec<Vec<u8>>>)>,
+}
 
 /// Frames kept for retransmissions.
 const FRAMES_KEPT: usize = 512;
@@ -107,7 +116,7 @@ const FRAMES_KEPT: usize = 512;
 impl FrameStore {
     pub fn insert(&self, frame_id: u64, data: &[u8]) {
         if let Ok(mut m) = self.0.lock() {
-            m.insert(frame_id, Arc::new(data.to_vec()));
+            m.insert(frame_id, StoredFrame { annexb: data.to_vec(), payloads: None });
             while m.len() > FRAMES_KEPT {
                 m.pop_first();
             }
@@ -125,9 +134,18 @@ pub fn share(len: usize, index: u16, count: u16) -> std::ops::Range<usize> {
 }
 
 impl PayloadSource for FrameStore {
+    /// RFC 6184 payloads ([`crate::h264::payloads`]) when the frame can be split into
+    /// `count` of them, else the frame's raw share.
     fn payload(&mut self, frame_id: u64, index: u16, count: u16, _size: usize) -> Option<Vec<u8>> {
-        let data = self.0.lock().ok()?.get(&frame_id).cloned()?;
-        Some(data[share(data.len(), index, count)].to_vec())
+        let mut m = self.0.lock().ok()?;
+        let f = m.get_mut(&frame_id)?;
+        if f.payloads.as_ref().is_none_or(|(n, _)| *n != count) {
+            f.payloads = Some((count, crate::h264::payloads(&f.annexb, count as usize)));
+        }
+        match f.payloads.as_ref().and_then(|(_, p)| p.as_ref()) {
+            Some(p) => p.get(index as usize).cloned(),
+            None => Some(f.annexb[share(f.annexb.len(), index, count)].to_vec()),
+        }
     }
 }
 
@@ -348,6 +366,9 @@ pub struct ReceiverEndpoint {
     pub stream: Vec<u8>,
     /// Displayed frames whose bytes were not all there (not written to the stream).
     pub stream_gaps: u64,
+    /// Copy every video RTP datagram received to the monitor (an RTP player).
+    forward: bool,
+    monitor_out: VecDeque<Vec<u8>>,
 }
 
 impl ReceiverEndpoint {
@@ -368,7 +389,14 @@ impl ReceiverEndpoint {
             parts: None,
             stream: Vec::new(),
             stream_gaps: 0,
+            forward: false,
+            monitor_out: VecDeque::new(),
         }
+    }
+
+    /// Copies the received video RTP (not padding) to [`Role::Monitor`].
+    pub fn forward_video(&mut self) {
+        self.forward = true;
     }
 
     /// Records the payloads of displayed frames, in display order ([`Self::stream`]).
@@ -395,8 +423,10 @@ impl ReceiverEndpoint {
         let Some(parts) = self.parts.as_mut() else { return };
         match parts.remove(&frame_id) {
             Some(v) if v.iter().all(|x| x.is_some()) => {
-                for b in v.into_iter().flatten() {
-                    self.stream.extend_from_slice(&b);
+                let parts: Vec<bytes::Bytes> = v.into_iter().flatten().collect();
+                match crate::h264::depacketize(&parts) {
+                    Some(annexb) => self.stream.extend_from_slice(&annexb),
+                    None => self.stream_gaps += 1,
                 }
             }
             _ => self.stream_gaps += 1,
@@ -443,6 +473,9 @@ impl Endpoint for ReceiverEndpoint {
                     s.on_media(&m);
                 }
                 self.keep_part(&m);
+                if self.forward && m.packet.kind != PacketKind::Padding {
+                    self.monitor_out.push_back(bytes.to_vec());
+                }
                 let mut p = m.packet;
                 if self.restarted {
                     let base = *self.transport_base.get_or_insert(p.transport_seq);
@@ -481,6 +514,9 @@ impl Endpoint for ReceiverEndpoint {
     }
 
     fn poll_transmit(&mut self, _now: Timestamp) -> Option<(Role, Vec<u8>)> {
+        if let Some(b) = self.monitor_out.pop_front() {
+            return Some((Role::Monitor, b));
+        }
         if let Some(b) = self.outbox.pop_front() {
             return Some((Role::Sender, b));
         }
@@ -501,7 +537,11 @@ impl Endpoint for ReceiverEndpoint {
 
     fn poll_timeout(&self) -> Timestamp {
         let restart = self.restart_at.unwrap_or(Timestamp::INFINITY);
-        let out = if self.outbox.is_empty() { Timestamp::INFINITY } else { Timestamp::ZERO };
+        let out = if self.outbox.is_empty() && self.monitor_out.is_empty() {
+            Timestamp::INFINITY
+        } else {
+            Timestamp::ZERO
+        };
         self.receiver.poll_timeout().min(restart).min(out)
     }
 
@@ -681,6 +721,8 @@ impl Endpoint for RelayEndpoint {
     fn handle_datagram(&mut self, from: Role, bytes: &[u8], now: Timestamp) {
         let key = self.key();
         match from {
+            // A monitor is output only (the runtime never maps an address to it).
+            Role::Monitor => self.malformed += 1,
             Role::Sender => {
                 let mut p = match self.reader.read(bytes, now) {
                     Ok(m) => m.packet,

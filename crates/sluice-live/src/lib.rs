@@ -8,6 +8,7 @@
 
 pub mod bench;
 pub mod endpoint;
+pub mod h264;
 pub mod runtime;
 pub mod session;
 pub mod wire;

@@ -45,6 +45,9 @@ impl Clock {
 pub struct Peers {
     pub sender: Option<SocketAddr>,
     pub receiver: Option<SocketAddr>,
+    /// Where copies of the received video RTP go (an RTP player such as ffmpeg); never
+    /// heard from.
+    pub monitor: Option<SocketAddr>,
 }
 
 impl Peers {
@@ -61,6 +64,7 @@ impl Peers {
         match r {
             Role::Sender => self.sender,
             Role::Receiver => self.receiver,
+            Role::Monitor => self.monitor,
         }
     }
 }
@@ -451,7 +455,7 @@ mod tests {
         let addr = sock.local_addr().unwrap();
         let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
         let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let peers = Peers { sender: Some(peer.local_addr().unwrap()), receiver: None };
+        let peers = Peers { sender: Some(peer.local_addr().unwrap()), ..Peers::default() };
         stranger.send_to(b"intruder", addr).unwrap();
         peer.send_to(b"hello", addr).unwrap();
         let mut ep = Counter::default();

@@ -30,6 +30,8 @@ pub struct LiveOptions {
     /// receiver's displayed frames written to `received_stream`.
     pub frames: Option<crate::endpoint::FrameStore>,
     pub received_stream: Option<std::path::PathBuf>,
+    /// Copies of the received video RTP go to this address (an RTP player).
+    pub forward_rtp: Option<SocketAddr>,
 }
 
 impl Default for LiveOptions {
@@ -40,6 +42,7 @@ impl Default for LiveOptions {
             restart_receiver_at: None,
             frames: None,
             received_stream: None,
+            forward_rtp: None,
         }
     }
 }
@@ -176,6 +179,9 @@ impl LiveRun {
         if options.received_stream.is_some() {
             receiver.record_stream();
         }
+        if options.forward_rtp.is_some() {
+            receiver.forward_video();
+        }
         if let Some(at) = options.restart_receiver_at {
             let (cfg, scheme) = (cfg.clone(), scheme.clone());
             receiver.restart_at(at, Box::new(move |now| build_receiver(&cfg, &scheme, now)));
@@ -189,9 +195,10 @@ impl LiveRun {
             downlink_trace.clone(),
             Some(link_snapshot),
         );
-        let relay_peers = Peers { sender: Some(s_addr), receiver: Some(r_addr) };
-        let sender_peers = Peers { sender: None, receiver: Some(x_addr) };
-        let receiver_peers = Peers { sender: Some(x_addr), receiver: None };
+        let relay_peers = Peers { sender: Some(s_addr), receiver: Some(r_addr), monitor: None };
+        let sender_peers = Peers { receiver: Some(x_addr), ..Peers::default() };
+        let receiver_peers =
+            Peers { sender: Some(x_addr), monitor: options.forward_rtp, ..Peers::default() };
         let shared = Shared { clock, end, stop: stop.clone() };
         let relay = spawn("relay", relay, x_sock, relay_peers, shared.clone(), None)?;
         let receiver = spawn("receiver", receiver, r_sock, receiver_peers, shared.clone(), None)?;

@@ -65,6 +65,7 @@ fn run_endpoints(
                 match to {
                     Role::Receiver => rx.handle_datagram(Role::Sender, &b, t),
                     Role::Sender => tx.handle_datagram(Role::Receiver, &b, t),
+                    Role::Monitor => unreachable!("the relay has no monitor"),
                 }
                 moved = true;
             }

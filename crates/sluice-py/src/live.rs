@@ -27,6 +27,8 @@ struct OptionsJson {
     restart_receiver_at_s: Option<f64>,
     /// Where the receiver writes the displayed frames' bytes (x264 runs).
     received_stream: Option<String>,
+    /// IP:PORT that gets a copy of the received video RTP (an RTP player).
+    forward_rtp: Option<String>,
 }
 
 fn options(json: Option<&str>) -> PyResult<LiveOptions> {
@@ -75,6 +77,11 @@ fn options(json: Option<&str>) -> PyResult<LiveOptions> {
         ..LiveOptions::default()
     };
     out.received_stream = o.received_stream.map(std::path::PathBuf::from);
+    if let Some(a) = o.forward_rtp {
+        out.forward_rtp = Some(a.parse().map_err(|_| {
+            PyValueError::new_err(format!("not an IP:PORT to forward RTP to: {a:?}"))
+        })?);
+    }
     if let Some(b) = o.bind {
         out.bind = b
             .parse()
