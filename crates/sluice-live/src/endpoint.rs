@@ -425,8 +425,8 @@ impl ReceiverEndpoint {
             Some(v) if v.iter().all(|x| x.is_some()) => {
                 let parts: Vec<bytes::Bytes> = v.into_iter().flatten().collect();
                 match crate::h264::depacketize(&parts) {
-                    Some(annexb) => self.stream.extend_from_slice(&annexb),
-                    None => self.stream_gaps += 1,
+                    Ok(annexb) => self.stream.extend_from_slice(&annexb),
+                    Err(_) => self.stream_gaps += 1,
                 }
             }
             _ => self.stream_gaps += 1,

@@ -10,6 +10,7 @@
 //! keyframe's parameter sets in the first packet) off the core's equal shares; the relay's
 //! link charges the real sizes. The receiver depacketizes with webrtc-rs's `H264Packet`.
 
+use crate::wire::WireError;
 use bytes::Bytes;
 use rtp::codecs::h264::H264Packet;
 use rtp::packetizer::Depacketizer;
@@ -99,19 +100,31 @@ pub fn payloads(annexb: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
     (out.len() == n).then_some(out)
 }
 
-/// Reassembles a frame's payloads (in packet order) into Annex B, or `None` if they are not
+/// Whether a STAP-A payload's units fit it exactly (the crate's depacketizer reads past the
+/// end of one whose last unit has a 1-byte length field, found by `wire::tests`' fuzzer).
+fn stap_a_fits(p: &[u8]) -> bool {
+    let mut i = 1;
+    while i < p.len() {
+        let Some(len) = p.get(i..i + 2) else { return false };
+        i += 2 + u16::from_be_bytes([len[0], len[1]]) as usize;
+    }
+    i == p.len()
+}
+
+/// Reassembles a frame's payloads (in packet order) into Annex B; an error if they are not
 /// valid RFC 6184 payloads.
-pub fn depacketize(payloads: &[Bytes]) -> Option<Vec<u8>> {
+pub fn depacketize(payloads: &[Bytes]) -> Result<Vec<u8>, WireError> {
     let mut d = H264Packet::default();
     let mut out = Vec::new();
     for p in payloads {
-        let b = crate::wire::guarded(|| {
-            d.depacketize(p).map_err(|e| crate::wire::WireError::Parse(e.to_string()))
-        })
-        .ok()?;
+        if p.first().is_some_and(|b| b & 0x1f == STAP_A) && !stap_a_fits(p) {
+            return Err(WireError::Parse("STAP-A units overrun the payload".into()));
+        }
+        let b =
+            crate::wire::guarded(|| d.depacketize(p).map_err(|e| WireError::Parse(e.to_string())))?;
         out.extend_from_slice(&b);
     }
-    Some(out)
+    Ok(out)
 }
 
 #[cfg(test)]

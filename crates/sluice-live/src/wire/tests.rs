@@ -256,3 +256,39 @@ fn fuzz_wire_parsers_never_panic() {
     // The prechecks keep the crates' parsers inside the buffer: nothing left to catch.
     assert_eq!(caught, 0, "a crate parser panicked on input the prechecks let through");
 }
+
+/// The H.264 depacketizer (webrtc-rs's, behind Sluice's entry point) and Sluice's Annex B
+/// splitter on mutated RFC 6184 payloads: never a panic.
+#[test]
+fn fuzz_h264_depacketizer_never_panics() {
+    let sps: Vec<u8> = vec![0x67, 0x42, 0xc0, 0x1e, 0xd9];
+    let pps: Vec<u8> = vec![0x68, 0xce, 0x3c, 0x80];
+    let idr: Vec<u8> =
+        std::iter::once(0x65).chain((0..3000).map(|i| (i % 251) as u8 | 1)).collect();
+    let mut frame = vec![0, 0, 0, 1];
+    frame.extend_from_slice(&sps);
+    frame.extend_from_slice(&[0, 0, 1]);
+    frame.extend_from_slice(&pps);
+    frame.extend_from_slice(&[0, 0, 1]);
+    frame.extend_from_slice(&idr);
+    let seeds = crate::h264::payloads(&frame, 4).unwrap();
+    let mut rng = Rng::new(0x264);
+    let (mut ok, mut rejected) = (0u64, 0u64);
+    for i in 0..20_000 {
+        let mut parts: Vec<bytes::Bytes> =
+            seeds.iter().map(|p| bytes::Bytes::from(p.clone())).collect();
+        let k = i % parts.len();
+        parts[k] = bytes::Bytes::from(mutate(&mut rng, &seeds[k]));
+        if rng.next_u64().is_multiple_of(4) {
+            parts.swap(0, k);
+        }
+        match crate::h264::depacketize(&parts) {
+            Ok(_) => ok += 1,
+            Err(WireError::ParserPanic) => panic!("the crate's depacketizer panicked: {parts:?}"),
+            Err(_) => rejected += 1,
+        }
+        let _ = crate::h264::nal_units(&mutate(&mut rng, &frame[..64]));
+    }
+    assert_eq!(ok + rejected, 20_000);
+    assert!(ok > 100 && rejected > 100, "{ok} {rejected}");
+}
