@@ -17,11 +17,12 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import quality, results, video
 from .errors import SluiceError, core, core_errors
-from .runner import RunSpec, load_traces, planned_config, resolve_encoder
+
+if TYPE_CHECKING:  # the runner (and what it imports) loads only when a run starts
+    from .runner import RunSpec
 
 LIVE_FILE = "live.json"
 # x264 runs: the H.264 stream the receiver reassembled from RTP, displayed frames only.
@@ -185,6 +186,9 @@ def run_live(
     """Runs ``spec`` live on loopback and writes its results; returns the run directory.
     ``forward_rtp``: a port on ``bind`` that gets a copy of the received video RTP (an
     RTP player; ``stream.sdp`` in the run directory describes it)."""
+    from . import quality, results, video
+    from .runner import load_traces, planned_config, resolve_encoder
+
     _core = core()
     faults = faults or LiveFaults()
     if spec.quality not in quality.MODES:
