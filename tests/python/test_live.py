@@ -26,7 +26,8 @@ def test_live_run_of_webrtc_displays_frames_and_writes_results_plot_draws(tmp_pa
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     run = results.load_run(out)
-    assert len(run.frames) >= 290
+    # 300 capture slots: encoded frames plus the slots the frame dropper skipped.
+    assert len(run.frames) + summary["frames_skipped"] == 300
     shown = int(run.frames["displayed_us"].notna().sum())
     assert shown >= 0.95 * 300, f"{shown} of 300 frames displayed"
     assert summary["frames_displayed"] == shown
@@ -34,7 +35,7 @@ def test_live_run_of_webrtc_displays_frames_and_writes_results_plot_draws(tmp_pa
     live = json.loads((out / "live.json").read_text())
     assert live["mode"] == "live"
     assert live["sender_malformed"] == 0 and live["receiver_malformed"] == 0
-    assert live["media_packets_received"] > 5000
+    assert live["media_packets_received"] > 3000  # at least ~3 Mbps for 10 s
     # The saved results draw like a simulated run's.
     assert main(["plot", str(out)]) == 0
     for png in ("latency_cdf.png", "timeseries.png"):
