@@ -194,6 +194,12 @@ def run_live(
     if spec.quality not in quality.MODES:
         raise SluiceError(f"quality must be one of {', '.join(quality.MODES)}")
     encoder = resolve_encoder(spec)
+    if forward_rtp is not None:
+        if not 1 <= forward_rtp <= 65535:
+            raise SluiceError(f"--forward-rtp must be a port number, got {forward_rtp}")
+        if encoder != "x264":
+            raise SluiceError("--forward-rtp needs x264 (--video): the model encoder has no "
+                              "bitstream to play")  # fmt: skip
     cfg = planned_config(spec, encoder)
     down, up = load_traces(spec, cfg)
     run_dir = Path(spec.resolved_out_dir())
@@ -220,11 +226,6 @@ def run_live(
     cfg = config_mod.apply_overrides(cfg, spec.overrides)
     options = faults.options(bind)
     if forward_rtp is not None:
-        if not 1 <= forward_rtp <= 65535:
-            raise SluiceError(f"--forward-rtp must be a port number, got {forward_rtp}")
-        if raw is None:
-            raise SluiceError("--forward-rtp needs x264 (--video): the model encoder has no "
-                              "bitstream to play")  # fmt: skip
         options["forward_rtp"] = f"{bind}:{forward_rtp}"
         (run_dir / SDP_FILE).write_text(sdp(forward_rtp, bind), encoding="utf-8")
     if raw is not None:
