@@ -1,4 +1,4 @@
-"""Sluice benchmarks: speed of the simulator, as JSON.
+"""Sluice benchmarks: speed of the simulator and the live runtime's pacing error, as JSON.
 
 `make bench` runs this. Each benchmark reports what it measured and how; numbers depend on
 the machine, so compare runs made on the same one.
@@ -194,13 +194,36 @@ def ray_overhead_x264(tmp: Path, cells: int = 4) -> dict:
     }
 
 
+def live_pacing(rate_mbps: float, duration_s: float) -> dict:
+    """The live runtime's pacing error: the webrtc scheme's pacer at a fixed rate with a full
+    queue, over a loopback socket; how late each datagram left against the time the pacer
+    scheduled it (crates/sluice-live/src/bench.rs). Goal: P99 under 0.5 ms."""
+    out = subprocess.run(
+        ["cargo", "run", "-q", "--release", "-p", "sluice-live", "--example", "pacing_bench",
+         "--", str(rate_mbps), str(duration_s)],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], check=True,
+    )  # fmt: skip
+    r = json.loads(out.stdout)
+    p99 = r["send_error_us_p99"]
+    return {
+        "name": f"live_pacing/{rate_mbps:g}mbps/{duration_s:g}s",
+        "unit": "microseconds late against the pacer's schedule (P99, 10 us bins)",
+        "value": p99,
+        "goal_us": 500,
+        "goal_met": p99 is not None and p99 < 500,
+        **{k: v for k, v in r.items() if k != "io"},
+        "late_wakeups_500us": r["io"]["late_wakeups_500us"],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="bench/out/bench.json")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--only", choices=("simulator", "cluster"), default=None,
-        help="simulator: the simulator's speed; cluster: matrix throughput and Ray's overhead",
+        "--only", choices=("simulator", "live", "cluster"), default=None,
+        help="simulator: the simulator's speed; live: the live runtime's pacing error; "
+        "cluster: matrix throughput and Ray's overhead",
     )  # fmt: skip
     args = parser.parse_args(argv)
 
@@ -212,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             simulator_speed("copa", 30, 120, args.repeats),
             link_speed(),
         ]
+    if args.only in (None, "live"):
+        results += [live_pacing(30, 10), live_pacing(100, 10)]
     if args.only in (None, "cluster"):
         with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmp:
             # The local Ray's workers keep their inputs and decoded clip here, not in /tmp.

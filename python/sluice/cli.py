@@ -308,6 +308,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
     p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("live", help="run a scheme live over UDP (RTP/RTCP) on loopback")
+    lsub = p.add_subparsers(dest="live_command", metavar="MODE", required=True)
+    lr = lsub.add_parser("run", help="sender, relay and receiver on loopback; results as `run`")
+    s = lr.add_mutually_exclusive_group()
+    s.add_argument("--scheme", default="webrtc", metavar="S", help="scheme (see: sluice schemes)")
+    s.add_argument("--scheme-file", metavar="FILE.json", help="a custom composition")
+    _add_network(lr)
+    lr.add_argument("--out", metavar="DIR", help="default results/live-<scheme>-<trace>-s<seed>")
+    lr.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
+    from .live import add_live_options
+
+    add_live_options(lr)
+    lr.set_defaults(func=cmd_live_run)
     return parser
 
 
@@ -422,6 +436,27 @@ def cmd_run(args: argparse.Namespace) -> int:
         name, cfg = args.scheme, None
         _check_schemes([name])
     run_dir = run_one(_spec_from_args(args, name, cfg, args.out))
+    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(report.text_table([(name, summary)]))
+    print(f"\nresults: {run_dir}")
+    return 0
+
+
+def cmd_live_run(args: argparse.Namespace) -> int:
+    from . import live, report, results
+
+    if args.scheme_file:
+        name, cfg = _load_scheme_file(args.scheme_file)
+    else:
+        name, cfg = args.scheme, None
+        _check_schemes([name])
+    spec = live.with_default_out(_spec_from_args(args, name, cfg, args.out))
+    run_dir = live.run_live(
+        spec, live.faults_from_args(args), bind=args.bind, forward_rtp=args.forward_rtp
+    )
     summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
     if args.json:
         print(json.dumps(summary, indent=2))

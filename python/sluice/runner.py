@@ -272,8 +272,33 @@ def run_one(spec: RunSpec) -> Path:
     return simulate(spec).write()
 
 
-def simulate(spec: RunSpec) -> RunOutput:
-    """Runs ``spec`` without writing its results (:meth:`RunOutput.write` does)."""
+class Simulated:
+    """The default session of :func:`simulate`: the deterministic simulator
+    (``sluice._core.Simulation``), advanced in chunks (:func:`_advance`).
+
+    A session is built with ``(core module, run config JSON, downlink trace, uplink trace,
+    run directory)`` and has ``resolved_config_json()``, ``run(spec, duration_s)`` returning
+    the (frames, skips, samples, summary) JSON of the finished run, ``files`` (files of its
+    own for the result: name in the run directory -> where it is, under a temporary name)
+    and ``interrupted`` (it stopped early on Ctrl-C and its records are partial: not
+    scored). :mod:`sluice.live` has the live one."""
+
+    interrupted = False
+
+    def __init__(self, _core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path) -> None:
+        self.sim = _core.Simulation(cfg_json, down, up)
+        self.files: dict[str, Path] = {}
+
+    def resolved_config_json(self) -> str:
+        return str(self.sim.resolved_config_json())
+
+    def run(self, spec: RunSpec, duration_s: float) -> tuple[str, str, str, str]:
+        return _advance(self.sim, spec, duration_s)
+
+
+def simulate(spec: RunSpec, session: Callable[..., Any] = Simulated) -> RunOutput:
+    """Runs ``spec`` without writing its results (:meth:`RunOutput.write` does).
+    ``session``: what runs it (:class:`Simulated`, the default, or a live session)."""
     _core = core()
     if spec.quality not in quality.MODES:
         raise SluiceError(f"quality must be one of {', '.join(quality.MODES)}")
@@ -313,7 +338,7 @@ def simulate(spec: RunSpec) -> RunOutput:
     else:
         created, stream_tmp = False, None
     try:
-        return _build_and_run(_core, spec, cfg, run_dir, raw, down, up)
+        return _build_and_run(_core, spec, cfg, run_dir, raw, down, up, session)
     except BaseException:
         if stream_tmp is not None:  # the encoder's stream of a run that did not finish
             stream_tmp.unlink(missing_ok=True)
@@ -324,19 +349,19 @@ def simulate(spec: RunSpec) -> RunOutput:
 
 
 def _build_and_run(_core: Any, spec: RunSpec, cfg: dict[str, Any], run_dir: Path, raw: Any,
-                   down: Any, up: Any) -> RunOutput:  # fmt: skip
+                   down: Any, up: Any, session: Callable[..., Any]) -> RunOutput:  # fmt: skip
     # The overrides win over what the front end derived.
     cfg = config.apply_overrides(cfg, spec.overrides)
     # libx264 reports on fd 2 itself ("x264 [error]: ..."): that is folded into our one line.
     with captured_stderr() as said, core_errors():
         try:
-            sim = _core.Simulation(json.dumps(cfg), down.trace if down else None,
-                                   up.trace if up else None)  # fmt: skip
+            sim = session(_core, json.dumps(cfg), down.trace if down else None,
+                          up.trace if up else None, run_dir)  # fmt: skip
         except ValueError as e:
             raise ValueError(_fold(str(e), said())) from None
         resolved = json.loads(sim.resolved_config_json())
 
-    extra: dict[str, Path] = {}
+    extra = dict(sim.files)
     if raw is not None:
         stream = Path(cfg["encoder"]["bitstream_path"])
         extra = {results.STREAM_FILE: stream,
@@ -357,18 +382,20 @@ def _build_and_run(_core: Any, spec: RunSpec, cfg: dict[str, Any], run_dir: Path
 def _finish_run(sim: Any, spec: RunSpec, run_dir: Path, raw: Any, resolved: dict[str, Any],
                 down: Any, up: Any, extra: dict[str, Path]) -> RunOutput:  # fmt: skip
     try:
-        frames_json, skips_json, samples_json, summary_json = _advance(
-            sim, spec, float(resolved["duration_s"])
+        frames_json, skips_json, samples_json, summary_json = sim.run(
+            spec, float(resolved["duration_s"])
         )
     except RuntimeError as e:  # the encoder failed mid-run (unreadable video, x264 error)
         raise SluiceError(f"run {spec.scheme} stopped: {e}") from None
+    finally:
+        extra.update(sim.files)  # what the session wrote while it ran
     frames = json.loads(frames_json)
     skips = json.loads(skips_json)
     summary = json.loads(summary_json)
 
     scores: list[dict[str, Any]] = []
     quality_error = None
-    if raw is not None and spec.quality != "none":
+    if raw is not None and spec.quality != "none" and not sim.interrupted:
         shown = quality.displayed_frames(frames)
         delivered = results.temp_path(run_dir / results.DELIVERED_FILE)
         extra[results.DELIVERED_FILE] = delivered

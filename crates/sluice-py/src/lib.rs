@@ -13,6 +13,7 @@ use sluice_core::units::{TimeDelta, Timestamp};
 use std::sync::Arc;
 
 mod encode;
+mod live;
 
 /// A bandwidth trace (Mahimahi delivery opportunities).
 #[pyclass(name = "Trace", module = "sluice._core", frozen)]
@@ -108,21 +109,24 @@ impl PyTrace {
 
 /// The encoder a config asks for: the core's model encoder, or libx264 on real video.
 fn make_encoder(config: &RunConfig) -> PyResult<Box<dyn sluice_core::encoder::Encoder>> {
-    match &config.encoder {
-        sluice_core::sim::EncoderConfig::X264(s) => {
-            let mut s = s.clone();
-            // A controller that re-references past dropped frames keeps more references.
-            let scheme =
-                config.resolve_scheme().map_err(|e| PyValueError::new_err(e.to_string()))?;
-            if let Some(n) = scheme.encoder_controller.reference_frames() {
-                s.refs = s.refs.max(n);
-            }
-            sluice_x264::sim_encoder::X264SimEncoder::open(&s, config.fps)
-                .map(|e| Box::new(e) as Box<dyn sluice_core::encoder::Encoder>)
-                .map_err(|e| PyValueError::new_err(e.to_string()))
-        }
-        _ => build_encoder(config).map_err(|e| PyValueError::new_err(e.to_string())),
+    match make_x264(config)? {
+        Some(e) => Ok(Box::new(e)),
+        None => build_encoder(config).map_err(|e| PyValueError::new_err(e.to_string())),
     }
+}
+
+/// libx264 on real video if the config asks for it.
+fn make_x264(config: &RunConfig) -> PyResult<Option<sluice_x264::sim_encoder::X264SimEncoder>> {
+    let sluice_core::sim::EncoderConfig::X264(s) = &config.encoder else { return Ok(None) };
+    let mut s = s.clone();
+    // A controller that re-references past dropped frames keeps more references.
+    let scheme = config.resolve_scheme().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if let Some(n) = scheme.encoder_controller.reference_frames() {
+        s.refs = s.refs.max(n);
+    }
+    sluice_x264::sim_encoder::X264SimEncoder::open(&s, config.fps)
+        .map(Some)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// A simulated session. Build it from a JSON `RunConfig`, advance it with `run_until` (so the
@@ -247,6 +251,7 @@ fn default_config_json() -> PyResult<String> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTrace>()?;
     m.add_class::<PySimulation>()?;
+    m.add_class::<live::PyLiveRun>()?;
     m.add_function(wrap_pyfunction!(schemes_json, m)?)?;
     m.add_function(wrap_pyfunction!(default_config_json, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config_json, m)?)?;

@@ -72,7 +72,12 @@ pub struct X264SimEncoder {
     failure: Option<String>,
     /// (frame id, pts) of the recent encodes, to turn a reference into x264's pts.
     encoded: std::collections::VecDeque<(u64, i64)>,
+    /// Gets every encoded frame's bitstream (the live sender puts it on the wire).
+    frame_sink: Option<FrameSink>,
 }
+
+/// A receiver of each encoded frame's bitstream: `(frame id, Annex B bytes)`.
+pub type FrameSink = Box<dyn FnMut(u64, &[u8]) + Send>;
 
 /// Encodes remembered for references (more than x264's 16 reference frames).
 const REFERENCE_MEMORY: usize = 64;
@@ -96,6 +101,11 @@ impl std::fmt::Display for SimEncoderError {
 impl std::error::Error for SimEncoderError {}
 
 impl X264SimEncoder {
+    /// Hands every frame's bitstream (as written to the stream file) to `sink` as well.
+    pub fn set_frame_sink(&mut self, sink: FrameSink) {
+        self.frame_sink = Some(sink);
+    }
+
     pub fn open(s: &X264Settings, fps: f64) -> Result<Self, SimEncoderError> {
         let video = File::open(&s.video_path)
             .map_err(|e| SimEncoderError::Video(format!("{}: {e}", s.video_path)))?;
@@ -149,6 +159,7 @@ impl X264SimEncoder {
             modeled: TimeDelta::from_ms_f64(modeled_ms_720p(&s.preset) * pixels),
             failure: None,
             encoded: std::collections::VecDeque::new(),
+            frame_sink: None,
         })
     }
 
@@ -254,6 +265,11 @@ impl X264SimEncoder {
                 .and_then(|_| writeln!(idx, "{} {}", offset, data.len()))
                 .map_err(|e| format!("writing the encoded stream: {e}"))?;
             *offset += data.len() as u64;
+            if let Some(sink) = &mut self.frame_sink {
+                sink(req.frame_id, data);
+            }
+        } else if let Some(sink) = &mut self.frame_sink {
+            sink(req.frame_id, &pic.data);
         }
         let analysis = std::mem::take(&mut self.analysis_time);
         let encode_time = match self.encode_time {

@@ -435,6 +435,70 @@ pub fn build_encoder(cfg: &RunConfig) -> Result<Box<dyn Encoder>, ConfigError> {
     }
 }
 
+/// The sender of a run (shared by the simulator and the live runtime, so both run the same
+/// state machine): the scheme's controller, pacer and encoder controller around `encoder`.
+pub fn build_sender(
+    cfg: &RunConfig,
+    scheme: &SchemeConfig,
+    encoder: Box<dyn crate::encoder::EncoderDriver>,
+    now: Timestamp,
+) -> Sender {
+    let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
+    let cc = scheme.cc.build(now);
+    Sender::new(
+        SenderConfig {
+            fps: cfg.fps,
+            max_payload: DataSize::from_bytes(cfg.max_payload_bytes),
+            capture_until: capture_end,
+            packet_overhead: crate::packet::PACKET_OVERHEAD + scheme.bottleneck.header_extension(),
+            ..Default::default()
+        },
+        cc,
+        scheme.pacer.build(now),
+        encoder,
+        scheme.build_encoder_controller(),
+        now,
+    )
+}
+
+/// The receiver of a run.
+pub fn build_receiver(cfg: &RunConfig, scheme: &SchemeConfig, now: Timestamp) -> Receiver {
+    Receiver::new(
+        ReceiverConfig {
+            feedback_interval: TimeDelta::from_ms_f64(cfg.feedback_interval_ms(scheme)),
+            ..Default::default()
+        },
+        0,
+        now,
+    )
+}
+
+/// The downlink (the bottleneck: queue, trace, delay, loss, the scheme's bottleneck
+/// behaviour) and the uplink of a run. The downlink logs drops only if its bottleneck drops
+/// frames on purpose; the uplink never.
+pub fn build_links(
+    cfg: &RunConfig,
+    scheme: &SchemeConfig,
+    downlink_trace: Option<Arc<Trace>>,
+    uplink_trace: Option<Arc<Trace>>,
+) -> (Link, Link) {
+    let downlink_limit = RunConfig::link_config(&cfg.downlink, None).queue;
+    let access = TimeDelta::from_ms_f64(cfg.downlink.access_delay_ms);
+    let env = BottleneckEnv { fps: cfg.fps, rtt_to_sender: access * 2 };
+    let mut downlink = Link::with_discipline(
+        RunConfig::link_config(&cfg.downlink, downlink_trace),
+        Rng::fork(cfg.seed, "downlink"),
+        scheme.bottleneck.build_in(downlink_limit, 0, env),
+    );
+    let mut uplink =
+        Link::new(RunConfig::link_config(&cfg.uplink, uplink_trace), Rng::fork(cfg.seed, "uplink"));
+    // Drops are counted in the link stats; the per-packet log is needed only to mark the
+    // frames a bottleneck drops on purpose.
+    downlink.set_drop_log(scheme.bottleneck.drops_frames());
+    uplink.set_drop_log(false);
+    (downlink, uplink)
+}
+
 impl Simulation {
     /// A simulation of `cfg` over the given traces (`None`: unlimited rate), with `encoder`
     /// (see [`build_encoder`] for the config's own).
@@ -448,47 +512,11 @@ impl Simulation {
         let scheme = cfg.resolve_scheme()?;
         let now = Timestamp::ZERO;
         let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
-        let cc = scheme.cc.build(now);
-        let sender = Sender::new(
-            SenderConfig {
-                fps: cfg.fps,
-                max_payload: DataSize::from_bytes(cfg.max_payload_bytes),
-                capture_until: capture_end,
-                packet_overhead: crate::packet::PACKET_OVERHEAD
-                    + scheme.bottleneck.header_extension(),
-                ..Default::default()
-            },
-            cc,
-            scheme.pacer.build(now),
-            Box::new(InlineEncoder::new(encoder)),
-            scheme.build_encoder_controller(),
-            now,
-        );
-        let receiver = Receiver::new(
-            ReceiverConfig {
-                feedback_interval: TimeDelta::from_ms_f64(cfg.feedback_interval_ms(&scheme)),
-                ..Default::default()
-            },
-            0,
-            now,
-        );
-        let downlink_limit = RunConfig::link_config(&cfg.downlink, None).queue;
+        let sender = build_sender(cfg, &scheme, Box::new(InlineEncoder::new(encoder)), now);
+        let receiver = build_receiver(cfg, &scheme, now);
         let access = TimeDelta::from_ms_f64(cfg.downlink.access_delay_ms);
-        let env = BottleneckEnv { fps: cfg.fps, rtt_to_sender: access * 2 };
-        let mut downlink = Link::with_discipline(
-            RunConfig::link_config(&cfg.downlink, downlink_trace.clone()),
-            Rng::fork(cfg.seed, "downlink"),
-            scheme.bottleneck.build_in(downlink_limit, 0, env),
-        );
-        let mut uplink = Link::new(
-            RunConfig::link_config(&cfg.uplink, uplink_trace),
-            Rng::fork(cfg.seed, "uplink"),
-        );
-        // Drops are counted in the link stats; the per-packet log is needed only to mark the
-        // frames a bottleneck drops on purpose.
+        let (downlink, uplink) = build_links(cfg, &scheme, downlink_trace.clone(), uplink_trace);
         let bottleneck_drops = scheme.bottleneck.drops_frames();
-        downlink.set_drop_log(bottleneck_drops);
-        uplink.set_drop_log(false);
 
         let mut net = Network::default();
         let tx = net.add("sender", Box::new(sender));

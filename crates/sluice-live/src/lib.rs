@@ -1,0 +1,14 @@
+//! Sluice's live mode: the core's sans-IO state machines (the simulator's sender, receiver
+//! and links, unchanged) over real UDP with RTP and RTCP on the wire.
+//!
+//! * [`wire`]: the wire formats, sans-IO (bytes in, core datagrams out, and back).
+//! * [`endpoint`]: sender, receiver and relay endpoints, sans-IO.
+//! * [`runtime`]: the clock, sockets, tokio loop and encoder thread that drive them.
+//! * [`session`]: `live run`, all three on loopback, results in the simulator's format.
+
+pub mod bench;
+pub mod endpoint;
+pub mod h264;
+pub mod runtime;
+pub mod session;
+pub mod wire;

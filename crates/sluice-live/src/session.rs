@@ -1,0 +1,344 @@
+//! `live run`: the sender, the relay and the receiver on loopback, each on its own thread
+//! with its own UDP socket, sharing one clock origin (so their timestamps are comparable, as
+//! in the simulator), and their events collected into the simulator's result format.
+
+use crate::endpoint::{Faults, LinkSnapshot, ReceiverEndpoint, RelayEndpoint, SenderEndpoint};
+use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
+use sluice_core::encoder::Encoder;
+use sluice_core::link::trace::Trace;
+use sluice_core::metrics::{self, LinkTotals, Recorder};
+use sluice_core::sim::{
+    build_links, build_receiver, build_sender, ConfigError, RunConfig, RunResult,
+};
+use sluice_core::units::{TimeDelta, Timestamp};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// Options of a live run beyond the run config.
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    /// Address the three endpoints bind (loopback unless told otherwise).
+    pub bind: IpAddr,
+    pub faults: Faults,
+    /// Restart the receiver at this time (its state is lost; it asks for a keyframe).
+    pub restart_receiver_at: Option<Timestamp>,
+    /// The encoded frames' bitstreams (x264): put on the wire instead of zeros, and the
+    /// receiver's displayed frames written to `received_stream`.
+    pub frames: Option<crate::endpoint::FrameStore>,
+    pub received_stream: Option<std::path::PathBuf>,
+    /// Copies of the received video RTP go to this address (an RTP player).
+    pub forward_rtp: Option<SocketAddr>,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            faults: Faults::default(),
+            restart_receiver_at: None,
+            frames: None,
+            received_stream: None,
+            forward_rtp: None,
+        }
+    }
+}
+
+/// What the live run counted beyond the simulator's results.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct LiveStats {
+    pub sender_io: IoStats,
+    pub relay_io: IoStats,
+    pub receiver_io: IoStats,
+    /// Datagrams that did not parse (or that the receiver's state machine refused).
+    pub sender_malformed: u64,
+    pub receiver_malformed: u64,
+    /// Media datagrams the relay could not parse and forwarded as opaque bytes.
+    pub relay_opaque: u64,
+    pub relay_duplicated: u64,
+    pub relay_reordered: u64,
+    pub relay_blackout_dropped: u64,
+    pub relay_garbage_sent: u64,
+    /// Bottleneck reports the relay sent (`SLBN`) and the sender received.
+    pub relay_reports_sent: u64,
+    pub sender_reports_received: u64,
+    pub receiver_restarts: u64,
+    /// Bytes of the received stream written, and displayed frames missing from it.
+    pub received_stream_bytes: u64,
+    pub received_stream_gaps: u64,
+    pub feedback_messages: u64,
+    /// Packets the wire format could not carry (dropped at the sender).
+    pub sender_unsendable: u64,
+    pub media_packets_received: u64,
+    /// The run was stopped before its end (Ctrl-C).
+    pub stopped_early: bool,
+    /// Wall-clock seconds the run took.
+    pub wall_s: f64,
+}
+
+/// Results of a live run: the simulator's result structure plus the live counters.
+pub struct LiveResult {
+    pub run: RunResult,
+    pub stats: LiveStats,
+}
+
+type Joined<E> = JoinHandle<(E, std::io::Result<IoStats>)>;
+
+/// A running live session; [`LiveRun::finish`] waits for it and collects the results.
+pub struct LiveRun {
+    stop: Arc<AtomicBool>,
+    started: Instant,
+    end: Timestamp,
+    clock: Clock,
+    capture_end: Timestamp,
+    trace: Option<Arc<Trace>>,
+    bottleneck_drops: bool,
+    received_stream: Option<std::path::PathBuf>,
+    sender: Option<Joined<SenderEndpoint>>,
+    relay: Option<Joined<RelayEndpoint>>,
+    receiver: Option<Joined<ReceiverEndpoint>>,
+}
+
+fn bind(ip: IpAddr) -> Result<UdpSocket, ConfigError> {
+    UdpSocket::bind(SocketAddr::new(ip, 0))
+        .map_err(|e| ConfigError(format!("cannot bind a UDP socket on {ip}: {e}")))
+}
+
+fn addr(s: &UdpSocket) -> Result<SocketAddr, ConfigError> {
+    s.local_addr().map_err(|e| ConfigError(format!("socket address: {e}")))
+}
+
+/// What every endpoint thread shares: the clock, the end of the run, the stop flag.
+#[derive(Clone)]
+struct Shared {
+    clock: Clock,
+    end: Timestamp,
+    stop: Arc<AtomicBool>,
+}
+
+fn spawn<E: crate::endpoint::Endpoint + 'static>(
+    name: &str,
+    mut ep: E,
+    socket: UdpSocket,
+    peers: Peers,
+    shared: Shared,
+    wake: Option<Arc<Notify>>,
+) -> Result<Joined<E>, ConfigError> {
+    std::thread::Builder::new()
+        .name(format!("sluice-live-{name}"))
+        .spawn(move || {
+            let r = drive(&mut ep, socket, &peers, shared.clock, shared.end, &shared.stop, wake);
+            (ep, r)
+        })
+        .map_err(|e| ConfigError(format!("cannot start the {name} thread: {e}")))
+}
+
+impl LiveRun {
+    /// Starts the three endpoints of `cfg` (traces as for [`sluice_core::sim::Simulation`]).
+    pub fn start(
+        cfg: &RunConfig,
+        downlink_trace: Option<Arc<Trace>>,
+        uplink_trace: Option<Arc<Trace>>,
+        encoder: Box<dyn Encoder>,
+        options: &LiveOptions,
+    ) -> Result<LiveRun, ConfigError> {
+        cfg.validate()?;
+        if cfg.downlink.access_delay_ms != 0.0 {
+            return Err(ConfigError(
+                "live mode has no access delay yet (downlink.access_delay_ms must be 0)".into(),
+            ));
+        }
+        let scheme = cfg.resolve_scheme()?;
+        let (s_sock, r_sock, x_sock) =
+            (bind(options.bind)?, bind(options.bind)?, bind(options.bind)?);
+        let (s_addr, r_addr, x_addr) = (addr(&s_sock)?, addr(&r_sock)?, addr(&x_sock)?);
+        let clock = Clock::new(Instant::now());
+        let now = Timestamp::ZERO;
+        let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
+        let end = capture_end + TimeDelta::from_secs_f64(cfg.drain_s);
+        let stop = Arc::new(AtomicBool::new(false));
+        let wake = Arc::new(Notify::new());
+        let link_snapshot: Arc<Mutex<LinkSnapshot>> = Arc::default();
+
+        let encoder = ThreadedEncoder::new(encoder, clock, wake.clone());
+        let sender = build_sender(cfg, &scheme, Box::new(encoder), now);
+        let mut sender = SenderEndpoint::new(
+            sender,
+            TimeDelta::from_ms_f64(cfg.sample_interval_ms),
+            capture_end,
+            Some(link_snapshot.clone()),
+            now,
+        );
+        if let Some(store) = &options.frames {
+            sender.set_payload_source(Box::new(store.clone()));
+        }
+        let mut receiver = ReceiverEndpoint::new(build_receiver(cfg, &scheme, now));
+        if options.received_stream.is_some() {
+            receiver.record_stream();
+        }
+        if options.forward_rtp.is_some() {
+            receiver.forward_video();
+        }
+        if let Some(at) = options.restart_receiver_at {
+            let (cfg, scheme) = (cfg.clone(), scheme.clone());
+            receiver.restart_at(at, Box::new(move |now| build_receiver(&cfg, &scheme, now)));
+        }
+        let (downlink, uplink) = build_links(cfg, &scheme, downlink_trace.clone(), uplink_trace);
+        let relay = RelayEndpoint::new(
+            downlink,
+            uplink,
+            options.faults.clone(),
+            cfg.seed,
+            downlink_trace.clone(),
+            Some(link_snapshot),
+        );
+        let relay_peers = Peers { sender: Some(s_addr), receiver: Some(r_addr), monitor: None };
+        let sender_peers = Peers { receiver: Some(x_addr), ..Peers::default() };
+        let receiver_peers =
+            Peers { sender: Some(x_addr), monitor: options.forward_rtp, ..Peers::default() };
+        let shared = Shared { clock, end, stop: stop.clone() };
+        let relay = spawn("relay", relay, x_sock, relay_peers, shared.clone(), None)?;
+        let receiver = spawn("receiver", receiver, r_sock, receiver_peers, shared.clone(), None)?;
+        let sender = spawn("sender", sender, s_sock, sender_peers, shared.clone(), Some(wake))?;
+        Ok(LiveRun {
+            stop,
+            started: Instant::now(),
+            end,
+            clock,
+            capture_end,
+            trace: downlink_trace,
+            bottleneck_drops: scheme.bottleneck.drops_frames(),
+            received_stream: options.received_stream.clone(),
+            sender: Some(sender),
+            relay: Some(relay),
+            receiver: Some(receiver),
+        })
+    }
+
+    /// Session time now (seconds since the start).
+    pub fn now_s(&self) -> f64 {
+        self.clock.now().as_secs_f64()
+    }
+    pub fn end_s(&self) -> f64 {
+        self.end.as_secs_f64()
+    }
+
+    /// Asks the endpoints to stop now (results are still collected).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether every endpoint has finished.
+    pub fn is_finished(&self) -> bool {
+        [
+            self.sender.as_ref().map(|h| h.is_finished()),
+            self.relay.as_ref().map(|h| h.is_finished()),
+            self.receiver.as_ref().map(|h| h.is_finished()),
+        ]
+        .iter()
+        .all(|f| f.unwrap_or(true))
+    }
+
+    /// Waits for the endpoints and builds the results.
+    pub fn finish(mut self) -> Result<LiveResult, String> {
+        let (sender, sender_io) = join(self.sender.take(), "sender")?;
+        let (relay, relay_io) = join(self.relay.take(), "relay")?;
+        let (receiver, receiver_io) = join(self.receiver.take(), "receiver")?;
+        if let Some(why) = sender.sender().failure() {
+            return Err(why.to_owned());
+        }
+        let stopped_early = self.stop.load(Ordering::Relaxed);
+        if let Some(path) = &self.received_stream {
+            std::fs::write(path, &receiver.stream)
+                .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        }
+        let mut recorder = if self.bottleneck_drops {
+            Recorder::with_bottleneck_drops()
+        } else {
+            Recorder::default()
+        };
+        for e in &sender.events {
+            recorder.on_sender_event(e.clone());
+        }
+        for &f in &relay.policy_dropped_frames {
+            recorder.on_bottleneck_drop(f);
+        }
+        for e in &receiver.events {
+            recorder.on_receiver_event(e.clone());
+        }
+        let frames = recorder.frames();
+        let skips = recorder.skips();
+        let samples = sender.samples.clone();
+        let stats = relay.downlink().stats();
+        let sampled_until = samples.last().map_or(Timestamp::ZERO, |s| Timestamp::from_us(s.t_us));
+        let capacity_bytes = match &self.trace {
+            Some(t) => t.capacity_between(Timestamp::ZERO, sampled_until).as_bytes(),
+            None => 0,
+        };
+        let totals = LinkTotals {
+            arrived_packets: stats.arrived_packets,
+            dropped_packets: stats.dropped_packets(),
+            policy_dropped_packets: stats.dropped_policy_packets,
+            delivered_bytes: stats.delivered_bytes,
+            capacity_bytes,
+        };
+        let summary = metrics::summarize(
+            &frames,
+            &skips,
+            &samples,
+            totals,
+            &recorder,
+            self.capture_end,
+            self.end,
+        );
+        let live = LiveStats {
+            sender_io,
+            relay_io,
+            receiver_io,
+            sender_malformed: crate::endpoint::Endpoint::malformed(&sender),
+            receiver_malformed: crate::endpoint::Endpoint::malformed(&receiver),
+            relay_opaque: relay.opaque,
+            relay_duplicated: relay.duplicated,
+            relay_reordered: relay.reordered,
+            relay_blackout_dropped: relay.blackout_dropped,
+            relay_garbage_sent: relay.garbage_sent,
+            relay_reports_sent: relay.reports_sent,
+            sender_reports_received: recorder.bottleneck_reports,
+            receiver_restarts: receiver.restarts,
+            received_stream_bytes: receiver.stream.len() as u64,
+            received_stream_gaps: receiver.stream_gaps,
+            feedback_messages: sender.feedback_messages,
+            sender_unsendable: sender.unsendable,
+            media_packets_received: receiver.media_packets,
+            stopped_early,
+            wall_s: self.started.elapsed().as_secs_f64(),
+        };
+        Ok(LiveResult {
+            run: RunResult {
+                frames,
+                skips,
+                samples,
+                summary,
+                keyframe_requests: recorder.keyframe_requests,
+            },
+            stats: live,
+        })
+    }
+}
+
+fn join<E>(h: Option<Joined<E>>, name: &str) -> Result<(E, IoStats), String> {
+    let h = h.ok_or_else(|| format!("the {name} was already collected"))?;
+    let (ep, io) = h.join().map_err(|_| format!("the {name} thread panicked"))?;
+    let io = io.map_err(|e| format!("the {name}'s socket failed: {e}"))?;
+    Ok((ep, io))
+}
+
+impl Drop for LiveRun {
+    fn drop(&mut self) {
+        // Dropped without finish (an error in the caller): stop the threads.
+        self.stop();
+    }
+}

@@ -1,0 +1,128 @@
+//! Live runs on loopback: the three endpoints over real UDP, a few seconds each. The fault
+//! cases run one after another in one test (parallel live runs would compete for the CPU
+//! and for timing).
+
+use sluice_core::link::trace::Trace;
+use sluice_core::sim::{build_encoder, RunConfig};
+use sluice_core::units::{DataRate, TimeDelta, Timestamp};
+use sluice_live::endpoint::Faults;
+use sluice_live::session::{LiveOptions, LiveResult, LiveRun};
+use std::sync::{Arc, Mutex};
+
+/// One live run at a time (the tests of this file would otherwise run in parallel and
+/// compete for two cores and for timing).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn run(duration_s: f64, options: LiveOptions, edit: impl FnOnce(&mut RunConfig)) -> LiveResult {
+    run_scheme("webrtc", duration_s, options, edit)
+}
+
+fn run_scheme(
+    scheme: &str,
+    duration_s: f64,
+    options: LiveOptions,
+    edit: impl FnOnce(&mut RunConfig),
+) -> LiveResult {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cfg =
+        RunConfig { scheme_name: scheme.into(), duration_s, drain_s: 1.0, ..RunConfig::default() };
+    cfg.downlink.queue_bytes = Some(100_000);
+    edit(&mut cfg);
+    let trace = Arc::new(Trace::constant(DataRate::from_mbps(12), TimeDelta::from_secs(1)));
+    let enc = build_encoder(&cfg).unwrap();
+    LiveRun::start(&cfg, Some(trace), None, enc, &options).unwrap().finish().unwrap()
+}
+
+/// Displayed frames over capture slots.
+fn displayed_share(r: &LiveResult) -> f64 {
+    let shown = r.run.frames.iter().filter(|f| f.displayed_us.is_some()).count();
+    shown as f64 / (r.run.frames.len() + r.run.skips.len()).max(1) as f64
+}
+
+/// Frames captured at or after `t_s` that were displayed.
+fn displayed_after(r: &LiveResult, t_s: f64) -> usize {
+    let t = Timestamp::from_secs_f64(t_s).as_us();
+    r.run.frames.iter().filter(|f| f.capture_us >= t && f.displayed_us.is_some()).count()
+}
+
+fn faults(f: Faults) -> LiveOptions {
+    LiveOptions { faults: f, ..LiveOptions::default() }
+}
+
+#[test]
+fn webrtc_on_a_constant_link_displays_nearly_every_frame() {
+    let r = run(4.0, LiveOptions::default(), |_| {});
+    assert!(r.run.frames.len() >= 110, "{} frames", r.run.frames.len());
+    // 90%, not the acceptance's 95% (tests/python/test_live.py, 10 s): in a 4 s run the
+    // ramp-up weighs more, and a GCC overuse detected in it (live timing noise on two shared
+    // cores; docs/results/live.md) costs a few frames to the frame dropper.
+    assert!(displayed_share(&r) >= 0.9, "{} {:?}", displayed_share(&r), r.stats);
+    assert_eq!(r.stats.sender_malformed + r.stats.receiver_malformed, 0, "{:?}", r.stats);
+    assert_eq!(r.stats.sender_unsendable, 0);
+    assert!(r.stats.feedback_messages > 40, "{:?}", r.stats);
+    // Every datagram the sender put out reached the relay, and the relay forwarded them all
+    // (no loss configured, the queue never overflows at this rate).
+    assert_eq!(r.stats.relay_io.foreign, 0);
+    assert_eq!(r.stats.receiver_io.datagrams_in, r.stats.media_packets_received);
+    assert!(r.run.samples.len() >= 190, "{} samples", r.run.samples.len());
+}
+
+#[test]
+fn survives_loss_reordering_duplication_blackout_restart_and_garbage() {
+    // Random loss on the downlink: NACKs and retransmissions repair it.
+    let r = run(3.0, LiveOptions::default(), |c| c.downlink.loss = 0.03);
+    assert!(r.run.summary.retransmissions > 0, "{:?}", r.run.summary);
+    assert!(displayed_share(&r) >= 0.8, "loss: {}", displayed_share(&r));
+
+    // Reordering: 10% of the media held back 5 ms.
+    let r = run(
+        3.0,
+        faults(Faults { reorder: 0.1, reorder_delay: TimeDelta::from_ms(5), ..Faults::default() }),
+        |_| {},
+    );
+    assert!(r.stats.relay_reordered > 20, "{:?}", r.stats);
+    assert!(displayed_share(&r) >= 0.85, "reorder: {}", displayed_share(&r));
+
+    // Duplication: 10% of the media twice.
+    let r = run(3.0, faults(Faults { duplicate: 0.1, ..Faults::default() }), |_| {});
+    assert!(r.stats.relay_duplicated > 20, "{:?}", r.stats);
+    assert!(displayed_share(&r) >= 0.85, "duplicate: {}", displayed_share(&r));
+    assert_eq!(r.stats.receiver_malformed, 0, "duplicates are not malformed");
+
+    // A 2 s feedback blackout: the sender's window/keepalive carries it through and the
+    // session recovers once feedback is back.
+    let blackout = Some((Timestamp::from_secs_f64(1.0), Timestamp::from_secs_f64(3.0)));
+    let r = run(4.5, faults(Faults { feedback_blackout: blackout, ..Faults::default() }), |_| {});
+    assert!(r.stats.relay_blackout_dropped >= 30, "{:?}", r.stats);
+    assert!(displayed_after(&r, 3.5) >= 15, "after the blackout: {}", displayed_after(&r, 3.5));
+
+    // The receiver restarts at 1.5 s: it asks for a keyframe and displays again.
+    let opts = LiveOptions {
+        restart_receiver_at: Some(Timestamp::from_secs_f64(1.5)),
+        ..LiveOptions::default()
+    };
+    let r = run(3.5, opts, |_| {});
+    assert_eq!(r.stats.receiver_restarts, 1);
+    assert!(r.run.summary.keyframes >= 2, "a new keyframe: {:?}", r.run.summary);
+    assert!(displayed_after(&r, 2.5) >= 20, "after the restart: {}", displayed_after(&r, 2.5));
+
+    // Malformed datagrams from the peers' address (corrupted, truncated, random): counted,
+    // never fatal.
+    let r = run(3.0, faults(Faults { garbage: 0.08, ..Faults::default() }), |_| {});
+    assert!(r.stats.relay_garbage_sent > 30, "{:?}", r.stats);
+    assert!(r.stats.receiver_malformed > 10, "{:?}", r.stats);
+    assert!(r.stats.sender_malformed > 0, "{:?}", r.stats);
+    // A corrupted copy can still parse (a valid header with wrong numbers): the receiver
+    // may NACK or ask for a keyframe on it; the session goes on.
+    assert!(displayed_share(&r) >= 0.7, "garbage: {}", displayed_share(&r));
+    assert!(displayed_after(&r, 2.0) >= 15, "garbage: {}", displayed_after(&r, 2.0));
+}
+
+#[test]
+fn co_rtv_bottleneck_reports_reach_the_sender_over_rtcp_app() {
+    let r = run_scheme("co-rtv", 2.0, LiveOptions::default(), |_| {});
+    assert!(r.stats.relay_reports_sent >= 10, "{:?}", r.stats);
+    assert_eq!(r.stats.sender_reports_received, r.stats.relay_reports_sent, "{:?}", r.stats);
+    assert_eq!(r.stats.sender_malformed, 0);
+    assert!(displayed_share(&r) >= 0.9, "{}", displayed_share(&r));
+}

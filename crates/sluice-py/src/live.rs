@@ -1,0 +1,192 @@
+//! `sluice._core.LiveRun`: a live run on loopback (crates/sluice-live), with the same result
+//! JSON as `Simulation.finish()` plus the live counters.
+
+use crate::{make_encoder, make_x264, parse_config, resolved_json, PyTrace};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use serde::Deserialize;
+use sluice_core::sim::RunConfig;
+use sluice_core::units::{TimeDelta, Timestamp};
+use sluice_live::endpoint::Faults;
+use sluice_live::session::{LiveOptions, LiveRun};
+use std::time::{Duration, Instant};
+
+/// Live options from the front end (JSON).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct OptionsJson {
+    bind: Option<String>,
+    duplicate: f64,
+    reorder: f64,
+    reorder_delay_ms: Option<f64>,
+    /// [start_s, end_s): the relay drops all feedback in this window.
+    feedback_blackout_s: Option<(f64, f64)>,
+    /// Probability of a malformed datagram after each forwarded one.
+    garbage: f64,
+    /// Restart the receiver at this time (seconds).
+    restart_receiver_at_s: Option<f64>,
+    /// Where the receiver writes the displayed frames' bytes (x264 runs).
+    received_stream: Option<String>,
+    /// IP:PORT that gets a copy of the received video RTP (an RTP player).
+    forward_rtp: Option<String>,
+}
+
+fn options(json: Option<&str>) -> PyResult<LiveOptions> {
+    let o: OptionsJson = match json {
+        Some(j) => serde_json::from_str(j)
+            .map_err(|e| PyValueError::new_err(format!("invalid live options: {e}")))?,
+        None => OptionsJson::default(),
+    };
+    for (name, p) in [("duplicate", o.duplicate), ("reorder", o.reorder), ("garbage", o.garbage)] {
+        if !(0.0..1.0).contains(&p) {
+            return Err(PyValueError::new_err(format!("{name} must be in [0, 1), got {p}")));
+        }
+    }
+    let reorder_delay_ms = o.reorder_delay_ms.unwrap_or(5.0);
+    if !(reorder_delay_ms.is_finite() && reorder_delay_ms >= 0.0) {
+        return Err(PyValueError::new_err("reorder delay must be >= 0 ms"));
+    }
+    let blackout = match o.feedback_blackout_s {
+        Some((a, b)) if a.is_finite() && b.is_finite() && 0.0 <= a && a < b => {
+            Some((Timestamp::from_secs_f64(a), Timestamp::from_secs_f64(b)))
+        }
+        Some((a, b)) => {
+            return Err(PyValueError::new_err(format!(
+                "feedback blackout must be START:END seconds with 0 <= START < END, got {a}:{b}"
+            )))
+        }
+        None => None,
+    };
+    let mut out = LiveOptions {
+        faults: Faults {
+            duplicate: o.duplicate,
+            reorder: o.reorder,
+            reorder_delay: TimeDelta::from_ms_f64(reorder_delay_ms),
+            feedback_blackout: blackout,
+            garbage: o.garbage,
+        },
+        restart_receiver_at: match o.restart_receiver_at_s {
+            Some(t) if t.is_finite() && t >= 0.0 => Some(Timestamp::from_secs_f64(t)),
+            Some(t) => {
+                return Err(PyValueError::new_err(format!(
+                    "receiver restart time must be >= 0 s, got {t}"
+                )))
+            }
+            None => None,
+        },
+        ..LiveOptions::default()
+    };
+    out.received_stream = o.received_stream.map(std::path::PathBuf::from);
+    if let Some(a) = o.forward_rtp {
+        out.forward_rtp = Some(a.parse().map_err(|_| {
+            PyValueError::new_err(format!("not an IP:PORT to forward RTP to: {a:?}"))
+        })?);
+    }
+    if let Some(b) = o.bind {
+        out.bind = b
+            .parse()
+            .map_err(|_| PyValueError::new_err(format!("not an IP address to bind: {b:?}")))?;
+    }
+    Ok(out)
+}
+
+/// A live run: sender, relay and receiver on loopback, started at construction. Poll
+/// `wait()` (it releases the GIL), `stop()` on Ctrl-C, then `finish()` for the results.
+#[pyclass(name = "LiveRun", module = "sluice._core", unsendable)]
+pub struct PyLiveRun {
+    run: Option<LiveRun>,
+    config: RunConfig,
+}
+
+#[pymethods]
+impl PyLiveRun {
+    #[new]
+    #[pyo3(signature = (config_json, downlink=None, uplink=None, options_json=None))]
+    fn new(
+        config_json: &str,
+        downlink: Option<PyTrace>,
+        uplink: Option<PyTrace>,
+        options_json: Option<&str>,
+    ) -> PyResult<Self> {
+        let config = parse_config(config_json)?;
+        config.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let mut options = options(options_json)?;
+        // With x264 the frames' bitstreams go on the wire (the encoder hands each frame to
+        // the sender's store as it writes the stream file).
+        let encoder: Box<dyn sluice_core::encoder::Encoder> = match make_x264(&config)? {
+            Some(mut x) => {
+                let store = sluice_live::endpoint::FrameStore::default();
+                let sink = store.clone();
+                x.set_frame_sink(Box::new(move |id, data| sink.insert(id, data)));
+                options.frames = Some(store);
+                Box::new(x)
+            }
+            None => {
+                options.received_stream = None;
+                make_encoder(&config)?
+            }
+        };
+        let run = LiveRun::start(
+            &config,
+            downlink.map(|t| t.inner),
+            uplink.map(|t| t.inner),
+            encoder,
+            &options,
+        )
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyLiveRun { run: Some(run), config })
+    }
+
+    fn resolved_config_json(&self) -> PyResult<String> {
+        resolved_json(self.config.clone())
+    }
+
+    #[getter]
+    fn now_s(&self) -> f64 {
+        self.run.as_ref().map_or(f64::NAN, |r| r.now_s())
+    }
+
+    #[getter]
+    fn end_s(&self) -> f64 {
+        self.run.as_ref().map_or(f64::NAN, |r| r.end_s())
+    }
+
+    /// Waits up to `timeout_s` seconds (without the GIL) for the run to end; true if it has.
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
+        let Some(run) = self.run.as_ref() else { return true };
+        let until = Instant::now() + Duration::from_secs_f64(timeout_s.clamp(0.0, 3600.0));
+        py.allow_threads(|| {
+            while !run.is_finished() {
+                if Instant::now() >= until {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            true
+        })
+    }
+
+    /// Asks the endpoints to stop now (Ctrl-C); `finish()` still returns the results so far.
+    fn stop(&self) {
+        if let Some(r) = self.run.as_ref() {
+            r.stop();
+        }
+    }
+
+    /// Waits for the end and returns `(frames_json, skips_json, samples_json, summary_json,
+    /// live_stats_json)`.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<(String, String, String, String, String)> {
+        let run =
+            self.run.take().ok_or_else(|| PyValueError::new_err("live run already finished"))?;
+        let result = py.allow_threads(|| run.finish()).map_err(PyRuntimeError::new_err)?;
+        let to_json =
+            |v: serde_json::Result<String>| v.map_err(|e| PyValueError::new_err(e.to_string()));
+        Ok((
+            to_json(serde_json::to_string(&result.run.frames))?,
+            to_json(serde_json::to_string(&result.run.skips))?,
+            to_json(serde_json::to_string(&result.run.samples))?,
+            to_json(serde_json::to_string(&result.run.summary))?,
+            to_json(serde_json::to_string(&result.stats))?,
+        ))
+    }
+}

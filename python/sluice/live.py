@@ -1,0 +1,262 @@
+"""Live mode: a scheme over real UDP on loopback (crates/sluice-live).
+
+``sluice live run`` starts the sender, the relay (the simulator's link code: the trace, the
+queue, the delay, the loss, the scheme's bottleneck behaviour) and the receiver, each on its
+own thread with its own UDP socket on 127.0.0.1, with RTP/RTCP on the wire, and writes the
+same result files as a simulated run (``run.jsonl``, ``summary.json``; ``sluice plot`` draws
+them, ``--quality`` scores them) plus ``live.json`` (the live counters: datagrams, malformed
+input, injected faults, late wake-ups). Ctrl-C stops the run and still writes what it has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import SluiceError
+
+if TYPE_CHECKING:  # the runner (and what it imports) loads only when a run starts
+    from .runner import RunSpec
+
+LIVE_FILE = "live.json"
+# x264 runs: the H.264 stream the receiver reassembled from RTP, displayed frames only.
+RECEIVED_STREAM = "received.264"
+# How often the front end wakes while a live run goes on (progress, Ctrl-C).
+POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class LiveFaults:
+    """Faults the relay injects on top of the link model (whose random loss is ``--loss``)."""
+
+    duplicate: float = 0.0  # probability a media datagram is delivered twice
+    reorder: float = 0.0  # probability a media datagram is held back by reorder_delay_ms
+    reorder_delay_ms: float = 5.0
+    feedback_blackout_s: tuple[float, float] | None = None  # relay drops all feedback
+    garbage: float = 0.0  # probability of a malformed datagram after each forwarded one
+    restart_receiver_at_s: float | None = None  # the receiver restarts (state lost)
+
+    def options(self, bind: str) -> dict[str, Any]:
+        return {
+            "bind": bind,
+            "duplicate": self.duplicate,
+            "reorder": self.reorder,
+            "reorder_delay_ms": self.reorder_delay_ms,
+            "feedback_blackout_s": list(self.feedback_blackout_s)
+            if self.feedback_blackout_s
+            else None,
+            "garbage": self.garbage,
+            "restart_receiver_at_s": self.restart_receiver_at_s,
+        }
+
+
+def with_default_out(spec: RunSpec) -> RunSpec:
+    """``spec`` writing to ``results/live-<scheme>-<trace>-s<seed>`` unless it names a
+    directory (so a live run does not overwrite the simulated run of the same setting)."""
+    if spec.out_dir is not None:
+        return spec
+    sim = Path(spec.default_out_dir())
+    return replace(spec, out_dir=str(sim.with_name("live-" + sim.name)))
+
+
+def _probability(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= v < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return v
+
+
+def _window(text: str) -> tuple[float, float]:
+    try:
+        a, b = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START:END seconds, got {text!r}") from None
+    if not (0.0 <= a < b and math.isfinite(b)):
+        raise argparse.ArgumentTypeError(f"expected 0 <= START < END, got {text!r}")
+    return a, b
+
+
+def add_live_options(p: argparse.ArgumentParser) -> None:
+    """The live-only options of ``sluice live run``."""
+    g = p.add_argument_group("live")
+    g.add_argument(
+        "--bind", default="127.0.0.1", metavar="IP",
+        help="address the endpoints listen on (default 127.0.0.1: loopback only)",
+    )  # fmt: skip
+    g.add_argument(
+        "--duplicate", type=_probability, default=0.0, metavar="P",
+        help="the relay delivers a media datagram twice with this probability",
+    )  # fmt: skip
+    g.add_argument(
+        "--reorder", type=_probability, default=0.0, metavar="P",
+        help="the relay holds a media datagram back by --reorder-ms with this probability",
+    )  # fmt: skip
+    g.add_argument(
+        "--reorder-ms", type=float, default=5.0, metavar="MS", help="(default 5)"
+    )  # fmt: skip
+    g.add_argument(
+        "--feedback-blackout", type=_window, default=None, metavar="START:END",
+        help="the relay drops all feedback between these times (seconds)",
+    )  # fmt: skip
+    g.add_argument(
+        "--garbage", type=_probability, default=0.0, metavar="P",
+        help="after each datagram it forwards, the relay sends the same peer a malformed one "
+        "with this probability",
+    )  # fmt: skip
+    g.add_argument(
+        "--forward-rtp", type=int, default=None, metavar="PORT",
+        help="copy the received video RTP to this port (x264 runs; writes stream.sdp for "
+        "ffmpeg or another RTP player)",
+    )  # fmt: skip
+    g.add_argument(
+        "--restart-receiver-at", type=float, default=None, metavar="S",
+        help="restart the receiver (its state lost) at this time in seconds",
+    )  # fmt: skip
+
+
+def faults_from_args(args: argparse.Namespace) -> LiveFaults:
+    if not (math.isfinite(args.reorder_ms) and args.reorder_ms >= 0):
+        raise SluiceError(f"--reorder-ms must be >= 0, got {args.reorder_ms}")
+    at = args.restart_receiver_at
+    if at is not None and not (math.isfinite(at) and at >= 0):
+        raise SluiceError(f"--restart-receiver-at must be >= 0 s, got {at}")
+    return LiveFaults(
+        duplicate=args.duplicate,
+        reorder=args.reorder,
+        reorder_delay_ms=args.reorder_ms,
+        feedback_blackout_s=args.feedback_blackout,
+        garbage=args.garbage,
+        restart_receiver_at_s=args.restart_receiver_at,
+    )
+
+
+def _progress(run: Any, label: str) -> None:
+    """Waits for the run, with a progress bar on a terminal."""
+    show = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+    if not show:
+        while not run.wait(POLL_S):
+            pass
+        return
+    from tqdm import tqdm
+
+    end = run.end_s
+    with tqdm(total=round(end, 1), unit="s", desc=f"live {label}", leave=False,
+              file=sys.stderr, bar_format="{desc}: {percentage:3.0f}%|{bar}| "
+              "{n:.0f}/{total:.0f} s") as bar:  # fmt: skip
+        done = 0.0
+        while not run.wait(POLL_S):
+            now = min(run.now_s, end)
+            bar.update(now - done)
+            done = now
+
+
+SDP_FILE = "stream.sdp"
+
+
+def sdp(port: int, address: str = "127.0.0.1") -> str:
+    """An SDP description of the forwarded video (RFC 6184 H.264, packetization mode 1) for
+    an RTP player: ``ffmpeg -protocol_whitelist file,udp,rtp -i stream.sdp``."""
+    return (
+        "v=0\r\n"
+        f"o=- 0 0 IN IP4 {address}\r\n"
+        "s=Sluice live\r\n"
+        f"c=IN IP4 {address}\r\n"
+        "t=0 0\r\n"
+        f"m=video {port} RTP/AVP 96\r\n"
+        "a=rtpmap:96 H264/90000\r\n"
+        "a=fmtp:96 packetization-mode=1\r\n"
+    )
+
+
+class LiveSession:
+    """A :func:`sluice.runner.simulate` session that runs the scheme live (``LiveRun`` of the
+    extension: sender, relay and receiver on loopback UDP) instead of simulating it. Its own
+    files for the result: ``live.json`` (the live counters), and for x264 runs
+    ``received.264`` (what the receiver reassembled from RTP) and, with ``forward_rtp``,
+    ``stream.sdp``."""
+
+    def __init__(self, _core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path,
+                 faults: LiveFaults, bind: str, forward_rtp: int | None) -> None:  # fmt: skip
+        from . import results
+
+        self.files: dict[str, Path] = {}
+        self.interrupted = False
+        self.options = faults.options(bind)
+        if json.loads(cfg_json)["encoder"]["kind"] == "x264":
+            # The receiver writes the bytes of the frames it displayed, in display order.
+            received = results.temp_path(run_dir.resolve() / RECEIVED_STREAM)
+            self.files[RECEIVED_STREAM] = received
+            self.options["received_stream"] = str(received)
+        if forward_rtp is not None:
+            self.options["forward_rtp"] = f"{bind}:{forward_rtp}"
+            sdp_tmp = results.temp_path(run_dir / SDP_FILE)
+            sdp_tmp.write_text(sdp(forward_rtp, bind), encoding="utf-8")
+            self.files[SDP_FILE] = sdp_tmp
+        self.run_dir = run_dir
+        self.live = _core.LiveRun(cfg_json, down, up, json.dumps(self.options))
+
+    def resolved_config_json(self) -> str:
+        return str(self.live.resolved_config_json())
+
+    def run(self, spec: RunSpec, duration_s: float) -> tuple[str, str, str, str]:
+        from . import results
+
+        try:
+            _progress(self.live, spec.scheme)
+        except KeyboardInterrupt:  # stop, and still write what the run has
+            self.live.stop()
+            self.interrupted = True
+        frames, skips, samples, summary, stats_json = self.live.finish()
+        stats = json.loads(stats_json)
+        stats["mode"] = "live"
+        stats["faults"] = {k: v for k, v in self.options.items()
+                           if k not in ("received_stream", "forward_rtp")}  # fmt: skip
+        stats["interrupted"] = self.interrupted
+        tmp = results.temp_path(self.run_dir / LIVE_FILE)
+        tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+        self.files[LIVE_FILE] = tmp
+        if not self.files.get(RECEIVED_STREAM, tmp).is_file():
+            self.files.pop(RECEIVED_STREAM, None)
+        return frames, skips, samples, summary
+
+
+def run_live(
+    spec: RunSpec,
+    faults: LiveFaults | None = None,
+    bind: str = "127.0.0.1",
+    forward_rtp: int | None = None,
+) -> Path:
+    """Runs ``spec`` live on loopback and writes its results as one result (the simulated
+    run's files, through the same :func:`sluice.runner.simulate`, plus the live session's,
+    :class:`LiveSession`); returns the run directory. ``forward_rtp``: a port on ``bind``
+    that gets a copy of the received video RTP (an RTP player; ``stream.sdp`` in the run
+    directory describes it). Ctrl-C stops the run, writes what it has, then re-raises."""
+    from .runner import resolve_encoder, simulate
+
+    faults = faults or LiveFaults()
+    if forward_rtp is not None:
+        if not 1 <= forward_rtp <= 65535:
+            raise SluiceError(f"--forward-rtp must be a port number, got {forward_rtp}")
+        if resolve_encoder(spec) != "x264":
+            raise SluiceError("--forward-rtp needs x264 (--video): the model encoder has no "
+                              "bitstream to play")  # fmt: skip
+    sessions: list[LiveSession] = []
+
+    def session(_core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path) -> LiveSession:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        sessions.append(LiveSession(_core, cfg_json, down, up, run_dir, faults, bind,
+                                    forward_rtp))  # fmt: skip
+        return sessions[-1]
+
+    out = simulate(spec, session).write()
+    if sessions and sessions[0].interrupted:
+        raise KeyboardInterrupt
+    return out

@@ -1,0 +1,150 @@
+"""`sluice live run`: the sender, relay and receiver over UDP on loopback (a real clock, so
+these runs take their duration in wall time; kept short)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sluice import live, results
+from sluice.cli import main
+
+
+def test_live_run_of_webrtc_displays_frames_and_writes_results_plot_draws(tmp_path, capsys):
+    out = tmp_path / "live"
+    args = ["live", "run", "--scheme", "webrtc", "--trace", "gen:constant:12", "--duration",
+            "10", "--queue-bytes", "100000", "--out", str(out), "--json"]  # fmt: skip
+    rc = main(args)
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    run = results.load_run(out)
+    # 300 capture slots: encoded frames plus the slots the frame dropper skipped.
+    assert len(run.frames) + summary["frames_skipped"] == 300
+    shown = int(run.frames["displayed_us"].notna().sum())
+    assert shown >= 0.95 * 300, f"{shown} of 300 frames displayed"
+    assert summary["frames_displayed"] == shown
+    assert run.header["config"]["scheme_name"] == "webrtc"
+    live = json.loads((out / "live.json").read_text())
+    assert live["mode"] == "live"
+    assert live["sender_malformed"] == 0 and live["receiver_malformed"] == 0
+    assert live["media_packets_received"] > 3000  # at least ~3 Mbps for 10 s
+    # The saved results draw like a simulated run's.
+    assert main(["plot", str(out)]) == 0
+    for png in ("latency_cdf.png", "timeseries.png"):
+        assert (out / png).stat().st_size > 10_000
+
+
+def test_live_run_rejects_bad_options_in_one_line(tmp_path, capsys):
+    rc = main(["live", "run", "--trace", "gen:constant:12", "--duration", "1",
+               "--bind", "not-an-ip", "--out", str(tmp_path / "x")])  # fmt: skip
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("sluice: error:") and "not-an-ip" in err[0]
+    with pytest.raises(SystemExit) as e:
+        main(["live", "run", "--feedback-blackout", "3:1"])
+    assert e.value.code == 2
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
+def test_ctrl_c_stops_a_live_run_and_still_writes_its_results(tmp_path):
+    out = tmp_path / "interrupted"
+    cmd = [sys.executable, "-m", "sluice", "live", "run", "--trace", "gen:constant:12",
+           "--duration", "60", "--out", str(out)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    time.sleep(3.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    run = results.load_run(out)
+    assert 30 <= len(run.frames) < 600
+    live = json.loads((Path(out) / "live.json").read_text())
+    assert live["stopped_early"] is True
+
+
+def _nal_units(annexb: bytes) -> list[bytes]:
+    """The NAL units of an Annex B stream (start codes of 3 or 4 bytes removed)."""
+    return [n.rstrip(b"\x00") for n in re.split(b"\x00\x00\x01", annexb) if n.strip(b"\x00")]
+
+
+def test_live_x264_run_is_scored_like_a_simulated_one(tmp_path):
+    out = tmp_path / "x264"
+    clip = Path(__file__).resolve().parents[2] / "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
+    rc = main(["live", "run", "--scheme", "webrtc-x264", "--video", str(clip), "--width", "320",
+               "--trace", "gen:constant:6", "--duration", "3", "--queue-bytes", "100000",
+               "--quality", "fast", "--out", str(out), "--json"])  # fmt: skip
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["frames_displayed"] >= 60
+    assert 0 < summary["vmaf_mean"] <= 100
+    assert (out / "stream.264").stat().st_size > 10_000
+    # The frames crossed the wire as RTP/H.264 (RFC 6184): the receiver's depacketized
+    # stream has the same NAL units as what the viewer's decoder gets (the sender-side
+    # reconstruction quality scores), and ffmpeg decodes every frame of it without an error.
+    assert _nal_units((out / "received.264").read_bytes()) == _nal_units(
+        (out / "delivered.264").read_bytes()
+    )
+    live = json.loads((out / "live.json").read_text())
+    assert live["received_stream_gaps"] == 0
+    import imageio_ffmpeg
+
+    ffmpeg = imageio_ffmpeg.get_ffmpeg_exe()
+    r = subprocess.run([ffmpeg, "-v", "error", "-i", str(out / "received.264"), "-f", "null", "-"],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0 and r.stderr.strip() == "", r.stderr
+    probe = subprocess.run([ffmpeg, "-i", str(out / "received.264"), "-f", "null", "-"],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    decoded = int(re.findall(r"frame=\s*(\d+)", probe.stderr)[-1])
+    assert decoded == summary["frames_displayed"]
+
+
+def _free_udp_port() -> int:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_ffmpeg_plays_the_live_rtp_h264_stream_from_the_sdp_file(tmp_path):
+    import imageio_ffmpeg
+
+    out = tmp_path / "rtp"
+    out.mkdir()
+    port = _free_udp_port()
+    sdp_path = out / "player.sdp"
+    sdp_path.write_text(live.sdp(port))
+    ffmpeg = [imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-protocol_whitelist",
+              "file,udp,rtp", "-i", str(sdp_path), "-f", "null", "-"]  # fmt: skip
+    player = subprocess.Popen(ffmpeg, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)  # the player listens before the stream starts
+        clip = Path(__file__).resolve().parents[2] / "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
+        rc = main(["live", "run", "--scheme", "webrtc-x264", "--video", str(clip), "--width",
+                   "320", "--trace", "gen:constant:6", "--duration", "3", "--queue-bytes",
+                   "100000", "--quality", "none", "--forward-rtp", str(port), "--out",
+                   str(out / "run"), "--json"])  # fmt: skip
+        assert rc == 0
+        time.sleep(0.5)
+        player.send_signal(signal.SIGINT)
+        _, err = player.communicate(timeout=30)
+    finally:
+        if player.poll() is None:
+            player.kill()
+            player.communicate()
+    # The run wrote the same description for its own forwarded stream.
+    assert (out / "run" / "stream.sdp").read_bytes() == live.sdp(port).encode()
+    shown = json.loads((out / "run" / "summary.json").read_text())["frames_displayed"]
+    assert "Video: h264" in err and "320x180" in err, err
+    assert not [ln for ln in err.splitlines() if "error" in ln.lower()], err
+    decoded = int(re.findall(r"frame=\s*(\d+)", err)[-1])
+    # All but the last frame or two (still in the player's buffers when it was stopped).
+    assert shown - 3 <= decoded <= shown, (decoded, shown)
