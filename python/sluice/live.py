@@ -180,8 +180,8 @@ class LiveSession:
     """A :func:`sluice.runner.simulate` session that runs the scheme live (``LiveRun`` of the
     extension: sender, relay and receiver on loopback UDP) instead of simulating it. Its own
     files for the result: ``live.json`` (the live counters), and for x264 runs
-    ``received.264`` (what the receiver reassembled from RTP) and, with ``forward_rtp``,
-    ``stream.sdp``."""
+    ``received.264`` (what the receiver reassembled from RTP). With ``forward_rtp``,
+    ``stream.sdp`` is written into the run directory before the run starts."""
 
     def __init__(self, _core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path,
                  faults: LiveFaults, bind: str, forward_rtp: int | None) -> None:  # fmt: skip
@@ -197,9 +197,9 @@ class LiveSession:
             self.options["received_stream"] = str(received)
         if forward_rtp is not None:
             self.options["forward_rtp"] = f"{bind}:{forward_rtp}"
-            sdp_tmp = results.temp_path(run_dir / SDP_FILE)
-            sdp_tmp.write_text(sdp(forward_rtp, bind), encoding="utf-8")
-            self.files[SDP_FILE] = sdp_tmp
+            # Under its own name before the run starts, for a player to open (so it is
+            # not one of the result's files, which appear only when the run is written).
+            (run_dir / SDP_FILE).write_text(sdp(forward_rtp, bind), encoding="utf-8")
         self.run_dir = run_dir
         self.live = _core.LiveRun(cfg_json, down, up, json.dumps(self.options))
 
