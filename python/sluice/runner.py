@@ -524,10 +524,7 @@ def _worker_init(parent_pid: int) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    from .errors import handle_sigterm
-
-    handle_sigterm()
+    signal.signal(signal.SIGTERM, _worker_sigterm)
     armed = False
     if sys.platform.startswith("linux"):
         import ctypes
@@ -551,26 +548,77 @@ def _worker_init(parent_pid: int) -> None:
         threading.Thread(target=watch, daemon=True).start()
 
 
+_task_running = False
+
+
+def _worker_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM in a pool worker (its parent stops the pool): a run under way unwinds (its
+    temporary files removed, :func:`_pool_task`); an idle worker just ends."""
+    from .errors import Terminated
+
+    if _task_running:
+        raise Terminated()
+    os._exit(143)
+
+
 def _pool_task(fn: Any, spec: RunSpec) -> Any:
     from .errors import Terminated
 
+    global _task_running
+    _task_running = True
     try:
         return fn(spec)
     except Terminated:  # the run unwound (its temporary files are gone); the worker ends
         os._exit(143)
+    finally:
+        _task_running = False
 
 
-def _run_pool(specs: list[RunSpec], jobs: int, bar: Any, keep_going: bool) -> list[Any]:
+WORKER_DIED = "its worker process died (killed by a signal, or out of memory)"
+
+
+def _run_pool(specs: list[RunSpec], jobs: int, bar: Any, keep_going: bool,
+              fn: Callable[[RunSpec], Any] | None = None) -> list[Any]:  # fmt: skip
+    """Runs ``specs`` on a pool of ``jobs`` processes. A worker that dies (rather than
+    raising) breaks the pool and fails every run in it: those runs go again in fresh pools,
+    ``jobs`` at a time, and one that breaks a pool again is run alone, so that a death is
+    charged only to the run that dies alone (:data:`WORKER_DIED`; with ``keep_going`` a
+    failure of that run, else an error). ``fn``: what a worker does with a spec (default:
+    run it and write its result)."""
+    fn = fn or (_run_caught if keep_going else _run_quiet)
+    out: list[Any] = [None] * len(specs)
+    broken = _pool_pass(specs, list(range(len(specs))), jobs, fn, bar, out)
+    suspects: list[int] = []
+    while broken:  # again, in groups small enough that all of a group is under way at once
+        group, broken = broken[:jobs], broken[jobs:]
+        suspects += _pool_pass(specs, group, len(group), fn, bar, out)
+    for i in suspects:
+        if _pool_pass(specs, [i], 1, fn, bar, out):
+            if not keep_going:
+                raise SluiceError(f"run {specs[i].scheme} ({specs[i].out_dir}) failed: "
+                                  f"{WORKER_DIED}")  # fmt: skip
+            out[i] = (False, WORKER_DIED)
+            bar.update(1)
+    return out
+
+
+def _pool_pass(specs: list[RunSpec], which: list[int], jobs: int, fn: Any, bar: Any,
+               out: list[Any]) -> list[int]:  # fmt: skip
+    """Runs ``specs[i]`` for ``i`` in ``which`` on a fresh pool into ``out[i]``; returns the
+    ones that did not run because the pool broke (a worker died)."""
     # "spawn": no fork of a process that may hold threads (tqdm, BLAS, the extension).
     ctx = multiprocessing.get_context("spawn")
-    fn = _run_caught if keep_going else _run_quiet
-    out: list[Any] = [None] * len(specs)
+    broken: list[int] = []
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,
                                 initargs=(os.getpid(),)) as pool:  # fmt: skip
-        futures = {pool.submit(_pool_task, fn, s): i for i, s in enumerate(specs)}
+        futures = {pool.submit(_pool_task, fn, specs[i]): i for i in which}
         try:
             for fut in cf.as_completed(futures):
-                out[futures[fut]] = fut.result()
+                try:
+                    out[futures[fut]] = fut.result()
+                except cf.process.BrokenProcessPool:
+                    broken.append(futures[fut])
+                    continue
                 bar.update(1)
         except BaseException:
             for f in futures:
@@ -580,4 +628,4 @@ def _run_pool(specs: list[RunSpec], jobs: int, bar: Any, keep_going: bool) -> li
                 if p.is_alive():
                     p.terminate()
             raise
-    return out
+    return sorted(broken)

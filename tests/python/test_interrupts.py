@@ -153,6 +153,49 @@ def test_sigkill_of_a_matrix_parent_leaves_no_worker(tmp_path):
             os.kill(w, signal.SIGKILL)
 
 
+def _dies_on_seed_2(spec: RunSpec) -> tuple[bool, str]:
+    # A pool worker's task that kills its own process (as the OOM killer would) for seed 2.
+    if dict(spec.overrides).get("seed") == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return True, f"ran {dict(spec.overrides)['seed']}"
+
+
+def test_a_worker_that_dies_fails_only_its_own_run(tmp_path):
+    from sluice import runner
+    from tqdm import tqdm
+
+    specs = [RunSpec(overrides=(("seed", s),), out_dir=str(tmp_path / str(s))) for s in (1, 2, 3)]
+    with tqdm(disable=True) as bar:
+        out = runner._run_pool(specs, 2, bar, True, fn=_dies_on_seed_2)
+    assert out == [(True, "ran 1"), (False, runner.WORKER_DIED), (True, "ran 3")]
+    with tqdm(disable=True) as bar, pytest.raises(SluiceError, match="worker process died"):
+        runner._run_pool(specs, 2, bar, False, fn=_dies_on_seed_2)
+
+
+def test_a_killed_pool_worker_is_retried_and_the_matrix_goes_on(tmp_path):
+    trace = _trace(tmp_path)
+    plan = tmp_path / "p.toml"
+    plan.write_text(
+        f'name = "two"\nseeds = [1, 2]\n[set]\nduration_s = 1500\n'
+        f'[[scheme]]\nname = "webrtc"\n[[trace]]\npath = "{trace}"\n'
+    )
+    proc = _start(["matrix", str(plan), "--jobs", "2", "--results", "res"], tmp_path)
+    try:
+        _wait_for(lambda: sum(_cpu_s(c) > 1.5 for c in _children(proc.pid)) >= 2
+                  or proc.poll() is not None, 90, "two workers simulating")  # fmt: skip
+        workers = [c for c in _children(proc.pid) if _cpu_s(c) > 1.5]
+        assert len(workers) == 2 and proc.poll() is None
+        os.kill(workers[0], signal.SIGKILL)  # the run it had goes again
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+    cells = sorted((tmp_path / "res").rglob("summary.json"))
+    assert len(cells) == 2 and all(results.is_complete(c.parent) for c in cells), cells
+
+
 # --- results as a unit ----------------------------------------------------------------------
 
 
