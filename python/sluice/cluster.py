@@ -15,9 +15,10 @@ Ray itself:
   and returns the records and any files the run wrote (x264's bitstreams); the driver writes
   the run directory (:meth:`sluice.runner.RunOutput.write`, the process pool's writer), so
   ``--out`` and ``--results`` are local to the driver. The header's git SHA is the driver's
-  (the nodes run the same code: below); ``encoder.bitstream_path`` names the file where the
-  driver wrote it. ``encoder.video_path`` names the decoded clip on the node that ran the
-  cell: the one header field that differs from a process-pool run.
+  (the nodes run the same code: below); ``encoder.bitstream_path`` is ``stream.264``, the
+  run directory's own, as on the process pool. ``encoder.video_path`` is the decoded clip's
+  absolute path on the node that ran the cell (it is not on the driver): the one header
+  field that differs from a process-pool run, where it is relative to the run directory.
 - **Sluice reaches the nodes.** Connecting to a cluster (an address, or ``RAY_ADDRESS``),
   the driver ships its own installed package, the ``sluice`` directory with the built
   extension ``_core.abi3.so`` and a ``dist-info`` for its version (what installing the
@@ -420,6 +421,9 @@ def run_cell(spec: RunSpec, inputs: list[tuple[str, str, str]], *blobs: bytes) -
         seconds = time.perf_counter() - t0
         # The run's own files (x264's streams) travel as bytes under their names in the run
         # directory; the driver moves them into the result (runner.RunOutput.write).
+        enc = out.header["config"].get("encoder") or {}
+        if enc.get("video_path"):  # relative to the scratch run directory, deleted below
+            enc["video_path"] = str((out.run_dir / enc["video_path"]).resolve())
         files = {name: tmp.read_bytes() for name, tmp in sorted(out.files.items())}
         out.discard()
         out.files = {}
@@ -532,7 +536,7 @@ def run_specs(
                 _, result, files, where = res
                 try:
                     run_dir = _write_result(result, files, Path(specs[i].resolved_out_dir()))
-                except SluiceError as e:
+                except Exception as e:  # noqa: BLE001 - as on the pool: this cell fails
                     fail(i, one_line(e))
                     continue
                 last_cells[i] = where

@@ -18,14 +18,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import results
 from .errors import SluiceError
 
 if TYPE_CHECKING:  # the runner (and what it imports) loads only when a run starts
     from .runner import RunSpec
 
-LIVE_FILE = "live.json"
-# x264 runs: the H.264 stream the receiver reassembled from RTP, displayed frames only.
-RECEIVED_STREAM = "received.264"
+# Files of a live result: the live counters, and for x264 runs the H.264 stream the receiver
+# reassembled from RTP (displayed frames only).
+LIVE_FILE = results.LIVE_FILE
+RECEIVED_STREAM = results.RECEIVED_FILE
 # How often the front end wakes while a live run goes on (progress, Ctrl-C).
 POLL_S = 0.2
 
@@ -185,10 +187,9 @@ class LiveSession:
 
     def __init__(self, _core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path,
                  faults: LiveFaults, bind: str, forward_rtp: int | None) -> None:  # fmt: skip
-        from . import results
-
         self.files: dict[str, Path] = {}
         self.interrupted = False
+        self.interrupt: KeyboardInterrupt | None = None  # Ctrl-C, or SIGTERM (Terminated)
         self.options = faults.options(bind)
         if json.loads(cfg_json)["encoder"]["kind"] == "x264":
             # The receiver writes the bytes of the frames it displayed, in display order.
@@ -197,32 +198,36 @@ class LiveSession:
             self.options["received_stream"] = str(received)
         if forward_rtp is not None:
             self.options["forward_rtp"] = f"{bind}:{forward_rtp}"
-            # Under its own name before the run starts, for a player to open (so it is
-            # not one of the result's files, which appear only when the run is written).
-            (run_dir / SDP_FILE).write_text(sdp(forward_rtp, bind), encoding="utf-8")
         self.run_dir = run_dir
         self.live = _core.LiveRun(cfg_json, down, up, json.dumps(self.options))
+        if forward_rtp is not None:
+            # Under its own name as the run starts, for a player to open (so it is not one
+            # of the result's files, which appear only when the run is written).
+            (run_dir / SDP_FILE).write_text(sdp(forward_rtp, bind), encoding="utf-8")
 
     def resolved_config_json(self) -> str:
         return str(self.live.resolved_config_json())
 
     def run(self, spec: RunSpec, duration_s: float) -> tuple[str, str, str, str]:
-        from . import results
-
         try:
             _progress(self.live, spec.scheme)
-        except KeyboardInterrupt:  # stop, and still write what the run has
+        except KeyboardInterrupt as e:  # stop, and still write what the run has
             self.live.stop()
-            self.interrupted = True
+            self.interrupted, self.interrupt = True, e
         frames, skips, samples, summary, stats_json = self.live.finish()
+        if self.interrupted:
+            # The records end at the stop; the summary's rates still count the planned
+            # session (missing frames as stalls): say so in it.
+            summary = json.dumps({**json.loads(summary), "interrupted": True})
         stats = json.loads(stats_json)
         stats["mode"] = "live"
         stats["faults"] = {k: v for k, v in self.options.items()
                            if k not in ("received_stream", "forward_rtp")}  # fmt: skip
         stats["interrupted"] = self.interrupted
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         tmp = results.temp_path(self.run_dir / LIVE_FILE)
-        tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
         self.files[LIVE_FILE] = tmp
+        tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
         if not self.files.get(RECEIVED_STREAM, tmp).is_file():
             self.files.pop(RECEIVED_STREAM, None)
         return frames, skips, samples, summary
@@ -251,12 +256,11 @@ def run_live(
     sessions: list[LiveSession] = []
 
     def session(_core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path) -> LiveSession:
-        run_dir.mkdir(parents=True, exist_ok=True)
         sessions.append(LiveSession(_core, cfg_json, down, up, run_dir, faults, bind,
                                     forward_rtp))  # fmt: skip
         return sessions[-1]
 
     out = simulate(spec, session).write()
-    if sessions and sessions[0].interrupted:
-        raise KeyboardInterrupt
+    if sessions and sessions[0].interrupt is not None:
+        raise sessions[0].interrupt  # Ctrl-C: exit 130; SIGTERM (Terminated): 143
     return out

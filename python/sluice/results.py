@@ -72,6 +72,11 @@ MANIFEST_FILE = "manifest.json"
 STREAM_FILE = "stream.264"
 DELIVERED_FILE = "delivered.264"
 STREAM_INDEX_FILE = "stream.264.idx"
+# A live run's own files (sluice.live): its counters and the stream the receiver reassembled.
+LIVE_FILE = "live.json"
+RECEIVED_FILE = "received.264"
+# Files a run may have of its own: an older run's that the new result lacks are removed.
+RUN_OWN_FILES = (STREAM_FILE, STREAM_INDEX_FILE, DELIVERED_FILE, LIVE_FILE, RECEIVED_FILE)
 _TMP_RE = re.compile(r"^\.(?P<name>.+)\.tmp(?P<pid>\d+)(\.idx)?$")
 
 # The fixed frame columns; each run adds its encoder controller's named columns.
@@ -246,7 +251,7 @@ def write_run(
     names = [RUN_FILE, SUMMARY_FILE]
     _atomic_write(d / RUN_FILE, lines())
     _atomic_write(d / SUMMARY_FILE, [json.dumps(summary, indent=2, allow_nan=False)])
-    for name in (STREAM_FILE, STREAM_INDEX_FILE, DELIVERED_FILE):
+    for name in RUN_OWN_FILES:
         if name not in (extra or {}):
             (d / name).unlink(missing_ok=True)  # an older run's, not part of this result
     for name, src in (extra or {}).items():
@@ -254,21 +259,6 @@ def write_run(
         names.append(name)
     _write_manifest(d, names)
     return d
-
-
-def write_summary(run_dir: str | os.PathLike[str], summary: dict[str, Any]) -> Path:
-    """Rewrites a complete run's ``summary.json`` (and its manifest entry)."""
-    d = Path(run_dir)
-    path = d / SUMMARY_FILE
-    manifest = _read_manifest(d)
-    if manifest is None:  # a directory written before manifests existed
-        _atomic_write(path, [json.dumps(summary, indent=2, allow_nan=False)])
-        return path
-    _mark_writing(d)
-    _atomic_write(path, [json.dumps(summary, indent=2, allow_nan=False)])
-    if "" not in manifest:
-        _write_manifest(d, manifest)
-    return path
 
 
 def _mark_writing(d: Path) -> None:

@@ -364,8 +364,8 @@ def _build_and_run(_core: Any, spec: RunSpec, cfg: dict[str, Any], run_dir: Path
     extra = dict(sim.files)
     if raw is not None:
         stream = Path(cfg["encoder"]["bitstream_path"])
-        extra = {results.STREAM_FILE: stream,
-                 results.STREAM_INDEX_FILE: Path(f"{stream}.idx")}  # fmt: skip
+        extra.update({results.STREAM_FILE: stream,
+                      results.STREAM_INDEX_FILE: Path(f"{stream}.idx")})  # fmt: skip
         # Paths relative to the run directory: the same run written elsewhere is the same file.
         resolved["encoder"].update(
             bitstream_path=results.STREAM_FILE,
@@ -611,8 +611,14 @@ def _pool_pass(specs: list[RunSpec], which: list[int], jobs: int, fn: Any, bar: 
     broken: list[int] = []
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,
                                 initargs=(os.getpid(),)) as pool:  # fmt: skip
-        futures = {pool.submit(_pool_task, fn, specs[i]): i for i in which}
+        futures: dict[Any, int] = {}
         try:
+            for n, i in enumerate(which):
+                try:
+                    futures[pool.submit(_pool_task, fn, specs[i])] = i
+                except cf.process.BrokenProcessPool:  # a worker died already
+                    broken += which[n:]
+                    break
             for fut in cf.as_completed(futures):
                 try:
                     out[futures[fut]] = fut.result()

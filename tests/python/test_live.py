@@ -54,18 +54,20 @@ def test_live_run_rejects_bad_options_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
-def test_ctrl_c_stops_a_live_run_and_still_writes_its_results(tmp_path):
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_a_live_run_and_still_writes_its_results(tmp_path, sig, code):
     out = tmp_path / "interrupted"
     cmd = [sys.executable, "-m", "sluice", "live", "run", "--trace", "gen:constant:12",
            "--duration", "60", "--out", str(out)]  # fmt: skip
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     time.sleep(3.0)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert "Traceback" not in err
     run = results.load_run(out)
     assert 30 <= len(run.frames) < 600
+    assert run.summary["interrupted"] is True  # its rates count the planned 60 s
     live = json.loads((Path(out) / "live.json").read_text())
     assert live["stopped_early"] is True
 

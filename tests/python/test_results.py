@@ -87,3 +87,21 @@ def test_trace_file_and_scheme_file(sluice, tmp_path):
     assert run.scheme == "mine"
     assert run.header["trace"]["name"] == "flat.mahi"
     assert run.header["config"]["scheme"] == reg[0]["config"]
+
+
+def test_a_new_result_takes_away_an_older_runs_own_files(tmp_path):
+    # A live x264 run's files (its counters, the received stream), then a simulated run into
+    # the same directory: what the new result lacks is gone, not left beside it.
+    header = results.make_header(seed=1, scheme="x", config={"seed": 1}, trace=None,
+                                 uplink_trace=None)  # fmt: skip
+    extra = {}
+    for name in (results.LIVE_FILE, results.RECEIVED_FILE, results.STREAM_FILE):
+        extra[name] = results.temp_path(tmp_path / name)
+        extra[name].write_text(name)
+    results.write_run(tmp_path, header, [], [], {"seed": 1}, extra=extra)
+    assert all((tmp_path / name).is_file() for name in extra)
+    results.write_run(tmp_path, header, [], [], {"seed": 2})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        results.MANIFEST_FILE, results.RUN_FILE, results.SUMMARY_FILE
+    ]
+    assert results.is_complete(tmp_path)
