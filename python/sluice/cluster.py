@@ -397,6 +397,18 @@ def _materialize(root: Path, sha: str, name: str, data: bytes) -> str:
     return str(path)
 
 
+def _remove_dead_scratch(root: Path) -> None:
+    """Removes the scratch directories (``run-<pid>-*``) of cells whose worker process is gone
+    (a cancelled or killed cell never reaches its own clean-up)."""
+    for d in root.glob("run-*-*"):
+        try:
+            pid = int(d.name.split("-")[1])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not results.pid_alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def run_cell(spec: RunSpec, inputs: list[tuple[str, str, str]], *blobs: bytes) -> tuple:
     """A Ray task: runs ``spec`` with its input files ``inputs`` ((field, sha256, the
     driver's path), the contents in ``blobs``) written on this node; errors name the
@@ -413,7 +425,8 @@ def run_cell(spec: RunSpec, inputs: list[tuple[str, str, str]], *blobs: bytes) -
         for (f, sha, path), data in zip(inputs, blobs):
             changes[f] = _materialize(root, sha, Path(path).name, data)
         root.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix="run-", dir=root))
+        _remove_dead_scratch(root)
+        work = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=root))
         spec = replace(spec, **changes, out_dir=str(work / "run"), progress=False,
                        cache_dir=str(root / "video-cache"))  # fmt: skip
         t0 = time.perf_counter()

@@ -159,7 +159,8 @@ def temp_path(path: str | os.PathLike[str]) -> Path:
     return p.with_name(f".{p.name}.tmp{os.getpid()}")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` (of this machine) still runs: the owner of a temporary file."""
     if pid == os.getpid():
         return True
     try:
@@ -181,7 +182,7 @@ def clean_stale_temps(run_dir: str | os.PathLike[str]) -> list[Path]:
         return removed
     for f in entries:
         m = _TMP_RE.match(f.name)
-        if m and f.is_file() and not _pid_alive(int(m["pid"])):
+        if m and f.is_file() and not pid_alive(int(m["pid"])):
             f.unlink(missing_ok=True)
             removed.append(f)
     return removed
