@@ -183,12 +183,11 @@ class LiveSession:
     extension: sender, relay and receiver on loopback UDP) instead of simulating it. Its own
     files for the result: ``live.json`` (the live counters), and for x264 runs
     ``received.264`` (what the receiver reassembled from RTP). With ``forward_rtp``,
-    ``stream.sdp`` is written into the run directory before the run starts."""
+    ``stream.sdp`` is written into the run directory as the run starts."""
 
     def __init__(self, _core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path,
                  faults: LiveFaults, bind: str, forward_rtp: int | None) -> None:  # fmt: skip
         self.files: dict[str, Path] = {}
-        self.interrupted = False
         self.interrupt: KeyboardInterrupt | None = None  # Ctrl-C, or SIGTERM (Terminated)
         self.options = faults.options(bind)
         if json.loads(cfg_json)["encoder"]["kind"] == "x264":
@@ -205,6 +204,12 @@ class LiveSession:
             # of the result's files, which appear only when the run is written).
             (run_dir / SDP_FILE).write_text(sdp(forward_rtp, bind), encoding="utf-8")
 
+    @property
+    def interrupted(self) -> bool:
+        """The run stopped early (its records are partial; :func:`sluice.runner.simulate`
+        does not score them)."""
+        return self.interrupt is not None
+
     def resolved_config_json(self) -> str:
         return str(self.live.resolved_config_json())
 
@@ -213,7 +218,7 @@ class LiveSession:
             _progress(self.live, spec.scheme)
         except KeyboardInterrupt as e:  # stop, and still write what the run has
             self.live.stop()
-            self.interrupted, self.interrupt = True, e
+            self.interrupt = e
         frames, skips, samples, summary, stats_json = self.live.finish()
         if self.interrupted:
             # The records end at the stop; the summary's rates still count the planned
@@ -261,6 +266,6 @@ def run_live(
         return sessions[-1]
 
     out = simulate(spec, session).write()
-    if sessions and sessions[0].interrupt is not None:
+    if sessions and sessions[0].interrupted:
         raise sessions[0].interrupt  # Ctrl-C: exit 130; SIGTERM (Terminated): 143
     return out
