@@ -99,6 +99,13 @@ def is_done(cell: Cell, require_sha: str | None = None) -> bool:
         return False
     try:
         saved = json.loads((d / SPEC_FILE).read_text(encoding="utf-8"))
+        failed = json.loads((d / results.SUMMARY_FILE).read_text(encoding="utf-8")).get(
+            results.QUALITY_ERROR_KEY
+        )
+        if failed and saved == spec_key(cell.spec):
+            print(f"warning: {d}: its quality scoring failed ({failed}); it runs again",
+                  file=sys.stderr)  # fmt: skip
+            return False
         if require_sha is not None:
             header = results.read_header(d)
             if header.get("git_sha") != require_sha or header.get("git_dirty") is not False:

@@ -250,6 +250,8 @@ class RunOutput:
         (:func:`sluice.results.write_run`: ``run.jsonl``, ``summary.json``, ``files``, the
         manifest). Raises :class:`SluiceError` after writing if quality scoring failed."""
         header = results.make_header(**self.header)
+        if self.quality_error:  # said in the result too, so that a matrix runs it again
+            self.summary = {**self.summary, results.QUALITY_ERROR_KEY: self.quality_error}
         try:
             out = results.write_run(
                 run_dir or self.run_dir, header, self.frames, self.samples, self.summary,

@@ -306,6 +306,27 @@ def test_resume_runs_a_damaged_cell_again(tmp_path, capsys):
     assert experiments.todo_cells([cell]) == [cell]
 
 
+def test_resume_runs_a_cell_whose_quality_scoring_failed_again(tmp_path, capsys):
+    from sluice.runner import RunOutput
+
+    spec = RunSpec(out_dir=str(tmp_path / "cell"))
+    cell = experiments.Cell(spec=spec, scheme="webrtc")
+    header = {"seed": 1, "scheme": "x", "config": {"seed": 1}, "trace": None,
+              "uplink_trace": None}  # fmt: skip
+    failed = RunOutput(cell.run_dir, header, [], [], {"seed": 1}, [], [],
+                       quality_error="ffmpeg quality scoring failed: killed")  # fmt: skip
+    with pytest.raises(SluiceError, match="without quality scores: ffmpeg"):
+        failed.write()
+    (cell.run_dir / experiments.SPEC_FILE).write_text(json.dumps(experiments.spec_key(spec)))
+    assert results.is_complete(cell.run_dir)  # the run is kept, and says what failed
+    summary = json.loads((cell.run_dir / results.SUMMARY_FILE).read_text())
+    assert summary[results.QUALITY_ERROR_KEY] == "ffmpeg quality scoring failed: killed"
+    assert not experiments.is_done(cell)
+    assert "its quality scoring failed" in capsys.readouterr().err
+    RunOutput(cell.run_dir, header, [], [], {"seed": 1}, [], []).write()
+    assert experiments.is_done(cell)
+
+
 def test_a_run_directory_written_before_manifests_is_read(tmp_path):
     d = tmp_path / "old"
     _write(d, 1)
