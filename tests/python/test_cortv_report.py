@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sluice import analysis
 from sluice.analysis import cortv
 
 PLAN = """
@@ -58,7 +59,7 @@ def test_report_from_a_tiny_matrix(sluice, tmp_path):
     row = next(line for line in md.splitlines() if line.startswith("| `co-rtv` | 1 |"))
     assert float(row.split("|")[9]) > 0
     # The analysis block is kept byte for byte.
-    text = md.replace(cortv.ANALYSIS_PLACEHOLDER, "\nMy analysis.\n")
+    text = md.replace(analysis.ANALYSIS_PLACEHOLDER, "\nMy analysis.\n")
     (out / "cortv.md").write_text(text)
     assert cortv.main([str(results / "cortv-tiny"), "--report-dir", str(out)]) == 0
     assert "\nMy analysis.\n" in Path(out / "cortv.md").read_text()

@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +143,19 @@ def existing_analysis(path: Path) -> str:
     if i < 0 or j < i:
         return ANALYSIS_PLACEHOLDER
     return text[i + len(ANALYSIS_OPEN) : j]
+
+
+#: Where a report's hand-written analysis goes among its lines (:func:`write_markdown`).
+ANALYSIS_SLOT = ANALYSIS_OPEN + "\0" + ANALYSIS_CLOSE + "\n"
+
+
+def write_markdown(md_path: Path, lines: Sequence[str], analysis: str) -> Path:
+    """Writes a report's ``lines`` to ``md_path`` (runs of blank lines folded into one, a
+    newline at the end), with ``analysis`` (:func:`existing_analysis`) at
+    :data:`ANALYSIS_SLOT`; returns ``md_path``."""
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip() + "\n"
+    md_path.write_text(text.replace("\0", analysis, 1), encoding="utf-8")
+    return md_path
 
 
 def relative_to_cwd(path: str | os.PathLike[str]) -> str:

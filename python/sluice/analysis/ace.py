@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -36,8 +35,7 @@ from ..metrics import BURST_RATE_FACTOR, frame_burst
 from ..plots import no_data, ordered, plt, save
 from ..results import Run
 from . import (
-    ANALYSIS_CLOSE,
-    ANALYSIS_OPEN,
+    ANALYSIS_SLOT,
     Results,
     existing_analysis,
     fmt,
@@ -49,6 +47,7 @@ from . import (
     relative_to_cwd,
     signed,
     signed_pct,
+    write_markdown,
 )
 
 PROG = "python -m sluice.analysis.ace"
@@ -500,7 +499,7 @@ def write_report(res: Results, report_dir: str | os.PathLike[str], *,
     L.append("")
     L.append("## Analysis\n")
     analysis = existing_analysis(md_path)  # kept byte for byte
-    L.append(ANALYSIS_OPEN + "\0" + ANALYSIS_CLOSE + "\n")
+    L.append(ANALYSIS_SLOT)
 
     L.append("## Latency vs quality per network type (ACE Fig. 12)\n")
     L.append("Means over the runs (traces x clips) of each network type; latency is capture to "
@@ -557,10 +556,7 @@ def write_report(res: Results, report_dir: str | os.PathLike[str], *,
         "- Fig. 17: the bottleneck queue a frame found is the last 20 ms sample at or before "
         "its first packet left.\n"
     )
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(L)).rstrip() + "\n"
-    text = text.replace("\0", analysis, 1)
-    md_path.write_text(text, encoding="utf-8")
-    return md_path
+    return write_markdown(md_path, L, analysis)
 
 
 # --- main -----------------------------------------------------------------------------------

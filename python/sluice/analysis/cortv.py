@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -30,7 +29,18 @@ import numpy as np
 from .. import plots, results
 from ..errors import SluiceError
 from ..plots import plt, save, scheme_color
-from . import fmt, load, markdown, pct, provenance, signed_pct
+from . import (
+    ANALYSIS_SLOT,
+    existing_analysis,
+    fmt,
+    load,
+    markdown,
+    pct,
+    provenance,
+    relative_to_cwd,
+    signed_pct,
+    write_markdown,
+)
 
 PROG = "python -m sluice.analysis.cortv"
 NAME = "cortv"
@@ -45,11 +55,7 @@ SWEEPS = (
     ("Bw scale", "bottleneck.bw_scale", ("co-rtv",)),
     ("alpha", "bottleneck.alpha", ("co-rtv",)),
 )
-ANALYSIS_OPEN = "<!-- analysis -->"
-ANALYSIS_CLOSE = "<!-- /analysis -->"
-ANALYSIS_PLACEHOLDER = (
-    "\n_Hand-written analysis goes here; it is kept when the report is regenerated._\n"
-)
+
 
 
 # --- per-run frame metrics ------------------------------------------------------------------
@@ -330,23 +336,6 @@ def plot_step(df: Any, out: Path, trace: str = "step-20-2") -> Path | None:
 # --- the report -----------------------------------------------------------------------------
 
 
-def existing_analysis(path: Path) -> str:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return ANALYSIS_PLACEHOLDER
-    i, j = text.find(ANALYSIS_OPEN), text.find(ANALYSIS_CLOSE)
-    if i < 0 or j < i:
-        return ANALYSIS_PLACEHOLDER
-    return text[i + len(ANALYSIS_OPEN) : j]
-
-
-def _relative(path: str | os.PathLike[str]) -> str:
-    p = Path(path).resolve()
-    cwd = Path.cwd().resolve()
-    return str(p.relative_to(cwd)) if p.is_relative_to(cwd) else str(p)
-
-
 def write_report(
     model_dir: str,
     x264_dir: str | None,
@@ -369,7 +358,7 @@ def write_report(
     md_path = out_dir / f"{NAME}.md"
     csv_path = out_dir / f"{NAME}-runs.csv"
     both = pd.concat([df, xdf]) if xdf is not None else df.copy()
-    both["run_dir"] = [_relative(d) for d in both["run_dir"]]
+    both["run_dir"] = [relative_to_cwd(d) for d in both["run_dir"]]
     both.to_csv(csv_path, index=False)
 
     # The default cells: the registered schemes (variants only where a sweep's value is the
@@ -436,7 +425,7 @@ def write_report(
     L.append("")
     L.append("## Analysis\n")
     analysis = existing_analysis(md_path)
-    L.append(ANALYSIS_OPEN + "\0" + ANALYSIS_CLOSE + "\n")
+    L.append(ANALYSIS_SLOT)
 
     L.append("## Co-RTV against the baselines (Fig. 11)\n")
     L.append(
@@ -499,10 +488,7 @@ def write_report(
         "- keyframes: encoded keyframes per run (1 = the first frame only).\n"
         "- util %: bytes delivered over the bytes the trace could carry.\n"
     )
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(L)).rstrip() + "\n"
-    text = text.replace("\0", analysis, 1)
-    md_path.write_text(text, encoding="utf-8")
-    return md_path
+    return write_markdown(md_path, L, analysis)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

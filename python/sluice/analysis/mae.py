@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -33,8 +32,7 @@ from ..errors import SluiceError
 from ..metrics import PRE_REACTION_RATIO_PATH, pre_reaction_leads
 from ..plots import no_data, plt, save, scheme_color
 from . import (
-    ANALYSIS_CLOSE,
-    ANALYSIS_OPEN,
+    ANALYSIS_SLOT,
     Results,
     existing_analysis,
     fmt,
@@ -45,6 +43,7 @@ from . import (
     provenance,
     relative_to_cwd,
     signed_pct,
+    write_markdown,
 )
 
 PROG = "python -m sluice.analysis.mae"
@@ -470,7 +469,7 @@ def write_report(
     )
     L.append("## Analysis\n")
     analysis = existing_analysis(md_path)
-    L.append(ANALYSIS_OPEN + "\0" + ANALYSIS_CLOSE + "\n")
+    L.append(ANALYSIS_SLOT)
 
     L.append("## The comparison on x264 (MAE §6.2, Fig. 17-19)\n")
     if len(x264):
@@ -606,10 +605,7 @@ def write_report(
         "- adapted: frames encoded with the tight VBV over encoded frames.\n"
         "- Δ: ratio of means minus one against `x264-gcc100` over the same cells.\n"
     )
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(L)).rstrip() + "\n"
-    text = text.replace("\0", analysis, 1)
-    md_path.write_text(text, encoding="utf-8")
-    return md_path
+    return write_markdown(md_path, L, analysis)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

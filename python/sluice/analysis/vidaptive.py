@@ -26,7 +26,6 @@ import argparse
 import json
 import math
 import os
-import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -40,8 +39,7 @@ from ..errors import SluiceError
 from ..plots import no_data, plt, save, scheme_color
 from ..results import Run
 from . import (
-    ANALYSIS_CLOSE,
-    ANALYSIS_OPEN,
+    ANALYSIS_SLOT,
     Results,
     existing_analysis,
     fmt,
@@ -51,6 +49,7 @@ from . import (
     provenance,
     relative_to_cwd,
     signed_pct,
+    write_markdown,
 )
 
 PROG = "python -m sluice.analysis.vidaptive"
@@ -589,7 +588,7 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
 
     L.append("## Analysis\n")
     analysis = existing_analysis(md_path)
-    L.append(ANALYSIS_OPEN + "\0" + ANALYSIS_CLOSE + "\n")
+    L.append(ANALYSIS_SLOT)
 
     L.append("## Cellular traces, model encoder (§5.2, Fig. 7-8)\n")
     L.append("Latency over every capture slot (Salsify's rule); P50/P95/mean pool the slots "
@@ -682,10 +681,7 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
         "the viewer saw (a slot not displayed shows the last displayed frame), SSIM in dB "
         "as Salsify reports it, -10 log10(1 - SSIM).\n"
     )
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(L)).rstrip() + "\n"
-    text = text.replace("\0", analysis, 1)
-    md_path.write_text(text, encoding="utf-8")
-    return md_path
+    return write_markdown(md_path, L, analysis)
 
 
 # --- main -----------------------------------------------------------------------------------
