@@ -76,6 +76,15 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen:
     )  # fmt: skip
 
 
+def _busy_workers(proc: subprocess.Popen) -> list[int]:
+    """The two pool workers of ``proc``, once both are simulating (past 1.5 s of CPU)."""
+    _wait_for(lambda: sum(_cpu_s(c) > 1.5 for c in _children(proc.pid)) >= 2
+              or proc.poll() is not None, 90, "two workers simulating")  # fmt: skip
+    workers = [c for c in _children(proc.pid) if _cpu_s(c) > 1.5]
+    assert len(workers) == 2 and proc.poll() is None
+    return workers
+
+
 def _simulating(proc: subprocess.Popen) -> bool:
     # Startup (imports, config) takes well under a second of CPU; past 1.5 s it simulates.
     return _cpu_s(proc.pid) > 1.5 or proc.poll() is not None
@@ -108,8 +117,7 @@ def test_sigint_stops_compare_and_its_workers(tmp_path):
     proc = _start(["compare", "--schemes", "webrtc,webrtc-b", "--trace", str(trace), "--duration",
                    LONG_S, "--jobs", "2", "--out", "c"], tmp_path)  # fmt: skip
     try:
-        _wait_for(lambda: sum(_cpu_s(c) > 1.5 for c in _children(proc.pid)) >= 2
-                  or proc.poll() is not None, 90, "two workers simulating")  # fmt: skip
+        _busy_workers(proc)
         workers = _children(proc.pid)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
@@ -138,10 +146,7 @@ def test_sigkill_of_a_matrix_parent_leaves_no_worker(tmp_path):
     )
     proc = _start(["matrix", str(plan), "--jobs", "2", "--results", "res"], tmp_path)
     try:
-        _wait_for(lambda: sum(_cpu_s(c) > 1.5 for c in _children(proc.pid)) >= 2
-                  or proc.poll() is not None, 90, "two workers simulating")  # fmt: skip
-        workers = [c for c in _children(proc.pid) if _cpu_s(c) > 1.5]
-        assert len(workers) == 2 and proc.poll() is None
+        workers = _busy_workers(proc)
         proc.kill()
         proc.wait()
         t0 = time.monotonic()
@@ -181,10 +186,7 @@ def test_a_killed_pool_worker_is_retried_and_the_matrix_goes_on(tmp_path):
     )
     proc = _start(["matrix", str(plan), "--jobs", "2", "--results", "res"], tmp_path)
     try:
-        _wait_for(lambda: sum(_cpu_s(c) > 1.5 for c in _children(proc.pid)) >= 2
-                  or proc.poll() is not None, 90, "two workers simulating")  # fmt: skip
-        workers = [c for c in _children(proc.pid) if _cpu_s(c) > 1.5]
-        assert len(workers) == 2 and proc.poll() is None
+        workers = _busy_workers(proc)
         os.kill(workers[0], signal.SIGKILL)  # the run it had goes again
         out, err = proc.communicate(timeout=300)
     finally:
