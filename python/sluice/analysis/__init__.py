@@ -158,6 +158,13 @@ def write_markdown(md_path: Path, lines: Sequence[str], analysis: str) -> Path:
     return md_path
 
 
+def figure(path: str | os.PathLike[str], caption: str, out_dir: Path, note: str = "") -> str:
+    """A report's figure: the image (linked relative to the report's directory ``out_dir``)
+    and its caption (with ``note`` after it), as a markdown paragraph."""
+    rel = os.path.relpath(path, out_dir)
+    return f"![{caption}]({rel})\n\n_{caption}{'. ' + note if note else ''}._\n\n"
+
+
 def relative_to_cwd(path: str | os.PathLike[str]) -> str:
     """``path`` relative to the working directory when it is inside it."""
     p = Path(path).resolve()

@@ -38,6 +38,7 @@ from . import (
     ANALYSIS_SLOT,
     Results,
     existing_analysis,
+    figure,
     fmt,
     load,
     markdown,
@@ -479,9 +480,7 @@ def write_report(res: Results, report_dir: str | os.PathLike[str], *,
     def fig(key: str) -> str:
         if key not in figs:
             return ""
-        path, caption, note = figs[key]
-        rel = os.path.relpath(path, out_dir)
-        return f"![{caption}]({rel})\n\n_{caption}{'. ' + note if note else ''}._\n\n"
+        return figure(*figs[key][:2], out_dir, figs[key][2])
 
     L: list[str] = []
     L.append(f"# ACE (SIGCOMM '25) in Sluice{f' ({name})' if name != ACE else ''}\n")

@@ -32,6 +32,7 @@ from ..plots import plt, save, scheme_color
 from . import (
     ANALYSIS_SLOT,
     existing_analysis,
+    figure,
     fmt,
     load,
     markdown,
@@ -390,8 +391,7 @@ def write_report(
     def fig(key: str) -> str:
         if key not in figs:
             return ""
-        path, caption = figs[key]
-        return f"![{caption}]({os.path.relpath(path, out_dir)})\n\n_{caption}._\n\n"
+        return figure(*figs[key], out_dir)
 
     L: list[str] = ["# Co-RTV (Zhang et al.) in Sluice\n"]
     L.append(

@@ -35,6 +35,7 @@ from . import (
     ANALYSIS_SLOT,
     Results,
     existing_analysis,
+    figure,
     fmt,
     load,
     markdown,
@@ -448,8 +449,7 @@ def write_report(
     def fig(key: str) -> str:
         if key not in figs:
             return ""
-        path, caption = figs[key]
-        return f"![{caption}]({os.path.relpath(path, out_dir)})\n\n_{caption}._\n\n"
+        return figure(*figs[key], out_dir)
 
     L: list[str] = ["# MAE (NSDI '26) in Sluice\n"]
     L.append(

@@ -42,6 +42,7 @@ from . import (
     ANALYSIS_SLOT,
     Results,
     existing_analysis,
+    figure,
     fmt,
     load,
     markdown,
@@ -514,7 +515,7 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
     figs: dict[str, str] = {}
 
     def fig(key: str, path: Path, caption: str) -> None:
-        figs[key] = f"![{caption}]({os.path.relpath(path, out_dir)})\n\n_{caption}._\n"
+        figs[key] = figure(path, caption, out_dir)
 
     fig("cdf", plot_cdf(cell, [*MAIN, "vidaptive-no-pause"], img / "vidaptive-latency-cdf.png",
                         "Cellular traces, model encoder: all capture slots of all runs pooled"),
