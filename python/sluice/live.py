@@ -42,6 +42,7 @@ class LiveFaults:
     feedback_blackout_s: tuple[float, float] | None = None  # relay drops all feedback
     garbage: float = 0.0  # probability of a malformed datagram after each forwarded one
     restart_receiver_at_s: float | None = None  # the receiver restarts (state lost)
+    restart_sender_at_s: float | None = None  # the sender restarts: a new stream
 
     def options(self, bind: str) -> dict[str, Any]:
         return {
@@ -54,6 +55,7 @@ class LiveFaults:
             else None,
             "garbage": self.garbage,
             "restart_receiver_at_s": self.restart_receiver_at_s,
+            "restart_sender_at_s": self.restart_sender_at_s,
         }
 
 
@@ -122,14 +124,20 @@ def add_live_options(p: argparse.ArgumentParser) -> None:
         "--restart-receiver-at", type=float, default=None, metavar="S",
         help="restart the receiver (its state lost) at this time in seconds",
     )  # fmt: skip
+    g.add_argument(
+        "--restart-sender-at", type=float, default=None, metavar="S",
+        help="restart the sender at this time in seconds: its state is lost and a fresh one "
+        "(new encoder, congestion control, pacer, SSRCs) goes on with a keyframe",
+    )  # fmt: skip
 
 
 def faults_from_args(args: argparse.Namespace) -> LiveFaults:
     if not (math.isfinite(args.reorder_ms) and args.reorder_ms >= 0):
         raise SluiceError(f"--reorder-ms must be >= 0, got {args.reorder_ms}")
-    at = args.restart_receiver_at
-    if at is not None and not (math.isfinite(at) and at >= 0):
-        raise SluiceError(f"--restart-receiver-at must be >= 0 s, got {at}")
+    for flag, at in (("--restart-receiver-at", args.restart_receiver_at),
+                     ("--restart-sender-at", args.restart_sender_at)):  # fmt: skip
+        if at is not None and not (math.isfinite(at) and at >= 0):
+            raise SluiceError(f"{flag} must be >= 0 s, got {at}")
     return LiveFaults(
         duplicate=args.duplicate,
         reorder=args.reorder,
@@ -137,6 +145,7 @@ def faults_from_args(args: argparse.Namespace) -> LiveFaults:
         feedback_blackout_s=args.feedback_blackout,
         garbage=args.garbage,
         restart_receiver_at_s=args.restart_receiver_at,
+        restart_sender_at_s=args.restart_sender_at,
     )
 
 
@@ -258,6 +267,11 @@ def run_live(
         if resolve_encoder(spec) != "x264":
             raise SluiceError("--forward-rtp needs x264 (--video): the model encoder has no "
                               "bitstream to play")  # fmt: skip
+    if (faults.restart_sender_at_s is not None and resolve_encoder(spec) == "x264"
+            and spec.quality != "none"):  # fmt: skip
+        raise SluiceError("--restart-sender-at with x264 needs --quality none: the restarted "
+                          "encoder's frames are not in stream.264, so the run cannot be "
+                          "scored")  # fmt: skip
     sessions: list[LiveSession] = []
 
     def session(_core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path) -> LiveSession:

@@ -108,6 +108,42 @@ def test_live_x264_run_is_scored_like_a_simulated_one(tmp_path):
     assert decoded == summary["frames_displayed"]
 
 
+def test_a_restarted_sender_starts_a_new_stream_that_the_receiver_and_ffmpeg_follow(
+    tmp_path, capsys
+):
+    out = tmp_path / "restart"
+    clip = Path(__file__).resolve().parents[2] / "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
+    args = ["live", "run", "--scheme", "webrtc-x264", "--video", str(clip), "--width", "320",
+            "--trace", "gen:constant:6", "--duration", "4", "--queue-bytes", "100000",
+            "--restart-sender-at", "1.5", "--out", str(out)]  # fmt: skip
+    # Scoring needs the sender's whole stream.264, which the restarted encoder does not extend.
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--quality none" in err[0], err
+    assert main([*args, "--quality", "none", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    live = json.loads((out / "live.json").read_text())
+    assert (live["sender_restarts"], live["receiver_new_streams"]) == (1, 1), live
+    assert live["receiver_malformed"] == 0
+    run = results.load_run(out)
+    after = run.frames[run.frames["capture_us"] >= 1_500_000]
+    assert bool(after["is_keyframe"].iloc[0]), "the new stream starts with a keyframe"
+    assert int(after["displayed_us"].notna().sum()) >= 40  # of 75 slots in 2.5 s
+    assert run.frames["frame_id"].is_unique and run.frames["source_index"].is_monotonic_increasing
+    # The receiver's stream runs on across the restart: ffmpeg decodes all of it, the old
+    # stream's frames and the new one's, without an error.
+    import imageio_ffmpeg
+
+    ffmpeg = imageio_ffmpeg.get_ffmpeg_exe()
+    r = subprocess.run([ffmpeg, "-v", "error", "-i", str(out / "received.264"), "-f", "null", "-"],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0 and r.stderr.strip() == "", r.stderr
+    probe = subprocess.run([ffmpeg, "-i", str(out / "received.264"), "-f", "null", "-"],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    decoded = int(re.findall(r"frame=\s*(\d+)", probe.stderr)[-1])
+    assert decoded == summary["frames_displayed"]
+
+
 def _free_udp_port() -> int:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(("127.0.0.1", 0))

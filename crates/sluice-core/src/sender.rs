@@ -256,6 +256,20 @@ struct InPacer {
     head_at: Option<Timestamp>,
 }
 
+/// Where a sender's capture clock and frame numbering stand. A restarted sending process
+/// (live mode's sender-restart fault) starts with fresh state but keeps the camera's clock
+/// and numbers its frames after the ones it sent before ([`Sender::continue_timeline`]), so
+/// that the records of both lifetimes stay apart and line up with the source.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Timeline {
+    /// Capture time of source index 0.
+    pub start: Timestamp,
+    /// The next source index to capture.
+    pub next_slot: u64,
+    pub next_frame_id: u64,
+    pub capture_until: Timestamp,
+}
+
 pub struct Sender {
     config: SenderConfig,
     cc: Box<dyn CongestionController>,
@@ -365,6 +379,32 @@ impl Sender {
         s.sync_controller_outputs(now);
         s.pacer.set_capture_schedule(s.next_capture_time(), s.frame_interval());
         s
+    }
+
+    /// Where this sender's capture clock and frame numbering stand.
+    pub fn timeline(&self) -> Timeline {
+        Timeline {
+            start: self.start,
+            next_slot: self.next_slot,
+            next_frame_id: self.next_frame_id,
+            capture_until: self.config.capture_until,
+        }
+    }
+
+    /// Continues `t` (a fresh sender replacing one that stopped, at `now`): the next capture
+    /// is the first slot of `t`'s clock at or after `now`, and frame ids go on from `t`'s.
+    /// Call it on a sender that has not captured yet.
+    pub fn continue_timeline(&mut self, t: Timeline, now: Timestamp) {
+        self.start = t.start;
+        self.config.capture_until = t.capture_until;
+        self.next_frame_id = self.next_frame_id.max(t.next_frame_id);
+        let elapsed_slots = ((now - t.start).as_secs_f64() * self.config.fps).floor().max(0.0);
+        let mut slot = t.next_slot.max((elapsed_slots as u64).saturating_sub(1));
+        while self.capture_time_of(slot) < now {
+            slot += 1;
+        }
+        self.next_slot = slot;
+        self.pacer.set_capture_schedule(self.next_capture_time(), self.frame_interval());
     }
 
     fn capture_time_of(&self, slot: u64) -> Timestamp {
@@ -1118,6 +1158,55 @@ mod tests {
             feedback: feedback.clone(),
         };
         (cc, feedback)
+    }
+
+    #[test]
+    fn a_fresh_sender_continues_a_stopped_ones_timeline() {
+        let (cc, _) = fixed(4, None);
+        let mut first = Pair::new(sender(cc, Scripted::default(), 5.0), 20);
+        first.run_until(Timestamp::from_ms(500), None);
+        let mut t = first.tx.timeline();
+        assert_eq!(t.next_slot, 16, "slots 0..=15 captured by 500 ms at 30 fps");
+        t.capture_until = Timestamp::from_ms(800);
+        // The replacement starts at 510 ms with fresh state, and an encoder that has not
+        // seen a frame.
+        let now = Timestamp::from_ms(510);
+        let (cc, _) = fixed(4, None);
+        let model = ModelEncoderConfig { width: 640, height: 360, ..Default::default() };
+        let mut fresh = Sender::new(
+            SenderConfig { capture_until: Timestamp::from_ms(900), ..Default::default() },
+            Box::new(cc),
+            Box::new(LeakyBucketPacer::new(LeakyBucketConfig::default(), now)),
+            Box::new(InlineEncoder::new(Box::new(ModelEncoder::new(model, 30.0)))),
+            Box::new(Scripted::default()),
+            now,
+        );
+        fresh.continue_timeline(t, now);
+        let mut second = Pair::new(fresh, 20);
+        second.run_until(Timestamp::from_ms(2000), None);
+        let encoded: Vec<(u64, u64, Timestamp, bool)> = second
+            .sender_events
+            .iter()
+            .filter_map(|e| match e {
+                SenderEvent::FrameEncoded {
+                    frame_id,
+                    source_index,
+                    capture_time,
+                    is_keyframe,
+                    ..
+                } => Some((*frame_id, *source_index, *capture_time, *is_keyframe)),
+                _ => None,
+            })
+            .collect();
+        // Slot 16 (533 ms) is the first at or after 510 ms; ids go on from the first
+        // sender's; the fresh encoder starts with a keyframe; capture stops at the
+        // timeline's end (800 ms, not the fresh config's 900 ms): slot 23 (766.7 ms) is
+        // the last.
+        let (id, slot, capture, key) = encoded[0];
+        assert_eq!((id, slot, key), (t.next_frame_id, 16, true));
+        assert_eq!(capture, Timestamp::from_us(533_333));
+        assert_eq!(encoded.last().unwrap().1, 23);
+        assert_eq!(second.displayed.first(), Some(&16));
     }
 
     #[test]

@@ -86,7 +86,16 @@ pub struct SenderEndpoint {
     outbox: VecDeque<Vec<u8>>,
     /// Payloads of encoded frames (H.264 with x264), by frame id: packets carry their share.
     payloads: Option<Box<dyn PayloadSource>>,
+    /// Builds a fresh sender (a restart of the sending process), if restarts are wanted.
+    fresh: Option<FreshSender>,
+    restart_at: Option<Timestamp>,
+    pub restarts: u64,
+    /// Why a restart failed (the fresh sender could not be built).
+    restart_failure: Option<String>,
 }
+
+/// Builds the sender a restarted sending process starts with, at `now`.
+pub type FreshSender = Box<dyn FnMut(Timestamp) -> Result<Sender, String> + Send>;
 
 /// Where the bytes of an encoded frame come from (the model encoder has none: its packets
 /// carry zeros).
@@ -177,6 +186,44 @@ impl SenderEndpoint {
             transmitted: 0,
             outbox: VecDeque::new(),
             payloads: None,
+            fresh: None,
+            restart_at: None,
+            restarts: 0,
+            restart_failure: None,
+        }
+    }
+
+    /// Restarts the sender at `at` (fault injection): its state is lost (pacer queue, frames
+    /// being encoded, congestion control, sequence numbers) and a fresh sender from `fresh`
+    /// goes on with a new stream (new SSRCs, numbers from 0) and a keyframe. It keeps the
+    /// capture clock and numbers its frames after the old ones ([`Sender::continue_timeline`]),
+    /// so that the run's records of both lives stay apart.
+    pub fn restart_at(&mut self, at: Timestamp, fresh: FreshSender) {
+        self.restart_at = Some(at);
+        self.fresh = Some(fresh);
+    }
+
+    /// Why the sender cannot go on: its state machine's failure, or a restart that failed.
+    pub fn failure(&self) -> Option<&str> {
+        self.restart_failure.as_deref().or_else(|| self.sender.failure())
+    }
+
+    fn restart(&mut self, now: Timestamp) {
+        self.restart_at = None;
+        let Some(mut fresh) = self.fresh.take() else { return };
+        self.drain_events();
+        let timeline = self.sender.timeline();
+        match fresh(now) {
+            Ok(mut sender) => {
+                sender.continue_timeline(timeline, now);
+                self.sender = sender;
+                self.restarts += 1;
+                self.sent = SentNumbers { stream: self.sent.stream + 1, ..SentNumbers::default() };
+                self.padding_seq = 0;
+                self.outbox.clear();
+                self.drain_events();
+            }
+            Err(why) => self.restart_failure = Some(format!("restarting the sender: {why}")),
         }
     }
 
@@ -250,14 +297,14 @@ impl SenderEndpoint {
         let rtp_ts = self.rtp_ts.get(&p.frame_id).copied().unwrap_or(0);
         if p.kind == PacketKind::Padding {
             self.padding_seq = self.padding_seq.wrapping_add(1);
-            return wire::write_media(p, rtp_ts, self.padding_seq, None);
+            return wire::write_media(p, self.sent.stream, rtp_ts, self.padding_seq, None);
         }
         let payload = self.payloads.as_mut().and_then(|s| {
             let header = (p.size - UDP_IP_OVERHEAD).as_bytes() as usize;
             let size = header.saturating_sub(wire_header_len(p));
             s.payload(p.frame_id, p.packet_index, p.packet_count, size)
         });
-        wire::write_media(p, rtp_ts, 0, payload.as_deref())
+        wire::write_media(p, self.sent.stream, rtp_ts, 0, payload.as_deref())
     }
 }
 
@@ -289,6 +336,9 @@ impl Endpoint for SenderEndpoint {
     }
 
     fn handle_timeout(&mut self, now: Timestamp) {
+        if self.restart_at.is_some_and(|t| t <= now) {
+            self.restart(now);
+        }
         if self.sender.poll_timeout() <= now {
             self.sender.handle_timeout(now);
         }
@@ -328,7 +378,8 @@ impl Endpoint for SenderEndpoint {
         } else {
             Timestamp::INFINITY
         };
-        self.sender.poll_timeout().min(sample)
+        let restart = self.restart_at.unwrap_or(Timestamp::INFINITY);
+        self.sender.poll_timeout().min(sample).min(restart)
     }
 
     fn malformed(&self) -> u64 {
@@ -344,16 +395,22 @@ pub trait MediaSink: Send {
 /// The receiver end.
 pub struct ReceiverEndpoint {
     receiver: Receiver,
-    /// Builds a fresh receiver (a restart of the receiving process), if restarts are wanted.
+    /// Builds a fresh receiver: for a restart of the receiving process, and for a new stream
+    /// (the sender restarted).
     fresh: Option<Box<dyn Fn(Timestamp) -> Receiver + Send>>,
     restart_at: Option<Timestamp>,
     pub restarts: u64,
+    /// New streams received (the sender restarted), and packets of an old stream refused.
+    pub new_streams: u64,
+    pub stale_packets: u64,
     /// After a restart, transport sequence numbers are handed to the fresh state machine
     /// relative to the first one it sees (the core's receiver reports from 0 on, as a
     /// receiver that starts mid-stream reports from its first packet), and feedback adds it
     /// back. `None` until the first packet after a restart.
     transport_base: Option<u64>,
     restarted: bool,
+    /// Restarted: a keyframe request goes out with the first packet's stream.
+    pli_pending: bool,
     outbox: VecDeque<Vec<u8>>,
     reader: MediaReader,
     pub events: Vec<ReceiverEvent>,
@@ -378,8 +435,11 @@ impl ReceiverEndpoint {
             fresh: None,
             restart_at: None,
             restarts: 0,
+            new_streams: 0,
+            stale_packets: 0,
             transport_base: None,
             restarted: false,
+            pli_pending: false,
             outbox: VecDeque::new(),
             reader: MediaReader::default(),
             events: Vec::new(),
@@ -444,6 +504,26 @@ impl ReceiverEndpoint {
         self.fresh = Some(fresh);
     }
 
+    /// How to build a fresh receiver when a new stream starts (the sender restarted): a
+    /// receiver drops the old stream's state and receives the new one from its first
+    /// packet, as for a new SSRC. Without it the old state goes on.
+    pub fn fresh_on_new_stream(&mut self, fresh: Box<dyn Fn(Timestamp) -> Receiver + Send>) {
+        self.fresh = Some(fresh);
+    }
+
+    /// The sender started a new stream at `now`.
+    fn on_new_stream(&mut self, now: Timestamp) {
+        self.new_streams += 1;
+        if let Some(fresh) = self.fresh.take() {
+            self.drain_events();
+            self.receiver = fresh(now);
+            self.fresh = Some(fresh);
+            // The new stream numbers from 0, as the fresh state machine expects.
+            self.restarted = false;
+            self.transport_base = None;
+        }
+    }
+
     pub fn set_sink(&mut self, sink: Box<dyn MediaSink>) {
         self.sink = Some(sink);
     }
@@ -466,8 +546,20 @@ impl Endpoint for ReceiverEndpoint {
             self.malformed += 1;
             return;
         }
+        let stream = self.reader.stream();
         match self.reader.read(bytes, now) {
             Ok(m) => {
+                if stream.is_some_and(|s| m.stream > s) {
+                    self.on_new_stream(now);
+                }
+                if std::mem::take(&mut self.pli_pending) {
+                    // A restarted receiver cannot decode the stream it joins: it asks the
+                    // stream's sender for a keyframe.
+                    let pli = sluice_core::packet::Feedback::KeyframeRequest { flow: 0 };
+                    if let Ok(b) = wire::write_feedback(&pli, m.stream) {
+                        self.outbox.push_back(b);
+                    }
+                }
                 self.media_packets += 1;
                 if let Some(s) = self.sink.as_mut() {
                     s.on_media(&m);
@@ -486,6 +578,7 @@ impl Endpoint for ReceiverEndpoint {
                 }
                 self.receiver.handle_datagram(Datagram::Media(p), now);
             }
+            Err(WireError::StaleStream) => self.stale_packets += 1,
             Err(_) => self.malformed += 1,
         }
         self.drain_events();
@@ -497,14 +590,12 @@ impl Endpoint for ReceiverEndpoint {
             if let Some(fresh) = self.fresh.take() {
                 self.drain_events();
                 self.receiver = fresh(now);
+                self.fresh = Some(fresh);
                 self.reader.reset();
                 self.restarts += 1;
                 self.restarted = true;
                 self.transport_base = None;
-                let pli = sluice_core::packet::Feedback::KeyframeRequest { flow: 0 };
-                if let Ok(b) = wire::write_feedback(&pli) {
-                    self.outbox.push_back(b);
-                }
+                self.pli_pending = true;
             }
         }
         if self.receiver.poll_timeout() <= now {
@@ -529,7 +620,7 @@ impl Endpoint for ReceiverEndpoint {
                     r.transport_seq += base;
                 }
             }
-            if let Ok(b) = wire::write_feedback(&f) {
+            if let Ok(b) = wire::write_feedback(&f, self.reader.stream().unwrap_or(0)) {
                 return Some((Role::Sender, b));
             }
         }
@@ -773,7 +864,7 @@ impl Endpoint for RelayEndpoint {
             return self.held.pop_front().map(|(_, b)| (Role::Receiver, b));
         }
         if let Some(Datagram::Feedback(r)) = self.downlink.poll_report() {
-            if let Ok(b) = wire::write_feedback(&r) {
+            if let Ok(b) = wire::write_feedback(&r, self.reader.stream().unwrap_or(0)) {
                 self.reports_sent += 1;
                 return Some((Role::Sender, b));
             }

@@ -26,6 +26,10 @@ pub struct LiveOptions {
     pub faults: Faults,
     /// Restart the receiver at this time (its state is lost; it asks for a keyframe).
     pub restart_receiver_at: Option<Timestamp>,
+    /// Restart the sender at this time (its state is lost; a fresh one, with an encoder from
+    /// `encoder_factory`, starts a new stream).
+    pub restart_sender_at: Option<Timestamp>,
+    pub encoder_factory: Option<EncoderFactory>,
     /// The encoded frames' bitstreams (x264): put on the wire instead of zeros, and the
     /// receiver's displayed frames written to `received_stream`.
     pub frames: Option<crate::endpoint::FrameStore>,
@@ -40,10 +44,22 @@ impl Default for LiveOptions {
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             faults: Faults::default(),
             restart_receiver_at: None,
+            restart_sender_at: None,
+            encoder_factory: None,
             frames: None,
             received_stream: None,
             forward_rtp: None,
         }
+    }
+}
+
+/// Opens a fresh encoder of the run (for a restarted sender).
+#[derive(Clone)]
+pub struct EncoderFactory(pub Arc<dyn Fn() -> Result<Box<dyn Encoder>, String> + Send + Sync>);
+
+impl std::fmt::Debug for EncoderFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EncoderFactory")
     }
 }
 
@@ -66,6 +82,11 @@ pub struct LiveStats {
     pub relay_reports_sent: u64,
     pub sender_reports_received: u64,
     pub receiver_restarts: u64,
+    pub sender_restarts: u64,
+    /// New streams the receiver saw (sender restarts), and packets of an old stream it
+    /// refused.
+    pub receiver_new_streams: u64,
+    pub receiver_stale_packets: u64,
     /// Bytes of the received stream written, and displayed frames missing from it.
     pub received_stream_bytes: u64,
     pub received_stream_gaps: u64,
@@ -163,6 +184,9 @@ impl LiveRun {
         let wake = Arc::new(Notify::new());
         let link_snapshot: Arc<Mutex<LinkSnapshot>> = Arc::default();
 
+        if options.restart_sender_at.is_some() && options.encoder_factory.is_none() {
+            return Err(ConfigError("a sender restart needs an encoder factory".into()));
+        }
         let encoder = ThreadedEncoder::new(encoder, clock, wake.clone());
         let sender = build_sender(cfg, &scheme, Box::new(encoder), now);
         let mut sender = SenderEndpoint::new(
@@ -175,12 +199,27 @@ impl LiveRun {
         if let Some(store) = &options.frames {
             sender.set_payload_source(Box::new(store.clone()));
         }
+        if let (Some(at), Some(factory)) = (options.restart_sender_at, &options.encoder_factory) {
+            let (cfg, scheme, factory, wake) =
+                (cfg.clone(), scheme.clone(), factory.clone(), wake.clone());
+            sender.restart_at(
+                at,
+                Box::new(move |now| {
+                    let encoder = ThreadedEncoder::new((factory.0)()?, clock, wake.clone());
+                    Ok(build_sender(&cfg, &scheme, Box::new(encoder), now))
+                }),
+            );
+        }
         let mut receiver = ReceiverEndpoint::new(build_receiver(cfg, &scheme, now));
         if options.received_stream.is_some() {
             receiver.record_stream();
         }
         if options.forward_rtp.is_some() {
             receiver.forward_video();
+        }
+        {
+            let (cfg, scheme) = (cfg.clone(), scheme.clone());
+            receiver.fresh_on_new_stream(Box::new(move |now| build_receiver(&cfg, &scheme, now)));
         }
         if let Some(at) = options.restart_receiver_at {
             let (cfg, scheme) = (cfg.clone(), scheme.clone());
@@ -247,7 +286,7 @@ impl LiveRun {
         let (sender, sender_io) = join(self.sender.take(), "sender")?;
         let (relay, relay_io) = join(self.relay.take(), "relay")?;
         let (receiver, receiver_io) = join(self.receiver.take(), "receiver")?;
-        if let Some(why) = sender.sender().failure() {
+        if let Some(why) = sender.failure() {
             return Err(why.to_owned());
         }
         let stopped_early = self.stop.load(Ordering::Relaxed);
@@ -308,6 +347,9 @@ impl LiveRun {
             relay_reports_sent: relay.reports_sent,
             sender_reports_received: recorder.bottleneck_reports,
             receiver_restarts: receiver.restarts,
+            sender_restarts: sender.restarts,
+            receiver_new_streams: receiver.new_streams,
+            receiver_stale_packets: receiver.stale_packets,
             received_stream_bytes: receiver.stream.len() as u64,
             received_stream_gaps: receiver.stream_gaps,
             feedback_messages: sender.feedback_messages,

@@ -50,6 +50,30 @@ pub const SSRC_PADDING: u32 = 0x51CE_0002;
 pub const SSRC_RECEIVER: u32 = 0x51CE_0003;
 /// The relay's SSRC in its bottleneck reports.
 pub const SSRC_RELAY: u32 = 0x51CE_0004;
+/// A sender's streams: a sender that restarts starts a new stream with new SSRCs (RFC 3550
+/// §8.2), so that the relay and the receiver tell its packets from its earlier life's.
+/// Stream `n` uses the base SSRCs plus `n` times this step (stream 0: the constants above).
+pub const STREAM_SSRC_STEP: u32 = 0x10;
+/// How many restarts a sender's SSRCs can number.
+pub const MAX_STREAMS: u32 = 0x1000;
+
+/// The video SSRC of a sender's stream `n`.
+pub fn video_ssrc(stream: u32) -> u32 {
+    SSRC_VIDEO.wrapping_add(stream.wrapping_mul(STREAM_SSRC_STEP))
+}
+
+/// The padding SSRC of a sender's stream `n`.
+pub fn padding_ssrc(stream: u32) -> u32 {
+    SSRC_PADDING.wrapping_add(stream.wrapping_mul(STREAM_SSRC_STEP))
+}
+
+/// The stream number of `ssrc` if it is one of `base`'s streams.
+fn stream_of(ssrc: u32, base: u32) -> Option<u32> {
+    let d = ssrc.wrapping_sub(base);
+    (d.is_multiple_of(STREAM_SSRC_STEP) && d / STREAM_SSRC_STEP < MAX_STREAMS)
+        .then_some(d / STREAM_SSRC_STEP)
+}
+
 const EXT_TRANSPORT_SEQ: u8 = 1;
 const EXT_FRAME: u8 = 2;
 const EXT_LATEST_REENCODED: u8 = 3;
@@ -76,6 +100,8 @@ pub enum WireError {
     BadExtensions,
     MissingExtension(&'static str),
     UnknownStream,
+    /// A packet of a stream older than the newest seen (sent before its sender restarted).
+    StaleStream,
     /// A crate's parser rejected it (its message).
     Parse(String),
     /// A crate's parser panicked on it (caught).
@@ -93,6 +119,7 @@ impl std::fmt::Display for WireError {
             WireError::BadExtensions => f.write_str("malformed RTP header extensions"),
             WireError::MissingExtension(e) => write!(f, "RTP header extension missing: {e}"),
             WireError::UnknownStream => f.write_str("unknown SSRC or payload type"),
+            WireError::StaleStream => f.write_str("a packet of the sender's earlier stream"),
             WireError::Parse(m) => write!(f, "parse error: {m}"),
             WireError::ParserPanic => f.write_str("parser panicked"),
             WireError::Encode(m) => write!(f, "encode error: {m}"),
@@ -160,6 +187,7 @@ pub fn rtp_timestamp(capture: Timestamp) -> u32 {
 /// The RTP header of a media-path packet (the payload is the caller's).
 fn media_header(
     p: &Packet,
+    stream: u32,
     rtp_ts: u32,
     padding_seq: u16,
 ) -> Result<rtp::header::Header, WireError> {
@@ -173,12 +201,12 @@ fn media_header(
     match p.kind {
         PacketKind::Padding => {
             h.payload_type = PT_PADDING;
-            h.ssrc = SSRC_PADDING;
+            h.ssrc = padding_ssrc(stream);
             h.sequence_number = padding_seq;
         }
         PacketKind::Video | PacketKind::Retransmission => {
             h.payload_type = PT_VIDEO;
-            h.ssrc = SSRC_VIDEO;
+            h.ssrc = video_ssrc(stream);
             h.sequence_number = p.media_seq as u16;
             h.marker = p.packet_index + 1 == p.packet_count;
             let ref_delta = p.ref_frame_id.map_or(0, |r| p.frame_id.saturating_sub(r).min(65535));
@@ -206,15 +234,17 @@ fn media_header(
 
 /// Writes a media-path packet as one RTP datagram of `p.size` minus UDP/IP bytes (or the
 /// header plus `payload`, if given). `rtp_ts`: the frame's RTP timestamp; `padding_seq`:
-/// the padding stream's sequence number (padding packets only).
+/// the padding stream's sequence number (padding packets only); `stream`: the sender's stream
+/// number (its restarts so far), which picks the SSRCs.
 pub fn write_media(
     p: &Packet,
+    stream: u32,
     rtp_ts: u32,
     padding_seq: u16,
     payload: Option<&[u8]>,
 ) -> Result<Vec<u8>, WireError> {
     use webrtc_util::marshal::MarshalSize;
-    let header = media_header(p, rtp_ts, padding_seq)?;
+    let header = media_header(p, stream, rtp_ts, padding_seq)?;
     let header_len = header.marshal_size();
     let mut out = vec![0u8; header_len];
     header.marshal_to(&mut out).map_err(|e| WireError::Encode(e.to_string()))?;
@@ -321,15 +351,20 @@ pub struct MediaIn {
     pub rtp_sequence: u16,
     pub marker: bool,
     pub payload: Bytes,
+    /// The sender's stream it belongs to ([`video_ssrc`]).
+    pub stream: u32,
 }
 
 /// Parses media datagrams, unwrapping their sequence and frame numbers against the highest
-/// accepted so far (one per receiving endpoint; the relay has its own).
+/// accepted so far (one per receiving endpoint; the relay has its own). A packet of a newer
+/// stream (the sender restarted) starts the unwrapping anew; one of an older stream is
+/// refused ([`WireError::StaleStream`]).
 #[derive(Clone, Debug)]
 pub struct MediaReader {
     transport: Unwrapper,
     media: Unwrapper,
     frame: Unwrapper,
+    stream: Option<u32>,
 }
 
 impl Default for MediaReader {
@@ -338,12 +373,18 @@ impl Default for MediaReader {
             transport: Unwrapper::new(16),
             media: Unwrapper::new(16),
             frame: Unwrapper::new(32),
+            stream: None,
         }
     }
 }
 
 impl MediaReader {
-    /// Forgets the unwrapping history (the sender restarted).
+    /// The newest stream seen (`None` before the first packet).
+    pub fn stream(&self) -> Option<u32> {
+        self.stream
+    }
+
+    /// Forgets everything it has seen (the reading end restarted).
     pub fn reset(&mut self) {
         *self = MediaReader::default();
     }
@@ -362,9 +403,23 @@ impl MediaReader {
             .filter(|e| e.len() == 2)
             .map(|e| u16::from_be_bytes([e[0], e[1]]))
             .ok_or(WireError::MissingExtension("transport-wide sequence number"))?;
-        let mut packet = match (h.payload_type, h.ssrc) {
-            (PT_PADDING, SSRC_PADDING) => Packet::padding(size, now),
-            (PT_VIDEO, SSRC_VIDEO) => {
+        let stream = match h.payload_type {
+            PT_PADDING => stream_of(h.ssrc, SSRC_PADDING),
+            PT_VIDEO => stream_of(h.ssrc, SSRC_VIDEO),
+            _ => None,
+        }
+        .ok_or(WireError::UnknownStream)?;
+        match self.stream {
+            Some(s) if stream < s => return Err(WireError::StaleStream),
+            Some(s) if stream == s => {}
+            _ => {
+                // The first packet, or the sender restarted: its numbers start afresh.
+                *self = MediaReader { stream: Some(stream), ..MediaReader::default() };
+            }
+        }
+        let mut packet = match h.payload_type {
+            PT_PADDING => Packet::padding(size, now),
+            PT_VIDEO => {
                 let d = h
                     .get_extension(EXT_FRAME)
                     .filter(|e| e.len() == FRAME_EXT_LEN)
@@ -415,6 +470,7 @@ impl MediaReader {
             rtp_sequence: h.sequence_number,
             marker: h.marker,
             payload: pkt.payload.clone(),
+            stream,
         })
     }
 }
@@ -452,7 +508,7 @@ fn be_u64(b: &[u8], at: usize) -> Option<u64> {
 
 /// The transport-cc packet for a transport feedback (run-length chunks; arrival times in
 /// 250 µs steps from a 64 ms reference, rounded without drift).
-fn twcc_packet(fb: &TransportFeedback) -> TransportLayerCc {
+fn twcc_packet(fb: &TransportFeedback, stream: u32) -> TransportLayerCc {
     let first = fb.packets.first().map_or(0, |r| r.transport_seq);
     let reference_us = fb
         .packets
@@ -499,7 +555,7 @@ fn twcc_packet(fb: &TransportFeedback) -> TransportLayerCc {
     flush(&mut run, &mut chunks);
     TransportLayerCc {
         sender_ssrc: SSRC_RECEIVER,
-        media_ssrc: SSRC_VIDEO,
+        media_ssrc: video_ssrc(stream),
         base_sequence_number: first as u16,
         packet_status_count: fb.packets.len() as u16,
         reference_time: ((reference_us / TWCC_REFERENCE_US) as u32) & 0x00ff_ffff,
@@ -509,13 +565,14 @@ fn twcc_packet(fb: &TransportFeedback) -> TransportLayerCc {
     }
 }
 
-/// Writes one feedback message as one RTCP datagram.
-pub fn write_feedback(f: &Feedback) -> Result<Vec<u8>, WireError> {
+/// Writes one feedback message as one RTCP datagram; transport-cc, NACK and PLI name the
+/// sender's `stream` they are about (its video SSRC).
+pub fn write_feedback(f: &Feedback, stream: u32) -> Result<Vec<u8>, WireError> {
     let mut out = BytesMut::new();
     match f {
         Feedback::Transport(fb) => {
             out.extend_from_slice(
-                &twcc_packet(fb).marshal().map_err(|e| WireError::Encode(e.to_string()))?,
+                &twcc_packet(fb, stream).marshal().map_err(|e| WireError::Encode(e.to_string()))?,
             );
             let mut data = Vec::with_capacity(8);
             data.extend_from_slice(&(fb.feedback_seq as u32).to_be_bytes());
@@ -528,13 +585,16 @@ pub fn write_feedback(f: &Feedback) -> Result<Vec<u8>, WireError> {
             let seqs: Vec<u16> = media_seqs.iter().map(|&s| s as u16).collect();
             let nack = TransportLayerNack {
                 sender_ssrc: SSRC_RECEIVER,
-                media_ssrc: SSRC_VIDEO,
+                media_ssrc: video_ssrc(stream),
                 nacks: nack_pairs_from_sequence_numbers(&seqs),
             };
             out.extend_from_slice(&nack.marshal().map_err(|e| WireError::Encode(e.to_string()))?);
         }
         Feedback::KeyframeRequest { .. } => {
-            let pli = PictureLossIndication { sender_ssrc: SSRC_RECEIVER, media_ssrc: SSRC_VIDEO };
+            let pli = PictureLossIndication {
+                sender_ssrc: SSRC_RECEIVER,
+                media_ssrc: video_ssrc(stream),
+            };
             out.extend_from_slice(&pli.marshal().map_err(|e| WireError::Encode(e.to_string()))?);
         }
         Feedback::Bottleneck(r) => {
@@ -558,6 +618,9 @@ pub fn write_feedback(f: &Feedback) -> Result<Vec<u8>, WireError> {
 /// What the sender has put on the wire, to unwrap the numbers feedback refers to.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SentNumbers {
+    /// The sender's stream: feedback about another one (sent to the sender before it
+    /// restarted) is ignored.
+    pub stream: u32,
     pub highest_transport_seq: u64,
     pub highest_media_seq: u64,
     pub highest_frame_id: u64,
@@ -667,12 +730,20 @@ pub fn read_feedback(buf: &[u8], sent: &SentNumbers) -> Result<Vec<Feedback>, Wi
     })?;
     let mut out = Vec::new();
     let mut pending_transport: Option<usize> = None;
+    let ours = video_ssrc(sent.stream);
     for p in &packets {
         let any = p.as_any();
         if let Some(cc) = any.downcast_ref::<TransportLayerCc>() {
+            if cc.media_ssrc != ours {
+                pending_transport = None;
+                continue;
+            }
             out.push(Feedback::Transport(read_twcc(cc, sent)?));
             pending_transport = Some(out.len() - 1);
         } else if let Some(n) = any.downcast_ref::<TransportLayerNack>() {
+            if n.media_ssrc != ours {
+                continue;
+            }
             let mut seqs: Vec<u64> = n
                 .nacks
                 .iter()
@@ -682,7 +753,10 @@ pub fn read_feedback(buf: &[u8], sent: &SentNumbers) -> Result<Vec<Feedback>, Wi
             seqs.sort_unstable();
             seqs.dedup();
             out.push(Feedback::Nack { flow: 0, media_seqs: seqs });
-        } else if any.downcast_ref::<PictureLossIndication>().is_some() {
+        } else if let Some(pli) = any.downcast_ref::<PictureLossIndication>() {
+            if pli.media_ssrc != ours {
+                continue;
+            }
             out.push(Feedback::KeyframeRequest { flow: 0 });
         } else if let Some(raw) = any.downcast_ref::<RawPacket>() {
             let Some((name, data)) = parse_app(&raw.0) else { continue };

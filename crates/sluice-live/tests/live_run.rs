@@ -6,7 +6,7 @@ use sluice_core::link::trace::Trace;
 use sluice_core::sim::{build_encoder, RunConfig};
 use sluice_core::units::{DataRate, TimeDelta, Timestamp};
 use sluice_live::endpoint::Faults;
-use sluice_live::session::{LiveOptions, LiveResult, LiveRun};
+use sluice_live::session::{EncoderFactory, LiveOptions, LiveResult, LiveRun};
 use std::sync::{Arc, Mutex};
 
 /// One live run at a time (the tests of this file would otherwise run in parallel and
@@ -20,7 +20,7 @@ fn run(duration_s: f64, options: LiveOptions, edit: impl FnOnce(&mut RunConfig))
 fn run_scheme(
     scheme: &str,
     duration_s: f64,
-    options: LiveOptions,
+    mut options: LiveOptions,
     edit: impl FnOnce(&mut RunConfig),
 ) -> LiveResult {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -30,6 +30,11 @@ fn run_scheme(
     edit(&mut cfg);
     let trace = Arc::new(Trace::constant(DataRate::from_mbps(12), TimeDelta::from_secs(1)));
     let enc = build_encoder(&cfg).unwrap();
+    if options.restart_sender_at.is_some() {
+        let c = cfg.clone();
+        options.encoder_factory =
+            Some(EncoderFactory(Arc::new(move || build_encoder(&c).map_err(|e| e.to_string()))));
+    }
     LiveRun::start(&cfg, Some(trace), None, enc, &options).unwrap().finish().unwrap()
 }
 
@@ -107,6 +112,23 @@ fn survives_loss_reordering_duplication_blackout_restart_and_garbage() {
     assert_eq!(r.stats.receiver_restarts, 1);
     assert!(r.run.summary.keyframes >= 2, "a new keyframe: {:?}", r.run.summary);
     assert!(displayed_after(&r, 2.5) >= 20, "after the restart: {}", displayed_after(&r, 2.5));
+
+    // The sender restarts at 1.5 s: a fresh one (new congestion control, encoder, pacer and
+    // sequence numbers) starts a new stream with a keyframe. The receiver drops the old
+    // stream's state, refuses its late packets, and displays the new stream.
+    let opts = LiveOptions {
+        restart_sender_at: Some(Timestamp::from_secs_f64(1.5)),
+        ..LiveOptions::default()
+    };
+    let r = run(3.5, opts, |_| {});
+    assert_eq!((r.stats.sender_restarts, r.stats.receiver_new_streams), (1, 1), "{:?}", r.stats);
+    let key_after = |t_us: i64| r.run.frames.iter().any(|f| f.is_keyframe && f.capture_us >= t_us);
+    assert!(key_after(1_500_000), "the new stream starts with a keyframe");
+    assert!(displayed_after(&r, 2.0) >= 30, "after the restart: {}", displayed_after(&r, 2.0));
+    // Both lives' records stay apart: no frame id or capture slot twice, ids in capture order.
+    let ids: Vec<(u64, u64)> = r.run.frames.iter().map(|f| (f.source_index, f.frame_id)).collect();
+    assert!(ids.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1), "{ids:?}");
+    assert_eq!(r.stats.receiver_malformed, 0, "a new stream is not malformed");
 
     // Malformed datagrams from the peers' address (corrupted, truncated, random): counted,
     // never fatal.

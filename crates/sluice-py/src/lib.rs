@@ -53,8 +53,8 @@ impl PyTrace {
         py.allow_threads(|| {
             sluice_core::link::trace_gen::generate(&spec, TimeDelta::from_secs_f64(duration_s))
         })
-            .map(|t| PyTrace { inner: Arc::new(t) })
-            .map_err(PyValueError::new_err)
+        .map(|t| PyTrace { inner: Arc::new(t) })
+        .map_err(PyValueError::new_err)
     }
 
     fn to_mahimahi(&self) -> String {
@@ -117,6 +117,14 @@ fn make_encoder(config: &RunConfig) -> PyResult<Box<dyn sluice_core::encoder::En
 
 /// libx264 on real video if the config asks for it.
 fn make_x264(config: &RunConfig) -> PyResult<Option<sluice_x264::sim_encoder::X264SimEncoder>> {
+    let Some(s) = x264_settings(config)? else { return Ok(None) };
+    sluice_x264::sim_encoder::X264SimEncoder::open(&s, config.fps)
+        .map(Some)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The x264 settings a config asks for, if any.
+fn x264_settings(config: &RunConfig) -> PyResult<Option<sluice_core::encoder::X264Settings>> {
     let sluice_core::sim::EncoderConfig::X264(s) = &config.encoder else { return Ok(None) };
     let mut s = s.clone();
     // A controller that re-references past dropped frames keeps more references.
@@ -124,9 +132,7 @@ fn make_x264(config: &RunConfig) -> PyResult<Option<sluice_x264::sim_encoder::X2
     if let Some(n) = scheme.encoder_controller.reference_frames() {
         s.refs = s.refs.max(n);
     }
-    sluice_x264::sim_encoder::X264SimEncoder::open(&s, config.fps)
-        .map(Some)
-        .map_err(|e| PyValueError::new_err(e.to_string()))
+    Ok(Some(s))
 }
 
 /// A simulated session. Build it from a JSON `RunConfig`, advance it with `run_until` (so the

@@ -1,14 +1,15 @@
 //! `sluice._core.LiveRun`: a live run on loopback (crates/sluice-live), with the same result
 //! JSON as `Simulation.finish()` plus the live counters.
 
-use crate::{make_encoder, make_x264, parse_config, resolved_json, PyTrace};
+use crate::{make_encoder, make_x264, parse_config, resolved_json, x264_settings, PyTrace};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use serde::Deserialize;
 use sluice_core::sim::RunConfig;
 use sluice_core::units::{TimeDelta, Timestamp};
 use sluice_live::endpoint::Faults;
-use sluice_live::session::{LiveOptions, LiveRun};
+use sluice_live::session::{EncoderFactory, LiveOptions, LiveRun};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Live options from the front end (JSON).
@@ -25,6 +26,8 @@ struct OptionsJson {
     garbage: f64,
     /// Restart the receiver at this time (seconds).
     restart_receiver_at_s: Option<f64>,
+    /// Restart the sender at this time (seconds).
+    restart_sender_at_s: Option<f64>,
     /// Where the receiver writes the displayed frames' bytes (x264 runs).
     received_stream: Option<String>,
     /// IP:PORT that gets a copy of the received video RTP (an RTP player).
@@ -74,6 +77,15 @@ fn options(json: Option<&str>) -> PyResult<LiveOptions> {
             }
             None => None,
         },
+        restart_sender_at: match o.restart_sender_at_s {
+            Some(t) if t.is_finite() && t >= 0.0 => Some(Timestamp::from_secs_f64(t)),
+            Some(t) => {
+                return Err(PyValueError::new_err(format!(
+                    "sender restart time must be >= 0 s, got {t}"
+                )))
+            }
+            None => None,
+        },
         ..LiveOptions::default()
     };
     out.received_stream = o.received_stream.map(std::path::PathBuf::from);
@@ -88,6 +100,36 @@ fn options(json: Option<&str>) -> PyResult<LiveOptions> {
             .map_err(|_| PyValueError::new_err(format!("not an IP address to bind: {b:?}")))?;
     }
     Ok(out)
+}
+
+/// Opens the fresh encoder a restarted sender starts with: the model encoder, or x264 on
+/// the same clip handing its frames to the sender's store. The restarted x264 writes no
+/// stream file (`stream.264` holds the first sender's frames only).
+fn encoder_factory(
+    config: &RunConfig,
+    frames: Option<sluice_live::endpoint::FrameStore>,
+) -> PyResult<EncoderFactory> {
+    let fps = config.fps;
+    let open: Arc<
+        dyn Fn() -> Result<Box<dyn sluice_core::encoder::Encoder>, String> + Send + Sync,
+    > = match x264_settings(config)? {
+        Some(mut s) => {
+            s.bitstream_path = None;
+            Arc::new(move || {
+                let mut x = sluice_x264::sim_encoder::X264SimEncoder::open(&s, fps)
+                    .map_err(|e| e.to_string())?;
+                if let Some(store) = frames.clone() {
+                    x.set_frame_sink(Box::new(move |id, data| store.insert(id, data)));
+                }
+                Ok(Box::new(x) as Box<dyn sluice_core::encoder::Encoder>)
+            })
+        }
+        None => {
+            let config = config.clone();
+            Arc::new(move || sluice_core::sim::build_encoder(&config).map_err(|e| e.to_string()))
+        }
+    };
+    Ok(EncoderFactory(open))
 }
 
 /// A live run: sender, relay and receiver on loopback, started at construction. Poll
@@ -126,6 +168,9 @@ impl PyLiveRun {
                 make_encoder(&config)?
             }
         };
+        if options.restart_sender_at.is_some() {
+            options.encoder_factory = Some(encoder_factory(&config, options.frames.clone())?);
+        }
         let run = LiveRun::start(
             &config,
             downlink.map(|t| t.inner),

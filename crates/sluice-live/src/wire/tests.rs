@@ -36,12 +36,12 @@ fn media_round_trip_keeps_every_field_and_the_size() {
     let mut p = video(70_000, 2, 5, 65_534, 65_535);
     p.latest_reencoded = Some(69_990);
     p.size = DataSize::from_bytes(1000);
-    let bytes = write_media(&p, 1234, 0, None).unwrap();
+    let bytes = write_media(&p, 0, 1234, 0, None).unwrap();
     assert_eq!(bytes.len() as i64 + 28, 1000);
     // The reader has seen numbers near these before.
     let mut warm = video(69_999, 0, 1, 65_530, 65_530);
     warm.size = DataSize::from_bytes(200);
-    reader.read(&write_media(&warm, 0, 0, None).unwrap(), Timestamp::ZERO).unwrap();
+    reader.read(&write_media(&warm, 0, 0, 0, None).unwrap(), Timestamp::ZERO).unwrap();
     let got = reader.read(&bytes, Timestamp::from_ms(3)).unwrap();
     let q = &got.packet;
     assert_eq!(q.kind, PacketKind::Video);
@@ -56,14 +56,14 @@ fn media_round_trip_keeps_every_field_and_the_size() {
     r.is_keyframe = true;
     r.ref_frame_id = None;
     r.kind = PacketKind::Retransmission;
-    let got = reader.read(&write_media(&r, 0, 0, None).unwrap(), Timestamp::ZERO).unwrap();
+    let got = reader.read(&write_media(&r, 0, 0, 0, None).unwrap(), Timestamp::ZERO).unwrap();
     assert_eq!((got.packet.media_seq, got.packet.transport_seq), (65_539, 65_540));
     assert_eq!(got.packet.kind, PacketKind::Retransmission);
     assert!(got.packet.is_keyframe && got.packet.ref_frame_id.is_none());
     // Padding.
     let mut pad = Packet::padding(DataSize::from_bytes(61), Timestamp::ZERO);
     pad.transport_seq = 65_541;
-    let got = reader.read(&write_media(&pad, 0, 9, None).unwrap(), Timestamp::ZERO).unwrap();
+    let got = reader.read(&write_media(&pad, 0, 0, 9, None).unwrap(), Timestamp::ZERO).unwrap();
     assert_eq!(got.packet.kind, PacketKind::Padding);
     assert_eq!(got.packet.size, DataSize::from_bytes(61));
     assert_eq!(got.packet.transport_seq, 65_541);
@@ -75,6 +75,7 @@ fn feedback_round_trip() {
         highest_transport_seq: 70_000,
         highest_media_seq: 66_000,
         highest_frame_id: 5_000,
+        ..Default::default()
     };
     let arrivals = [Some(1_000_123), None, Some(1_000_400), Some(1_090_000), None, Some(1_089_000)];
     let fb = TransportFeedback {
@@ -90,7 +91,7 @@ fn feedback_round_trip() {
             .collect(),
         hold_time: TimeDelta::from_us(12_345),
     };
-    let bytes = write_feedback(&Feedback::Transport(fb.clone())).unwrap();
+    let bytes = write_feedback(&Feedback::Transport(fb.clone()), 0).unwrap();
     let got = read_feedback(&bytes, &sent).unwrap();
     let [Feedback::Transport(g)] = &got[..] else { panic!("{got:?}") };
     assert_eq!(g.feedback_seq, 300);
@@ -105,9 +106,9 @@ fn feedback_round_trip() {
         }
     }
     let nack = Feedback::Nack { flow: 0, media_seqs: vec![65_530, 65_531, 65_560, 65_600] };
-    assert_eq!(read_feedback(&write_feedback(&nack).unwrap(), &sent).unwrap(), vec![nack]);
+    assert_eq!(read_feedback(&write_feedback(&nack, 0).unwrap(), &sent).unwrap(), vec![nack]);
     let pli = Feedback::KeyframeRequest { flow: 0 };
-    assert_eq!(read_feedback(&write_feedback(&pli).unwrap(), &sent).unwrap(), vec![pli]);
+    assert_eq!(read_feedback(&write_feedback(&pli, 0).unwrap(), &sent).unwrap(), vec![pli]);
     let report = Feedback::Bottleneck(BottleneckReport {
         flow: 0,
         seq: 7,
@@ -116,7 +117,7 @@ fn feedback_round_trip() {
         rate: Some(DataRate::from_kbps(6_000)),
         drop_from: Some(4_990),
     });
-    assert_eq!(read_feedback(&write_feedback(&report).unwrap(), &sent).unwrap(), vec![report]);
+    assert_eq!(read_feedback(&write_feedback(&report, 0).unwrap(), &sent).unwrap(), vec![report]);
 }
 
 /// Valid datagrams of every kind, to mutate.
@@ -124,11 +125,11 @@ fn corpus() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut p = video(9, 1, 3, 100, 200);
     p.latest_reencoded = Some(5);
-    out.push(write_media(&p, 90_000, 0, None).unwrap());
+    out.push(write_media(&p, 0, 90_000, 0, None).unwrap());
     p.size = DataSize::from_bytes(120);
-    out.push(write_media(&p, 90_000, 0, Some(&[0, 0, 0, 1, 0x65, 1, 2, 3])).unwrap());
+    out.push(write_media(&p, 0, 90_000, 0, Some(&[0, 0, 0, 1, 0x65, 1, 2, 3])).unwrap());
     out.push(
-        write_media(&Packet::padding(DataSize::from_bytes(300), Timestamp::ZERO), 0, 3, None)
+        write_media(&Packet::padding(DataSize::from_bytes(300), Timestamp::ZERO), 0, 0, 3, None)
             .unwrap(),
     );
     let fb = TransportFeedback {
@@ -142,20 +143,23 @@ fn corpus() -> Vec<Vec<u8>> {
             .collect(),
         hold_time: TimeDelta::from_ms(3),
     };
-    out.push(write_feedback(&Feedback::Transport(fb)).unwrap());
+    out.push(write_feedback(&Feedback::Transport(fb), 0).unwrap());
     out.push(
-        write_feedback(&Feedback::Nack { flow: 0, media_seqs: vec![90, 91, 99, 140] }).unwrap(),
+        write_feedback(&Feedback::Nack { flow: 0, media_seqs: vec![90, 91, 99, 140] }, 0).unwrap(),
     );
-    out.push(write_feedback(&Feedback::KeyframeRequest { flow: 0 }).unwrap());
+    out.push(write_feedback(&Feedback::KeyframeRequest { flow: 0 }, 0).unwrap());
     out.push(
-        write_feedback(&Feedback::Bottleneck(BottleneckReport {
-            flow: 0,
-            seq: 1,
-            time: Timestamp::from_ms(10),
-            queue: DataSize::from_bytes(1),
-            rate: None,
-            drop_from: None,
-        }))
+        write_feedback(
+            &Feedback::Bottleneck(BottleneckReport {
+                flow: 0,
+                seq: 1,
+                time: Timestamp::from_ms(10),
+                queue: DataSize::from_bytes(1),
+                rate: None,
+                drop_from: None,
+            }),
+            0,
+        )
         .unwrap(),
     );
     out
@@ -222,8 +226,12 @@ fn fuzz_wire_parsers_never_panic() {
     let seeds = corpus();
     let mut rng = Rng::new(0x51CE);
     let mut reader = MediaReader::default();
-    let sent =
-        SentNumbers { highest_transport_seq: 300, highest_media_seq: 120, highest_frame_id: 12 };
+    let sent = SentNumbers {
+        highest_transport_seq: 300,
+        highest_media_seq: 120,
+        highest_frame_id: 12,
+        stream: 0,
+    };
     let (mut accepted, mut rejected, mut caught) = (0u64, 0u64, 0u64);
     const CASES: usize = 100_000;
     for i in 0..CASES {
@@ -291,4 +299,53 @@ fn fuzz_h264_depacketizer_never_panics() {
     }
     assert_eq!(ok + rejected, 20_000);
     assert!(ok > 100 && rejected > 100, "{ok} {rejected}");
+}
+
+#[test]
+fn a_restarted_senders_stream_replaces_the_old_one_and_feedback_names_its_stream() {
+    let mut reader = MediaReader::default();
+    let old = video(500, 0, 1, 40_000, 40_000);
+    let got = reader.read(&write_media(&old, 0, 0, 0, None).unwrap(), Timestamp::ZERO).unwrap();
+    assert_eq!((got.stream, got.packet.transport_seq), (0, 40_000));
+    // The restarted sender's stream 1 numbers from 0 again: read afresh, not unwrapped
+    // against stream 0's numbers.
+    let new = video(501, 0, 1, 0, 0);
+    let got = reader.read(&write_media(&new, 1, 0, 0, None).unwrap(), Timestamp::ZERO).unwrap();
+    assert_eq!((got.stream, got.packet.transport_seq, got.packet.frame_id), (1, 0, 501));
+    let mut pad = Packet::padding(DataSize::from_bytes(61), Timestamp::ZERO);
+    pad.transport_seq = 1;
+    let got = reader.read(&write_media(&pad, 1, 0, 0, None).unwrap(), Timestamp::ZERO).unwrap();
+    assert_eq!((got.stream, got.packet.transport_seq), (1, 1));
+    // A late packet of the old stream is refused, and does not disturb the new one.
+    let late = video(499, 0, 1, 39_999, 39_999);
+    let err = reader.read(&write_media(&late, 0, 0, 0, None).unwrap(), Timestamp::ZERO);
+    assert_eq!(err.unwrap_err(), WireError::StaleStream);
+    let next = video(502, 0, 1, 2, 2);
+    let got = reader.read(&write_media(&next, 1, 0, 0, None).unwrap(), Timestamp::ZERO).unwrap();
+    assert_eq!(got.packet.transport_seq, 2);
+    // Feedback names the stream it is about; a sender drops feedback about another one.
+    let sent = SentNumbers { stream: 1, highest_transport_seq: 10, ..Default::default() };
+    let pli = Feedback::KeyframeRequest { flow: 0 };
+    assert!(read_feedback(&write_feedback(&pli, 0).unwrap(), &sent).unwrap().is_empty());
+    assert_eq!(read_feedback(&write_feedback(&pli, 1).unwrap(), &sent).unwrap(), vec![pli]);
+    let nack = Feedback::Nack { flow: 0, media_seqs: vec![3] };
+    assert!(read_feedback(&write_feedback(&nack, 0).unwrap(), &sent).unwrap().is_empty());
+    let fb = TransportFeedback {
+        flow: 0,
+        feedback_seq: 1,
+        packets: vec![PacketReport { transport_seq: 5, arrival_time: Some(Timestamp::ZERO) }],
+        hold_time: TimeDelta::ZERO,
+    };
+    let stale = write_feedback(&Feedback::Transport(fb.clone()), 0).unwrap();
+    assert!(read_feedback(&stale, &sent).unwrap().is_empty());
+    assert_eq!(
+        read_feedback(&write_feedback(&Feedback::Transport(fb), 1).unwrap(), &sent).unwrap().len(),
+        1
+    );
+    // Stream numbers stay clear of the receiver's and the relay's SSRCs.
+    for n in 0..MAX_STREAMS {
+        for s in [video_ssrc(n), padding_ssrc(n)] {
+            assert!(s != SSRC_RECEIVER && s != SSRC_RELAY);
+        }
+    }
 }
