@@ -137,7 +137,7 @@ def add_commands(lsub: Any) -> None:
     cli._add_run(p)
     cli._add_video(p, quality=False)
     _add_endpoint(p, "sender", [("peer", "the relay's (or the receiver's) address")])
-    p.set_defaults(func=cmd_send, quality="none", **none)
+    p.set_defaults(func=_leave_nothing(cmd_send), quality="none", **none)
 
     p = lsub.add_parser("recv", help="the receiver alone: hears only --peer (the relay or the "
                         "sender)")  # fmt: skip
@@ -154,7 +154,7 @@ def add_commands(lsub: Any) -> None:
         "writes stream.sdp for ffmpeg or another RTP player)",
     )  # fmt: skip
     _add_endpoint(p, "receiver", [("peer", "the relay's (or the sender's) address")])
-    p.set_defaults(func=cmd_recv, quality="none", **none,
+    p.set_defaults(func=_leave_nothing(cmd_recv), quality="none", **none,
                    **{k: v for k, v in novideo.items() if k != "encoder"})  # fmt: skip
 
     p = lsub.add_parser("relay", help="the relay alone: the link (trace, queue, delay, loss) "
@@ -176,7 +176,7 @@ def add_commands(lsub: Any) -> None:
                    "one with this probability")  # fmt: skip
     _add_endpoint(p, "relay", [("sender", "the sender's address (only it is heard as sender)"),
                                ("receiver", "the receiver's address")])  # fmt: skip
-    p.set_defaults(func=cmd_relay, quality="none", **novideo)
+    p.set_defaults(func=_leave_nothing(cmd_relay), quality="none", **novideo)
 
     p = lsub.add_parser("merge", help="merge the parts of send, relay and recv into one result "
                         "(the files of `live run`)")  # fmt: skip
@@ -214,14 +214,34 @@ def _spec(args: argparse.Namespace) -> Any:
 
 
 def _out_dir(args: argparse.Namespace) -> Path:
+    """The part's directory, created if need be (and removed again if the process fails
+    before writing anything into it: :func:`_leave_nothing`)."""
     out = Path(args.out)
     if not str(args.out).strip():
         raise SluiceError("--out must name a directory")
+    args.created_dirs = [d for d in (out, *out.parents) if not d.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SluiceError(f"cannot create output directory {out}: {e.strerror or e}") from None
     return out
+
+
+def _leave_nothing(cmd: Any) -> Any:
+    """``cmd``, but a directory it created and left empty (it failed before writing its
+    part: a port in use, no peer) is removed."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(cmd(args))
+        except BaseException:
+            for d in getattr(args, "created_dirs", []):  # the deepest first
+                if d.is_dir() and not any(d.iterdir()):
+                    d.rmdir()
+            raise
+
+    run.__name__ = cmd.__name__
+    return run
 
 
 def _spec_json(spec: Any) -> dict[str, Any]:
