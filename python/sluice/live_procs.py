@@ -19,11 +19,12 @@ plot`` draws them and ``--quality`` scores them.
 * Ctrl-C or SIGTERM stops a process and still writes its part (marked stopped; exit 130 or
   143).
 
-Three terminals, on one host::
+Three terminals, on one host (the run options, here ``--duration``, must agree)::
 
-    sluice live recv  --listen 127.0.0.1:5002 --peer 127.0.0.1:5001 --out parts/recv
+    sluice live recv  --listen 127.0.0.1:5002 --peer 127.0.0.1:5001 --duration 10 \\
+        --out parts/recv
     sluice live relay --listen 127.0.0.1:5001 --sender 127.0.0.1:5000 \\
-        --receiver 127.0.0.1:5002 --trace gen:constant:12 --out parts/relay
+        --receiver 127.0.0.1:5002 --trace gen:constant:12 --duration 10 --out parts/relay
     sluice live send  --listen 127.0.0.1:5000 --peer 127.0.0.1:5001 --duration 10 \\
         --out parts/send
     sluice live merge --sender parts/send --relay parts/relay --receiver parts/recv \\
