@@ -111,6 +111,12 @@ _assignment.__name__ = "PATH=VALUE"
 
 
 def _add_network(p: argparse.ArgumentParser) -> None:
+    _add_link(p)
+    _add_run(p)
+    _add_video(p)
+
+
+def _add_link(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("network")
     g.add_argument(
         "--trace", required=True, metavar="T",
@@ -145,6 +151,9 @@ def _add_network(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--loss", type=_probability, default=None, metavar="P", help="downlink random loss"
     )
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("run")
     r.add_argument(
         "--duration", type=_duration, default=None, metavar="S",
@@ -163,6 +172,9 @@ def _add_network(p: argparse.ArgumentParser) -> None:
         "pacer.threshold_packets=12.5, cc.pacing_factor=2, pacer={\"kind\":\"ace-n\"}; "
         "values are JSON, a bare word is a string (see: sluice config)",
     )  # fmt: skip
+
+
+def _add_video(p: argparse.ArgumentParser, quality: bool = True) -> None:
     v = p.add_argument_group("video")
     v.add_argument(
         "--video", metavar="CLIP", default=None,
@@ -176,10 +188,11 @@ def _add_network(p: argparse.ArgumentParser) -> None:
         "--width", type=_int(16, "width"), default=None, metavar="W",
         help="scale the video to this width (aspect kept)",
     )  # fmt: skip
-    v.add_argument(
-        "--quality", choices=("none", "fast", "full"), default="fast",
-        help="VMAF/SSIM/PSNR as the viewer saw it: fast scores every 5th frame (default fast)",
-    )  # fmt: skip
+    if quality:
+        v.add_argument(
+            "--quality", choices=("none", "fast", "full"), default="fast",
+            help="VMAF/SSIM/PSNR as the viewer saw it: fast scores every 5th frame (default fast)",
+        )  # fmt: skip
     v.add_argument(
         "--encode-time", choices=("measured", "modeled"), default="measured",
         help="charge x264's wall time (measured) or a deterministic model (modeled)",
@@ -309,7 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
     p.set_defaults(func=cmd_plot)
 
-    p = sub.add_parser("live", help="run a scheme live over UDP (RTP/RTCP) on loopback")
+    p = sub.add_parser("live", help="run a scheme live over UDP (RTP/RTCP): in one process on "
+                       "loopback, or as sender, relay and receiver processes")
     lsub = p.add_subparsers(dest="live_command", metavar="MODE", required=True)
     lr = lsub.add_parser("run", help="sender, relay and receiver on loopback; results as `run`")
     s = lr.add_mutually_exclusive_group()
@@ -322,6 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_live_options(lr)
     lr.set_defaults(func=cmd_live_run)
+    from .live_procs import add_commands
+
+    add_commands(lsub)
     return parser
 
 

@@ -6,6 +6,20 @@ own thread with its own UDP socket on 127.0.0.1, with RTP/RTCP on the wire, and 
 same result files as a simulated run (``run.jsonl``, ``summary.json``; ``sluice plot`` draws
 them, ``--quality`` scores them) plus ``live.json`` (the live counters: datagrams, malformed
 input, injected faults, late wake-ups). Ctrl-C stops the run and still writes what it has.
+
+``sluice live send``, ``live recv`` and ``live relay`` run the same endpoints one per process
+(on one host or several), each writing its part into its ``--out``; ``live merge`` shifts the
+parts onto the sender's clock and writes the files of ``live run`` (:mod:`sluice.live_procs`
+has the details). Three terminals, receiver and relay first, then the merge::
+
+    sluice live recv  --listen 127.0.0.1:5002 --peer 127.0.0.1:5001 --duration 10 \
+        --out parts/recv
+    sluice live relay --listen 127.0.0.1:5001 --sender 127.0.0.1:5000 \
+        --receiver 127.0.0.1:5002 --trace gen:constant:12 --duration 10 --out parts/relay
+    sluice live send  --listen 127.0.0.1:5000 --peer 127.0.0.1:5001 --duration 10 \
+        --out parts/send
+    sluice live merge --sender parts/send --relay parts/relay --receiver parts/recv \
+        --out results/live-split
 """
 
 from __future__ import annotations

@@ -220,6 +220,29 @@ CASES += [
          *needles, files={"s.json": content})
     for id, content, needles in SCHEME_CASES
 ]  # fmt: skip
+# --- live endpoint processes (each fails before it listens or writes anything) ------------
+PEER = "127.0.0.1:5999"
+CASES += [
+    case("live-send-port-out-of-range", ["live", "send", "--listen", "127.0.0.1:70000", "--peer",
+         PEER], "--listen", "70000"),
+    case("live-recv-peer-is-a-name", ["live", "recv", "--peer", "localhost:5001"], "--peer",
+         "localhost:5001", "IP address"),
+    case("live-recv-peer-missing", ["live", "recv", "--out", "o"], "--peer"),
+    case("live-relay-receiver-missing", ["live", "relay", "--sender", PEER, "--trace", T],
+         "--receiver"),
+    case("live-send-unknown-scheme", ["live", "send", "--peer", PEER, "--scheme", "nope", "--out",
+         "o"], "unknown scheme", "nope"),
+    case("live-relay-one-address-for-both", ["live", "relay", "--sender", PEER, "--receiver", PEER,
+         "--trace", T, "--out", "o"], "same address", PEER),
+    case("live-recv-forward-rtp-without-x264", ["live", "recv", "--peer", PEER, "--forward-rtp",
+         "5004", "--out", "o"], "--forward-rtp", "x264"),
+    case("live-recv-idle-timeout-zero", ["live", "recv", "--peer", PEER, "--idle-timeout-s", "0"],
+         "--idle-timeout-s"),
+    case("live-merge-no-part", ["live", "merge", "--sender", "nope", "--receiver", "o"],
+         "no such part directory", "nope"),
+    case("live-merge-not-a-part", ["live", "merge", "--sender", "d", "--receiver", "d"],
+         "d: not a live part", files={"d": DIR}),
+]  # fmt: skip
 CASES += [
     case("compare-scheme-nan", ["compare", "--scheme-file", "s.json", "--trace", T, "--out", "o"],
          "s.json", "finite",

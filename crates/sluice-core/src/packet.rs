@@ -20,7 +20,7 @@ pub const PACKET_OVERHEAD: DataSize = DataSize::from_bytes(28 + 32);
 pub type FlowId = u32;
 
 /// What a media-path packet carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PacketKind {
     /// A packet of an encoded video frame.
     Video,
@@ -110,7 +110,7 @@ pub struct TransportFeedback {
 
 /// A bottleneck node's report to the sender, on its own path (Co-RTV §III-B5: {Bw, QLen, D};
 /// the IETF SCONE draft's periodic capacity and queue report).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BottleneckReport {
     pub flow: FlowId,
     /// Report counter.

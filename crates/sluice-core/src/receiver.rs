@@ -60,8 +60,9 @@ impl Default for ReceiverConfig {
     }
 }
 
-/// What the receiver reports for metrics.
-#[derive(Clone, Debug, PartialEq)]
+/// What the receiver reports for metrics (serde: a live receiver's events are written to a
+/// file and merged with the sender's, sluice-live's `part`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ReceiverEvent {
     FrameCompleted {
         frame_id: u64,

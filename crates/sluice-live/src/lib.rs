@@ -5,10 +5,16 @@
 //! * [`endpoint`]: sender, receiver and relay endpoints, sans-IO.
 //! * [`runtime`]: the clock, sockets, tokio loop and encoder thread that drive them.
 //! * [`session`]: `live run`, all three on loopback, results in the simulator's format.
+//! * [`process`]: `live send`, `recv`, `relay`: one endpoint per process, each writing its
+//!   part ([`part`]); `live merge` merges the parts through the same code as `live run`
+//!   ([`merge`]).
 
 pub mod bench;
 pub mod endpoint;
 pub mod h264;
+pub mod merge;
+pub mod part;
+pub mod process;
 pub mod runtime;
 pub mod session;
 pub mod wire;

@@ -70,7 +70,7 @@ impl Peers {
 }
 
 /// What the runtime counted while driving an endpoint.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct IoStats {
     pub datagrams_in: u64,
     pub datagrams_out: u64,
@@ -92,7 +92,7 @@ pub struct IoStats {
 }
 
 /// Counts of microsecond values in 10 µs bins up to 10 ms.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Histogram {
     pub bin_us: u64,
     pub counts: Vec<u64>,

@@ -6,7 +6,7 @@ use crate::endpoint::{Faults, LinkSnapshot, ReceiverEndpoint, RelayEndpoint, Sen
 use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
 use sluice_core::encoder::Encoder;
 use sluice_core::link::trace::Trace;
-use sluice_core::metrics::{self, LinkTotals, Recorder};
+use sluice_core::metrics::LinkTotals;
 use sluice_core::sim::{
     build_links, build_receiver, build_sender, ConfigError, RunConfig, RunResult,
 };
@@ -294,45 +294,29 @@ impl LiveRun {
             std::fs::write(path, &receiver.stream)
                 .map_err(|e| format!("writing {}: {e}", path.display()))?;
         }
-        let mut recorder = if self.bottleneck_drops {
-            Recorder::with_bottleneck_drops()
-        } else {
-            Recorder::default()
-        };
-        for e in &sender.events {
-            recorder.on_sender_event(e.clone());
-        }
-        for &f in &relay.policy_dropped_frames {
-            recorder.on_bottleneck_drop(f);
-        }
-        for e in &receiver.events {
-            recorder.on_receiver_event(e.clone());
-        }
-        let frames = recorder.frames();
-        let skips = recorder.skips();
-        let samples = sender.samples.clone();
         let stats = relay.downlink().stats();
-        let sampled_until = samples.last().map_or(Timestamp::ZERO, |s| Timestamp::from_us(s.t_us));
-        let capacity_bytes = match &self.trace {
-            Some(t) => t.capacity_between(Timestamp::ZERO, sampled_until).as_bytes(),
+        let trace = self.trace.clone();
+        let capacity_until = move |t: Timestamp| match &trace {
+            Some(tr) => tr.capacity_between(Timestamp::ZERO, t).as_bytes(),
             None => 0,
         };
-        let totals = LinkTotals {
-            arrived_packets: stats.arrived_packets,
-            dropped_packets: stats.dropped_packets(),
-            policy_dropped_packets: stats.dropped_policy_packets,
-            delivered_bytes: stats.delivered_bytes,
-            capacity_bytes,
-        };
-        let summary = metrics::summarize(
-            &frames,
-            &skips,
-            &samples,
-            totals,
-            &recorder,
-            self.capture_end,
-            self.end,
-        );
+        let (run, bottleneck_reports) = crate::merge::merge(crate::merge::MergeInput {
+            sender_events: &sender.events,
+            policy_dropped_frames: &relay.policy_dropped_frames,
+            receiver_events: &receiver.events,
+            samples: sender.samples.clone(),
+            link: LinkTotals {
+                arrived_packets: stats.arrived_packets,
+                dropped_packets: stats.dropped_packets(),
+                policy_dropped_packets: stats.dropped_policy_packets,
+                delivered_bytes: stats.delivered_bytes,
+                capacity_bytes: 0,
+            },
+            capacity_until: &capacity_until,
+            capture_end: self.capture_end,
+            end: self.end,
+            bottleneck_drops: self.bottleneck_drops,
+        });
         let live = LiveStats {
             sender_io,
             relay_io,
@@ -345,7 +329,7 @@ impl LiveRun {
             relay_blackout_dropped: relay.blackout_dropped,
             relay_garbage_sent: relay.garbage_sent,
             relay_reports_sent: relay.reports_sent,
-            sender_reports_received: recorder.bottleneck_reports,
+            sender_reports_received: bottleneck_reports,
             receiver_restarts: receiver.restarts,
             sender_restarts: sender.restarts,
             receiver_new_streams: receiver.new_streams,
@@ -358,16 +342,7 @@ impl LiveRun {
             stopped_early,
             wall_s: self.started.elapsed().as_secs_f64(),
         };
-        Ok(LiveResult {
-            run: RunResult {
-                frames,
-                skips,
-                samples,
-                summary,
-                keyframe_requests: recorder.keyframe_requests,
-            },
-            stats: live,
-        })
+        Ok(LiveResult { run, stats: live })
     }
 }
 

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 mod encode;
 mod live;
+mod live_procs;
 
 /// A bandwidth trace (Mahimahi delivery opportunities).
 #[pyclass(name = "Trace", module = "sluice._core", frozen)]
@@ -258,6 +259,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTrace>()?;
     m.add_class::<PySimulation>()?;
     m.add_class::<live::PyLiveRun>()?;
+    live_procs::register(m)?;
     m.add_function(wrap_pyfunction!(schemes_json, m)?)?;
     m.add_function(wrap_pyfunction!(default_config_json, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config_json, m)?)?;

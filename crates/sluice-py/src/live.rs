@@ -34,7 +34,7 @@ struct OptionsJson {
     forward_rtp: Option<String>,
 }
 
-fn options(json: Option<&str>) -> PyResult<LiveOptions> {
+pub(crate) fn options(json: Option<&str>) -> PyResult<LiveOptions> {
     let o: OptionsJson = match json {
         Some(j) => serde_json::from_str(j)
             .map_err(|e| PyValueError::new_err(format!("invalid live options: {e}")))?,

@@ -1,0 +1,632 @@
+"""Live mode as separate processes: ``sluice live send``, ``live recv``, ``live relay`` and
+``live merge`` (crates/sluice-live, ``process`` and ``part``).
+
+Each of send, recv and relay runs ONE endpoint (the same sans-IO endpoint and event loop as
+``sluice live run``) on its own UDP socket (``--listen``, loopback by default) and hears
+only its configured peers (datagrams from any other address are counted and dropped). Each
+writes its part of the results into its ``--out`` directory: ``part.json`` (header: role,
+config, seed, addresses, its clock origin as wall-clock Unix microseconds, its counters) and
+``events.json`` (its events and samples), plus for x264 the sender's ``stream.264`` and the
+receiver's ``received.264``. ``live merge`` shifts the parts onto the sender's clock and
+writes the same result files as ``live run`` through the same merging code, so ``sluice
+plot`` draws them and ``--quality`` scores them.
+
+* The sender starts sending at once and runs the session (``--duration``) plus its drain.
+* The relay's and the receiver's clocks start at the first datagram from their peer (the
+  relay's trace starts there). They run the session plus drain from there and end earlier
+  once no datagram came for ``--idle-timeout-s`` (default 5 s). Start them before the
+  sender; ``--start-timeout-s`` makes them give up if nothing comes.
+* Ctrl-C or SIGTERM stops a process and still writes its part (marked stopped; exit 130 or
+  143).
+
+Three terminals, on one host (the run options, here ``--duration``, must agree)::
+
+    sluice live recv  --listen 127.0.0.1:5002 --peer 127.0.0.1:5001 --duration 10 \\
+        --out parts/recv
+    sluice live relay --listen 127.0.0.1:5001 --sender 127.0.0.1:5000 \\
+        --receiver 127.0.0.1:5002 --trace gen:constant:12 --duration 10 --out parts/relay
+    sluice live send  --listen 127.0.0.1:5000 --peer 127.0.0.1:5001 --duration 10 \\
+        --out parts/send
+    sluice live merge --sender parts/send --relay parts/relay --receiver parts/recv \\
+        --out results/live-split
+
+Across hosts the wall clocks must be synchronised (NTP, PTP): the merged latencies then
+include the clocks' residual offset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import results
+from .errors import SluiceError, core, core_errors
+
+#: The part format (``part.json``); the Rust side's ``events.json`` has its own number.
+PART_SCHEMA = 1
+PART_FILE = "part.json"
+EVENTS_FILE = "events.json"
+DEFAULT_LISTEN = {"sender": "127.0.0.1:5000", "relay": "127.0.0.1:5001",
+                  "receiver": "127.0.0.1:5002"}  # fmt: skip
+DEFAULT_IDLE_TIMEOUT_S = 5.0
+# Parts whose clocks started further apart than this (beyond the session) are not one session.
+ORIGIN_SLACK_S = 2.0
+
+
+def _address(text: str) -> str:
+    """``IP:PORT`` (``[IPv6]:PORT``), port 1..65535: the normalised string."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected IP:PORT, got {text!r}")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected IP:PORT (an IP address, not a name), "
+                                         f"got {text!r}") from None  # fmt: skip
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in 1..65535 in {text!r}")
+    return f"[{ip}]:{int(port)}" if ip.version == 6 else f"{ip}:{int(port)}"
+
+
+_address.__name__ = "IP:PORT"
+
+
+def _timeout(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 < v <= 86_400:
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, 86400], got {text!r}")
+    return v
+
+
+_timeout.__name__ = "seconds"
+
+
+def _add_scheme(p: argparse.ArgumentParser) -> None:
+    s = p.add_mutually_exclusive_group()
+    s.add_argument("--scheme", default="webrtc", metavar="S", help="scheme (see: sluice schemes)")
+    s.add_argument("--scheme-file", metavar="FILE.json", help="a custom composition")
+
+
+def _add_endpoint(p: argparse.ArgumentParser, role: str, peers: list[tuple[str, str]]) -> None:
+    g = p.add_argument_group("endpoint")
+    g.add_argument(
+        "--listen", type=_address, default=DEFAULT_LISTEN[role], metavar="IP:PORT",
+        help=f"address this {role} listens and sends on (default {DEFAULT_LISTEN[role]}; "
+        "0.0.0.0 only if you mean every interface)",
+    )  # fmt: skip
+    for flag, what in peers:
+        g.add_argument(f"--{flag}", type=_address, required=True, metavar="IP:PORT", help=what)
+    if role != "sender":
+        g.add_argument(
+            "--idle-timeout-s", type=_timeout, default=DEFAULT_IDLE_TIMEOUT_S, metavar="S",
+            help="end once no datagram came for this long (default "
+            f"{DEFAULT_IDLE_TIMEOUT_S:g}; the session otherwise ends its duration and drain "
+            "after the first datagram)",
+        )  # fmt: skip
+        g.add_argument(
+            "--start-timeout-s", type=_timeout, default=None, metavar="S",
+            help="give up (exit 2) if no datagram came from the peer in this time "
+            "(default: wait until Ctrl-C)",
+        )  # fmt: skip
+    p.add_argument("--out", metavar="DIR", default=f"results/live-{role}",
+                   help=f"where this {role}'s part goes (default results/live-{role})")  # fmt: skip
+
+
+def add_commands(lsub: Any) -> None:
+    """Adds ``send``, ``recv``, ``relay`` and ``merge`` to ``sluice live``."""
+    from . import cli
+    from .live import _probability, _window
+
+    none = {"trace": None, "uplink_trace": None, "trace_format": None, "delay_ms": None,
+            "bn_delay_ms": None, "access_delay_ms": None, "queue_bytes": None,
+            "queue_packets": None, "loss": None}  # fmt: skip
+    novideo = {"video": None, "encoder": None, "width": None, "encode_time": "measured",
+               "preset": "superfast"}  # fmt: skip
+
+    p = lsub.add_parser("send", help="the sender alone: sends to --peer (a relay or a receiver)")
+    _add_scheme(p)
+    cli._add_run(p)
+    cli._add_video(p, quality=False)
+    _add_endpoint(p, "sender", [("peer", "the relay's (or the receiver's) address")])
+    p.set_defaults(func=_leave_nothing(cmd_send), quality="none", **none)
+
+    p = lsub.add_parser("recv", help="the receiver alone: hears only --peer (the relay or the "
+                        "sender)")  # fmt: skip
+    _add_scheme(p)
+    cli._add_run(p)
+    p.add_argument(
+        "--encoder", choices=("x264", "model"), default=None,
+        help="the sender's encoder (default: the scheme's, else model): with x264 the "
+        "receiver writes the stream it reassembles (received.264)",
+    )  # fmt: skip
+    p.add_argument(
+        "--forward-rtp", type=int, default=None, metavar="PORT",
+        help="copy the received video RTP to this port on the --listen address's host (x264; "
+        "writes stream.sdp for ffmpeg or another RTP player)",
+    )  # fmt: skip
+    _add_endpoint(p, "receiver", [("peer", "the relay's (or the sender's) address")])
+    p.set_defaults(func=_leave_nothing(cmd_recv), quality="none", **none,
+                   **{k: v for k, v in novideo.items() if k != "encoder"})  # fmt: skip
+
+    p = lsub.add_parser("relay", help="the relay alone: the link (trace, queue, delay, loss) "
+                        "between --sender and --receiver")  # fmt: skip
+    _add_scheme(p)
+    cli._add_link(p)
+    cli._add_run(p)
+    f = p.add_argument_group("faults")
+    f.add_argument("--duplicate", type=_probability, default=0.0, metavar="P",
+                   help="deliver a media datagram twice with this probability")  # fmt: skip
+    f.add_argument("--reorder", type=_probability, default=0.0, metavar="P",
+                   help="hold a media datagram back by --reorder-ms with this probability")
+    f.add_argument("--reorder-ms", type=float, default=5.0, metavar="MS", help="(default 5)")
+    f.add_argument("--feedback-blackout", type=_window, default=None, metavar="START:END",
+                   help="drop all feedback between these times (seconds of the relay's "
+                   "clock, which starts at the sender's first datagram)")  # fmt: skip
+    f.add_argument("--garbage", type=_probability, default=0.0, metavar="P",
+                   help="after each datagram it forwards, also send the same peer a malformed "
+                   "one with this probability")  # fmt: skip
+    _add_endpoint(p, "relay", [("sender", "the sender's address (only it is heard as sender)"),
+                               ("receiver", "the receiver's address")])  # fmt: skip
+    p.set_defaults(func=_leave_nothing(cmd_relay), quality="none", **novideo)
+
+    p = lsub.add_parser("merge", help="merge the parts of send, relay and recv into one result "
+                        "(the files of `live run`)")  # fmt: skip
+    p.add_argument("--sender", required=True, metavar="DIR", help="the sender's --out")
+    p.add_argument("--relay", metavar="DIR",
+                   help="the relay's --out (leave out if the sender sent to the receiver)")
+    p.add_argument("--receiver", required=True, metavar="DIR", help="the receiver's --out")
+    p.add_argument("--out", metavar="DIR",
+                   help="default results/live-<scheme>-<trace>-s<seed>")  # fmt: skip
+    p.add_argument(
+        "--quality", choices=("none", "fast", "full"), default="fast",
+        help="score VMAF/SSIM/PSNR (x264 runs; needs the sender's clip here; default fast)",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
+    p.set_defaults(func=cmd_merge)
+
+
+# --- the endpoint commands ---------------------------------------------------------------------
+
+
+def _scheme(args: argparse.Namespace) -> tuple[str, Any]:
+    from . import cli
+
+    if args.scheme_file:
+        return cli._load_scheme_file(args.scheme_file)
+    cli._check_schemes([args.scheme])
+    return args.scheme, None
+
+
+def _spec(args: argparse.Namespace) -> Any:
+    from . import cli
+
+    name, cfg = _scheme(args)
+    return cli._spec_from_args(args, name, cfg, None)
+
+
+def _out_dir(args: argparse.Namespace) -> Path:
+    """The part's directory, created if need be (and removed again if the process fails
+    before writing anything into it: :func:`_leave_nothing`)."""
+    out = Path(args.out)
+    if not str(args.out).strip():
+        raise SluiceError("--out must name a directory")
+    args.created_dirs = [d for d in (out, *out.parents) if not d.exists()]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SluiceError(f"cannot create output directory {out}: {e.strerror or e}") from None
+    return out
+
+
+def _leave_nothing(cmd: Any) -> Any:
+    """``cmd``, but a directory it created and left empty (it failed before writing its
+    part: a port in use, no peer) is removed."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(cmd(args))
+        except BaseException:
+            for d in getattr(args, "created_dirs", []):  # the deepest first
+                if d.is_dir() and not any(d.iterdir()):
+                    d.rmdir()
+            raise
+
+    run.__name__ = cmd.__name__
+    return run
+
+
+def _spec_json(spec: Any) -> dict[str, Any]:
+    """What ``live merge`` needs to rebuild the sender's run spec."""
+    return {
+        "scheme": spec.scheme,
+        "scheme_config": spec.scheme_config,
+        "overrides": [list(o) for o in spec.overrides],
+        "video": os.path.abspath(spec.video) if spec.video else None,
+        "encoder": spec.encoder,
+        "width": spec.width,
+        "encode_time": spec.encode_time,
+        "preset": spec.preset,
+        "trace": spec.trace,
+        "uplink_trace": spec.uplink_trace,
+    }
+
+
+def _wait(ep: Any, role: str, label: str) -> None:
+    """Waits for the endpoint, with a progress bar on a terminal."""
+    show = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+    if not show:
+        while not ep.wait(0.2):
+            pass
+        return
+    from tqdm import tqdm
+
+    end = ep.end_s
+    with tqdm(total=round(end, 1), unit="s", desc=f"live {role} {label}", leave=False,
+              file=sys.stderr, bar_format="{desc}: {percentage:3.0f}%|{bar}| "
+              "{n:.0f}/{total:.0f} s") as bar:  # fmt: skip
+        done = 0.0
+        while not ep.wait(0.2):
+            if not ep.started:
+                bar.set_description_str(f"live {role} {label} (waiting for the peer)")
+                continue
+            bar.set_description_str(f"live {role} {label}")
+            now = min(ep.now_s, end)
+            bar.update(now - done)
+            done = now
+
+
+def _run_endpoint(role: str, spec: Any, cfg: dict[str, Any], out: Path, options: dict[str, Any],
+                  header: dict[str, Any], down: Any = None, up: Any = None,
+                  files: dict[str, Path] | None = None) -> int:  # fmt: skip
+    """Runs one endpoint and writes its part into ``out``; re-raises Ctrl-C/SIGTERM after
+    writing."""
+    from .runner import _fold, captured_stderr
+
+    files = dict(files or {})
+    _core = core()
+    with captured_stderr() as said, core_errors():
+        try:
+            ep = _core.LiveEndpoint(role, json.dumps(cfg), json.dumps(options),
+                                    down.trace if down else None, up.trace if up else None)
+        except ValueError as e:
+            raise ValueError(_fold(str(e), said())) from None
+    interrupt: KeyboardInterrupt | None = None
+    try:
+        _wait(ep, role, spec.scheme)
+    except KeyboardInterrupt as e:  # stop, and still write the part
+        ep.stop()
+        interrupt = e
+    events_tmp = results.temp_path(out / EVENTS_FILE)
+    try:
+        try:
+            counters = json.loads(ep.finish(str(events_tmp)))
+        except RuntimeError as e:
+            raise SluiceError(f"live {role} stopped: {e}") from None
+        part = {
+            "record": "live-part",
+            "part_schema": PART_SCHEMA,
+            **{k: v for k, v in results.make_header(
+                seed=cfg["seed"], scheme=spec.scheme, config=cfg,
+                trace=down.header() if down else None, uplink_trace=up.header() if up else None,
+            ).items() if k != "record"},  # fmt: skip
+            "role": role,
+            **header,
+            "spec": _spec_json(spec),
+            "wall_origin_us": counters["wall_origin_us"],
+            "started": counters["started"],
+            "interrupted": interrupt is not None,
+            "live": counters,
+        }
+        part_tmp = results.temp_path(out / PART_FILE)
+        part_tmp.write_text(json.dumps(part, indent=2) + "\n", encoding="utf-8")
+        for name, tmp in files.items():
+            if tmp.is_file():
+                os.replace(tmp, out / name)
+        os.replace(events_tmp, out / EVENTS_FILE)
+        os.replace(part_tmp, out / PART_FILE)  # last: a part.json means a complete part
+    finally:
+        events_tmp.unlink(missing_ok=True)
+        for tmp in files.values():
+            tmp.unlink(missing_ok=True)
+    print(f"live {role}: {_describe(role, counters)}; part: {out}", file=sys.stderr)
+    if interrupt is not None:
+        raise interrupt
+    return 0
+
+
+def _describe(role: str, c: dict[str, Any]) -> str:
+    io = c["io"]
+    said = f"{io['datagrams_in']} datagrams in, {io['datagrams_out']} out"
+    if io.get("foreign"):
+        said += f", {io['foreign']} from strangers (dropped)"
+    if not c["started"]:
+        said += ", never heard its peer"
+    return said + f", ended: {c['ended']}"
+
+
+def _clean_old(out: Path) -> None:
+    """A previous part in ``out`` is removed before a new one starts (never mixed)."""
+    for name in (PART_FILE, EVENTS_FILE, results.STREAM_FILE, results.STREAM_INDEX_FILE,
+                 results.RECEIVED_FILE):  # fmt: skip
+        (out / name).unlink(missing_ok=True)
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    from . import config, video
+    from .runner import _overridden, planned_config, resolve_encoder
+
+    spec = _spec(args)
+    encoder = resolve_encoder(spec)
+    cfg = planned_config(spec, encoder)
+    config.resolve(cfg, validate=True)
+    out = _out_dir(args)
+    files: dict[str, Path] = {}
+    if encoder == "x264":
+        fps = float(cfg["fps"]) if _overridden(spec, "fps") else None
+        raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
+        cfg["fps"] = raw.fps
+        stream = results.temp_path(out.resolve() / results.STREAM_FILE)
+        cfg["encoder"].update(video_path=os.path.abspath(raw.path), width=raw.width,
+                              height=raw.height, video_frames=raw.frames,
+                              bitstream_path=str(stream))  # fmt: skip
+        files = {results.STREAM_FILE: stream,
+                 results.STREAM_INDEX_FILE: Path(f"{stream}.idx")}  # fmt: skip
+    cfg = config.apply_overrides(cfg, spec.overrides)
+    _clean_old(out)
+    options = {"listen": args.listen, "peer": args.peer}
+    return _run_endpoint("sender", spec, cfg, out, options,
+                         {"listen": args.listen, "peer": args.peer}, files=files)  # fmt: skip
+
+
+def _endpoint_config(spec: Any) -> dict[str, Any]:
+    """The run config of a relay or a receiver (they have no encoder: the model's stands in;
+    ``live merge`` does not compare encoders)."""
+    from . import config
+    from .runner import planned_config
+
+    cfg = planned_config(spec, "model")
+    config.resolve(cfg, validate=True)
+    return cfg
+
+
+def cmd_recv(args: argparse.Namespace) -> int:
+    from . import config
+    from .live import SDP_FILE, sdp
+
+    spec = _spec(args)
+    info = config.scheme_info(spec.scheme) if spec.scheme_config is None else None
+    encoder = args.encoder or (info or {}).get("encoder") or "model"
+    if args.forward_rtp is not None:
+        if not 1 <= args.forward_rtp <= 65535:
+            raise SluiceError(f"--forward-rtp must be a port number, got {args.forward_rtp}")
+        if encoder != "x264":
+            raise SluiceError("--forward-rtp needs x264 (--encoder x264): the model encoder has "
+                              "no bitstream to play")  # fmt: skip
+    cfg = _endpoint_config(spec)
+    out = _out_dir(args)
+    _clean_old(out)
+    options: dict[str, Any] = {"listen": args.listen, "peer": args.peer,
+                               "idle_timeout_s": args.idle_timeout_s,
+                               "start_timeout_s": args.start_timeout_s}  # fmt: skip
+    files: dict[str, Path] = {}
+    if encoder == "x264":
+        received = results.temp_path(out.resolve() / results.RECEIVED_FILE)
+        files[results.RECEIVED_FILE] = received
+        options["received_stream"] = str(received)
+    if args.forward_rtp is not None:
+        host = args.listen.rpartition(":")[0]
+        host = "127.0.0.1" if host in ("0.0.0.0", "[::]") else host
+        options["forward_rtp"] = f"{host}:{args.forward_rtp}"
+        (out / SDP_FILE).write_text(sdp(args.forward_rtp, host.strip("[]")), encoding="utf-8")
+    header = {"listen": args.listen, "peer": args.peer, "encoder": encoder,
+              "idle_timeout_s": args.idle_timeout_s}  # fmt: skip
+    return _run_endpoint("receiver", spec, cfg, out, options, header, files=files)
+
+
+def cmd_relay(args: argparse.Namespace) -> int:
+    from .live import faults_from_args
+    from .runner import load_traces
+
+    args.restart_receiver_at = None
+    spec = _spec(args)
+    cfg = _endpoint_config(spec)
+    faults = faults_from_args(args).options("127.0.0.1")
+    faults.pop("bind")
+    faults.pop("restart_receiver_at_s")
+    down, up = load_traces(spec, cfg)
+    cfg["downlink"]["trace"] = down.name if down else None
+    cfg["uplink"]["trace"] = up.name if up else None
+    out = _out_dir(args)
+    _clean_old(out)
+    options = {"listen": args.listen, "sender": args.sender, "receiver": args.receiver,
+               "idle_timeout_s": args.idle_timeout_s, "start_timeout_s": args.start_timeout_s,
+               "faults": faults}  # fmt: skip
+    header = {"listen": args.listen, "sender": args.sender, "receiver": args.receiver,
+              "faults": faults, "idle_timeout_s": args.idle_timeout_s}  # fmt: skip
+    return _run_endpoint("relay", spec, cfg, out, options, header, down=down, up=up)
+
+
+# --- merge --------------------------------------------------------------------------------------
+
+
+def read_part(d: str, role: str) -> dict[str, Any]:
+    """The header of the part in directory ``d``, checked to be a complete ``role`` part."""
+    p = Path(d)
+    if not p.is_dir():
+        raise SluiceError(f"no such part directory: {d}")
+    f = p / PART_FILE
+    if not f.is_file():
+        raise SluiceError(f"{d}: not a live part (no {PART_FILE}; did the process finish?)")
+    try:
+        part = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SluiceError(f"{f}: unreadable part ({e})") from None
+    if not isinstance(part, dict) or part.get("record") != "live-part":
+        raise SluiceError(f"{f}: not a live part")
+    if part.get("part_schema") != PART_SCHEMA:
+        raise SluiceError(f"{f}: part format {part.get('part_schema')} (this sluice reads "
+                          f"{PART_SCHEMA})")  # fmt: skip
+    if part.get("role") != role:
+        raise SluiceError(f"{d} holds the {part.get('role')}'s part, not the {role}'s")
+    if not (p / EVENTS_FILE).is_file():
+        raise SluiceError(f"{d}: the part has no {EVENTS_FILE}")
+    return part
+
+
+def check_together(parts: dict[str, tuple[str, dict[str, Any]]]) -> None:
+    """Refuses (one line) parts that are not of one session: another scheme, seed or config
+    (the link's settings are the relay's, the encoder the sender's; the receiver does not use
+    the frame rate), or a clock that started outside the sender's session."""
+    from . import config
+
+    sd, s = parts["sender"]
+    session_s = float(s["config"]["duration_s"]) + float(s["config"]["drain_s"])
+    for role, (d, p) in parts.items():
+        if role == "sender":
+            continue
+        what = f"the {role}'s part ({d}) is not of the sender's session ({sd})"
+        if p["scheme"] != s["scheme"]:
+            raise SluiceError(f"{what}: scheme {p['scheme']}, not {s['scheme']}")
+        if p["seed"] != s["seed"]:
+            raise SluiceError(f"{what}: seed {p['seed']}, not {s['seed']}")
+        skip = {"downlink", "uplink", "encoder"} | ({"fps"} if role == "receiver" else set())
+        a = {k: v for k, v in s["config"].items() if k not in skip}
+        b = {k: v for k, v in p["config"].items() if k not in skip}
+        diff = config.diff(a, b)
+        if diff:
+            k = diff[0]
+            fa, fb = config.flatten(a), config.flatten(b)
+            hint = " (give the relay --fps of the sender's clip)" if k == "fps" else ""
+            raise SluiceError(f"{what}: its config has {k} = {json.dumps(fb.get(k))}, the "
+                              f"sender's {json.dumps(fa.get(k))}{hint}")  # fmt: skip
+        if not p["started"]:
+            raise SluiceError(f"the {role}'s part ({d}) is empty: it never heard its peer")
+        offset_s = (p["wall_origin_us"] - s["wall_origin_us"]) / 1e6
+        if not -ORIGIN_SLACK_S <= offset_s <= session_s + ORIGIN_SLACK_S:
+            when = f"{abs(offset_s):.1f} s {'after' if offset_s > 0 else 'before'}"
+            raise SluiceError(f"{what}: its clock started {when} the sender's (not the same "
+                              "session, or the hosts' clocks are not synchronised)")  # fmt: skip
+
+
+class MergedSession:
+    """A :func:`sluice.runner.simulate` session that merges parts instead of running: the
+    result files are written by the same code as a run's (and ``live run``'s)."""
+
+    def __init__(self, parts: dict[str, tuple[str, dict[str, Any]]], merged_cfg: dict[str, Any],
+                 _core: Any, cfg_json: str, run_dir: Path) -> None:  # fmt: skip
+        self.parts = parts
+        self.cfg = merged_cfg
+        self._core = _core
+        self.run_dir = run_dir
+        self.files: dict[str, Path] = {}
+        self.interrupted = any(p["interrupted"] for _, p in parts.values())
+        sender_dir = Path(parts["sender"][0])
+        enc = json.loads(cfg_json)["encoder"]
+        if enc.get("kind") == "x264":
+            # The encoder's stream, where the run's own stream would be (quality reads it).
+            stream = Path(enc["bitstream_path"])
+            for name, dst in ((results.STREAM_FILE, stream),
+                              (results.STREAM_INDEX_FILE, Path(f"{stream}.idx"))):  # fmt: skip
+                src = sender_dir / name
+                if not src.is_file():
+                    raise SluiceError(f"{sender_dir}: the x264 sender's part has no {name}")
+                shutil.copyfile(src, dst)
+            received = Path(parts["receiver"][0]) / results.RECEIVED_FILE
+            if received.is_file():
+                tmp = results.temp_path(run_dir.resolve() / results.RECEIVED_FILE)
+                shutil.copyfile(received, tmp)
+                self.files[results.RECEIVED_FILE] = tmp
+
+    def resolved_config_json(self) -> str:
+        from . import config
+
+        return json.dumps(config.resolve(self.cfg))
+
+    def run(self, spec: Any, duration_s: float) -> tuple[str, str, str, str]:
+        relay = self.parts.get("relay")
+        with core_errors("cannot merge: "):
+            frames, skips, samples, summary, stats_json = self._core.live_merge(
+                json.dumps(self.cfg), str(Path(self.parts["sender"][0]) / EVENTS_FILE),
+                str(Path(relay[0]) / EVENTS_FILE) if relay else None,
+                str(Path(self.parts["receiver"][0]) / EVENTS_FILE),
+            )  # fmt: skip
+        if self.interrupted:
+            summary = json.dumps({**json.loads(summary), "interrupted": True})
+        stats = json.loads(stats_json)
+        stats["mode"] = "live"
+        stats["processes"] = {
+            role: {"dir": str(d), "listen": p.get("listen"), "wall_origin_us": p["wall_origin_us"],
+                   "offset_us": p["wall_origin_us"] - self.parts["sender"][1]["wall_origin_us"],
+                   "ended": p["live"]["ended"], "interrupted": p["interrupted"]}
+            for role, (d, p) in self.parts.items()
+        }  # fmt: skip
+        stats["faults"] = relay[1].get("faults") if relay else None
+        stats["interrupted"] = self.interrupted
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        tmp = results.temp_path(self.run_dir / results.LIVE_FILE)
+        self.files[results.LIVE_FILE] = tmp
+        tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+        return frames, skips, samples, summary
+
+
+def merge(sender: str, receiver: str, relay: str | None = None, out: str | None = None,
+          quality: str = "fast") -> Path:  # fmt: skip
+    """Merges the parts in these directories into one result (``live run``'s files) in
+    ``out``; returns the run directory."""
+    from .runner import RunSpec, simulate
+    from .traces import trace_stem
+
+    parts = {"sender": (sender, read_part(sender, "sender"))}
+    if relay is not None:
+        parts["relay"] = (relay, read_part(relay, "relay"))
+    parts["receiver"] = (receiver, read_part(receiver, "receiver"))
+    check_together(parts)
+    s = parts["sender"][1]
+    cfg = json.loads(json.dumps(s["config"]))
+    trace = uplink = None
+    if relay is not None:
+        r = parts["relay"][1]
+        cfg["downlink"], cfg["uplink"] = r["config"]["downlink"], r["config"]["uplink"]
+        trace, uplink = r["trace"], r["uplink_trace"]
+    sp = s["spec"]
+    if out is None:
+        stem = trace_stem(parts["relay"][1]["spec"]["trace"]) if relay else "direct"
+        out = os.path.join("results", f"live-{sp['scheme']}-{stem}-s{s['seed']}")
+    spec = RunSpec(
+        scheme=sp["scheme"], scheme_config=sp["scheme_config"],
+        overrides=tuple(tuple(o) for o in sp["overrides"]), video=sp["video"],
+        encoder=sp["encoder"], width=sp["width"], encode_time=sp["encode_time"],
+        preset=sp["preset"], quality=quality, out_dir=str(out),
+    )  # fmt: skip
+
+    def session(_core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path) -> MergedSession:
+        return MergedSession(parts, cfg, _core, cfg_json, run_dir)
+
+    output = simulate(spec, session)
+    output.header["trace"], output.header["uplink_trace"] = trace, uplink
+    return output.write()
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from . import report
+
+    run_dir = merge(args.sender, args.receiver, relay=args.relay, out=args.out,
+                    quality=args.quality)  # fmt: skip
+    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    scheme = read_part(args.sender, "sender")["scheme"]
+    print(report.text_table([(scheme, summary)]))
+    print(f"\nresults: {run_dir}")
+    return 0

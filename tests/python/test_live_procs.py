@@ -1,0 +1,202 @@
+"""`sluice live send`, `recv`, `relay` as separate processes on loopback, and `live merge`
+(real clocks: these take their duration in wall time; kept short)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sluice import results
+from sluice.cli import main
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="signals to child processes")
+
+SUMMARY_KEYS = ("latency_ms", "stall_rate", "fps", "loss_rate", "utilization", "bwe_ratio",
+                "frames_sent", "frames_displayed", "frames_skipped")  # fmt: skip
+
+
+def _free_ports(n: int) -> list[int]:
+    """``n`` UDP ports free on 127.0.0.1 now (held together while picked, so distinct)."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _sluice(args: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "sluice", *args], cwd=cwd,
+                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONWARNINGS": "ignore"})  # fmt: skip
+
+
+def _wait_listening(port: int, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    """Until a process has bound UDP ``port`` on 127.0.0.1 (binding it here then fails)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return
+        finally:
+            s.close()
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port} after {timeout_s} s")
+
+
+def _addr(port: int) -> str:
+    return f"127.0.0.1:{port}"
+
+
+def _done(proc: subprocess.Popen, code: int = 0) -> str:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err, err
+    return err
+
+
+def test_send_relay_recv_as_three_processes_merge_into_a_result(tmp_path):
+    s, x, r = _free_ports(3)
+    run = ["--scheme", "webrtc", "--duration", "7", "--seed", "3"]
+    recv = _sluice(["live", "recv", "--listen", _addr(r), "--peer", _addr(x), *run,
+                    "--start-timeout-s", "60", "--out", "recv"], tmp_path)  # fmt: skip
+    relay = _sluice(["live", "relay", "--listen", _addr(x), "--sender", _addr(s), "--receiver",
+                     _addr(r), "--trace", "gen:constant:12", "--queue-bytes", "100000", *run,
+                     "--start-timeout-s", "60", "--out", "relay"], tmp_path)  # fmt: skip
+    _wait_listening(r, recv)
+    _wait_listening(x, relay)
+    # A stranger writes to the relay (before the session and during it): counted, dropped.
+    stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    stranger.bind(("127.0.0.1", 0))
+    stranger.sendto(b"\x80\x60 not from the sender", ("127.0.0.1", x))
+    send = _sluice(["live", "send", "--listen", _addr(s), "--peer", _addr(x), *run,
+                    "--out", "send"], tmp_path)  # fmt: skip
+    time.sleep(2.0)
+    stranger.sendto(b"\x80\x60 still not the sender", ("127.0.0.1", x))
+    stranger.close()
+    _done(send)
+    _done(relay)
+    _done(recv)
+
+    relay_part = json.loads((tmp_path / "relay" / "part.json").read_text())
+    assert relay_part["live"]["io"]["foreign"] == 2
+    assert relay_part["live"]["malformed"] == 0  # dropped unread, not handed to the relay
+    assert relay_part["trace"]["name"].startswith("gen:constant:12")
+    for d, role in (("send", "sender"), ("relay", "relay"), ("recv", "receiver")):
+        part = json.loads((tmp_path / d / "part.json").read_text())
+        assert part["role"] == role and part["seed"] == 3 and part["live"]["ended"] == "end"
+        assert part["wall_origin_us"] > 1.6e15  # wall-clock Unix microseconds (after 2020)
+
+    out = tmp_path / "merged"
+    rc = main(["live", "merge", "--sender", str(tmp_path / "send"), "--relay",
+               str(tmp_path / "relay"), "--receiver", str(tmp_path / "recv"), "--out", str(out),
+               "--json"])  # fmt: skip
+    assert rc == 0
+    res = results.load_run(out)
+    slots = len(res.frames) + res.summary["frames_skipped"]
+    assert slots == 7 * 30
+    shown = int(res.frames["displayed_us"].notna().sum())
+    assert shown >= 0.9 * slots, f"{shown} of {slots} frames displayed"
+    assert res.summary["frames_displayed"] == shown
+    for k in SUMMARY_KEYS:
+        assert k in res.summary, k
+    # Latencies are on the sender's clock: positive, and at least the 20 ms one-way delay.
+    assert (res.frames["latency_us"].dropna() >= 20_000).all()
+    # The relay's link state is in the sender's samples.
+    assert res.samples["queue_delay_us"].max() > 0
+    assert res.samples["link_capacity_bps"].max() == pytest.approx(12e6, rel=0.05)
+    assert res.header["config"]["downlink"]["queue_bytes"] == 100000
+    live = json.loads((out / "live.json").read_text())
+    assert live["relay_io"]["foreign"] == 2 and live["media_packets_received"] > 1000
+    assert live["processes"]["receiver"]["offset_us"] > 0
+    assert main(["plot", str(out)]) == 0
+    for png in ("latency_cdf.png", "timeseries.png"):
+        assert (out / png).stat().st_size > 10_000
+
+
+def test_a_terminated_receiver_still_writes_its_part(tmp_path, capsys):
+    s, r = _free_ports(2)
+    run = ["--duration", "30", "--seed", "2"]
+    recv = _sluice(["live", "recv", "--listen", _addr(r), "--peer", _addr(s), *run,
+                    "--start-timeout-s", "60", "--out", "recv"], tmp_path)  # fmt: skip
+    _wait_listening(r, recv)
+    send = _sluice(["live", "send", "--listen", _addr(s), "--peer", _addr(r), *run,
+                    "--out", "send"], tmp_path)  # fmt: skip
+    part = tmp_path / "recv" / "part.json"
+    time.sleep(3.0)
+    recv.send_signal(signal.SIGTERM)
+    _done(recv, 143)
+    time.sleep(0.5)
+    send.send_signal(signal.SIGINT)
+    _done(send, 130)
+    got = json.loads(part.read_text())
+    assert got["interrupted"] is True and got["live"]["ended"] == "stopped"
+    assert got["live"]["media_packets"] > 100
+    # The parts merge (sender straight to receiver: no relay), marked interrupted.
+    out = tmp_path / "merged"
+    rc = main(["live", "merge", "--sender", str(tmp_path / "send"), "--receiver",
+               str(tmp_path / "recv"), "--out", str(out), "--json"])  # fmt: skip
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["interrupted"] is True and summary["frames_displayed"] >= 30
+
+
+def _fake_part(d: Path, role: str, **edits: object) -> None:
+    d.mkdir(parents=True)
+    part = {"record": "live-part", "part_schema": 1, "role": role, "seed": 1,
+            "scheme": "webrtc", "config": {"duration_s": 5.0, "drain_s": 2.0, "fps": 30.0,
+            "downlink": {}, "uplink": {}, "encoder": {}}, "wall_origin_us": 1_700_000_000_000_000,
+            "started": True, "interrupted": False}  # fmt: skip
+    for k, v in edits.items():
+        if k == "duration_s":
+            part["config"]["duration_s"] = v  # type: ignore[index]
+        else:
+            part[k] = v
+    (d / "part.json").write_text(json.dumps(part))
+    (d / "events.json").write_text("{}")
+
+
+@pytest.mark.parametrize("edit, needle", [
+    ({"seed": 9}, "seed 9"),
+    ({"scheme": "copa"}, "scheme copa"),
+    ({"duration_s": 6.0}, "duration_s"),
+    ({"wall_origin_us": 1_700_000_000_000_000 + 600_000_000}, "600.0 s after"),
+    ({"started": False}, "never heard its peer"),
+])  # fmt: skip
+def test_merge_refuses_parts_of_another_session_in_one_line(tmp_path, capsys, edit, needle):
+    _fake_part(tmp_path / "send", "sender")
+    _fake_part(tmp_path / "recv", "receiver", **edit)
+    rc = main(["live", "merge", "--sender", str(tmp_path / "send"), "--receiver",
+               str(tmp_path / "recv"), "--out", str(tmp_path / "m")])  # fmt: skip
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("sluice: error:") and needle in err[0], err
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_port_in_use_is_one_line_and_leaves_nothing(tmp_path, capsys):
+    held = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    held.bind(("127.0.0.1", 0))
+    port = held.getsockname()[1]
+    try:
+        rc = main(["live", "recv", "--listen", _addr(port), "--peer", "127.0.0.1:9",
+                   "--out", str(tmp_path / "recv")])  # fmt: skip
+    finally:
+        held.close()
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"cannot listen on 127.0.0.1:{port}" in err[0], err
+    assert not (tmp_path / "recv").exists()
