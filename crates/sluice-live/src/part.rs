@@ -380,6 +380,11 @@ pub struct ReceiverPart {
     pub media_packets: u64,
     pub stream_bytes: u64,
     pub stream_gaps: u64,
+    /// New streams seen (the sender restarted) and packets of an old stream refused.
+    #[serde(default)]
+    pub new_streams: u64,
+    #[serde(default)]
+    pub stale_packets: u64,
     pub events: Vec<ReceiverEvent>,
 }
 
@@ -597,6 +602,9 @@ pub fn merge_parts(
         relay_reports_sent: r.reports_sent,
         sender_reports_received: reports,
         receiver_restarts: 0,
+        sender_restarts: 0,
+        receiver_new_streams: receiver.new_streams,
+        receiver_stale_packets: receiver.stale_packets,
         received_stream_bytes: receiver.stream_bytes,
         received_stream_gaps: receiver.stream_gaps,
         feedback_messages: sender.feedback_messages,

@@ -389,6 +389,8 @@ impl EndpointProcess {
                 media_packets: r.media_packets,
                 stream_bytes: r.stream.len() as u64,
                 stream_gaps: r.stream_gaps,
+                new_streams: r.new_streams,
+                stale_packets: r.stale_packets,
                 events: r.events.clone(),
             }))
         })?;
