@@ -148,8 +148,11 @@ def add_live_options(p: argparse.ArgumentParser) -> None:
 def faults_from_args(args: argparse.Namespace) -> LiveFaults:
     if not (math.isfinite(args.reorder_ms) and args.reorder_ms >= 0):
         raise SluiceError(f"--reorder-ms must be >= 0, got {args.reorder_ms}")
-    for flag, at in (("--restart-receiver-at", args.restart_receiver_at),
-                     ("--restart-sender-at", args.restart_sender_at)):  # fmt: skip
+    # The restarts are options of `live run` only (not of `live relay`).
+    restart_receiver_at = getattr(args, "restart_receiver_at", None)
+    restart_sender_at = getattr(args, "restart_sender_at", None)
+    for flag, at in (("--restart-receiver-at", restart_receiver_at),
+                     ("--restart-sender-at", restart_sender_at)):  # fmt: skip
         if at is not None and not (math.isfinite(at) and at >= 0):
             raise SluiceError(f"{flag} must be >= 0 s, got {at}")
     return LiveFaults(
@@ -158,8 +161,8 @@ def faults_from_args(args: argparse.Namespace) -> LiveFaults:
         reorder_delay_ms=args.reorder_ms,
         feedback_blackout_s=args.feedback_blackout,
         garbage=args.garbage,
-        restart_receiver_at_s=args.restart_receiver_at,
-        restart_sender_at_s=args.restart_sender_at,
+        restart_receiver_at_s=restart_receiver_at,
+        restart_sender_at_s=restart_sender_at,
     )
 
 

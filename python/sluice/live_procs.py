@@ -437,12 +437,12 @@ def cmd_relay(args: argparse.Namespace) -> int:
     from .live import faults_from_args
     from .runner import load_traces
 
-    args.restart_receiver_at = None
     spec = _spec(args)
     cfg = _endpoint_config(spec)
     faults = faults_from_args(args).options("127.0.0.1")
     faults.pop("bind")
     faults.pop("restart_receiver_at_s")
+    faults.pop("restart_sender_at_s")
     down, up = load_traces(spec, cfg)
     cfg["downlink"]["trace"] = down.name if down else None
     cfg["uplink"]["trace"] = up.name if up else None
