@@ -167,7 +167,8 @@ def faults_from_args(args: argparse.Namespace) -> LiveFaults:
 
 
 def _progress(run: Any, label: str) -> None:
-    """Waits for the run, with a progress bar on a terminal."""
+    """Waits for the run (or a single endpoint, ``sluice live send/recv/relay``, whose clock
+    starts with its peer's first datagram), with a progress bar on a terminal."""
     show = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
     if not show:
         while not run.wait(POLL_S):
@@ -181,6 +182,10 @@ def _progress(run: Any, label: str) -> None:
               "{n:.0f}/{total:.0f} s") as bar:  # fmt: skip
         done = 0.0
         while not run.wait(POLL_S):
+            if not getattr(run, "started", True):
+                bar.set_description_str(f"live {label} (waiting for the peer)")
+                continue
+            bar.set_description_str(f"live {label}")
             now = min(run.now_s, end)
             bar.update(now - done)
             done = now

@@ -261,35 +261,12 @@ def _spec_json(spec: Any) -> dict[str, Any]:
     }
 
 
-def _wait(ep: Any, role: str, label: str) -> None:
-    """Waits for the endpoint, with a progress bar on a terminal."""
-    show = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
-    if not show:
-        while not ep.wait(0.2):
-            pass
-        return
-    from tqdm import tqdm
-
-    end = ep.end_s
-    with tqdm(total=round(end, 1), unit="s", desc=f"live {role} {label}", leave=False,
-              file=sys.stderr, bar_format="{desc}: {percentage:3.0f}%|{bar}| "
-              "{n:.0f}/{total:.0f} s") as bar:  # fmt: skip
-        done = 0.0
-        while not ep.wait(0.2):
-            if not ep.started:
-                bar.set_description_str(f"live {role} {label} (waiting for the peer)")
-                continue
-            bar.set_description_str(f"live {role} {label}")
-            now = min(ep.now_s, end)
-            bar.update(now - done)
-            done = now
-
-
 def _run_endpoint(role: str, spec: Any, cfg: dict[str, Any], out: Path, options: dict[str, Any],
                   header: dict[str, Any], down: Any = None, up: Any = None,
                   files: dict[str, Path] | None = None) -> int:  # fmt: skip
     """Runs one endpoint and writes its part into ``out``; re-raises Ctrl-C/SIGTERM after
     writing."""
+    from .live import _progress
     from .runner import _fold, captured_stderr
 
     files = dict(files or {})
@@ -302,7 +279,7 @@ def _run_endpoint(role: str, spec: Any, cfg: dict[str, Any], out: Path, options:
             raise ValueError(_fold(str(e), said())) from None
     interrupt: KeyboardInterrupt | None = None
     try:
-        _wait(ep, role, spec.scheme)
+        _progress(ep, f"{role} {spec.scheme}")
     except KeyboardInterrupt as e:  # stop, and still write the part
         ep.stop()
         interrupt = e

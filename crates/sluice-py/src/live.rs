@@ -132,6 +132,25 @@ fn encoder_factory(
     Ok(EncoderFactory(open))
 }
 
+/// Waits up to `timeout_s` seconds (at most an hour), without the GIL, until `finished`;
+/// true if it is.
+pub(crate) fn wait_for(
+    py: Python<'_>,
+    timeout_s: f64,
+    finished: impl Fn() -> bool + Send + Sync,
+) -> bool {
+    let until = Instant::now() + Duration::from_secs_f64(timeout_s.clamp(0.0, 3600.0));
+    py.allow_threads(|| {
+        while !finished() {
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    })
+}
+
 /// A live run: sender, relay and receiver on loopback, started at construction. Poll
 /// `wait()` (it releases the GIL), `stop()` on Ctrl-C, then `finish()` for the results.
 #[pyclass(name = "LiveRun", module = "sluice._core", unsendable)]
@@ -199,16 +218,7 @@ impl PyLiveRun {
     /// Waits up to `timeout_s` seconds (without the GIL) for the run to end; true if it has.
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
         let Some(run) = self.run.as_ref() else { return true };
-        let until = Instant::now() + Duration::from_secs_f64(timeout_s.clamp(0.0, 3600.0));
-        py.allow_threads(|| {
-            while !run.is_finished() {
-                if Instant::now() >= until {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            true
-        })
+        wait_for(py, timeout_s, || run.is_finished())
     }
 
     /// Asks the endpoints to stop now (Ctrl-C); `finish()` still returns the results so far.

@@ -11,7 +11,7 @@ use sluice_live::part;
 use sluice_live::process::{EndpointProcess, ProcessOptions};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Endpoint options from the front end (JSON).
 #[derive(Debug, Default, Deserialize)]
@@ -128,16 +128,7 @@ impl PyLiveEndpoint {
     /// has.
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
         let Some(run) = self.run.as_ref() else { return true };
-        let until = Instant::now() + Duration::from_secs_f64(timeout_s.clamp(0.0, 3600.0));
-        py.allow_threads(|| {
-            while !run.is_finished() {
-                if Instant::now() >= until {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            true
-        })
+        crate::live::wait_for(py, timeout_s, || run.is_finished())
     }
 
     /// Stops the endpoint now (Ctrl-C, SIGTERM); `finish()` still writes its part.
