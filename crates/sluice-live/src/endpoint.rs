@@ -658,10 +658,14 @@ pub struct Faults {
     pub garbage: f64,
 }
 
-/// The relay: downlink and uplink links of the simulator between sender and receiver.
+/// The relay: downlink and uplink links of the simulator between sender and receiver, and
+/// with an access delay the simulator's delay lines between the sender and the bottleneck
+/// ([`sluice_core::sim::build_access_links`]).
 pub struct RelayEndpoint {
     downlink: Link,
     uplink: Link,
+    /// The access path: sender to bottleneck, and back to the sender (reports, feedback).
+    access: Option<(Link, Link)>,
     reader: MediaReader,
     next_key: u64,
     down_bytes: BTreeMap<u64, Vec<u8>>,
@@ -703,6 +707,7 @@ impl RelayEndpoint {
         RelayEndpoint {
             downlink,
             uplink,
+            access: None,
             reader: MediaReader::default(),
             next_key: 0,
             down_bytes: BTreeMap::new(),
@@ -726,8 +731,76 @@ impl RelayEndpoint {
         }
     }
 
+    /// The relay of a run: the simulator's downlink and uplink for `cfg` and `scheme`
+    /// ([`sluice_core::sim::build_links`]), and its access path if `cfg` has an access delay.
+    pub fn for_run(
+        cfg: &sluice_core::sim::RunConfig,
+        scheme: &sluice_core::scheme::SchemeConfig,
+        downlink_trace: Option<Arc<sluice_core::link::trace::Trace>>,
+        uplink_trace: Option<Arc<sluice_core::link::trace::Trace>>,
+        faults: Faults,
+        shared: Option<SharedLink>,
+    ) -> Self {
+        let (downlink, uplink) =
+            sluice_core::sim::build_links(cfg, scheme, downlink_trace.clone(), uplink_trace);
+        let mut relay =
+            RelayEndpoint::new(downlink, uplink, faults, cfg.seed, downlink_trace, shared);
+        if let Some(links) = sluice_core::sim::build_access_links(cfg) {
+            relay.set_access_path(links);
+        }
+        relay
+    }
+
     pub fn downlink(&self) -> &Link {
         &self.downlink
+    }
+
+    /// Puts the access path between the sender and the bottleneck: `(to the bottleneck, back
+    /// to the sender)`, as the simulator does for an access delay.
+    pub fn set_access_path(&mut self, links: (Link, Link)) {
+        self.access = Some(links);
+    }
+
+    /// Moves what the access path delivered on: media into the downlink.
+    fn forward_access(&mut self, now: Timestamp) {
+        let Some((to_bn, back)) = self.access.as_mut() else { return };
+        if to_bn.poll_timeout() <= now {
+            to_bn.handle_timeout(now);
+        }
+        while let Some(d) = to_bn.poll_datagram(now) {
+            self.downlink.handle_datagram(d, now);
+        }
+        if back.poll_timeout() <= now {
+            back.handle_timeout(now);
+        }
+    }
+
+    /// A datagram on its way to the sender: over the access path's way back if there is one.
+    /// Returns it if it goes straight to the sender.
+    fn toward_sender(&mut self, d: Datagram, now: Timestamp) -> Option<Datagram> {
+        match self.access.as_mut() {
+            Some((_, back)) => {
+                back.handle_datagram(d, now);
+                None
+            }
+            None => Some(d),
+        }
+    }
+
+    /// The bytes of a datagram for the sender (a report written out, feedback looked up).
+    fn sender_bytes(&mut self, d: Datagram) -> Option<Vec<u8>> {
+        match d {
+            Datagram::Feedback(r) => {
+                let b = wire::write_feedback(&r, self.reader.stream().unwrap_or(0)).ok()?;
+                self.reports_sent += 1;
+                Some(b)
+            }
+            Datagram::Media(p) => {
+                let b = self.up_bytes.remove(&p.transport_seq)?;
+                self.maybe_garbage(Role::Sender, &b);
+                Some(b)
+            }
+        }
     }
 
     /// With the garbage fault, queues a malformed datagram for `to` after `b`.
@@ -827,7 +900,10 @@ impl Endpoint for RelayEndpoint {
                 // transport sequence numbers).
                 p.transport_seq = key;
                 self.down_bytes.insert(key, bytes.to_vec());
-                self.downlink.handle_datagram(Datagram::Media(p), now);
+                match self.access.as_mut() {
+                    Some((to_bn, _)) => to_bn.handle_datagram(Datagram::Media(p), now),
+                    None => self.downlink.handle_datagram(Datagram::Media(p), now),
+                }
             }
             Role::Receiver => {
                 if self.faults.feedback_blackout.is_some_and(|(a, b)| now >= a && now < b) {
@@ -846,6 +922,7 @@ impl Endpoint for RelayEndpoint {
     }
 
     fn handle_timeout(&mut self, now: Timestamp) {
+        self.forward_access(now);
         if self.downlink.poll_timeout() <= now {
             self.downlink.handle_timeout(now);
         }
@@ -863,10 +940,11 @@ impl Endpoint for RelayEndpoint {
         if self.held.front().is_some_and(|(t, _)| *t <= now) {
             return self.held.pop_front().map(|(_, b)| (Role::Receiver, b));
         }
-        if let Some(Datagram::Feedback(r)) = self.downlink.poll_report() {
-            if let Ok(b) = wire::write_feedback(&r, self.reader.stream().unwrap_or(0)) {
-                self.reports_sent += 1;
-                return Some((Role::Sender, b));
+        while let Some(report) = self.downlink.poll_report() {
+            if let Some(d) = self.toward_sender(report, now) {
+                if let Some(b) = self.sender_bytes(d) {
+                    return Some((Role::Sender, b));
+                }
             }
         }
         while let Some(d) = self.downlink.poll_datagram(now) {
@@ -885,9 +963,14 @@ impl Endpoint for RelayEndpoint {
             return Some((Role::Receiver, b));
         }
         while let Some(d) = self.uplink.poll_datagram(now) {
-            let Datagram::Media(p) = d else { continue };
-            if let Some(b) = self.up_bytes.remove(&p.transport_seq) {
-                self.maybe_garbage(Role::Sender, &b);
+            if let Some(d) = self.toward_sender(d, now) {
+                if let Some(b) = self.sender_bytes(d) {
+                    return Some((Role::Sender, b));
+                }
+            }
+        }
+        while let Some(d) = self.access.as_mut().and_then(|(_, back)| back.poll_datagram(now)) {
+            if let Some(b) = self.sender_bytes(d) {
                 return Some((Role::Sender, b));
             }
         }
@@ -897,7 +980,16 @@ impl Endpoint for RelayEndpoint {
     fn poll_timeout(&self) -> Timestamp {
         let held = self.held.front().map_or(Timestamp::INFINITY, |(t, _)| *t);
         let extra = if self.extra.is_empty() { Timestamp::INFINITY } else { Timestamp::ZERO };
-        self.downlink.poll_timeout().min(self.uplink.poll_timeout()).min(held).min(extra)
+        let access = self
+            .access
+            .as_ref()
+            .map_or(Timestamp::INFINITY, |(a, b)| a.poll_timeout().min(b.poll_timeout()));
+        self.downlink
+            .poll_timeout()
+            .min(self.uplink.poll_timeout())
+            .min(held)
+            .min(extra)
+            .min(access)
     }
 
     fn malformed(&self) -> u64 {

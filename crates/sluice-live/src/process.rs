@@ -21,7 +21,7 @@ use crate::part::{
 use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
 use sluice_core::encoder::Encoder;
 use sluice_core::link::trace::Trace;
-use sluice_core::sim::{build_links, build_receiver, build_sender, ConfigError, RunConfig};
+use sluice_core::sim::{build_receiver, build_sender, ConfigError, RunConfig};
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -290,16 +290,6 @@ fn session_end(cfg: &RunConfig) -> (Timestamp, Timestamp) {
     (capture_end, capture_end + TimeDelta::from_secs_f64(cfg.drain_s))
 }
 
-fn check(cfg: &RunConfig) -> Result<(), ConfigError> {
-    cfg.validate()?;
-    if cfg.downlink.access_delay_ms != 0.0 {
-        return Err(ConfigError(
-            "live mode has no access delay yet (downlink.access_delay_ms must be 0)".into(),
-        ));
-    }
-    Ok(())
-}
-
 impl EndpointProcess {
     /// The sender: starts sending to `options.peer` at once.
     pub fn sender(
@@ -307,7 +297,7 @@ impl EndpointProcess {
         encoder: Box<dyn Encoder>,
         options: &ProcessOptions,
     ) -> Result<EndpointProcess, ConfigError> {
-        check(cfg)?;
+        cfg.validate()?;
         let scheme = cfg.resolve_scheme()?;
         let peer = need(options.peer, "peer (the relay or the receiver)")?;
         let socket = bind(options.listen)?;
@@ -359,7 +349,7 @@ impl EndpointProcess {
         cfg: &RunConfig,
         options: &ProcessOptions,
     ) -> Result<EndpointProcess, ConfigError> {
-        check(cfg)?;
+        cfg.validate()?;
         let scheme = cfg.resolve_scheme()?;
         let peer = need(options.peer, "peer (the relay or the sender)")?;
         let socket = bind(options.listen)?;
@@ -405,7 +395,7 @@ impl EndpointProcess {
         uplink_trace: Option<Arc<Trace>>,
         options: &ProcessOptions,
     ) -> Result<EndpointProcess, ConfigError> {
-        check(cfg)?;
+        cfg.validate()?;
         let scheme = cfg.resolve_scheme()?;
         let sender = need(options.sender, "sender")?;
         let receiver = need(options.receiver, "receiver")?;
@@ -418,13 +408,12 @@ impl EndpointProcess {
         let ctl = Control::default();
         let (_, end) = session_end(cfg);
         let shared: SharedLink = Arc::default();
-        let (downlink, uplink) = build_links(cfg, &scheme, downlink_trace.clone(), uplink_trace);
-        let relay = RelayEndpoint::new(
-            downlink,
-            uplink,
-            options.faults.clone(),
-            cfg.seed,
+        let relay = RelayEndpoint::for_run(
+            cfg,
+            &scheme,
             downlink_trace.clone(),
+            uplink_trace,
+            options.faults.clone(),
             Some(shared.clone()),
         );
         let mut ep = Watch::new(relay, Some(options.idle_timeout), ctl.stop.clone());

@@ -7,9 +7,7 @@ use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
 use sluice_core::encoder::Encoder;
 use sluice_core::link::trace::Trace;
 use sluice_core::metrics::LinkTotals;
-use sluice_core::sim::{
-    build_links, build_receiver, build_sender, ConfigError, RunConfig, RunResult,
-};
+use sluice_core::sim::{build_receiver, build_sender, ConfigError, RunConfig, RunResult};
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -167,11 +165,6 @@ impl LiveRun {
         options: &LiveOptions,
     ) -> Result<LiveRun, ConfigError> {
         cfg.validate()?;
-        if cfg.downlink.access_delay_ms != 0.0 {
-            return Err(ConfigError(
-                "live mode has no access delay yet (downlink.access_delay_ms must be 0)".into(),
-            ));
-        }
         let scheme = cfg.resolve_scheme()?;
         let (s_sock, r_sock, x_sock) =
             (bind(options.bind)?, bind(options.bind)?, bind(options.bind)?);
@@ -225,13 +218,12 @@ impl LiveRun {
             let (cfg, scheme) = (cfg.clone(), scheme.clone());
             receiver.restart_at(at, Box::new(move |now| build_receiver(&cfg, &scheme, now)));
         }
-        let (downlink, uplink) = build_links(cfg, &scheme, downlink_trace.clone(), uplink_trace);
-        let relay = RelayEndpoint::new(
-            downlink,
-            uplink,
-            options.faults.clone(),
-            cfg.seed,
+        let relay = RelayEndpoint::for_run(
+            cfg,
+            &scheme,
             downlink_trace.clone(),
+            uplink_trace,
+            options.faults.clone(),
             Some(link_snapshot),
         );
         let relay_peers = Peers { sender: Some(s_addr), receiver: Some(r_addr), monitor: None };

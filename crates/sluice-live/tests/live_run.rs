@@ -150,3 +150,43 @@ fn co_rtv_bottleneck_reports_reach_the_sender_over_rtcp_app() {
     assert_eq!(r.stats.sender_malformed, 0);
     assert!(displayed_share(&r) >= 0.9, "{}", displayed_share(&r));
 }
+
+/// The smallest RTT the sender measured (the path's propagation delay and little queue),
+/// in ms.
+fn min_rtt_ms(samples: &[sluice_core::metrics::Sample]) -> f64 {
+    samples.iter().filter_map(|s| s.rtt_us).min().unwrap() as f64 / 1e3
+}
+
+#[test]
+fn an_access_delay_sits_between_the_sender_and_the_bottleneck_as_in_the_simulator() {
+    // Co-RTV's topology: 20 ms from the sender to the bottleneck, crossed back by the
+    // bottleneck's reports and by the receiver's feedback.
+    let access = |c: &mut RunConfig| c.downlink.access_delay_ms = 20.0;
+    let r = run_scheme("co-rtv", 3.0, LiveOptions::default(), access);
+    assert!(r.stats.relay_reports_sent >= 10, "{:?}", r.stats);
+    assert_eq!(r.stats.sender_reports_received, r.stats.relay_reports_sent);
+    assert!(displayed_share(&r) >= 0.9, "{}", displayed_share(&r));
+    // The sender sees the simulator's round trip: 40 ms more than without the access path
+    // (the smallest RTTs: the medians carry each run's own queueing).
+    let mut cfg = RunConfig {
+        scheme_name: "co-rtv".into(),
+        duration_s: 3.0,
+        drain_s: 1.0,
+        ..RunConfig::default()
+    };
+    cfg.downlink.queue_bytes = Some(100_000);
+    access(&mut cfg);
+    let trace = Arc::new(Trace::constant(DataRate::from_mbps(12), TimeDelta::from_secs(1)));
+    let sim =
+        sluice_core::sim::Simulation::new(&cfg, Some(trace), None, build_encoder(&cfg).unwrap())
+            .unwrap()
+            .run();
+    let without = run_scheme("co-rtv", 3.0, LiveOptions::default(), |_| {});
+    let (live_ms, sim_ms) = (min_rtt_ms(&r.run.samples), min_rtt_ms(&sim.samples));
+    let base_ms = min_rtt_ms(&without.run.samples);
+    eprintln!(
+        "smallest RTT: live {live_ms:.1} ms, simulated {sim_ms:.1} ms, live without {base_ms:.1} ms"
+    );
+    assert!((live_ms - sim_ms).abs() <= 3.0, "live {live_ms} ms, simulated {sim_ms} ms");
+    assert!((live_ms - base_ms - 40.0).abs() <= 3.0, "with {live_ms} ms, without {base_ms} ms");
+}

@@ -499,6 +499,26 @@ pub fn build_links(
     (downlink, uplink)
 }
 
+/// The access path of a run with an access delay (`downlink.access_delay_ms` > 0): the
+/// delay line from the sender to the bottleneck, and the one back to the sender that the
+/// bottleneck's reports and the receiver's feedback (after the uplink) cross. `None`
+/// without an access delay.
+pub fn build_access_links(cfg: &RunConfig) -> Option<(Link, Link)> {
+    let access = TimeDelta::from_ms_f64(cfg.downlink.access_delay_ms);
+    if access <= TimeDelta::ZERO {
+        return None;
+    }
+    let delay_line = |name: &str| {
+        let mut l = Link::new(
+            LinkConfig { delay: access, ..LinkConfig::default() },
+            Rng::fork(cfg.seed, name),
+        );
+        l.set_drop_log(false);
+        l
+    };
+    Some((delay_line("access"), delay_line("report-path")))
+}
+
 impl Simulation {
     /// A simulation of `cfg` over the given traces (`None`: unlimited rate), with `encoder`
     /// (see [`build_encoder`] for the config's own).
@@ -514,7 +534,6 @@ impl Simulation {
         let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
         let sender = build_sender(cfg, &scheme, Box::new(InlineEncoder::new(encoder)), now);
         let receiver = build_receiver(cfg, &scheme, now);
-        let access = TimeDelta::from_ms_f64(cfg.downlink.access_delay_ms);
         let (downlink, uplink) = build_links(cfg, &scheme, downlink_trace.clone(), uplink_trace);
         let bottleneck_drops = scheme.bottleneck.drops_frames();
 
@@ -525,21 +544,13 @@ impl Simulation {
         let up = net.add("uplink", Box::new(uplink));
         net.connect(down, OUT, rx, IN);
         net.connect(rx, OUT, up, IN);
-        let delay_line = |name: &str| {
-            let mut l = Link::new(
-                LinkConfig { delay: access, ..LinkConfig::default() },
-                Rng::fork(cfg.seed, name),
-            );
-            l.set_drop_log(false);
-            l
-        };
-        if access > TimeDelta::ZERO {
-            let a = net.add("access", Box::new(delay_line("access")));
+        if let Some((access, report_path)) = build_access_links(cfg) {
+            let a = net.add("access", Box::new(access));
             net.connect(tx, OUT, a, IN);
             net.connect(a, OUT, down, IN);
             // The way back: the bottleneck's reports, and the receiver's feedback after the
             // uplink (receiver to bottleneck) crossed it too.
-            let back = net.add("bottleneck-report-path", Box::new(delay_line("report-path")));
+            let back = net.add("bottleneck-report-path", Box::new(report_path));
             net.connect(down, REPORT, back, IN);
             net.connect(up, OUT, back, IN);
             net.connect(back, OUT, tx, IN);
