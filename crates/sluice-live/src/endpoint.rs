@@ -235,6 +235,12 @@ impl SenderEndpoint {
         &self.sender
     }
 
+    /// The bytes the downlink had delivered at the last sample: the simulator's utilisation
+    /// counts these (not what is delivered while the session drains).
+    pub fn delivered_bytes_sampled(&self) -> i64 {
+        self.last_delivered_bytes
+    }
+
     fn drain_events(&mut self) {
         while let Some(e) = self.sender.poll_event() {
             match &e {

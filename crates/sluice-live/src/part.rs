@@ -567,6 +567,14 @@ pub fn merge_parts(
             .last()
             .map_or(0, |l| l.capacity_bytes)
     };
+    // Delivered bytes up to the last sample, as the simulator counts them for utilisation
+    // (the relay's link sample the last sender sample took).
+    let sampled_until = samples.last().map_or(0, |s| s.t_us);
+    let delivered_sampled = link_samples
+        .iter()
+        .take_while(|l| l.t_us <= sampled_until)
+        .last()
+        .map_or(0, |l| l.delivered_bytes);
     let empty = RelayPart::default();
     let r = relay.unwrap_or(&empty);
     let capture_end = Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s);
@@ -579,7 +587,7 @@ pub fn merge_parts(
             arrived_packets: r.arrived_packets,
             dropped_packets: r.dropped_packets,
             policy_dropped_packets: r.policy_dropped_packets,
-            delivered_bytes: r.delivered_bytes,
+            delivered_bytes: delivered_sampled,
             capacity_bytes: 0,
         },
         capacity_until: &capacity_until,

@@ -301,7 +301,7 @@ impl LiveRun {
                 arrived_packets: stats.arrived_packets,
                 dropped_packets: stats.dropped_packets(),
                 policy_dropped_packets: stats.dropped_policy_packets,
-                delivered_bytes: stats.delivered_bytes,
+                delivered_bytes: sender.delivered_bytes_sampled(),
                 capacity_bytes: 0,
             },
             capacity_until: &capacity_until,
