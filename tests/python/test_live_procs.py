@@ -200,3 +200,28 @@ def test_a_port_in_use_is_one_line_and_leaves_nothing(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"cannot listen on 127.0.0.1:{port}" in err[0], err
     assert not (tmp_path / "recv").exists()
+
+
+def test_a_restarted_send_process_starts_a_new_stream_that_the_receiver_follows(tmp_path):
+    s, r = _free_ports(2)
+    run = ["--scheme", "webrtc"]
+    recv = _sluice(["live", "recv", "--listen", _addr(r), "--peer", _addr(s), *run,
+                    "--duration", "8", "--start-timeout-s", "60", "--out", "recv"],
+                   tmp_path)  # fmt: skip
+    _wait_listening(r, recv)
+    send = ["live", "send", "--listen", _addr(s), "--peer", _addr(r), *run]
+    first = _sluice([*send, "--duration", "8", "--out", "send1"], tmp_path)
+    time.sleep(3.0)
+    first.send_signal(signal.SIGTERM)  # the sending process dies; another one starts
+    _done(first, 143)
+    restarted_at = time.time()
+    _done(_sluice([*send, "--duration", "3", "--out", "send2"], tmp_path))
+    _done(recv)
+    part = json.loads((tmp_path / "recv" / "part.json").read_text())
+    assert part["live"]["new_streams"] == 1, part["live"]
+    assert part["live"]["malformed"] == 0
+    # The receiver displays the new stream: frames shown after the restart, on its clock.
+    events = json.loads((tmp_path / "recv" / "events.json").read_text())["events"]
+    since_us = (restarted_at * 1e6 - part["wall_origin_us"]) + 0.5e6
+    shown = [e for e in events if "FrameDisplayed" in e and e["FrameDisplayed"]["time"] > since_us]
+    assert len(shown) >= 60, f"{len(shown)} frames displayed after the restart"

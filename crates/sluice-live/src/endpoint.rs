@@ -218,13 +218,20 @@ impl SenderEndpoint {
                 sender.continue_timeline(timeline, now);
                 self.sender = sender;
                 self.restarts += 1;
-                self.sent = SentNumbers { stream: self.sent.stream + 1, ..SentNumbers::default() };
+                let stream = wire::next_stream(self.sent.stream);
+                self.sent = SentNumbers { stream, ..SentNumbers::default() };
                 self.padding_seq = 0;
                 self.outbox.clear();
                 self.drain_events();
             }
             Err(why) => self.restart_failure = Some(format!("restarting the sender: {why}")),
         }
+    }
+
+    /// Starts on stream `stream` (which picks the SSRCs, [`wire::video_ssrc`]) instead of 0:
+    /// a sending process that may be a restart picks one its peers have not seen.
+    pub fn set_stream(&mut self, stream: u32) {
+        self.sent.stream = stream % wire::MAX_STREAMS;
     }
 
     pub fn set_payload_source(&mut self, source: Box<dyn PayloadSource>) {
@@ -555,7 +562,7 @@ impl Endpoint for ReceiverEndpoint {
         let stream = self.reader.stream();
         match self.reader.read(bytes, now) {
             Ok(m) => {
-                if stream.is_some_and(|s| m.stream > s) {
+                if stream.is_some_and(|s| m.stream != s) {
                     self.on_new_stream(now);
                 }
                 if std::mem::take(&mut self.pli_pending) {

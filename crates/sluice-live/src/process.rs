@@ -290,6 +290,12 @@ fn session_end(cfg: &RunConfig) -> (Timestamp, Timestamp) {
     (capture_end, capture_end + TimeDelta::from_secs_f64(cfg.drain_s))
 }
 
+/// A stream number from a process's wall-clock start (microseconds): two sending processes
+/// started apart get different ones but for a 1 in 4096 chance.
+fn stream_from_wall_clock(wall_us: i64) -> u32 {
+    ((wall_us as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as u32
+}
+
 impl EndpointProcess {
     /// The sender: starts sending to `options.peer` at once.
     pub fn sender(
@@ -311,6 +317,10 @@ impl EndpointProcess {
         let sender = build_sender(cfg, &scheme, Box::new(encoder), now);
         let interval = TimeDelta::from_ms_f64(cfg.sample_interval_ms);
         let mut ep = SenderEndpoint::new(sender, interval, capture_end, None, now);
+        // A sending process may be a restart of one the receiver heard before: it starts a
+        // stream the receiver has not seen (numbered from its start time), so the receiver
+        // drops the old one's state instead of unwrapping the new numbers against it.
+        ep.set_stream(stream_from_wall_clock(wall));
         if let Some(store) = &options.frames {
             ep.set_payload_source(Box::new(store.clone()));
         }
@@ -319,7 +329,7 @@ impl EndpointProcess {
         let thread = spawn("sender", move || {
             let io = drive(&mut ep, socket, &peers, clock, end, &c.stop, Some(wake))
                 .map_err(|e| format!("the socket failed: {e}"))?;
-            if let Some(why) = ep.sender().failure() {
+            if let Some(why) = ep.failure() {
                 return Err(why.to_owned());
             }
             let ended = if c.interrupted.load(Ordering::Relaxed) { "stopped" } else { "end" };
@@ -356,6 +366,11 @@ impl EndpointProcess {
         let ctl = Control::default();
         let (_, end) = session_end(cfg);
         let mut receiver = ReceiverEndpoint::new(build_receiver(cfg, &scheme, Timestamp::ZERO));
+        {
+            // A restarted sending process starts a new stream: the receiver follows it.
+            let (cfg, scheme) = (cfg.clone(), scheme.clone());
+            receiver.fresh_on_new_stream(Box::new(move |now| build_receiver(&cfg, &scheme, now)));
+        }
         if options.received_stream.is_some() {
             receiver.record_stream();
         }

@@ -67,6 +67,12 @@ pub fn padding_ssrc(stream: u32) -> u32 {
     SSRC_PADDING.wrapping_add(stream.wrapping_mul(STREAM_SSRC_STEP))
 }
 
+/// The stream a restarted sender starts (any other than `stream` works; receivers and relays
+/// follow any stream they have not seen, [`MediaReader`]).
+pub fn next_stream(stream: u32) -> u32 {
+    (stream + 1) % MAX_STREAMS
+}
+
 /// The stream number of `ssrc` if it is one of `base`'s streams.
 fn stream_of(ssrc: u32, base: u32) -> Option<u32> {
     let d = ssrc.wrapping_sub(base);
@@ -356,16 +362,21 @@ pub struct MediaIn {
 }
 
 /// Parses media datagrams, unwrapping their sequence and frame numbers against the highest
-/// accepted so far (one per receiving endpoint; the relay has its own). A packet of a newer
-/// stream (the sender restarted) starts the unwrapping anew; one of an older stream is
-/// refused ([`WireError::StaleStream`]).
+/// accepted so far (one per receiving endpoint; the relay has its own). A packet of a stream
+/// not seen before (the sender restarted) starts the unwrapping anew; one of a stream it
+/// has left is refused ([`WireError::StaleStream`]).
 #[derive(Clone, Debug)]
 pub struct MediaReader {
     transport: Unwrapper,
     media: Unwrapper,
     frame: Unwrapper,
     stream: Option<u32>,
+    /// Streams left behind, newest last (a few).
+    left: Vec<u32>,
 }
+
+/// Streams a reader remembers having left.
+const STREAMS_REMEMBERED: usize = 16;
 
 impl Default for MediaReader {
     fn default() -> Self {
@@ -374,6 +385,7 @@ impl Default for MediaReader {
             media: Unwrapper::new(16),
             frame: Unwrapper::new(32),
             stream: None,
+            left: Vec::new(),
         }
     }
 }
@@ -409,13 +421,17 @@ impl MediaReader {
             _ => None,
         }
         .ok_or(WireError::UnknownStream)?;
-        match self.stream {
-            Some(s) if stream < s => return Err(WireError::StaleStream),
-            Some(s) if stream == s => {}
-            _ => {
-                // The first packet, or the sender restarted: its numbers start afresh.
-                *self = MediaReader { stream: Some(stream), ..MediaReader::default() };
+        if self.stream != Some(stream) {
+            if self.left.contains(&stream) {
+                return Err(WireError::StaleStream);
             }
+            // The first packet, or the sender restarted: its numbers start afresh.
+            let mut left = std::mem::take(&mut self.left);
+            left.extend(self.stream);
+            if left.len() > STREAMS_REMEMBERED {
+                left.remove(0);
+            }
+            *self = MediaReader { stream: Some(stream), left, ..MediaReader::default() };
         }
         let mut packet = match h.payload_type {
             PT_PADDING => Packet::padding(size, now),

@@ -323,6 +323,17 @@ fn a_restarted_senders_stream_replaces_the_old_one_and_feedback_names_its_stream
     let next = video(502, 0, 1, 2, 2);
     let got = reader.read(&write_media(&next, 1, 0, 0, None).unwrap(), Timestamp::ZERO).unwrap();
     assert_eq!(got.packet.transport_seq, 2);
+    // Any stream not seen before is a new one, whatever its number (a sending process picks
+    // its own); the streams left behind stay refused.
+    let third = video(0, 0, 1, 0, 0);
+    let got = reader.read(&write_media(&third, 0x0a, 0, 0, None).unwrap(), Timestamp::ZERO);
+    assert_eq!(got.unwrap().stream, 0x0a);
+    for old in [0, 1] {
+        let late = video(503, 0, 1, 3, 3);
+        let err = reader.read(&write_media(&late, old, 0, 0, None).unwrap(), Timestamp::ZERO);
+        assert_eq!(err.unwrap_err(), WireError::StaleStream);
+    }
+    assert_eq!(next_stream(MAX_STREAMS - 1), 0);
     // Feedback names the stream it is about; a sender drops feedback about another one.
     let sent = SentNumbers { stream: 1, highest_transport_seq: 10, ..Default::default() };
     let pli = Feedback::KeyframeRequest { flow: 0 };
