@@ -242,6 +242,10 @@ CASES += [
          "no such part directory", "nope"),
     case("live-merge-not-a-part", ["live", "merge", "--sender", "d", "--receiver", "d"],
          "d: not a live part", files={"d": DIR}),
+    case("live-run-restart-sender-negative", ["live", "run", "--trace", T, "--restart-sender-at",
+         "-1", "--out", "o"], "--restart-sender-at", "-1"),
+    case("live-run-restart-sender-nan", ["live", "run", "--trace", T, "--restart-sender-at",
+         "nan", "--out", "o"], "--restart-sender-at", "nan"),
 ]  # fmt: skip
 CASES += [
     case("compare-scheme-nan", ["compare", "--scheme-file", "s.json", "--trace", T, "--out", "o"],
