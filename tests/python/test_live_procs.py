@@ -266,3 +266,11 @@ def test_ffmpeg_plays_the_stream_live_recv_forwards_from_the_sdp_file_it_writes(
     decoded = int(re.findall(r"frame=\s*(\d+)", err)[-1])
     # All but the last frame or two (still in the player's buffers when it was stopped).
     assert shown - 3 <= decoded <= shown, (decoded, shown)
+    # The parts merge into a result that --quality scores, as live run's.
+    out = tmp_path / "merged"
+    rc = main(["live", "merge", "--sender", str(tmp_path / "send"), "--receiver",
+               str(tmp_path / "recv"), "--quality", "fast", "--out", str(out)])  # fmt: skip
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["frames_displayed"] == shown
+    assert 0 < summary["vmaf_mean"] <= 100
