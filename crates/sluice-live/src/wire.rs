@@ -54,7 +54,7 @@ pub const SSRC_RELAY: u32 = 0x51CE_0004;
 /// §8.2), so that the relay and the receiver tell its packets from its earlier life's.
 /// Stream `n` uses the base SSRCs plus `n` times this step (stream 0: the constants above).
 pub const STREAM_SSRC_STEP: u32 = 0x10;
-/// How many restarts a sender's SSRCs can number.
+/// How many streams the SSRCs number.
 pub const MAX_STREAMS: u32 = 0x1000;
 
 /// The video SSRC of a sender's stream `n`.
@@ -106,7 +106,7 @@ pub enum WireError {
     BadExtensions,
     MissingExtension(&'static str),
     UnknownStream,
-    /// A packet of a stream older than the newest seen (sent before its sender restarted).
+    /// A packet of a stream the reader has left (sent before its sender restarted).
     StaleStream,
     /// A crate's parser rejected it (its message).
     Parse(String),
@@ -241,7 +241,7 @@ fn media_header(
 /// Writes a media-path packet as one RTP datagram of `p.size` minus UDP/IP bytes (or the
 /// header plus `payload`, if given). `rtp_ts`: the frame's RTP timestamp; `padding_seq`:
 /// the padding stream's sequence number (padding packets only); `stream`: the sender's stream
-/// number (its restarts so far), which picks the SSRCs.
+/// number (a restarted sender starts another), which picks the SSRCs.
 pub fn write_media(
     p: &Packet,
     stream: u32,
@@ -391,7 +391,7 @@ impl Default for MediaReader {
 }
 
 impl MediaReader {
-    /// The newest stream seen (`None` before the first packet).
+    /// The stream being read (`None` before the first packet).
     pub fn stream(&self) -> Option<u32> {
         self.stream
     }
