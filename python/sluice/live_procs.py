@@ -457,7 +457,51 @@ def read_part(d: str, role: str) -> dict[str, Any]:
         raise SluiceError(f"{d} holds the {part.get('role')}'s part, not the {role}'s")
     if not (p / EVENTS_FILE).is_file():
         raise SluiceError(f"{d}: the part has no {EVENTS_FILE}")
+    addresses = ("listen", "sender", "receiver") if role == "relay" else ("listen", "peer")
+    needed = {"scheme": str, "seed": int, "config": dict, "spec": dict, "live": dict,
+              "wall_origin_us": int, "started": bool, "interrupted": bool,
+              **{a: str for a in addresses}}  # fmt: skip
+    for key, kind in needed.items():
+        if not isinstance(part.get(key), kind) or isinstance(part.get(key), bool) != (kind is bool):
+            kind_name = {str: "a string", int: "an integer", dict: "an object",
+                         bool: "true or false"}[kind]  # fmt: skip
+            raise SluiceError(f"{f}: not a complete live part ({key!r} missing or not "
+                              f"{kind_name})")  # fmt: skip
     return part
+
+
+def _same_address(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` (IP:PORT) can be one socket: the same port, and the same IP
+    unless one of them is a wildcard (0.0.0.0, ::)."""
+    try:
+        ha, pa = a.rsplit(":", 1)
+        hb, pb = b.rsplit(":", 1)
+        ia, ib = ipaddress.ip_address(ha.strip("[]")), ipaddress.ip_address(hb.strip("[]"))
+    except ValueError:
+        return a == b
+    return pa == pb and (ia == ib or ia.is_unspecified or ib.is_unspecified)
+
+
+def _check_wiring(parts: dict[str, tuple[str, dict[str, Any]]]) -> None:
+    """Refuses (one line) parts whose addresses do not join up: the sender sent to the relay
+    (or, without one, to the receiver), and each heard the one that sent to it."""
+    s, r = parts["sender"][1], parts["receiver"][1]
+    relay = parts.get("relay")
+    if relay is None:
+        if not _same_address(s["peer"], r["listen"]):
+            raise SluiceError(f"the sender sent to {s['peer']}, not to the receiver "
+                              f"({r['listen']}): give the relay's part with --relay")  # fmt: skip
+        if not _same_address(r["peer"], s["listen"]):
+            raise SluiceError(f"the receiver heard {r['peer']}, not the sender "
+                              f"({s['listen']})")  # fmt: skip
+        return
+    x = relay[1]
+    for what, a, b in (("the sender sent to", s["peer"], x["listen"]),
+                       ("the relay heard the sender at", x["sender"], s["listen"]),
+                       ("the relay forwarded to", x["receiver"], r["listen"]),
+                       ("the receiver heard", r["peer"], x["listen"])):  # fmt: skip
+        if not _same_address(a, b):
+            raise SluiceError(f"the parts do not join up: {what} {a}, not {b}")
 
 
 def check_together(parts: dict[str, tuple[str, dict[str, Any]]]) -> None:
@@ -466,6 +510,7 @@ def check_together(parts: dict[str, tuple[str, dict[str, Any]]]) -> None:
     the frame rate), or a clock that started outside the sender's session."""
     from . import config
 
+    _check_wiring(parts)
     sd, s = parts["sender"]
     session_s = float(s["config"]["duration_s"]) + float(s["config"]["drain_s"])
     for role, (d, p) in parts.items():
@@ -488,6 +533,12 @@ def check_together(parts: dict[str, tuple[str, dict[str, Any]]]) -> None:
                               f"sender's {json.dumps(fa.get(k))}{hint}")  # fmt: skip
         if not p["started"]:
             raise SluiceError(f"the {role}'s part ({d}) is empty: it never heard its peer")
+        # A sending process picks its stream (SSRCs) from its start time: a part that read
+        # another stream heard another sender (or this one's earlier or later life).
+        heard, sent = p["live"].get("last_stream"), s["live"].get("stream")
+        if heard is not None and sent is not None and heard != sent:
+            raise SluiceError(f"{what}: it read stream {heard}, the sender sent stream "
+                              f"{sent}")  # fmt: skip
         offset_s = (p["wall_origin_us"] - s["wall_origin_us"]) / 1e6
         if not -ORIGIN_SLACK_S <= offset_s <= session_s + ORIGIN_SLACK_S:
             when = f"{abs(offset_s):.1f} s {'after' if offset_s > 0 else 'before'}"

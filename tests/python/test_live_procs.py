@@ -154,15 +154,22 @@ def test_a_terminated_receiver_still_writes_its_part(tmp_path, capsys):
     assert summary["interrupted"] is True and summary["frames_displayed"] >= 30
 
 
+SEND_AT, RECV_AT = "127.0.0.1:5000", "127.0.0.1:5002"
+
+
 def _fake_part(d: Path, role: str, **edits: object) -> None:
     d.mkdir(parents=True)
+    me, peer = (SEND_AT, RECV_AT) if role == "sender" else (RECV_AT, SEND_AT)
     part = {"record": "live-part", "part_schema": 1, "role": role, "seed": 1,
             "scheme": "webrtc", "config": {"duration_s": 5.0, "drain_s": 2.0, "fps": 30.0,
             "downlink": {}, "uplink": {}, "encoder": {}}, "wall_origin_us": 1_700_000_000_000_000,
-            "started": True, "interrupted": False}  # fmt: skip
+            "started": True, "interrupted": False, "spec": {}, "listen": me, "peer": peer,
+            "live": {"stream": 7} if role == "sender" else {"last_stream": 7}}  # fmt: skip
     for k, v in edits.items():
         if k == "duration_s":
             part["config"]["duration_s"] = v  # type: ignore[index]
+        elif v is None:
+            del part[k]
         else:
             part[k] = v
     (d / "part.json").write_text(json.dumps(part))
@@ -175,6 +182,12 @@ def _fake_part(d: Path, role: str, **edits: object) -> None:
     ({"duration_s": 6.0}, "duration_s"),
     ({"wall_origin_us": 1_700_000_000_000_000 + 600_000_000}, "600.0 s after"),
     ({"started": False}, "never heard its peer"),
+    # Another session on the same ports: the receiver read another sender's stream.
+    ({"live": {"last_stream": 8}}, "read stream 8, the sender sent stream 7"),
+    # A relayed session merged without its relay: the sender did not send to the receiver.
+    ({"listen": "127.0.0.1:5003"}, "give the relay's part with --relay"),
+    ({"scheme": None}, "'scheme' missing"),
+    ({"wall_origin_us": "soon"}, "'wall_origin_us' missing or not an integer"),
 ])  # fmt: skip
 def test_merge_refuses_parts_of_another_session_in_one_line(tmp_path, capsys, edit, needle):
     _fake_part(tmp_path / "send", "sender")

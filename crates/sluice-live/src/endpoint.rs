@@ -234,6 +234,11 @@ impl SenderEndpoint {
         self.sent.stream = stream % wire::MAX_STREAMS;
     }
 
+    /// The stream it sends.
+    pub fn stream(&self) -> u32 {
+        self.sent.stream
+    }
+
     pub fn set_payload_source(&mut self, source: Box<dyn PayloadSource>) {
         self.payloads = Some(source);
     }
@@ -537,6 +542,11 @@ impl ReceiverEndpoint {
         }
     }
 
+    /// The sender's stream it read last (`None` before the first packet).
+    pub fn stream(&self) -> Option<u32> {
+        self.reader.stream()
+    }
+
     pub fn set_sink(&mut self, sink: Box<dyn MediaSink>) {
         self.sink = Some(sink);
     }
@@ -762,6 +772,11 @@ impl RelayEndpoint {
             relay.set_access_path(links);
         }
         relay
+    }
+
+    /// The sender's stream it read last (`None` before the first packet).
+    pub fn stream(&self) -> Option<u32> {
+        self.reader.stream()
     }
 
     pub fn downlink(&self) -> &Link {

@@ -368,6 +368,10 @@ pub struct SenderPart {
     pub feedback_messages: u64,
     pub unsendable: u64,
     pub transmitted: u64,
+    /// The stream it sent (its SSRCs; docs/live-wire.md): merge checks that the receiver
+    /// and the relay read this one.
+    #[serde(default)]
+    pub stream: u32,
     pub events: Vec<SenderEventRecord>,
     pub samples: Vec<SampleRecord>,
 }
@@ -380,6 +384,9 @@ pub struct ReceiverPart {
     pub media_packets: u64,
     pub stream_bytes: u64,
     pub stream_gaps: u64,
+    /// The sender's stream it read last (`None`: none).
+    #[serde(default)]
+    pub last_stream: Option<u32>,
     /// New streams seen (the sender restarted) and packets of an old stream refused.
     #[serde(default)]
     pub new_streams: u64,
@@ -398,6 +405,9 @@ pub struct RelayPart {
     pub reordered: u64,
     pub blackout_dropped: u64,
     pub garbage_sent: u64,
+    /// The sender's stream it read last (`None`: none).
+    #[serde(default)]
+    pub last_stream: Option<u32>,
     pub reports_sent: u64,
     pub arrived_packets: u64,
     pub dropped_packets: u64,

@@ -207,7 +207,7 @@ fn wait_for_peer(
         }
         if timeout.is_some_and(|t| t0.elapsed() >= t) {
             return Err(format!(
-                "no datagram from {from} within {:.0} s (is the peer running, and is it \
+                "no datagram from {from} within {} s (is the peer running, and is it \
                  sending from that address?)",
                 timeout.unwrap_or_default().as_secs_f64()
             ));
@@ -347,6 +347,7 @@ impl EndpointProcess {
                 feedback_messages: ep.feedback_messages,
                 unsendable: ep.unsendable,
                 transmitted: ep.transmitted,
+                stream: ep.stream(),
                 events: ep.events.iter().map(SenderEventRecord::from).collect(),
                 samples: ep.samples.iter().map(SampleRecord::from).collect(),
             }))
@@ -394,6 +395,7 @@ impl EndpointProcess {
                 media_packets: r.media_packets,
                 stream_bytes: r.stream.len() as u64,
                 stream_gaps: r.stream_gaps,
+                last_stream: r.stream(),
                 new_streams: r.new_streams,
                 stale_packets: r.stale_packets,
                 events: r.events.clone(),
@@ -452,6 +454,7 @@ impl EndpointProcess {
                 reordered: r.reordered,
                 blackout_dropped: r.blackout_dropped,
                 garbage_sent: r.garbage_sent,
+                last_stream: r.stream(),
                 reports_sent: r.reports_sent,
                 arrived_packets: stats.arrived_packets,
                 dropped_packets: stats.dropped_packets(),
