@@ -137,14 +137,18 @@ def test_sigint_stops_compare_and_its_workers(tmp_path):
     assert not leftovers, leftovers
 
 
-def test_sigkill_of_a_matrix_parent_leaves_no_worker(tmp_path):
-    trace = _trace(tmp_path)
+def _two_run_matrix(tmp_path: Path, duration_s: float) -> subprocess.Popen:
+    """Starts `sluice matrix` of webrtc, seeds 1 and 2, on two workers."""
     plan = tmp_path / "p.toml"
     plan.write_text(
-        f'name = "long"\nseeds = [1, 2]\n[set]\nduration_s = {LONG_S}\n'
-        f'[[scheme]]\nname = "webrtc"\n[[trace]]\npath = "{trace}"\n'
+        f'name = "two"\nseeds = [1, 2]\n[set]\nduration_s = {duration_s}\n'
+        f'[[scheme]]\nname = "webrtc"\n[[trace]]\npath = "{_trace(tmp_path)}"\n'
     )
-    proc = _start(["matrix", str(plan), "--jobs", "2", "--results", "res"], tmp_path)
+    return _start(["matrix", str(plan), "--jobs", "2", "--results", "res"], tmp_path)
+
+
+def test_sigkill_of_a_matrix_parent_leaves_no_worker(tmp_path):
+    proc = _two_run_matrix(tmp_path, LONG_S)
     try:
         workers = _busy_workers(proc)
         proc.kill()
@@ -178,13 +182,7 @@ def test_a_worker_that_dies_fails_only_its_own_run(tmp_path):
 
 
 def test_a_killed_pool_worker_is_retried_and_the_matrix_goes_on(tmp_path):
-    trace = _trace(tmp_path)
-    plan = tmp_path / "p.toml"
-    plan.write_text(
-        f'name = "two"\nseeds = [1, 2]\n[set]\nduration_s = 1500\n'
-        f'[[scheme]]\nname = "webrtc"\n[[trace]]\npath = "{trace}"\n'
-    )
-    proc = _start(["matrix", str(plan), "--jobs", "2", "--results", "res"], tmp_path)
+    proc = _two_run_matrix(tmp_path, 1500)
     try:
         workers = _busy_workers(proc)
         os.kill(workers[0], signal.SIGKILL)  # the run it had goes again

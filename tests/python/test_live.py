@@ -77,6 +77,19 @@ def _nal_units(annexb: bytes) -> list[bytes]:
     return [n.rstrip(b"\x00") for n in re.split(b"\x00\x00\x01", annexb) if n.strip(b"\x00")]
 
 
+def _ffmpeg_decoded_frames(stream: Path) -> int:
+    """How many frames ffmpeg decodes from an H.264 stream, asserting it reports no error."""
+    import imageio_ffmpeg
+
+    ffmpeg = imageio_ffmpeg.get_ffmpeg_exe()
+    r = subprocess.run([ffmpeg, "-v", "error", "-i", str(stream), "-f", "null", "-"],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0 and r.stderr.strip() == "", r.stderr
+    probe = subprocess.run([ffmpeg, "-i", str(stream), "-f", "null", "-"],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    return int(re.findall(r"frame=\s*(\d+)", probe.stderr)[-1])
+
+
 def test_live_x264_run_is_scored_like_a_simulated_one(tmp_path):
     out = tmp_path / "x264"
     clip = Path(__file__).resolve().parents[2] / "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
@@ -96,16 +109,7 @@ def test_live_x264_run_is_scored_like_a_simulated_one(tmp_path):
     )
     live = json.loads((out / "live.json").read_text())
     assert live["received_stream_gaps"] == 0
-    import imageio_ffmpeg
-
-    ffmpeg = imageio_ffmpeg.get_ffmpeg_exe()
-    r = subprocess.run([ffmpeg, "-v", "error", "-i", str(out / "received.264"), "-f", "null", "-"],
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert r.returncode == 0 and r.stderr.strip() == "", r.stderr
-    probe = subprocess.run([ffmpeg, "-i", str(out / "received.264"), "-f", "null", "-"],
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
-    decoded = int(re.findall(r"frame=\s*(\d+)", probe.stderr)[-1])
-    assert decoded == summary["frames_displayed"]
+    assert _ffmpeg_decoded_frames(out / "received.264") == summary["frames_displayed"]
 
 
 def test_a_restarted_sender_starts_a_new_stream_that_the_receiver_and_ffmpeg_follow(
@@ -132,16 +136,7 @@ def test_a_restarted_sender_starts_a_new_stream_that_the_receiver_and_ffmpeg_fol
     assert run.frames["frame_id"].is_unique and run.frames["source_index"].is_monotonic_increasing
     # The receiver's stream runs on across the restart: ffmpeg decodes all of it, the old
     # stream's frames and the new one's, without an error.
-    import imageio_ffmpeg
-
-    ffmpeg = imageio_ffmpeg.get_ffmpeg_exe()
-    r = subprocess.run([ffmpeg, "-v", "error", "-i", str(out / "received.264"), "-f", "null", "-"],
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert r.returncode == 0 and r.stderr.strip() == "", r.stderr
-    probe = subprocess.run([ffmpeg, "-i", str(out / "received.264"), "-f", "null", "-"],
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
-    decoded = int(re.findall(r"frame=\s*(\d+)", probe.stderr)[-1])
-    assert decoded == summary["frames_displayed"]
+    assert _ffmpeg_decoded_frames(out / "received.264") == summary["frames_displayed"]
 
 
 def _free_udp_port() -> int:
