@@ -515,17 +515,18 @@ impl ReceiverEndpoint {
         }
     }
     /// Restarts the receiver at `at` (fault injection): its state is lost (a fresh state
-    /// machine from `fresh`, sequence numbers unwrapped anew) and, as a receiver does when
-    /// it starts on a stream it cannot decode, it asks for a keyframe (PLI).
-    pub fn restart_at(&mut self, at: Timestamp, fresh: Box<dyn Fn(Timestamp) -> Receiver + Send>) {
+    /// machine from [`Self::set_fresh`]'s builder, which it needs; sequence numbers
+    /// unwrapped anew) and, as a receiver does when it starts on a stream it cannot decode,
+    /// it asks for a keyframe (PLI).
+    pub fn restart_at(&mut self, at: Timestamp) {
         self.restart_at = Some(at);
-        self.fresh = Some(fresh);
     }
 
-    /// How to build a fresh receiver when a new stream starts (the sender restarted): a
-    /// receiver drops the old stream's state and receives the new one from its first
-    /// packet, as for a new SSRC. Without it the old state goes on.
-    pub fn fresh_on_new_stream(&mut self, fresh: Box<dyn Fn(Timestamp) -> Receiver + Send>) {
+    /// How to build a fresh receiver: for a restart ([`Self::restart_at`]), and when a new
+    /// stream starts (the sender restarted: a receiver drops the old stream's state and
+    /// receives the new one from its first packet, as for a new SSRC). Without it the old
+    /// state goes on.
+    pub fn set_fresh(&mut self, fresh: Box<dyn Fn(Timestamp) -> Receiver + Send>) {
         self.fresh = Some(fresh);
     }
 

@@ -370,7 +370,7 @@ impl EndpointProcess {
         {
             // A restarted sending process starts a new stream: the receiver follows it.
             let (cfg, scheme) = (cfg.clone(), scheme.clone());
-            receiver.fresh_on_new_stream(Box::new(move |now| build_receiver(&cfg, &scheme, now)));
+            receiver.set_fresh(Box::new(move |now| build_receiver(&cfg, &scheme, now)));
         }
         if options.received_stream.is_some() {
             receiver.record_stream();

@@ -212,11 +212,10 @@ impl LiveRun {
         }
         {
             let (cfg, scheme) = (cfg.clone(), scheme.clone());
-            receiver.fresh_on_new_stream(Box::new(move |now| build_receiver(&cfg, &scheme, now)));
+            receiver.set_fresh(Box::new(move |now| build_receiver(&cfg, &scheme, now)));
         }
         if let Some(at) = options.restart_receiver_at {
-            let (cfg, scheme) = (cfg.clone(), scheme.clone());
-            receiver.restart_at(at, Box::new(move |now| build_receiver(&cfg, &scheme, now)));
+            receiver.restart_at(at);
         }
         let relay = RelayEndpoint::for_run(
             cfg,

@@ -34,6 +34,17 @@ struct OptionsJson {
     forward_rtp: Option<String>,
 }
 
+/// A restart time in seconds (`None`: no restart).
+fn restart_time(who: &str, seconds: Option<f64>) -> PyResult<Option<Timestamp>> {
+    match seconds {
+        Some(t) if t.is_finite() && t >= 0.0 => Ok(Some(Timestamp::from_secs_f64(t))),
+        Some(t) => {
+            Err(PyValueError::new_err(format!("{who} restart time must be >= 0 s, got {t}")))
+        }
+        None => Ok(None),
+    }
+}
+
 pub(crate) fn options(json: Option<&str>) -> PyResult<LiveOptions> {
     let o: OptionsJson = match json {
         Some(j) => serde_json::from_str(j)
@@ -68,24 +79,8 @@ pub(crate) fn options(json: Option<&str>) -> PyResult<LiveOptions> {
             feedback_blackout: blackout,
             garbage: o.garbage,
         },
-        restart_receiver_at: match o.restart_receiver_at_s {
-            Some(t) if t.is_finite() && t >= 0.0 => Some(Timestamp::from_secs_f64(t)),
-            Some(t) => {
-                return Err(PyValueError::new_err(format!(
-                    "receiver restart time must be >= 0 s, got {t}"
-                )))
-            }
-            None => None,
-        },
-        restart_sender_at: match o.restart_sender_at_s {
-            Some(t) if t.is_finite() && t >= 0.0 => Some(Timestamp::from_secs_f64(t)),
-            Some(t) => {
-                return Err(PyValueError::new_err(format!(
-                    "sender restart time must be >= 0 s, got {t}"
-                )))
-            }
-            None => None,
-        },
+        restart_receiver_at: restart_time("receiver", o.restart_receiver_at_s)?,
+        restart_sender_at: restart_time("sender", o.restart_sender_at_s)?,
         ..LiveOptions::default()
     };
     out.received_stream = o.received_stream.map(std::path::PathBuf::from);
