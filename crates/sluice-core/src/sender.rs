@@ -26,7 +26,8 @@
 //!
 //! Congestion control: after every event the controller's [`NetworkControlUpdate`] sets the
 //! pacer's rates and the congestion window; the sender never sends while the bytes in flight
-//! (sent, not yet reported) reach the window, except a keepalive every 500 ms.
+//! (sent, and neither it nor a later packet reported yet) reach the window, except a keepalive
+//! every 500 ms.
 //!
 //! Sans-IO: `handle_feedback` and `handle_timeout` take input, `poll_transmit` yields the
 //! datagrams to put on the wire, `poll_timeout` says when to call again, and `poll_event`
@@ -135,7 +136,9 @@ pub enum SenderEvent {
 #[derive(Debug)]
 struct SentRecord {
     sent: SentPacket,
-    reported: bool,
+    /// Counted in the bytes in flight: sent, and no feedback has reported it or a later
+    /// packet (nor has it been given up on).
+    in_flight: bool,
     /// The frame of a video packet or retransmission.
     frame_id: Option<u64>,
 }
@@ -154,6 +157,8 @@ struct SendHistory {
     media_base: u64,
     media: VecDeque<MediaRecord>,
     in_flight: DataSize,
+    /// The highest transport sequence number any feedback reported.
+    acked_through: Option<u64>,
 }
 
 impl SendHistory {
@@ -162,7 +167,7 @@ impl SendHistory {
         self.in_flight += sent.size;
         let frame_id =
             matches!(p.kind, PacketKind::Video | PacketKind::Retransmission).then_some(p.frame_id);
-        self.transport.push_back(SentRecord { sent, reported: false, frame_id });
+        self.transport.push_back(SentRecord { sent, in_flight: true, frame_id });
         if p.kind == PacketKind::Video {
             if self.media.is_empty() {
                 self.media_base = p.media_seq;
@@ -186,11 +191,33 @@ impl SendHistory {
     fn report(&mut self, transport_seq: u64) -> Option<(SentPacket, Option<u64>)> {
         let idx = transport_seq.checked_sub(self.transport_base)? as usize;
         let r = self.transport.get_mut(idx)?;
-        if !r.reported {
-            r.reported = true;
+        if r.in_flight {
+            r.in_flight = false;
             self.in_flight -= r.sent.size;
         }
         Some((r.sent, r.frame_id))
+    }
+
+    /// Feedback reported `transport_seq`: every packet sent before it has left the network
+    /// too, reported or not (its report may have been lost with a feedback message), so it
+    /// leaves the bytes in flight, as libwebrtc's TransportFeedbackAdapter does with its last
+    /// acknowledged sequence number. Otherwise a lost feedback message would keep its packets
+    /// in flight until the history forgets them (60 s), and a window or libwebrtc's
+    /// congestion-window pushback would hold the rate down all that time.
+    fn ack_through(&mut self, transport_seq: u64) {
+        let from = self.acked_through.map_or(0, |a| a + 1).max(self.transport_base);
+        if transport_seq < from {
+            return;
+        }
+        self.acked_through = Some(transport_seq);
+        let first = (from - self.transport_base) as usize;
+        let end = ((transport_seq - self.transport_base) as usize + 1).min(self.transport.len());
+        for r in self.transport.range_mut(first..end.max(first)) {
+            if r.in_flight {
+                r.in_flight = false;
+                self.in_flight -= r.sent.size;
+            }
+        }
     }
 
     /// Packets of frames `from..` sent and not yet reported are no longer in flight (a
@@ -200,8 +227,8 @@ impl SendHistory {
     fn forget_in_flight(&mut self, from: u64) {
         const LOOK_BACK: usize = 8192;
         for r in self.transport.iter_mut().rev().take(LOOK_BACK) {
-            if !r.reported && r.frame_id.is_some_and(|f| f >= from) {
-                r.reported = true;
+            if r.in_flight && r.frame_id.is_some_and(|f| f >= from) {
+                r.in_flight = false;
                 self.in_flight -= r.sent.size;
             }
         }
@@ -223,7 +250,7 @@ impl SendHistory {
             if now - r.sent.send_time <= keep_transport {
                 break;
             }
-            if !r.reported {
+            if r.in_flight {
                 self.in_flight -= r.sent.size;
             }
             self.transport.pop_front();
@@ -437,7 +464,8 @@ impl Sender {
     pub fn control_update(&self) -> NetworkControlUpdate {
         self.cc.update()
     }
-    /// Bytes sent and not yet reported by feedback (nor given up on).
+    /// Bytes sent and not yet reported by feedback, directly or by a later packet's report
+    /// (nor given up on).
     pub fn bytes_in_flight(&self) -> DataSize {
         self.history.in_flight
     }
@@ -806,6 +834,9 @@ impl Sender {
         let prior_in_flight = self.history.in_flight;
         let mut packets = Vec::with_capacity(fb.packets.len());
         let mut lost = BTreeSet::new();
+        if let Some(last) = fb.packets.iter().map(|r| r.transport_seq).max() {
+            self.history.ack_through(last);
+        }
         for report in &fb.packets {
             let Some((sent, frame)) = self.history.report(report.transport_seq) else { continue };
             if report.arrival_time.is_none() {
@@ -1065,6 +1096,8 @@ mod tests {
         max_over_window: i64,
         /// Every sender event, in order.
         sender_events: Vec<SenderEvent>,
+        /// Feedback the receiver sends in this interval is lost.
+        feedback_blackout: Option<(Timestamp, Timestamp)>,
     }
 
     impl Pair {
@@ -1083,6 +1116,7 @@ mod tests {
                 keyframes: 0,
                 max_over_window: i64::MIN,
                 sender_events: Vec::new(),
+                feedback_blackout: None,
             }
         }
 
@@ -1121,6 +1155,9 @@ mod tests {
                     self.to_rx.push_back((now + self.delay, d));
                 }
                 while let Some(d) = self.rx.poll_transmit() {
+                    if self.feedback_blackout.is_some_and(|(from, to)| now >= from && now < to) {
+                        continue;
+                    }
                     self.to_tx.push_back((now + self.delay, d));
                 }
                 while let Some(e) = self.tx.poll_event() {
@@ -1238,6 +1275,25 @@ mod tests {
         let fb = feedback.lock().unwrap();
         assert!(!fb.is_empty());
         assert!(fb.iter().all(|f| f.prior_in_flight <= DataSize::from_bytes(12_000 + 1260)));
+    }
+
+    #[test]
+    fn packets_whose_feedback_was_lost_leave_the_bytes_in_flight_at_the_next_feedback() {
+        // 4 Mbps over 20 ms each way; the receiver's feedback is lost for 1 s. The packets of
+        // that second are never reported, but the first feedback after it reports later
+        // packets, so they are no longer in flight (libwebrtc's last acknowledged sequence
+        // number), instead of staying in flight until the history forgets them.
+        let (cc, _) = fixed(4, None);
+        let mut pair = Pair::new(sender(cc, Scripted::default(), 5.0), 20);
+        pair.feedback_blackout = Some((Timestamp::from_ms(1000), Timestamp::from_ms(2000)));
+        pair.run_until(Timestamp::from_ms(1990), None);
+        let during = pair.tx.bytes_in_flight();
+        assert!(during > DataSize::from_bytes(400_000), "{during:?} in flight in the blackout");
+        pair.run_until(Timestamp::from_ms(2200), None);
+        // At most what 4 Mbps sends in a round trip plus a feedback interval (90 ms), and
+        // a frame.
+        let after = pair.tx.bytes_in_flight();
+        assert!(after < DataSize::from_bytes(45_000 + 20_000), "{after:?} in flight after it");
     }
 
     #[test]

@@ -97,11 +97,14 @@ fn survives_loss_reordering_duplication_blackout_restart_and_garbage() {
     assert_eq!(r.stats.receiver_malformed, 0, "duplicates are not malformed");
 
     // A 2 s feedback blackout: the sender's window/keepalive carries it through and the
-    // session recovers once feedback is back.
+    // session recovers once feedback is back. The packets whose reports were lost leave the
+    // bytes in flight at the first feedback after it; before that was so, they stayed in
+    // flight and the congestion-window pushback skipped every other frame after the
+    // blackout (15 of the 30 slots from 3.5 s displayed; now all 30 in four runs).
     let blackout = Some((Timestamp::from_secs_f64(1.0), Timestamp::from_secs_f64(3.0)));
     let r = run(4.5, faults(Faults { feedback_blackout: blackout, ..Faults::default() }), |_| {});
     assert!(r.stats.relay_blackout_dropped >= 30, "{:?}", r.stats);
-    assert!(displayed_after(&r, 3.5) >= 15, "after the blackout: {}", displayed_after(&r, 3.5));
+    assert!(displayed_after(&r, 3.5) >= 25, "after the blackout: {}", displayed_after(&r, 3.5));
 
     // The receiver restarts at 1.5 s: it asks for a keyframe and displays again.
     let opts = LiveOptions {
