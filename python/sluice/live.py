@@ -196,12 +196,14 @@ SDP_FILE = "stream.sdp"
 
 def sdp(port: int, address: str = "127.0.0.1") -> str:
     """An SDP description of the forwarded video (RFC 6184 H.264, packetization mode 1) for
-    an RTP player: ``ffmpeg -protocol_whitelist file,udp,rtp -i stream.sdp``."""
+    an RTP player: ``ffmpeg -protocol_whitelist file,udp,rtp -i stream.sdp``. ``address``
+    without brackets; an IPv6 one is described as such (RFC 4566 ``IN IP6``)."""
+    family = "IP6" if ":" in address else "IP4"
     return (
         "v=0\r\n"
-        f"o=- 0 0 IN IP4 {address}\r\n"
+        f"o=- 0 0 IN {family} {address}\r\n"
         "s=Sluice live\r\n"
-        f"c=IN IP4 {address}\r\n"
+        f"c=IN {family} {address}\r\n"
         "t=0 0\r\n"
         f"m=video {port} RTP/AVP 96\r\n"
         "a=rtpmap:96 H264/90000\r\n"

@@ -78,6 +78,36 @@ def _address(text: str) -> str:
 _address.__name__ = "IP:PORT"
 
 
+def _ip_port(address: str) -> tuple[Any, int]:
+    """The IP and port of a normalised ``IP:PORT`` (:func:`_address`)."""
+    host, _, port = address.rpartition(":")
+    return ipaddress.ip_address(host.strip("[]")), int(port)
+
+
+def _check_peers(listen: str, peers: list[tuple[str, str]]) -> None:
+    """Refuses (one line) a peer this endpoint could not send to from ``listen``: another
+    address family, a wildcard, multicast or broadcast address, or the endpoint itself; and
+    two peers at one address. (Otherwise the endpoint runs and every send fails.)"""
+    lip, lport = _ip_port(listen)
+    seen: dict[str, str] = {}
+    for flag, address in peers:
+        ip, port = _ip_port(address)
+        if ip.version != lip.version:
+            raise SluiceError(f"--{flag} {address} is IPv{ip.version} but --listen {listen} is "
+                              f"IPv{lip.version}: give addresses of one family")  # fmt: skip
+        if ip.is_unspecified:
+            raise SluiceError(f"--{flag} {address}: {ip} is not an address to send to; give "
+                              "the peer's own address")  # fmt: skip
+        if ip.is_multicast or ip == ipaddress.IPv4Address("255.255.255.255"):
+            raise SluiceError(f"--{flag} {address}: a multicast or broadcast address; give the "
+                              "peer's own (unicast) address")  # fmt: skip
+        if port == lport and (ip == lip or (lip.is_unspecified and ip.is_loopback)):
+            raise SluiceError(f"--{flag} {address} is this endpoint's own --listen address")
+        if address in seen:
+            raise SluiceError(f"--{flag} and --{seen[address]} are the same address ({address})")
+        seen[address] = flag
+
+
 def _timeout(text: str) -> float:
     try:
         v = float(text)
@@ -263,13 +293,17 @@ def _spec_json(spec: Any) -> dict[str, Any]:
 
 def _run_endpoint(role: str, spec: Any, cfg: dict[str, Any], out: Path, options: dict[str, Any],
                   header: dict[str, Any], down: Any = None, up: Any = None,
-                  files: dict[str, Path] | None = None) -> int:  # fmt: skip
+                  files: dict[str, Path] | None = None,
+                  early: dict[str, str] | None = None) -> int:  # fmt: skip
     """Runs one endpoint and writes its part into ``out``; re-raises Ctrl-C/SIGTERM after
-    writing."""
+    writing. ``files`` are temporary files the endpoint writes, moved into the part;
+    ``early`` (name: text) is written into ``out`` once the endpoint has bound its socket
+    (for a player to read while it runs) and removed again if no part is written."""
     from .live import _progress
     from .runner import _fold, captured_stderr
 
     files = dict(files or {})
+    early = dict(early or {})
     _core = core()
     with captured_stderr() as said, core_errors():
         try:
@@ -277,14 +311,21 @@ def _run_endpoint(role: str, spec: Any, cfg: dict[str, Any], out: Path, options:
                                     down.trace if down else None, up.trace if up else None)
         except ValueError as e:
             raise ValueError(_fold(str(e), said())) from None
-    interrupt: KeyboardInterrupt | None = None
-    try:
-        _progress(ep, f"{role} {spec.scheme}")
-    except KeyboardInterrupt as e:  # stop, and still write the part
-        ep.stop()
-        interrupt = e
+    # Bound and running: only now does the previous part in `out` go (a command that cannot
+    # bind leaves it as it was).
+    _clean_old(out)
     events_tmp = results.temp_path(out / EVENTS_FILE)
+    part_tmp = results.temp_path(out / PART_FILE)
+    written = False
     try:
+        for name, text in early.items():
+            (out / name).write_text(text, encoding="utf-8")
+        interrupt: KeyboardInterrupt | None = None
+        try:
+            _progress(ep, f"{role} {spec.scheme}")
+        except KeyboardInterrupt as e:  # stop, and still write the part
+            ep.stop()
+            interrupt = e
         try:
             counters = json.loads(ep.finish(str(events_tmp)))
         except RuntimeError as e:
@@ -304,17 +345,19 @@ def _run_endpoint(role: str, spec: Any, cfg: dict[str, Any], out: Path, options:
             "interrupted": interrupt is not None,
             "live": counters,
         }
-        part_tmp = results.temp_path(out / PART_FILE)
         part_tmp.write_text(json.dumps(part, indent=2) + "\n", encoding="utf-8")
         for name, tmp in files.items():
             if tmp.is_file():
                 os.replace(tmp, out / name)
         os.replace(events_tmp, out / EVENTS_FILE)
         os.replace(part_tmp, out / PART_FILE)  # last: a part.json means a complete part
+        written = True
     finally:
-        events_tmp.unlink(missing_ok=True)
-        for tmp in files.values():
+        for tmp in (events_tmp, part_tmp, *files.values()):
             tmp.unlink(missing_ok=True)
+        if not written:
+            for name in early:
+                (out / name).unlink(missing_ok=True)
     print(f"live {role}: {_describe(role, counters)}; part: {out}", file=sys.stderr)
     if interrupt is not None:
         raise interrupt
@@ -333,8 +376,10 @@ def _describe(role: str, c: dict[str, Any]) -> str:
 
 def _clean_old(out: Path) -> None:
     """A previous part in ``out`` is removed before a new one starts (never mixed)."""
+    from .live import SDP_FILE
+
     for name in (PART_FILE, EVENTS_FILE, results.STREAM_FILE, results.STREAM_INDEX_FILE,
-                 results.RECEIVED_FILE):  # fmt: skip
+                 results.RECEIVED_FILE, SDP_FILE):  # fmt: skip
         (out / name).unlink(missing_ok=True)
 
 
@@ -342,6 +387,7 @@ def cmd_send(args: argparse.Namespace) -> int:
     from . import config, video
     from .runner import _overridden, planned_config, resolve_encoder
 
+    _check_peers(args.listen, [("peer", args.peer)])
     spec = _spec(args)
     encoder = resolve_encoder(spec)
     cfg = planned_config(spec, encoder)
@@ -359,7 +405,6 @@ def cmd_send(args: argparse.Namespace) -> int:
         files = {results.STREAM_FILE: stream,
                  results.STREAM_INDEX_FILE: Path(f"{stream}.idx")}  # fmt: skip
     cfg = config.apply_overrides(cfg, spec.overrides)
-    _clean_old(out)
     options = {"listen": args.listen, "peer": args.peer}
     return _run_endpoint("sender", spec, cfg, out, options,
                          {"listen": args.listen, "peer": args.peer}, files=files)  # fmt: skip
@@ -380,6 +425,7 @@ def cmd_recv(args: argparse.Namespace) -> int:
     from . import config
     from .live import SDP_FILE, sdp
 
+    _check_peers(args.listen, [("peer", args.peer)])
     spec = _spec(args)
     info = config.scheme_info(spec.scheme) if spec.scheme_config is None else None
     encoder = args.encoder or (info or {}).get("encoder") or "model"
@@ -391,7 +437,6 @@ def cmd_recv(args: argparse.Namespace) -> int:
                               "no bitstream to play")  # fmt: skip
     cfg = _endpoint_config(spec)
     out = _out_dir(args)
-    _clean_old(out)
     options: dict[str, Any] = {"listen": args.listen, "peer": args.peer,
                                "idle_timeout_s": args.idle_timeout_s,
                                "start_timeout_s": args.start_timeout_s}  # fmt: skip
@@ -400,20 +445,22 @@ def cmd_recv(args: argparse.Namespace) -> int:
         received = results.temp_path(out.resolve() / results.RECEIVED_FILE)
         files[results.RECEIVED_FILE] = received
         options["received_stream"] = str(received)
+    early: dict[str, str] = {}
     if args.forward_rtp is not None:
         host = args.listen.rpartition(":")[0]
-        host = "127.0.0.1" if host in ("0.0.0.0", "[::]") else host
+        host = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]"}.get(host, host)
         options["forward_rtp"] = f"{host}:{args.forward_rtp}"
-        (out / SDP_FILE).write_text(sdp(args.forward_rtp, host.strip("[]")), encoding="utf-8")
+        early[SDP_FILE] = sdp(args.forward_rtp, host.strip("[]"))
     header = {"listen": args.listen, "peer": args.peer, "encoder": encoder,
               "idle_timeout_s": args.idle_timeout_s}  # fmt: skip
-    return _run_endpoint("receiver", spec, cfg, out, options, header, files=files)
+    return _run_endpoint("receiver", spec, cfg, out, options, header, files=files, early=early)
 
 
 def cmd_relay(args: argparse.Namespace) -> int:
     from .live import faults_from_args
     from .runner import load_traces
 
+    _check_peers(args.listen, [("sender", args.sender), ("receiver", args.receiver)])
     spec = _spec(args)
     cfg = _endpoint_config(spec)
     faults = faults_from_args(args).options("127.0.0.1")
@@ -424,7 +471,6 @@ def cmd_relay(args: argparse.Namespace) -> int:
     cfg["downlink"]["trace"] = down.name if down else None
     cfg["uplink"]["trace"] = up.name if up else None
     out = _out_dir(args)
-    _clean_old(out)
     options = {"listen": args.listen, "sender": args.sender, "receiver": args.receiver,
                "idle_timeout_s": args.idle_timeout_s, "start_timeout_s": args.start_timeout_s,
                "faults": faults}  # fmt: skip

@@ -215,6 +215,63 @@ def test_a_port_in_use_is_one_line_and_leaves_nothing(tmp_path, capsys):
     assert not (tmp_path / "recv").exists()
 
 
+def test_a_port_in_use_leaves_the_previous_part_in_out_as_it_was(tmp_path, capsys):
+    out = tmp_path / "recv"
+    _fake_part(out, "receiver")
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    held = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    held.bind(("127.0.0.1", 0))
+    try:
+        rc = main(["live", "recv", "--listen", _addr(held.getsockname()[1]), "--peer",
+                   "127.0.0.1:9", "--out", str(out)])  # fmt: skip
+    finally:
+        held.close()
+    assert rc == 2
+    assert "cannot listen on" in capsys.readouterr().err
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == before
+
+
+def test_a_receiver_whose_peer_never_came_leaves_no_sdp_file(tmp_path, capsys):
+    (r,) = _free_ports(1)
+    out = tmp_path / "recv"
+    rc = main(["live", "recv", "--listen", _addr(r), "--peer", "127.0.0.1:9", "--encoder",
+               "x264", "--forward-rtp", "5999", "--start-timeout-s", "0.3", "--out",
+               str(out)])  # fmt: skip
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sluice: error:" in err[0], err
+    assert not out.exists() or not any(out.iterdir()), list(out.iterdir())
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["recv", "--listen", "[::1]:5002", "--peer", "127.0.0.1:5001"],
+     "--peer 127.0.0.1:5001 is IPv4 but --listen [::1]:5002 is IPv6"),
+    (["send", "--peer", "0.0.0.0:5001"], "not an address to send to"),
+    (["send", "--peer", "255.255.255.255:5001"], "multicast or broadcast"),
+    (["send", "--peer", "239.1.2.3:5001"], "multicast or broadcast"),
+    (["send", "--listen", "127.0.0.1:5000", "--peer", "127.0.0.1:5000"],
+     "this endpoint's own --listen address"),
+    (["recv", "--listen", "0.0.0.0:5002", "--peer", "127.0.0.1:5002"],
+     "this endpoint's own --listen address"),
+    (["relay", "--trace", "gen:constant:6", "--sender", "127.0.0.1:5000", "--receiver",
+      "127.0.0.1:5000"],
+     "--receiver and --sender are the same address"),
+])  # fmt: skip
+def test_a_peer_the_endpoint_cannot_send_to_is_one_line(tmp_path, capsys, args, needle):
+    rc = main(["live", *args, "--out", str(tmp_path / "out")])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("sluice: error:") and needle in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_sdp_of_an_ipv6_address_says_ip6():
+    from sluice.live import sdp
+
+    assert "c=IN IP6 ::1\r\n" in sdp(5004, "::1")
+    assert "c=IN IP4 127.0.0.1\r\n" in sdp(5004)
+
+
 def test_a_restarted_send_process_starts_a_new_stream_that_the_receiver_follows(tmp_path):
     s, r = _free_ports(2)
     run = ["--scheme", "webrtc"]
