@@ -207,17 +207,21 @@ fn a_20_to_2_mbps_step_co_rtv_against_copa() {
     assert!(r.frames.iter().filter(|f| is_true(f, "bn_dropped")).all(|f| f.displayed_us.is_none()));
 }
 
-/// The §III-A bound holds when the decision is taken at the frame's arrival (k = 0). With
-/// the paper's k = 2 the first decision is taken on a 50 ms mean that is still mid-way
-/// between 20 and 2 Mbps: it commits the two frames ahead of D to a queue that then drains
-/// at 2 Mbps, and the re-encodes that arrive behind them are dropped again (reported in
-/// docs/results/cortv.md; the test prints it).
+/// The §III-A bound assumes the bottleneck knows the new rate when it decides. It holds when
+/// the decision is taken at the frame's arrival (k = 0) on the 50 ms mean, and with the
+/// paper's k = 2 when the mean follows the step within a frame interval (w = 5 and 10 ms).
+/// With k = 2 on the 50 ms mean (and on 20 ms) it does not: the first decision comes from a
+/// mean still mid-way between 20 and 2 Mbps, commits the frames ahead of D to a queue that
+/// then drains at 2 Mbps, and the re-encodes that arrive behind them are dropped again
+/// (reported in docs/results/cortv.md; the test prints it).
 #[test]
 fn the_latency_bound_after_the_step() {
-    for k in [0u32, 2] {
+    for (window_ms, k, holds) in
+        [(50.0, 0u32, true), (10.0, 2, true), (5.0, 2, true), (50.0, 2, false)]
+    {
         let cfg = with_bottleneck(
             config("co-rtv", 7.0),
-            CoRtvBottleneckConfig { lookahead_frames: k, ..Default::default() },
+            CoRtvBottleneckConfig { lookahead_frames: k, window_ms, ..Default::default() },
         );
         let (r, decisions) = run(&cfg, STEP);
         let after = latencies_ms(&r.frames, STEP_US, 7_000_000);
@@ -226,14 +230,14 @@ fn the_latency_bound_after_the_step() {
         let over =
             after.iter().filter(|&&l| l > b.total()).count() as f64 / after.len() as f64 * 100.0;
         eprintln!(
-            "k = {k}: max latency after the step {max:.1} ms, bound {:.1} ms, {over:.1} % of \
-             frames over it, P95 {:.1} ms, {} decisions",
+            "w = {window_ms} ms, k = {k}: max latency after the step {max:.1} ms, bound {:.1} \
+             ms, {over:.1} % of frames over it, P95 {:.1} ms, {} decisions",
             b.total(),
             p(&after, 95.0),
             decisions.len()
         );
-        if k == 0 {
-            assert!(max <= b.total(), "{max} > {}", b.total());
+        if holds {
+            assert!(max <= b.total(), "w = {window_ms} ms, k = {k}: {max} > {}", b.total());
         }
     }
 }
