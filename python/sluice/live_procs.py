@@ -633,6 +633,9 @@ class MergedSession:
                 json.dumps(self.cfg), str(Path(self.parts["sender"][0]) / EVENTS_FILE),
                 str(Path(relay[0]) / EVENTS_FILE) if relay else None,
                 str(Path(self.parts["receiver"][0]) / EVENTS_FILE),
+                (self.parts["sender"][1]["wall_origin_us"],
+                 relay[1]["wall_origin_us"] if relay else None,
+                 self.parts["receiver"][1]["wall_origin_us"]),
             )  # fmt: skip
         if self.interrupted:
             summary = json.dumps({**json.loads(summary), "interrupted": True})

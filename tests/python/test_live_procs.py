@@ -68,7 +68,7 @@ def _done(proc: subprocess.Popen, code: int = 0) -> str:
     return err
 
 
-def test_send_relay_recv_as_three_processes_merge_into_a_result(tmp_path):
+def test_send_relay_recv_as_three_processes_merge_into_a_result(tmp_path, capsys):
     s, x, r = _free_ports(3)
     run = ["--scheme", "webrtc", "--duration", "7", "--seed", "3"]
     recv = _sluice(["live", "recv", "--listen", _addr(r), "--peer", _addr(x), *run,
@@ -125,6 +125,18 @@ def test_send_relay_recv_as_three_processes_merge_into_a_result(tmp_path):
     assert main(["plot", str(out)]) == 0
     for png in ("latency_cdf.png", "timeseries.png"):
         assert (out / png).stat().st_size > 10_000
+
+    # A part whose header and events file disagree on its clock origin (files of two parts
+    # mixed): merge checks the header's origin but shifts by the events file's, so it refuses.
+    part_file = tmp_path / "recv" / "part.json"
+    part = json.loads(part_file.read_text())
+    part_file.write_text(json.dumps({**part, "wall_origin_us": part["wall_origin_us"] + 1}))
+    rc = main(["live", "merge", "--sender", str(tmp_path / "send"), "--relay",
+               str(tmp_path / "relay"), "--receiver", str(tmp_path / "recv"), "--out",
+               str(tmp_path / "mixed")])  # fmt: skip
+    assert rc == 2
+    assert "the files of two parts are mixed" in capsys.readouterr().err
+    assert not (tmp_path / "mixed").exists()
 
 
 def test_a_terminated_receiver_still_writes_its_part(tmp_path, capsys):

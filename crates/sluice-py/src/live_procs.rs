@@ -150,24 +150,45 @@ impl PyLiveEndpoint {
     }
 }
 
+/// The clock origins (wall-clock Unix µs) of the sender's, the relay's and the receiver's
+/// part as their headers give them.
+type Origins = (i64, Option<i64>, i64);
+
 /// Merges the parts of a split live session (the relay's is optional) with the merged
 /// session's run config; returns `(frames_json, skips_json, samples_json, summary_json,
-/// live_stats_json)` as `LiveRun.finish()` does.
+/// live_stats_json)` as `LiveRun.finish()` does. With `origins_us`, each events file's clock
+/// origin must be the one its part's header gives (the header's is the one that was checked;
+/// the events file's is the one the merge shifts by).
 #[pyfunction]
-#[pyo3(signature = (config_json, sender_path, relay_path, receiver_path))]
+#[pyo3(signature = (config_json, sender_path, relay_path, receiver_path, origins_us=None))]
 fn live_merge(
     py: Python<'_>,
     config_json: &str,
     sender_path: &str,
     relay_path: Option<&str>,
     receiver_path: &str,
+    origins_us: Option<Origins>,
 ) -> PyResult<(String, String, String, String, String)> {
     let config = parse_config(config_json)?;
+    let same_origin = |path: &str, events: i64, header: Option<i64>| match header {
+        Some(h) if h != events => Err(format!(
+            "{path}: its clock origin ({events} us) is not its part header's ({h} us): the \
+             files of two parts are mixed"
+        )),
+        _ => Ok(()),
+    };
     let result = py
         .allow_threads(|| {
             let sender = part::read_sender(Path::new(sender_path))?;
             let relay = relay_path.map(|p| part::read_relay(Path::new(p))).transpose()?;
             let receiver = part::read_receiver(Path::new(receiver_path))?;
+            if let Some((s, x, r)) = origins_us {
+                same_origin(sender_path, sender.info.wall_origin_us, Some(s))?;
+                if let (Some(path), Some(relay)) = (relay_path, &relay) {
+                    same_origin(path, relay.info.wall_origin_us, x)?;
+                }
+                same_origin(receiver_path, receiver.info.wall_origin_us, Some(r))?;
+            }
             part::merge_parts(&config, &sender, relay.as_ref(), &receiver)
         })
         .map_err(PyValueError::new_err)?;
