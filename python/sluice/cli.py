@@ -471,9 +471,8 @@ def cmd_live_run(args: argparse.Namespace) -> int:
         name, cfg = args.scheme, None
         _check_schemes([name])
     spec = live.with_default_out(_spec_from_args(args, name, cfg, args.out))
-    run_dir = live.run_live(
-        spec, live.faults_from_args(args), bind=args.bind, forward_rtp=args.forward_rtp
-    )
+    run_dir = live.run_live(spec, live.faults_from_args(args), bind=args.bind,
+                            forward_rtp=args.forward_rtp, restarts=live.restarts_from_args(args))
     summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
     if args.json:
         print(json.dumps(summary, indent=2))

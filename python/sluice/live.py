@@ -55,12 +55,9 @@ class LiveFaults:
     reorder_delay_ms: float = 5.0
     feedback_blackout_s: tuple[float, float] | None = None  # relay drops all feedback
     garbage: float = 0.0  # probability of a malformed datagram after each forwarded one
-    restart_receiver_at_s: float | None = None  # the receiver restarts (state lost)
-    restart_sender_at_s: float | None = None  # the sender restarts: a new stream
 
-    def options(self, bind: str) -> dict[str, Any]:
+    def options(self) -> dict[str, Any]:
         return {
-            "bind": bind,
             "duplicate": self.duplicate,
             "reorder": self.reorder,
             "reorder_delay_ms": self.reorder_delay_ms,
@@ -68,9 +65,19 @@ class LiveFaults:
             if self.feedback_blackout_s
             else None,
             "garbage": self.garbage,
-            "restart_receiver_at_s": self.restart_receiver_at_s,
-            "restart_sender_at_s": self.restart_sender_at_s,
         }
+
+
+@dataclass(frozen=True)
+class Restarts:
+    """Endpoints of ``live run`` that restart with their state lost (seconds of the run)."""
+
+    receiver_at_s: float | None = None  # the receiver restarts
+    sender_at_s: float | None = None  # the sender restarts: a new stream
+
+    def options(self) -> dict[str, Any]:
+        return {"restart_receiver_at_s": self.receiver_at_s,
+                "restart_sender_at_s": self.sender_at_s}  # fmt: skip
 
 
 def with_default_out(spec: RunSpec) -> RunSpec:
@@ -146,24 +153,25 @@ def add_live_options(p: argparse.ArgumentParser) -> None:
 
 
 def faults_from_args(args: argparse.Namespace) -> LiveFaults:
+    """The relay's faults (``live run`` and ``live relay``)."""
     if not (math.isfinite(args.reorder_ms) and args.reorder_ms >= 0):
         raise SluiceError(f"--reorder-ms must be >= 0, got {args.reorder_ms}")
-    # The restarts are options of `live run` only (not of `live relay`).
-    restart_receiver_at = getattr(args, "restart_receiver_at", None)
-    restart_sender_at = getattr(args, "restart_sender_at", None)
-    for flag, at in (("--restart-receiver-at", restart_receiver_at),
-                     ("--restart-sender-at", restart_sender_at)):  # fmt: skip
-        if at is not None and not (math.isfinite(at) and at >= 0):
-            raise SluiceError(f"{flag} must be >= 0 s, got {at}")
     return LiveFaults(
         duplicate=args.duplicate,
         reorder=args.reorder,
         reorder_delay_ms=args.reorder_ms,
         feedback_blackout_s=args.feedback_blackout,
         garbage=args.garbage,
-        restart_receiver_at_s=restart_receiver_at,
-        restart_sender_at_s=restart_sender_at,
     )
+
+
+def restarts_from_args(args: argparse.Namespace) -> Restarts:
+    """The endpoint restarts of ``live run``."""
+    for flag, at in (("--restart-receiver-at", args.restart_receiver_at),
+                     ("--restart-sender-at", args.restart_sender_at)):  # fmt: skip
+        if at is not None and not (math.isfinite(at) and at >= 0):
+            raise SluiceError(f"{flag} must be >= 0 s, got {at}")
+    return Restarts(receiver_at_s=args.restart_receiver_at, sender_at_s=args.restart_sender_at)
 
 
 def _progress(run: Any, label: str) -> None:
@@ -219,10 +227,11 @@ class LiveSession:
     ``stream.sdp`` is written into the run directory as the run starts."""
 
     def __init__(self, _core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path,
-                 faults: LiveFaults, bind: str, forward_rtp: int | None) -> None:  # fmt: skip
+                 faults: LiveFaults, restarts: Restarts, bind: str,
+                 forward_rtp: int | None) -> None:  # fmt: skip
         self.files: dict[str, Path] = {}
         self.interrupt: KeyboardInterrupt | None = None  # Ctrl-C, or SIGTERM (Terminated)
-        self.options = faults.options(bind)
+        self.options = {"bind": bind, **faults.options(), **restarts.options()}
         if json.loads(cfg_json)["encoder"]["kind"] == "x264":
             # The receiver writes the bytes of the frames it displayed, in display order.
             received = results.temp_path(run_dir.resolve() / RECEIVED_STREAM)
@@ -276,6 +285,7 @@ def run_live(
     faults: LiveFaults | None = None,
     bind: str = "127.0.0.1",
     forward_rtp: int | None = None,
+    restarts: Restarts | None = None,
 ) -> Path:
     """Runs ``spec`` live on loopback and writes its results as one result (the simulated
     run's files, through the same :func:`sluice.runner.simulate`, plus the live session's,
@@ -285,13 +295,14 @@ def run_live(
     from .runner import resolve_encoder, simulate
 
     faults = faults or LiveFaults()
+    restarts = restarts or Restarts()
     if forward_rtp is not None:
         if not 1 <= forward_rtp <= 65535:
             raise SluiceError(f"--forward-rtp must be a port number, got {forward_rtp}")
         if resolve_encoder(spec) != "x264":
             raise SluiceError("--forward-rtp needs x264 (--video): the model encoder has no "
                               "bitstream to play")  # fmt: skip
-    if (faults.restart_sender_at_s is not None and resolve_encoder(spec) == "x264"
+    if (restarts.sender_at_s is not None and resolve_encoder(spec) == "x264"
             and spec.quality != "none"):  # fmt: skip
         raise SluiceError("--restart-sender-at with x264 needs --quality none: the restarted "
                           "encoder's frames are not in stream.264, so the run cannot be "
@@ -299,7 +310,7 @@ def run_live(
     sessions: list[LiveSession] = []
 
     def session(_core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path) -> LiveSession:
-        sessions.append(LiveSession(_core, cfg_json, down, up, run_dir, faults, bind,
+        sessions.append(LiveSession(_core, cfg_json, down, up, run_dir, faults, restarts, bind,
                                     forward_rtp))  # fmt: skip
         return sessions[-1]
 

@@ -463,10 +463,7 @@ def cmd_relay(args: argparse.Namespace) -> int:
     _check_peers(args.listen, [("sender", args.sender), ("receiver", args.receiver)])
     spec = _spec(args)
     cfg = _endpoint_config(spec)
-    faults = faults_from_args(args).options("127.0.0.1")
-    faults.pop("bind")
-    faults.pop("restart_receiver_at_s")
-    faults.pop("restart_sender_at_s")
+    faults = faults_from_args(args).options()
     down, up = load_traces(spec, cfg)
     cfg["downlink"]["trace"] = down.name if down else None
     cfg["uplink"]["trace"] = up.name if up else None
