@@ -4,10 +4,22 @@ For every capture slot ``i`` of the session (source frame ``i``), the viewer saw
 encoding source frame ``i`` if one was displayed, otherwise the most recent displayed frame of
 an earlier slot (a freeze repeats it; before the first displayed frame the screen is black).
 Skipped slots are slots too. Frames are matched to slots by their ``source_index``, not their
-frame id (a source frame can be encoded twice, a skipped one not at all). The delivered
-frames' bitstream is decoded with ffmpeg, the viewer's sequence is rebuilt from it frame by
-frame (streamed: one decoded frame is held at a time), and scored against the source with
-VMAF (libvmaf's default model), SSIM and PSNR in one ffmpeg pass.
+frame id (a source frame can be encoded twice, a skipped one not at all). The encoder's whole
+stream (every encode, in frame-id order) is decoded with ffmpeg and the displayed frames are
+picked from it by frame id; the viewer's sequence is rebuilt from them frame by frame
+(streamed: one decoded frame is held at a time), and scored against the source with VMAF
+(libvmaf's default model), SSIM and PSNR in one ffmpeg pass.
+
+Why the whole stream and not the delivered frames' (``delivered.264``, still written for
+players): a displayed frame is one whose references were all displayed, so its picture is the
+encoder's, but ffmpeg's H.264 decoder does not output every frame of a delivered stream with
+gaps. After a gap in ``frame_num`` that crosses its wrap (x264 codes 32 values with 16
+references) it decodes the frames but, with the picture order counted from ``frame_num``
+(x264's ``pic_order_cnt_type`` 2 without B frames), it does not carry the wrap into the
+order count, takes the next frames for late ones and drops them until ``frame_num`` passes
+its value before the gap (libavcodec ``h264_slice.c``, the frame-num gap loop). Schemes that
+re-reference instead of coding a keyframe (``co-rtv``, ``co-rtv-nofb``) make such gaps: one
+``co-rtv-nofb`` run lost 18 of 1033 displayed frames this way, which ended its scoring.
 
 Summary keys: ``vmaf_mean``, ``vmaf_p5``, ``ssim_mean``, ``psnr_mean`` over all scored slots and
 ``vmaf_delivered_mean`` over the slots whose own frame was displayed; ``ssim_db_mean``, the
@@ -65,6 +77,24 @@ def _read_exact(stream, n: int) -> bytes | None:
     return bytes(buf)
 
 
+def _picked_frames(bitstream: Path, frame_ids: Sequence[int], video: RawVideo) -> Iterator[bytes]:
+    """The pictures of ``frame_ids`` (ascending), from the encoder's whole stream (picture
+    ``k`` is frame id ``k``)."""
+    if any(b <= a for a, b in zip(frame_ids, frame_ids[1:])):
+        raise ValueError("frame ids must be ascending")
+    wanted = iter(frame_ids)
+    want = next(wanted, None)
+    for k, frame in enumerate(_decoded_frames(bitstream, video)):
+        if want is None:
+            return
+        if k == want:
+            yield frame
+            want = next(wanted, None)
+    if want is not None:
+        raise SluiceError(f"the encoded stream {bitstream} has no picture for displayed frame "
+                          f"{want}")  # fmt: skip
+
+
 def _decoded_frames(bitstream: Path, video: RawVideo) -> Iterator[bytes]:
     """Frames of an Annex-B H.264 stream decoded to yuv420p at the video's size."""
     cmd = [ffmpeg_exe(), "-v", "error", "-nostdin", "-f", "h264", "-i", str(bitstream),
@@ -112,7 +142,7 @@ def viewer_sequence(
 ) -> Iterator[tuple[int, int | None, bytes]]:
     """Yields (slot, shown slot, frame bytes) for each slot: its own frame if one was displayed,
     else the most recent displayed frame of an earlier slot. ``displayed`` are (source index,
-    frame id) pairs in display order, the order of ``delivered_frames``."""
+    frame id) pairs in display order, the order of ``delivered_frames`` (their pictures)."""
     current: bytes | None = None
     shown: int | None = None
     k = 0
@@ -132,11 +162,13 @@ def score(
     video: RawVideo,
     displayed: Sequence[tuple[int, int]],
     slots: int,
-    delivered_bitstream: Path,
+    encoded_stream: Path,
     mode: str = "full",
     fast_step: int = FAST_STEP,
 ) -> tuple[list[FrameQuality], dict[str, float | None]]:
-    """Scores the viewer's sequence against the source. Returns per-slot scores and the summary."""
+    """Scores the viewer's sequence against the source. ``displayed``: (source index, frame
+    id) of the displayed frames in frame-id order; ``encoded_stream``: the encoder's whole
+    Annex-B stream, every encode in frame-id order. Returns per-slot scores and the summary."""
     if mode not in MODES:
         raise SluiceError(f"quality mode must be one of {', '.join(MODES)}, got {mode!r}")
     if mode == "none" or slots <= 0:
@@ -153,7 +185,8 @@ def score(
         shown_by_slot: dict[int, int | None] = {}
         # Write the (possibly subsampled) viewer and reference sequences as raw files. They
         # hold only the scored slots; with mode="fast" that is a fifth of the session.
-        frames = _decoded_frames(delivered_bitstream, video) if displayed else iter(())
+        ids = [frame_id for _, frame_id in displayed]
+        frames = _picked_frames(encoded_stream, ids, video) if displayed else iter(())
         wanted = set(chosen)
         with dist_path.open("wb") as dist, ref_path.open("wb") as ref, \
                 open(video.path, "rb") as src:  # fmt: skip

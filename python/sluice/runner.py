@@ -404,7 +404,8 @@ def _finish_run(sim: Any, spec: RunSpec, run_dir: Path, raw: Any, resolved: dict
         try:
             quality.delivered_stream(extra[results.STREAM_FILE], [f for _, f in shown], delivered)
             slots = quality.slot_count(frames, skips)
-            per_frame, qsummary = quality.score(raw, shown, slots, delivered, spec.quality)
+            per_frame, qsummary = quality.score(raw, shown, slots, extra[results.STREAM_FILE],
+                                                spec.quality)  # fmt: skip
         except SluiceError as e:  # the run is kept; what failed is said once it is written
             quality_error = str(e)
         else:

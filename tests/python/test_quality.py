@@ -49,17 +49,20 @@ def test_frozen_slots_score_lower_than_delivered(tmp_path: Path) -> None:
     assert (raw.width, raw.height, raw.frames) == (320, 240, 40)
     units = _all_intra_frames(raw, tmp_path)
     assert len(units) == raw.frames
-    # Frames 10..24 never displayed: slots 10..24 freeze on frame 9.
-    # (source index, frame id): frames 25.. were encoded under other ids (as after a
-    # re-encode), which must not matter: slots follow the source index.
-    displayed = [(i, i if i < 10 else i + 100) for i in range(raw.frames) if not 10 <= i < 25]
-    delivered = tmp_path / "delivered.264"
-    delivered.write_bytes(b"".join(units[i] for i, _ in displayed))
-    per_frame, summary = quality.score(raw, displayed, raw.frames, delivered, mode="full")
+    # The encoder's stream: ids 0..24 encode sources 0..24; ids 25..39 are encodes that were
+    # dropped (here: source 0 again, so that showing one would show); ids 40..54 encode
+    # sources 25..39 (as re-encodes after a drop). Frames 10..24 and 25..39 are never
+    # displayed: slots 10..24 freeze on frame 9, and slots 25.. show the re-encodes, picked
+    # by frame id (slots follow the source index).
+    encoded = tmp_path / "stream.264"
+    encoded.write_bytes(b"".join(units[:25]) + units[0] * 15 + b"".join(units[25:]))
+    displayed = [(i, i if i < 10 else i + 15) for i in range(raw.frames) if not 10 <= i < 25]
+    per_frame, summary = quality.score(raw, displayed, raw.frames, encoded, mode="full")
     assert len(per_frame) == raw.frames
     frozen = [f.vmaf for f in per_frame if f.shown_frame != f.slot]
     shown = [f.vmaf for f in per_frame if f.shown_frame == f.slot]
     assert all(f.shown_frame == 9 for f in per_frame if 10 <= f.slot < 25)
+    assert min(f.psnr for f in per_frame if f.slot >= 25) > 30, "the re-encodes are shown"
     assert sum(frozen) / len(frozen) < sum(shown) / len(shown) - 10
     assert summary["vmaf_delivered_mean"] > summary["vmaf_mean"]
     assert 0 < summary["ssim_mean"] <= 1
@@ -69,9 +72,12 @@ def test_frozen_slots_score_lower_than_delivered(tmp_path: Path) -> None:
     assert summary["ssim_db_mean"] == pytest.approx(sum(db) / len(db))
 
     # "fast" scores a subsample; "none" scores nothing.
-    fast, _ = quality.score(raw, displayed, raw.frames, delivered, mode="fast")
+    fast, _ = quality.score(raw, displayed, raw.frames, encoded, mode="fast")
     assert [f.slot for f in fast] == list(range(0, raw.frames, quality.FAST_STEP))
-    assert quality.score(raw, displayed, raw.frames, delivered, mode="none") == ([], {})
+    assert quality.score(raw, displayed, raw.frames, encoded, mode="none") == ([], {})
+    # A displayed frame the stream does not have is one clear error.
+    with pytest.raises(SluiceError, match="no picture for displayed frame 55"):
+        quality.score(raw, [*displayed, (39, 55)], raw.frames, encoded, mode="full")
 
 
 def test_displayed_frames_and_slots_follow_the_source_index() -> None:
