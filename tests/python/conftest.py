@@ -1,8 +1,16 @@
-"""Shared helpers for the Python tests: run the CLI in-process and capture its output."""
+"""Shared helpers for the Python tests: run the CLI in-process and capture its output; play a
+forwarded RTP stream in ffmpeg."""
 
 from __future__ import annotations
 
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from sluice.cli import main
@@ -39,3 +47,51 @@ def sluice(capsys):
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+class Player:
+    """ffmpeg playing the RTP stream an SDP file describes (``-f null``)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.err = ""
+
+    def stop(self) -> str:
+        """Lets the last frames arrive, stops the player (Ctrl-C) and returns what it said."""
+        time.sleep(0.5)
+        self.proc.send_signal(signal.SIGINT)
+        _, self.err = self.proc.communicate(timeout=30)
+        return self.err
+
+    def assert_played(self, shown: int, size: str = "320x180") -> None:
+        """It decoded H.264 of ``size`` without an error line: all of the ``shown`` frames
+        but the last one or two (still in its buffers when it was stopped)."""
+        err = self.err
+        assert "Video: h264" in err and size in err, err
+        assert not [ln for ln in err.splitlines() if "error" in ln.lower()], err
+        decoded = int(re.findall(r"frame=\s*(\d+)", err)[-1])
+        assert shown - 3 <= decoded <= shown, (decoded, shown)
+
+
+@contextmanager
+def _rtp_player(sdp: Path) -> Iterator[Player]:
+    """Starts ffmpeg on ``sdp`` and gives it a second to listen before the stream starts;
+    kills it on the way out if :meth:`Player.stop` was not reached."""
+    import imageio_ffmpeg
+
+    cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-protocol_whitelist",
+           "file,udp,rtp", "-i", str(sdp), "-f", "null", "-"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        yield Player(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+@pytest.fixture
+def rtp_player():
+    """``with rtp_player(sdp) as player:`` ffmpeg plays the stream ``sdp`` describes."""
+    return _rtp_player
