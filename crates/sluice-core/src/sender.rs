@@ -163,7 +163,7 @@ struct SendHistory {
 
 impl SendHistory {
     fn on_sent(&mut self, p: &Packet, sent: SentPacket) {
-        debug_assert_eq!(sent.transport_seq, self.transport_base + self.transport.len() as u64);
+        debug_assert_eq!(sent.transport_seq, self.next_transport_seq());
         self.in_flight += sent.size;
         let frame_id =
             matches!(p.kind, PacketKind::Video | PacketKind::Retransmission).then_some(p.frame_id);
@@ -187,6 +187,11 @@ impl SendHistory {
         self.media.get_mut(idx as usize)
     }
 
+    /// The transport sequence number of the next packet sent.
+    fn next_transport_seq(&self) -> u64 {
+        self.transport_base + self.transport.len() as u64
+    }
+
     /// Marks a packet reported; its send record and frame.
     fn report(&mut self, transport_seq: u64) -> Option<(SentPacket, Option<u64>)> {
         let idx = transport_seq.checked_sub(self.transport_base)? as usize;
@@ -204,15 +209,16 @@ impl SendHistory {
     /// acknowledged sequence number. Otherwise a lost feedback message would keep its packets
     /// in flight until the history forgets them (60 s), and a window or libwebrtc's
     /// congestion-window pushback would hold the rate down all that time.
+    /// A number not sent yet (a corrupt or foreign report) says nothing and is ignored.
     fn ack_through(&mut self, transport_seq: u64) {
         let from = self.acked_through.map_or(0, |a| a + 1).max(self.transport_base);
-        if transport_seq < from {
+        if transport_seq < from || transport_seq >= self.next_transport_seq() {
             return;
         }
         self.acked_through = Some(transport_seq);
         let first = (from - self.transport_base) as usize;
-        let end = ((transport_seq - self.transport_base) as usize + 1).min(self.transport.len());
-        for r in self.transport.range_mut(first..end.max(first)) {
+        let end = (transport_seq - self.transport_base) as usize + 1;
+        for r in self.transport.range_mut(first..end) {
             if r.in_flight {
                 r.in_flight = false;
                 self.in_flight -= r.sent.size;
@@ -834,7 +840,9 @@ impl Sender {
         let prior_in_flight = self.history.in_flight;
         let mut packets = Vec::with_capacity(fb.packets.len());
         let mut lost = BTreeSet::new();
-        if let Some(last) = fb.packets.iter().map(|r| r.transport_seq).max() {
+        let sent_end = self.history.next_transport_seq();
+        let reported = fb.packets.iter().map(|r| r.transport_seq).filter(|&s| s < sent_end);
+        if let Some(last) = reported.max() {
             self.history.ack_through(last);
         }
         for report in &fb.packets {
@@ -1294,6 +1302,27 @@ mod tests {
         // a frame.
         let after = pair.tx.bytes_in_flight();
         assert!(after < DataSize::from_bytes(45_000 + 20_000), "{after:?} in flight after it");
+    }
+
+    #[test]
+    fn a_report_of_a_packet_never_sent_takes_nothing_out_of_flight() {
+        let (cc, _) = fixed(4, None);
+        let mut pair = Pair::new(sender(cc, Scripted::default(), 5.0), 20);
+        pair.feedback_blackout = Some((Timestamp::ZERO, Timestamp::from_ms(1000)));
+        pair.run_until(Timestamp::from_ms(500), None);
+        let before = pair.tx.bytes_in_flight();
+        assert!(before > DataSize::from_bytes(100_000), "{before:?}");
+        let forged = TransportFeedback {
+            flow: 0,
+            feedback_seq: 1,
+            packets: vec![crate::packet::PacketReport {
+                transport_seq: u64::MAX - 1,
+                arrival_time: Some(Timestamp::from_ms(500)),
+            }],
+            hold_time: TimeDelta::ZERO,
+        };
+        pair.tx.handle_feedback(Feedback::Transport(forged), Timestamp::from_ms(500));
+        assert_eq!(pair.tx.bytes_in_flight(), before);
     }
 
     #[test]
