@@ -101,18 +101,24 @@ def _decoded_frames(bitstream: Path, video: RawVideo) -> Iterator[bytes]:
            "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", f"{video.width}x{video.height}",
            "-"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None
+    assert proc.stdout is not None and proc.stderr is not None
+    read_all = False
     try:
         while True:
             frame = _read_exact(proc.stdout, video.frame_bytes)
             if frame is None or len(frame) < video.frame_bytes:
                 break
             yield frame
+        read_all = True
     finally:
+        if not read_all:  # the caller has the frames it wanted (or failed): stop ffmpeg
+            proc.kill()
         proc.stdout.close()
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        if proc.wait() != 0:
-            raise SluiceError(f"ffmpeg could not decode the delivered stream: {err.strip()}")
+        err = proc.stderr.read().decode(errors="replace")
+        proc.stderr.close()
+        code = proc.wait()
+    if code != 0:
+        raise SluiceError(f"ffmpeg could not decode {bitstream}: {err.strip()}")
 
 
 def _black(video: RawVideo) -> bytes:

@@ -44,6 +44,8 @@ def _all_intra_frames(raw: video.RawVideo, tmp: Path) -> list[bytes]:
     return [data[a:b] for a, b in zip(starts, starts[1:])]
 
 
+# The decoder stopped after the last displayed frame must not end in an ignored exception.
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_frozen_slots_score_lower_than_delivered(tmp_path: Path) -> None:
     raw = video.prepare(_clip(tmp_path), tmp_path / "cache", fps=20)
     assert (raw.width, raw.height, raw.frames) == (320, 240, 40)
@@ -51,11 +53,12 @@ def test_frozen_slots_score_lower_than_delivered(tmp_path: Path) -> None:
     assert len(units) == raw.frames
     # The encoder's stream: ids 0..24 encode sources 0..24; ids 25..39 are encodes that were
     # dropped (here: source 0 again, so that showing one would show); ids 40..54 encode
-    # sources 25..39 (as re-encodes after a drop). Frames 10..24 and 25..39 are never
+    # sources 25..39 (as re-encodes after a drop); ids 55..59 were never displayed (the
+    # decoder is stopped once it has the last displayed frame). Frames 10..24 and 25..39 are never
     # displayed: slots 10..24 freeze on frame 9, and slots 25.. show the re-encodes, picked
     # by frame id (slots follow the source index).
     encoded = tmp_path / "stream.264"
-    encoded.write_bytes(b"".join(units[:25]) + units[0] * 15 + b"".join(units[25:]))
+    encoded.write_bytes(b"".join(units[:25]) + units[0] * 15 + b"".join(units[25:]) + units[0] * 5)
     displayed = [(i, i if i < 10 else i + 15) for i in range(raw.frames) if not 10 <= i < 25]
     per_frame, summary = quality.score(raw, displayed, raw.frames, encoded, mode="full")
     assert len(per_frame) == raw.frames
@@ -76,8 +79,8 @@ def test_frozen_slots_score_lower_than_delivered(tmp_path: Path) -> None:
     assert [f.slot for f in fast] == list(range(0, raw.frames, quality.FAST_STEP))
     assert quality.score(raw, displayed, raw.frames, encoded, mode="none") == ([], {})
     # A displayed frame the stream does not have is one clear error.
-    with pytest.raises(SluiceError, match="no picture for displayed frame 55"):
-        quality.score(raw, [*displayed, (39, 55)], raw.frames, encoded, mode="full")
+    with pytest.raises(SluiceError, match="no picture for displayed frame 60"):
+        quality.score(raw, [*displayed, (39, 60)], raw.frames, encoded, mode="full")
 
 
 def test_displayed_frames_and_slots_follow_the_source_index() -> None:
