@@ -203,16 +203,18 @@ impl SendHistory {
         Some((r.sent, r.frame_id))
     }
 
-    /// Feedback reported `transport_seq`: every packet sent before it has left the network
-    /// too, reported or not (its report may have been lost with a feedback message), so it
-    /// leaves the bytes in flight, as libwebrtc's TransportFeedbackAdapter does with its last
-    /// acknowledged sequence number. Otherwise a lost feedback message would keep its packets
-    /// in flight until the history forgets them (60 s), and a window or libwebrtc's
-    /// congestion-window pushback would hold the rate down all that time.
-    /// A number not sent yet (a corrupt or foreign report) says nothing and is ignored.
-    fn ack_through(&mut self, transport_seq: u64) {
+    /// Feedback reported the packets `reported`: every packet sent up to the highest of them
+    /// has left the network, reported or not (its report may have been lost with a feedback
+    /// message), so it leaves the bytes in flight, as libwebrtc's TransportFeedbackAdapter
+    /// does with its last acknowledged sequence number. Otherwise a lost feedback message
+    /// would keep its packets in flight until the history forgets them (60 s), and a window
+    /// or libwebrtc's congestion-window pushback would hold the rate down all that time.
+    /// Numbers not sent yet (a corrupt or foreign report) say nothing and are ignored.
+    fn ack_through(&mut self, reported: impl Iterator<Item = u64>) {
+        let sent_end = self.next_transport_seq();
+        let Some(transport_seq) = reported.filter(|&s| s < sent_end).max() else { return };
         let from = self.acked_through.map_or(0, |a| a + 1).max(self.transport_base);
-        if transport_seq < from || transport_seq >= self.next_transport_seq() {
+        if transport_seq < from {
             return;
         }
         self.acked_through = Some(transport_seq);
@@ -840,11 +842,7 @@ impl Sender {
         let prior_in_flight = self.history.in_flight;
         let mut packets = Vec::with_capacity(fb.packets.len());
         let mut lost = BTreeSet::new();
-        let sent_end = self.history.next_transport_seq();
-        let reported = fb.packets.iter().map(|r| r.transport_seq).filter(|&s| s < sent_end);
-        if let Some(last) = reported.max() {
-            self.history.ack_through(last);
-        }
+        self.history.ack_through(fb.packets.iter().map(|r| r.transport_seq));
         for report in &fb.packets {
             let Some((sent, frame)) = self.history.report(report.transport_seq) else { continue };
             if report.arrival_time.is_none() {
