@@ -472,6 +472,19 @@ impl ReceiverEndpoint {
         }
     }
 
+    /// The receiver of a run ([`sluice_core::sim::build_receiver`] for `cfg` and `scheme`),
+    /// able to start fresh (a restart, or a new stream from a restarted sender).
+    pub fn for_run(
+        cfg: &sluice_core::sim::RunConfig,
+        scheme: &sluice_core::scheme::SchemeConfig,
+        now: Timestamp,
+    ) -> Self {
+        let mut r = ReceiverEndpoint::new(sluice_core::sim::build_receiver(cfg, scheme, now));
+        let (cfg, scheme) = (cfg.clone(), scheme.clone());
+        r.set_fresh(Box::new(move |now| sluice_core::sim::build_receiver(&cfg, &scheme, now)));
+        r
+    }
+
     /// Copies the received video RTP (not padding) to [`Role::Monitor`].
     pub fn forward_video(&mut self) {
         self.forward = true;
@@ -530,16 +543,23 @@ impl ReceiverEndpoint {
         self.fresh = Some(fresh);
     }
 
+    /// Replaces the state machine with a fresh one at `now` (the old one's events kept);
+    /// false if there is no builder ([`Self::set_fresh`]).
+    fn start_fresh(&mut self, now: Timestamp) -> bool {
+        let Some(fresh) = self.fresh.as_ref() else { return false };
+        let receiver = fresh(now);
+        self.drain_events();
+        self.receiver = receiver;
+        self.transport_base = None;
+        true
+    }
+
     /// The sender started a new stream at `now`.
     fn on_new_stream(&mut self, now: Timestamp) {
         self.new_streams += 1;
-        if let Some(fresh) = self.fresh.take() {
-            self.drain_events();
-            self.receiver = fresh(now);
-            self.fresh = Some(fresh);
+        if self.start_fresh(now) {
             // The new stream numbers from 0, as the fresh state machine expects.
             self.restarted = false;
-            self.transport_base = None;
         }
     }
 
@@ -611,14 +631,10 @@ impl Endpoint for ReceiverEndpoint {
     fn handle_timeout(&mut self, now: Timestamp) {
         if self.restart_at.is_some_and(|t| t <= now) {
             self.restart_at = None;
-            if let Some(fresh) = self.fresh.take() {
-                self.drain_events();
-                self.receiver = fresh(now);
-                self.fresh = Some(fresh);
+            if self.start_fresh(now) {
                 self.reader.reset();
                 self.restarts += 1;
                 self.restarted = true;
-                self.transport_base = None;
                 self.pli_pending = true;
             }
         }

@@ -21,7 +21,7 @@ use crate::part::{
 use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
 use sluice_core::encoder::Encoder;
 use sluice_core::link::trace::Trace;
-use sluice_core::sim::{build_receiver, build_sender, ConfigError, RunConfig};
+use sluice_core::sim::{build_sender, ConfigError, RunConfig};
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -366,12 +366,8 @@ impl EndpointProcess {
         let socket = bind(options.listen)?;
         let ctl = Control::default();
         let (_, end) = session_end(cfg);
-        let mut receiver = ReceiverEndpoint::new(build_receiver(cfg, &scheme, Timestamp::ZERO));
-        {
-            // A restarted sending process starts a new stream: the receiver follows it.
-            let (cfg, scheme) = (cfg.clone(), scheme.clone());
-            receiver.set_fresh(Box::new(move |now| build_receiver(&cfg, &scheme, now)));
-        }
+        // A restarted sending process starts a new stream: the receiver follows it.
+        let mut receiver = ReceiverEndpoint::for_run(cfg, &scheme, Timestamp::ZERO);
         if options.received_stream.is_some() {
             receiver.record_stream();
         }

@@ -7,7 +7,7 @@ use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
 use sluice_core::encoder::Encoder;
 use sluice_core::link::trace::Trace;
 use sluice_core::metrics::LinkTotals;
-use sluice_core::sim::{build_receiver, build_sender, ConfigError, RunConfig, RunResult};
+use sluice_core::sim::{build_sender, ConfigError, RunConfig, RunResult};
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -203,16 +203,12 @@ impl LiveRun {
                 }),
             );
         }
-        let mut receiver = ReceiverEndpoint::new(build_receiver(cfg, &scheme, now));
+        let mut receiver = ReceiverEndpoint::for_run(cfg, &scheme, now);
         if options.received_stream.is_some() {
             receiver.record_stream();
         }
         if options.forward_rtp.is_some() {
             receiver.forward_video();
-        }
-        {
-            let (cfg, scheme) = (cfg.clone(), scheme.clone());
-            receiver.set_fresh(Box::new(move |now| build_receiver(&cfg, &scheme, now)));
         }
         if let Some(at) = options.restart_receiver_at {
             receiver.restart_at(at);
