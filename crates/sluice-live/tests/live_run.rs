@@ -17,6 +17,20 @@ fn run(duration_s: f64, options: LiveOptions, edit: impl FnOnce(&mut RunConfig))
     run_scheme("webrtc", duration_s, options, edit)
 }
 
+/// The tests' run: `scheme` for `duration_s` (1 s drain), a 100 kB bottleneck queue, then
+/// `edit`.
+fn config(scheme: &str, duration_s: f64, edit: impl FnOnce(&mut RunConfig)) -> RunConfig {
+    let mut cfg =
+        RunConfig { scheme_name: scheme.into(), duration_s, drain_s: 1.0, ..RunConfig::default() };
+    cfg.downlink.queue_bytes = Some(100_000);
+    edit(&mut cfg);
+    cfg
+}
+
+fn constant_12mbps() -> Arc<Trace> {
+    Arc::new(Trace::constant(DataRate::from_mbps(12), TimeDelta::from_secs(1)))
+}
+
 fn run_scheme(
     scheme: &str,
     duration_s: f64,
@@ -24,11 +38,8 @@ fn run_scheme(
     edit: impl FnOnce(&mut RunConfig),
 ) -> LiveResult {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cfg =
-        RunConfig { scheme_name: scheme.into(), duration_s, drain_s: 1.0, ..RunConfig::default() };
-    cfg.downlink.queue_bytes = Some(100_000);
-    edit(&mut cfg);
-    let trace = Arc::new(Trace::constant(DataRate::from_mbps(12), TimeDelta::from_secs(1)));
+    let cfg = config(scheme, duration_s, edit);
+    let trace = constant_12mbps();
     let enc = build_encoder(&cfg).unwrap();
     if options.restart_sender_at.is_some() {
         let c = cfg.clone();
@@ -138,9 +149,17 @@ fn survives_loss_reordering_duplication_blackout_restart_and_garbage() {
 
     // Malformed datagrams from the peers' address (corrupted, truncated, random): counted,
     // never fatal.
+    // How much garbage goes out follows how much the relay forwards, which a garbled report
+    // the sender takes for real can halve (830 or 1720 sender datagrams in 3 s, with or
+    // without this stop's changes): about 8 % of the forwarded datagrams get a malformed
+    // one after them (59 to 135 in eight runs; an absolute `> 30` failed once), and 37 to
+    // 52 % of those reach the receiver and are counted there.
     let r = run(3.0, faults(Faults { garbage: 0.08, ..Faults::default() }), |_| {});
-    assert!(r.stats.relay_garbage_sent > 30, "{:?}", r.stats);
-    assert!(r.stats.receiver_malformed > 10, "{:?}", r.stats);
+    let garbage = r.stats.relay_garbage_sent;
+    let forwarded = r.stats.relay_io.datagrams_out - garbage;
+    assert!(forwarded >= 300, "{:?}", r.stats);
+    assert!(garbage * 25 >= forwarded, "at least 4 % of {forwarded}: {:?}", r.stats);
+    assert!(r.stats.receiver_malformed * 8 >= garbage, "{:?}", r.stats);
     assert!(r.stats.sender_malformed > 0, "{:?}", r.stats);
     // A corrupted copy can still parse (a valid header with wrong numbers): the receiver
     // may NACK or ask for a keyframe on it; the session goes on.
@@ -174,19 +193,15 @@ fn an_access_delay_sits_between_the_sender_and_the_bottleneck_as_in_the_simulato
     assert!(displayed_share(&r) >= 0.9, "{}", displayed_share(&r));
     // The sender sees the simulator's round trip: 40 ms more than without the access path
     // (the smallest RTTs: the medians carry each run's own queueing).
-    let mut cfg = RunConfig {
-        scheme_name: "co-rtv".into(),
-        duration_s: 3.0,
-        drain_s: 1.0,
-        ..RunConfig::default()
-    };
-    cfg.downlink.queue_bytes = Some(100_000);
-    access(&mut cfg);
-    let trace = Arc::new(Trace::constant(DataRate::from_mbps(12), TimeDelta::from_secs(1)));
-    let sim =
-        sluice_core::sim::Simulation::new(&cfg, Some(trace), None, build_encoder(&cfg).unwrap())
-            .unwrap()
-            .run();
+    let cfg = config("co-rtv", 3.0, access);
+    let sim = sluice_core::sim::Simulation::new(
+        &cfg,
+        Some(constant_12mbps()),
+        None,
+        build_encoder(&cfg).unwrap(),
+    )
+    .unwrap()
+    .run();
     let without = run_scheme("co-rtv", 3.0, LiveOptions::default(), |_| {});
     let (live_ms, sim_ms) = (min_rtt_ms(&r.run.samples), min_rtt_ms(&sim.samples));
     let base_ms = min_rtt_ms(&without.run.samples);
