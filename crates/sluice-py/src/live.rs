@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use serde::Deserialize;
 use sluice_core::sim::RunConfig;
 use sluice_core::units::{TimeDelta, Timestamp};
-use sluice_live::endpoint::Faults;
+use sluice_live::endpoint::{Faults, FrameStore};
 use sluice_live::session::{EncoderFactory, LiveOptions, LiveRun};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -97,13 +97,31 @@ pub(crate) fn options(json: Option<&str>) -> PyResult<LiveOptions> {
     Ok(out)
 }
 
+/// Hands each frame x264 encodes to `store`, which the sender puts on the wire.
+fn feed(x: &mut sluice_x264::sim_encoder::X264SimEncoder, store: FrameStore) {
+    x.set_frame_sink(Box::new(move |id, data| store.insert(id, data)));
+}
+
+/// The encoder of a live sender: with x264 the frames' bitstreams go on the wire (the
+/// encoder hands each frame to the returned store as it writes the stream file); the model
+/// encoder's packets carry zeros (no store).
+pub(crate) fn live_encoder(
+    config: &RunConfig,
+) -> PyResult<(Box<dyn sluice_core::encoder::Encoder>, Option<FrameStore>)> {
+    Ok(match make_x264(config)? {
+        Some(mut x) => {
+            let store = FrameStore::default();
+            feed(&mut x, store.clone());
+            (Box::new(x), Some(store))
+        }
+        None => (make_encoder(config)?, None),
+    })
+}
+
 /// Opens the fresh encoder a restarted sender starts with: the model encoder, or x264 on
 /// the same clip handing its frames to the sender's store. The restarted x264 writes no
 /// stream file (`stream.264` holds the first sender's frames only).
-fn encoder_factory(
-    config: &RunConfig,
-    frames: Option<sluice_live::endpoint::FrameStore>,
-) -> PyResult<EncoderFactory> {
+fn encoder_factory(config: &RunConfig, frames: Option<FrameStore>) -> PyResult<EncoderFactory> {
     let fps = config.fps;
     let open: Arc<
         dyn Fn() -> Result<Box<dyn sluice_core::encoder::Encoder>, String> + Send + Sync,
@@ -114,7 +132,7 @@ fn encoder_factory(
                 let mut x = sluice_x264::sim_encoder::X264SimEncoder::open(&s, fps)
                     .map_err(|e| e.to_string())?;
                 if let Some(store) = frames.clone() {
-                    x.set_frame_sink(Box::new(move |id, data| store.insert(id, data)));
+                    feed(&mut x, store);
                 }
                 Ok(Box::new(x) as Box<dyn sluice_core::encoder::Encoder>)
             })
@@ -167,21 +185,11 @@ impl PyLiveRun {
         let config = parse_config(config_json)?;
         config.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
         let mut options = options(options_json)?;
-        // With x264 the frames' bitstreams go on the wire (the encoder hands each frame to
-        // the sender's store as it writes the stream file).
-        let encoder: Box<dyn sluice_core::encoder::Encoder> = match make_x264(&config)? {
-            Some(mut x) => {
-                let store = sluice_live::endpoint::FrameStore::default();
-                let sink = store.clone();
-                x.set_frame_sink(Box::new(move |id, data| sink.insert(id, data)));
-                options.frames = Some(store);
-                Box::new(x)
-            }
-            None => {
-                options.received_stream = None;
-                make_encoder(&config)?
-            }
-        };
+        let (encoder, frames) = live_encoder(&config)?;
+        if frames.is_none() {
+            options.received_stream = None; // the model encoder has no bitstream
+        }
+        options.frames = frames;
         if options.restart_sender_at.is_some() {
             options.encoder_factory = Some(encoder_factory(&config, options.frames.clone())?);
         }

@@ -2,7 +2,7 @@
 //! `recv`, `relay`) and `sluice._core.live_merge` (their parts merged into the result JSON of
 //! `LiveRun.finish()`).
 
-use crate::{make_encoder, make_x264, parse_config, PyTrace};
+use crate::{parse_config, PyTrace};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use serde::Deserialize;
@@ -82,17 +82,8 @@ impl PyLiveEndpoint {
         let err = |e: sluice_core::sim::ConfigError| PyValueError::new_err(e.to_string());
         let run = match role {
             "sender" => {
-                // With x264 the frames' bitstreams go on the wire, as in `LiveRun`.
-                let encoder: Box<dyn sluice_core::encoder::Encoder> = match make_x264(&config)? {
-                    Some(mut x) => {
-                        let store = sluice_live::endpoint::FrameStore::default();
-                        let sink = store.clone();
-                        x.set_frame_sink(Box::new(move |id, data| sink.insert(id, data)));
-                        opts.frames = Some(store);
-                        Box::new(x)
-                    }
-                    None => make_encoder(&config)?,
-                };
+                let (encoder, frames) = crate::live::live_encoder(&config)?;
+                opts.frames = frames;
                 EndpointProcess::sender(&config, encoder, &opts).map_err(err)?
             }
             "receiver" => EndpointProcess::receiver(&config, &opts).map_err(err)?,
