@@ -517,9 +517,7 @@ def _same_address(a: str, b: str) -> bool:
     """Whether ``a`` and ``b`` (IP:PORT) can be one socket: the same port, and the same IP
     unless one of them is a wildcard (0.0.0.0, ::)."""
     try:
-        ha, pa = a.rsplit(":", 1)
-        hb, pb = b.rsplit(":", 1)
-        ia, ib = ipaddress.ip_address(ha.strip("[]")), ipaddress.ip_address(hb.strip("[]"))
+        (ia, pa), (ib, pb) = _ip_port(a), _ip_port(b)
     except ValueError:
         return a == b
     return pa == pb and (ia == ib or ia.is_unspecified or ib.is_unspecified)

@@ -212,17 +212,22 @@ def test_merge_refuses_parts_of_another_session_in_one_line(tmp_path, capsys, ed
     assert not (tmp_path / "m").exists()
 
 
-def test_a_port_in_use_is_one_line_and_leaves_nothing(tmp_path, capsys):
+def _recv_on_a_port_in_use(out: Path, capsys) -> tuple[int, int, list[str]]:
+    """``live recv`` told to listen on a port held here: (port, exit code, stderr lines)."""
     held = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     held.bind(("127.0.0.1", 0))
     port = held.getsockname()[1]
     try:
         rc = main(["live", "recv", "--listen", _addr(port), "--peer", "127.0.0.1:9",
-                   "--out", str(tmp_path / "recv")])  # fmt: skip
+                   "--out", str(out)])  # fmt: skip
     finally:
         held.close()
+    return port, rc, capsys.readouterr().err.strip().splitlines()
+
+
+def test_a_port_in_use_is_one_line_and_leaves_nothing(tmp_path, capsys):
+    port, rc, err = _recv_on_a_port_in_use(tmp_path / "recv", capsys)
     assert rc == 2
-    err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"cannot listen on 127.0.0.1:{port}" in err[0], err
     assert not (tmp_path / "recv").exists()
 
@@ -231,15 +236,9 @@ def test_a_port_in_use_leaves_the_previous_part_in_out_as_it_was(tmp_path, capsy
     out = tmp_path / "recv"
     _fake_part(out, "receiver")
     before = {f.name: f.read_bytes() for f in out.iterdir()}
-    held = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    held.bind(("127.0.0.1", 0))
-    try:
-        rc = main(["live", "recv", "--listen", _addr(held.getsockname()[1]), "--peer",
-                   "127.0.0.1:9", "--out", str(out)])  # fmt: skip
-    finally:
-        held.close()
+    _, rc, err = _recv_on_a_port_in_use(out, capsys)
     assert rc == 2
-    assert "cannot listen on" in capsys.readouterr().err
+    assert "cannot listen on" in err[0], err
     assert {f.name: f.read_bytes() for f in out.iterdir()} == before
 
 
