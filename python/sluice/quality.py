@@ -39,6 +39,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import _core
 from .errors import SluiceError
 from .video import RawVideo, ffmpeg_exe
 
@@ -201,7 +202,7 @@ def score(
                     continue
                 shown_by_slot[slot] = shown
                 dist.write(data)
-                src.seek((slot % video.frames) * video.frame_bytes)
+                src.seek(_core.clip_frame(slot, video.frames) * video.frame_bytes)
                 ref.write(src.read(video.frame_bytes))
         raw = ["-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", f"{video.width}x{video.height}",
                "-r", f"{video.fps:g}"]  # fmt: skip

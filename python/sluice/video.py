@@ -1,8 +1,9 @@
 """Video input: any file ffmpeg reads, decoded once to raw I420 (yuv420p) frames.
 
 The encoder and the quality metrics read the same raw file, so the reference frames VMAF sees
-are exactly the frames the encoder got. A run longer than the clip loops it (frame ``i`` of the
-session is frame ``i mod n`` of the file), so nothing longer than the clip is ever stored.
+are exactly the frames the encoder got. A run longer than the clip plays it back and forth
+(0, 1, ..., n-1, n-2, ..., 1, 0, 1, ...: ``_core.clip_frame``), so nothing longer than the clip
+is ever stored and the loop has no cut for the encoder to answer with a keyframe.
 
 ffmpeg comes from the ``imageio-ffmpeg`` package (a static build with libvmaf) or, failing
 that, from ``PATH``.

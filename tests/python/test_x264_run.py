@@ -95,3 +95,29 @@ def test_a_video_failing_mid_run_is_one_error_not_a_panic(tmp_path: Path) -> Non
         sim.run_until(1.0)
     with pytest.raises(RuntimeError, match="reading video frame 2"):
         sim.finish()
+
+
+def test_a_clip_shorter_than_the_run_plays_back_and_forth_without_a_keyframe_at_the_seam(
+    tmp_path: Path,
+) -> None:
+    # A 1 s pattern fading in from black: looped plainly, the full picture jumps to black each
+    # second, a scene cut x264 answers with a keyframe; played back and forth it fades back.
+    fade = tmp_path / "fade.mp4"
+    subprocess.run(
+        [video.ffmpeg_exe(), "-v", "error", "-f", "lavfi",
+         "-i", "testsrc2=size=160x120:rate=25:duration=1,fade=in:0:25",
+         "-pix_fmt", "yuv420p", "-c:v", "libx264", "-qp", "0", "-y", str(fade)],
+        check=True,
+    )  # fmt: skip
+    rc = cli.main(
+        ["run", "--scheme", "cbr", "--video", str(fade), "--trace", "gen:constant:4",
+         "--duration", "4", "--encode-time", "modeled", "--quality", "none",
+         "--out", str(tmp_path / "run")]
+    )  # fmt: skip
+    assert rc == 0
+    frames = results.load_run(tmp_path / "run").frames
+    assert len(frames) == 100
+    assert int(frames["is_keyframe"].sum()) == 1
+    from sluice import _core
+
+    assert [_core.clip_frame(i, 25) for i in (23, 24, 25, 26, 48, 49)] == [23, 24, 23, 22, 0, 1]

@@ -1,7 +1,8 @@
 //! Encoders outside the simulator, for the encoder benchmarks (`bench/encoder.py`).
 //!
 //! * `encode_clip(raw_path, width, height, fps, frames, jobs_json, start_frame=0)` encodes
-//!   `frames` frames of a raw I420 file from `start_frame` on (looped when shorter) with
+//!   `frames` frames of a raw I420 file from `start_frame` on (played back and forth when
+//!   shorter, `sluice_core::encoder::clip_frame`) with
 //!   libx264, once per job; records and schedules count frames from 0 at `start_frame`. The jobs run
 //!   in lockstep -- frame `i` goes through every job's encoder (in an order rotated per frame)
 //!   before frame `i + 1` -- so a change in machine load hits all jobs alike and their
@@ -259,7 +260,8 @@ fn run_x264(
     let n = encoders.len();
     for i in 0..frames {
         let read = |file: &mut File, f: &mut I420Frame| -> std::io::Result<()> {
-            file.seek(SeekFrom::Start(((start_frame + i) % file_frames) * frame_bytes))?;
+            let clip_index = sluice_core::encoder::clip_frame(start_frame + i, file_frames);
+            file.seek(SeekFrom::Start(clip_index * frame_bytes))?;
             file.read_exact(&mut f.y)?;
             file.read_exact(&mut f.u)?;
             file.read_exact(&mut f.v)

@@ -254,8 +254,17 @@ fn default_config_json() -> PyResult<String> {
     serde_json::to_string(&RunConfig::default()).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// The clip frame shown at session frame `index` of a `frames`-frame clip (played back and
+/// forth, `sluice_core::encoder::clip_frame`): the quality scorer reads the same reference
+/// frames the encoder got.
+#[pyfunction]
+fn clip_frame(index: u64, frames: u64) -> u64 {
+    sluice_core::encoder::clip_frame(index, frames)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(clip_frame, m)?)?;
     m.add_class::<PyTrace>()?;
     m.add_class::<PySimulation>()?;
     m.add_class::<live::PyLiveRun>()?;

@@ -170,7 +170,8 @@ impl X264SimEncoder {
         self.loaded = None;
         let f = &mut self.frame;
         let frame_bytes = (f.y.len() + f.u.len() + f.v.len()) as u64;
-        self.video.seek(SeekFrom::Start((index % self.video_frames) * frame_bytes))?;
+        let clip_index = sluice_core::encoder::clip_frame(index, self.video_frames);
+        self.video.seek(SeekFrom::Start(clip_index * frame_bytes))?;
         self.video.read_exact(&mut f.y)?;
         self.video.read_exact(&mut f.u)?;
         self.video.read_exact(&mut f.v)?;

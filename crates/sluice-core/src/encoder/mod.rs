@@ -241,12 +241,44 @@ pub enum EncodeTimeMode {
     Modeled,
 }
 
+/// The frame of a `frames`-frame clip that session frame `index` shows: the clip plays
+/// forwards, then backwards, and so on (0, 1, .., n-1, n-2, .., 1, 0, 1, ..), so a session
+/// longer than the clip has no cut where it loops. A plain loop jumps from the last frame to
+/// the first, a scene cut that x264 answers with a keyframe (a 2 s clip looped for 30 s gets
+/// 14); played back and forth, the clip's motion reverses instead.
+pub fn clip_frame(index: u64, frames: u64) -> u64 {
+    if frames <= 1 {
+        return 0;
+    }
+    let period = 2 * (frames - 1);
+    let k = index % period;
+    if k < frames {
+        k
+    } else {
+        period - k
+    }
+}
+
+#[cfg(test)]
+mod clip_tests {
+    #[test]
+    fn a_clip_plays_back_and_forth() {
+        let seq: Vec<u64> = (0..12).map(|i| super::clip_frame(i, 4)).collect();
+        assert_eq!(seq, [0, 1, 2, 3, 2, 1, 0, 1, 2, 3, 2, 1]);
+        assert_eq!(super::clip_frame(7, 1), 0);
+        assert_eq!(super::clip_frame(5, 0), 0);
+        // Consecutive frames never jump by more than one.
+        assert!((1..1000u64)
+            .all(|i| super::clip_frame(i, 7).abs_diff(super::clip_frame(i - 1, 7)) == 1));
+    }
+}
+
 /// Settings of the libx264 encoder on a raw I420 video file (built by `sluice-x264`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct X264Settings {
-    /// Raw yuv420p file (the front end decodes any clip to one); looped when shorter than
-    /// the session.
+    /// Raw yuv420p file (the front end decodes any clip to one); played back and forth when
+    /// shorter than the session ([`clip_frame`]).
     pub video_path: String,
     pub width: u32,
     pub height: u32,
