@@ -42,7 +42,7 @@ from typing import Any
 from .errors import SluiceError, core, non_finite_path
 
 #: The components of a scheme; a path starting with one of them is relative to ``scheme``.
-SCHEME_COMPONENTS = ("pacer", "cc", "encoder_controller", "bottleneck", "frame_drop")
+SCHEME_COMPONENTS = ("pacer", "cc", "encoder_controller", "bottleneck", "frame_drop", "salsify")
 SCHEME = "scheme"
 
 Override = tuple[str, Any]

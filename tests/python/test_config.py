@@ -132,3 +132,13 @@ def test_registry_is_read_once_and_copied():
     with pytest.raises(SluiceError, match="unknown scheme 'nope'"):
         config.scheme_config("nope")
     assert config.scheme_colors()["webrtc"] == reg[0]["color"]
+
+
+def test_the_scheme_components_are_the_cores() -> None:
+    import json
+
+    from sluice import _core
+    from sluice.config import SCHEME_COMPONENTS
+
+    scheme = json.loads(_core.resolve_config_json('{"scheme_name": "webrtc"}'))["scheme"]
+    assert set(SCHEME_COMPONENTS) == set(scheme) - {"feedback_interval_ms"}

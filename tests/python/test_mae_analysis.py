@@ -75,11 +75,11 @@ name = "x264-gcc100"
 [[scheme]]
 name = "mae"
 [[scheme]]
-name = "mae-code"
+name = "mae-latch"
 [[sweep]]
 path = "cc.pre_reaction_ratio"
 values = [0.5, 0.75]
-schemes = ["mae"]
+schemes = ["mae-latch"]
 label = "r"
 [[trace]]
 path = "gen:alternating:10,2,30"
@@ -107,13 +107,13 @@ def test_mae_report_on_the_model_plan(tmp_path, capsys):
     runs = pd.read_csv(out / "mae-runs.csv")
     assert len(runs) == 8 and set(runs["encoder"]) == {"model"}
     # the base scheme's own cells carry its swept value (r = 0.5) from their headers
-    assert sorted(runs.loc[runs["base_scheme"] == "mae", "cc.pre_reaction_ratio"]) == [
+    assert sorted(runs.loc[runs["base_scheme"] == "mae-latch", "cc.pre_reaction_ratio"]) == [
         0.5, 0.5, 0.75, 0.75,
     ]  # fmt: skip
     assert "x264 plan (`mae`): not run" in text and ANALYSIS_PLACEHOLDER in text
     for section in ("## Ablation (MAE §6.4", "## Pre-reaction lead", "### r: `cc.pre_reaction"):
         assert section in text
-    assert "| `mae` |" in text and "| `mae-code` |" in text
+    assert "| `mae` |" in text and "| `mae-latch` |" in text
     assert (out / "img" / "mae-lead-cdf.png").is_file()
     # mae tightens on the drop (adaptation above 0), the baseline never
     base = runs[runs["scheme"] == "x264-gcc100"]["adaptation_ratio"]

@@ -371,7 +371,7 @@ fn tail_mean(sorted: &[f64], share: f64) -> f64 {
 /// Per capture slot (in source order): capture time and the latency Salsify's rule gives it
 /// (its own frame's display, else the first display of a later slot's frame, else `run_end`),
 /// and whether its own frame was displayed.
-fn slot_latencies(
+pub fn slot_latencies(
     frames: &[FrameRecord],
     skips: &[SkipRecord],
     run_end: Timestamp,

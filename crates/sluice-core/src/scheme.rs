@@ -5,16 +5,18 @@
 
 use crate::cc::copa::{CopaConfig, CopaRtt};
 use crate::cc::gcc::trendline::TrendlineWindow;
-use crate::cc::gcc::{Gcc, GccConfig};
+use crate::cc::gcc::{pre_reaction_ratio_from_scaling_factor, Gcc, GccConfig};
 use crate::cc::rocc::RoccConfig;
 use crate::cc::CongestionController;
 use crate::encoder_controller::ace_c::AceCConfig;
 use crate::encoder_controller::mae::{MaeConfig, MaeMode, MaeTrigger};
+use crate::encoder_controller::salsify::SalsifyConfig;
 use crate::encoder_controller::vidaptive::VidaptiveConfig;
 use crate::encoder_controller::vidaptive_alpha::AlphaConfig;
 use crate::encoder_controller::video_stream_encoder::FrameDropConfig;
 use crate::encoder_controller::{EncoderController, EncoderControllerConfig};
 use crate::link::bottleneck::BottleneckConfig;
+use crate::link::frame_drop::CoRtvBottleneckConfig;
 use crate::pacer::ace_n::AceNConfig;
 use crate::pacer::dummy::DummyConfig;
 use crate::pacer::leaky_bucket::LeakyBucketConfig;
@@ -80,6 +82,11 @@ pub struct SchemeConfig {
     /// (`encoder_controller/video_stream_encoder.rs`; default: off).
     #[serde(default)]
     pub frame_drop: FrameDropConfig,
+    /// Salsify's encoder-transport integration in front of the encoder controller
+    /// (`encoder_controller/salsify.rs`): each frame capped at what the congestion window
+    /// lets out now, skipped when not even half a frame fits (default: off, `null`).
+    #[serde(default)]
+    pub salsify: Option<SalsifyConfig>,
     /// What the bottleneck queue does besides serving packets (default: drop-tail).
     #[serde(default)]
     pub bottleneck: BottleneckConfig,
@@ -91,10 +98,15 @@ pub struct SchemeConfig {
 }
 
 impl SchemeConfig {
-    /// The scheme's encoder controller: `encoder_controller` behind the `frame_drop` stage
-    /// (if that is on).
+    /// The scheme's encoder controller: `encoder_controller` behind the `salsify` stage and
+    /// then the `frame_drop` stage (each if it is on).
     pub fn build_encoder_controller(&self) -> Box<dyn EncoderController> {
-        self.frame_drop.wrap(self.encoder_controller.build())
+        let inner = self.encoder_controller.build();
+        let inner = match &self.salsify {
+            Some(s) => s.wrap(inner),
+            None => inner,
+        };
+        self.frame_drop.wrap(inner)
     }
 }
 
@@ -111,11 +123,15 @@ pub struct SchemeInfo {
     pub config: SchemeConfig,
 }
 
-/// GCC with the 200 ms time-window trendline ACE uses (§5.2): bursts make fewer packet
-/// groups, and a fixed count of groups would span too long.
+/// GCC as ACE runs it: the 200 ms time-window trendline (§5.2: bursts make fewer packet
+/// groups, and a fixed count of groups would span too long) and the pacer (or ACE-N's token
+/// bucket) at GCC's target, 1.0x: "Token Bucket rate is configured to match the estimated
+/// bitrate" (§5.2); the ablation without ACE-N paces "with a pacing rate fixed to estimate
+/// bandwidth" (§6.4).
 fn gcc_200ms() -> CcConfig {
     CcConfig::Gcc(GccConfig {
         trendline_window: TrendlineWindow::Time(TimeDelta::from_ms(200)),
+        pacing_factor: 1.0,
         ..Default::default()
     })
 }
@@ -143,6 +159,7 @@ fn mae_testbed(cc: CcConfig, encoder_controller: EncoderControllerConfig) -> Sch
         cc,
         encoder_controller,
         frame_drop: FrameDropConfig::default(),
+        salsify: None,
         bottleneck: BottleneckConfig::DropTail,
         feedback_interval_ms: None,
     }
@@ -160,11 +177,31 @@ fn copa_with(copa: CopaConfig, encoder_controller: EncoderControllerConfig) -> S
         cc: CcConfig::Copa(copa),
         encoder_controller,
         frame_drop: FrameDropConfig::default(),
+        salsify: None,
         bottleneck: BottleneckConfig::DropTail,
         // Copa is ACK-clocked (genericCC acknowledges every packet; QUIC, which the Co-RTV
         // paper's Copa runs on, about every second packet). Reports every 10 ms stand for
         // that; at WebRTC's 50 ms the window is released in bursts.
         feedback_interval_ms: Some(10.0),
+    }
+}
+
+/// Copa as XQUIC runs it (`src/congestion_control/xqc_copa.c`, the Copa of the Co-RTV paper's
+/// COPA baseline): delta 0.05 ("the default value recommended by Facebook"), mode switching
+/// to competitive mode, a 32-packet initial and 4-packet minimum window, no start-up hold,
+/// the velocity doubling once the direction has been the same more than 3 times in a row
+/// (`same_dir_cnt > 3`), paced at 2 x cwnd / RTTstanding. Differences left: XQUIC counts
+/// velocity periods in delivered-byte rounds (Sluice: the latest RTT), and its competitive
+/// mode may double delta up to 0.5 on a loss (Sluice: never above the configured 0.05).
+fn xquic_copa() -> CopaConfig {
+    CopaConfig {
+        delta: 0.05,
+        competitive_mode: true,
+        initial_window_packets: 32.0,
+        min_window_packets: 4.0,
+        startup_hold_packets: 0.0,
+        velocity_same_direction_periods: 4,
+        ..Default::default()
     }
 }
 
@@ -185,6 +222,7 @@ fn vidaptive(
         cc,
         encoder_controller: EncoderControllerConfig::Vidaptive(encoder_controller),
         frame_drop: FrameDropConfig::default(),
+        salsify: None,
         bottleneck: BottleneckConfig::DropTail,
         // As the `copa` baseline: ACK-clocked controllers need reports more often than
         // WebRTC's 50 ms; with 50 ms the window must also cover the report wait, and
@@ -215,6 +253,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
                 frame_drop: FrameDropConfig::LIBWEBRTC,
+                salsify: None,
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
@@ -229,6 +268,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: gcc_pacing_2_5(),
                 encoder_controller: EncoderControllerConfig::default(),
                 frame_drop: FrameDropConfig::default(),
+                salsify: None,
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
@@ -243,6 +283,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
                 frame_drop: FrameDropConfig::default(),
+                salsify: None,
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
@@ -257,6 +298,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::default(),
                 frame_drop: FrameDropConfig::default(),
+                salsify: None,
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
@@ -271,6 +313,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::OneFrameVbv { filler: false },
                 frame_drop: FrameDropConfig::default(),
+                salsify: None,
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
@@ -283,8 +326,18 @@ pub fn registry() -> Vec<SchemeInfo> {
             config: copa_with(CopaConfig::default(), EncoderControllerConfig::default()),
         },
         SchemeInfo {
+            name: "copa-salsify",
+            description: "The Co-RTV paper's COPA baseline (§II-B, Fig. 4, §V): XQUIC's Copa (delta 0.05 as Facebook recommends, competitive mode, initial window 32 packets, minimum 4, velocity doubling after more than 3 same-direction rounds, paced at 2 x cwnd / standing RTT) with Salsify's encoder integration: each frame capped at what the window lets out now (cwnd - in flight - pacer queue, at most 2 frames at Copa's rate), skipped when under half a frame fits; ABR at cwnd / srtt; feedback every 10 ms",
+            color: "#5254a3",
+            encoder: None,
+            config: SchemeConfig {
+                salsify: Some(SalsifyConfig::default()),
+                ..copa_with(xquic_copa(), EncoderControllerConfig::default())
+            },
+        },
+        SchemeInfo {
             name: "ace-c",
-            description: "ACE-C only (ACE §4.2, §6.4 ablation): complexity level per frame from the SATD size prediction; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline, leaky-bucket pacer at 1.1x; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
+            description: "ACE-C only (ACE §4.2, §6.4 ablation): complexity level per frame from the SATD size prediction; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline, leaky-bucket pacer at 1.0x the target (§6.4: \"a pacing rate fixed to estimate bandwidth\"); frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#8c564b",
             encoder: Some("x264"),
             config: SchemeConfig {
@@ -292,13 +345,14 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
                 frame_drop: FrameDropConfig::default(),
+                salsify: None,
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
         },
         SchemeInfo {
             name: "ace-n",
-            description: "ACE-N only (ACE §4.1, §6.4 ablation): token-bucket pacer whose bucket adapts per frame to the predicted network queue; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
+            description: "ACE-N only (ACE §4.1, §6.4 ablation): token-bucket pacer at GCC's target (1.0x) whose bucket adapts per frame to the predicted network queue; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#17becf",
             encoder: Some("x264"),
             config: SchemeConfig {
@@ -306,13 +360,14 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::default(),
                 frame_drop: FrameDropConfig::default(),
+                salsify: None,
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
         },
         SchemeInfo {
             name: "ace",
-            description: "ACE (SIGCOMM '25): ACE-N adaptive token-bucket pacing + ACE-C complexity-adaptive encoding on x264, GCC with 200 ms trendline; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
+            description: "ACE (SIGCOMM '25): ACE-N adaptive token-bucket pacing at GCC's target (1.0x, §5.2) + ACE-C complexity-adaptive encoding on x264, GCC with 200 ms trendline; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#e377c2",
             encoder: Some("x264"),
             config: SchemeConfig {
@@ -320,6 +375,7 @@ pub fn registry() -> Vec<SchemeInfo> {
                 cc: gcc_200ms(),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
                 frame_drop: FrameDropConfig::default(),
+                salsify: None,
                 bottleneck: BottleneckConfig::DropTail,
                 feedback_interval_ms: None,
             },
@@ -420,31 +476,31 @@ pub fn registry() -> Vec<SchemeInfo> {
         },
         SchemeInfo {
             name: "mae",
-            description: "MAE (NSDI '26): x264's VBV buffer tightens from 0.5 s to 40 ms of the target when GCC's trend passes half its threshold (pre-reaction) and recovers at under-use; GCC with the 100 ms trendline, pacer at 1.1x; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
+            description: "MAE (NSDI '26) as its authors' artifact runs it (Sluice's choice of rule, docs/results/mae.md): x264's VBV buffer is 40 ms of the target instead of 0.5 s on each frame whose latest GCC trend is above the full over-use threshold (r = 1, the paper's scaling factor s = 2), no latch; GCC with the 100 ms trendline, pacer at 1.1x; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
             color: "#ff9896",
             encoder: None,
             config: mae_testbed(
-                gcc_100ms(Some(0.5)),
-                EncoderControllerConfig::Mae(MaeConfig::default()),
-            ),
-        },
-        SchemeInfo {
-            name: "mae-code",
-            description: "MAE as its artifact runs it: tight on the frames whose latest trend is above the full threshold (r = 1), no latch, no recovery rule; GCC with the 100 ms trendline; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
-            color: "#c49c94",
-            encoder: None,
-            config: mae_testbed(
-                gcc_100ms(Some(1.0)),
+                gcc_100ms(Some(pre_reaction_ratio_from_scaling_factor(2.0))),
                 EncoderControllerConfig::Mae(MaeConfig { mode: MaeMode::Code, ..Default::default() }),
             ),
         },
         SchemeInfo {
+            name: "mae-latch",
+            description: "MAE as the paper's text describes it (§4.2, §6.5): x264's VBV buffer tightens from 0.5 s to 40 ms of the target when GCC's trend passes half its threshold (r = 0.5, the paper's scaling factor s = 1) and stays tight until GCC reports under-use; GCC with the 100 ms trendline, pacer at 1.1x; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
+            color: "#c49c94",
+            encoder: None,
+            config: mae_testbed(
+                gcc_100ms(Some(pre_reaction_ratio_from_scaling_factor(1.0))),
+                EncoderControllerConfig::Mae(MaeConfig::default()),
+            ),
+        },
+        SchemeInfo {
             name: "mae-timeout",
-            description: "mae with a Sluice safeguard the paper does not have: a tight period also ends once the pre-reaction has been silent for 300 ms, so a false alarm that under-use never ends does not latch (MAE §4.2 is silent on it); GCC with the 100 ms trendline; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
+            description: "mae-latch with a Sluice safeguard the paper does not have: a tight period also ends once the pre-reaction has been silent for 300 ms, so a false alarm that under-use never ends does not latch (MAE §4.2 is silent on it); r = 0.5 (s = 1); GCC with the 100 ms trendline; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
             color: "#f7b6d2",
             encoder: None,
             config: mae_testbed(
-                gcc_100ms(Some(0.5)),
+                gcc_100ms(Some(pre_reaction_ratio_from_scaling_factor(1.0))),
                 EncoderControllerConfig::Mae(MaeConfig {
                     quiet_timeout_ms: Some(300.0),
                     ..Default::default()
@@ -481,38 +537,60 @@ pub fn registry() -> Vec<SchemeInfo> {
         },
         SchemeInfo {
             name: "co-rtv",
-            description: "Co-RTV (Zhang et al.): the bottleneck drops whole frames whose gain is positive (Alg. 1, alpha 0.5, w 50 ms, k 2), reports {Bw, QLen, D} at once and QLen every RTT_BN, forwards the re-encoded generation (LRF >= D); the sender runs Copa with Co-RTV's two changes, R = SndRate - QLen/tau (tau 50 ms), Eq. 7 on a drop, QSF 0, purges the dropped frames and re-encodes the newest 8 of them from the frame before D (no keyframe, no retransmission); ABR + one-frame VBV at R; 4 more header bytes per packet",
+            description: "Co-RTV (Zhang et al.): the bottleneck drops whole frames whose gain is positive (Alg. 1, alpha 0.5, w 50 ms; k 0, deciding at a frame's arrival, Sluice's choice where the paper fixes none: `co-rtv-k2` decides 2 frames ahead), reports {Bw, QLen, D} at once and QLen every RTT_BN, forwards the re-encoded generation (LRF >= D); the sender runs copa-salsify's XQUIC Copa with Co-RTV's two changes and its Salsify stage, R = SndRate - QLen/tau (tau 50 ms), Eq. 7 on a drop, QSF 0, purges the dropped frames and re-encodes the newest 8 of them from the frame before D (no keyframe, no retransmission); ABR + one-frame VBV at R; 4 more header bytes per packet",
             color: "#e6550d",
             encoder: None,
-            config: SchemeConfig {
-                bottleneck: BottleneckConfig::CoRtv(Default::default()),
-                ..copa_with(
-                    CopaConfig {
-                        mss_bytes: cortv_mss(),
-                        bottleneck_feedback: Some(Default::default()),
-                        ..Default::default()
-                    },
-                    EncoderControllerConfig::CoRtv(Default::default()),
-                )
-            },
+            config: co_rtv(Default::default()),
+        },
+        SchemeInfo {
+            name: "co-rtv-k2",
+            description: "co-rtv with the paper's illustrated lookahead (§III-B4, Fig. 7: \"an example with k = 2\"): the bottleneck decides about the next 2 frames before they arrive; otherwise `co-rtv`",
+            color: "#a63603",
+            encoder: None,
+            config: co_rtv(CoRtvBottleneckConfig { lookahead_frames: 2, ..Default::default() }),
         },
         SchemeInfo {
             name: "co-rtv-nofb",
-            description: "Co-RTV without feedback (§V-A, brief A12): the bottleneck drops each frame whose own gain is positive and tells nobody; the sender (plain Copa, ABR + one-frame VBV at its rate) learns of the loss from its receiver and re-references the newest intact frame instead of retransmitting (Salsify)",
+            description: "Co-RTV without feedback (§V-A, brief A12): the bottleneck drops each frame whose own gain is positive and tells nobody; the sender (copa-salsify's XQUIC Copa and Salsify stage, ABR + one-frame VBV at its rate) learns of the loss from its receiver and re-references the newest intact frame instead of retransmitting (Salsify)",
             color: "#fdae6b",
             encoder: None,
             config: SchemeConfig {
-                bottleneck: BottleneckConfig::CoRtv(crate::link::frame_drop::CoRtvBottleneckConfig {
+                bottleneck: BottleneckConfig::CoRtv(CoRtvBottleneckConfig {
                     feedback: false,
                     ..Default::default()
                 }),
+                salsify: Some(SalsifyConfig::default()),
                 ..copa_with(
-                    CopaConfig { mss_bytes: cortv_mss(), ..Default::default() },
+                    CopaConfig { mss_bytes: cortv_mss(), ..xquic_copa() },
                     EncoderControllerConfig::LossRecovery(Default::default()),
                 )
             },
         },
     ]
+}
+
+/// Co-RTV's sender and bottleneck (the `co-rtv` scheme) with the bottleneck `bn`.
+///
+/// Co-RTV runs on the transport and encoder of its COPA baseline (`copa-salsify`): the
+/// emulation's sender and receiver use XQUIC (§V-A), whose Copa is the baseline's ("COPA: a
+/// widely used delay-based RTV congestion control algorithm integrated with XQUIC"), and the
+/// sender's encoder has Salsify's integration ("we incorporated the Salsify into our encoder
+/// ... in subsequent experiments", §II-B; "similar to Salsify", §IV), so Co-RTV's own queue
+/// ① stays drained as the baseline's does. Co-RTV adds its two Copa changes, its encoder
+/// controller and the bottleneck.
+fn co_rtv(bn: CoRtvBottleneckConfig) -> SchemeConfig {
+    SchemeConfig {
+        bottleneck: BottleneckConfig::CoRtv(bn),
+        salsify: Some(SalsifyConfig::default()),
+        ..copa_with(
+            CopaConfig {
+                mss_bytes: cortv_mss(),
+                bottleneck_feedback: Some(Default::default()),
+                ..xquic_copa()
+            },
+            EncoderControllerConfig::CoRtv(Default::default()),
+        )
+    }
 }
 
 /// Copa's MSS with Co-RTV's header: a full packet on the wire, 1200 B payload + 64 B.
@@ -627,15 +705,14 @@ mod tests {
                 "webrtc" => FrameDropConfig::LIBWEBRTC,
                 // ACE's and MAE's baselines ran without frame dropping; Copa has no pushback.
                 "webrtc-b" | "always-burst" | "webrtc-x264" | "cbr" | "ace-n" | "ace-c" | "ace"
-                | "copa" | "x264-gcc100" | "cbr-filler" | "salsify-vbv" | "mae-no-prediction"
-                | "mae" | "mae-code" | "mae-timeout" | "copa-x264" | "mae-copa" => {
-                    FrameDropConfig::default()
-                }
+                | "copa" | "copa-salsify" | "x264-gcc100" | "cbr-filler" | "salsify-vbv"
+                | "mae-no-prediction" | "mae" | "mae-latch" | "mae-timeout" | "copa-x264"
+                | "mae-copa" => FrameDropConfig::default(),
                 // Vidaptive pauses the encoder itself (§3.2); no libwebrtc frame dropping.
                 "vidaptive" | "vidaptive-rocc" | "vidaptive-no-dummy" | "vidaptive-no-pause"
                 | "vidaptive-no-alpha" => FrameDropConfig::default(),
                 // Co-RTV's frames are dropped by its bottleneck, not by libwebrtc's stage.
-                "fdcc" | "co-rtv" | "co-rtv-nofb" => FrameDropConfig::default(),
+                "fdcc" | "co-rtv" | "co-rtv-k2" | "co-rtv-nofb" => FrameDropConfig::default(),
                 other => panic!("new scheme {other}: decide its frame dropping"),
             };
             assert_eq!(s.config.frame_drop, expected, "{}", s.name);

@@ -41,7 +41,7 @@ use crate::columns::Columns;
 use crate::encoder::{EncoderDriver, FrameRequest};
 use crate::encoder_controller::{
     EncoderController, FrameContext, FrameDecision, FrameEvent, FramePlan, PacerState,
-    SenderCommand,
+    SenderCommand, TransportState,
 };
 use crate::pacer::Pacer;
 use crate::packet::{Datagram, Feedback, Packet, PacketKind, TransportFeedback};
@@ -535,6 +535,10 @@ impl Sender {
                 queue_bytes: self.pacer.queue_size(),
                 queue_packets: self.pacer.queue_packets(),
                 oldest_queue_time: self.pacer.oldest_queue_time(now),
+            },
+            transport: TransportState {
+                congestion_window: self.window,
+                in_flight: self.history.in_flight,
             },
             last_frame_id: self.last_submitted,
             analysis,

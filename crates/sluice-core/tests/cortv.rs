@@ -62,6 +62,18 @@ fn run(cfg: &RunConfig, spec: &str) -> (RunResult, Vec<Decision>) {
     (sim.finish(), decisions)
 }
 
+/// The capture time of each slot, in slot order (as `metrics::slot_latencies` lists them).
+fn slot_captures(r: &RunResult) -> Vec<i64> {
+    let mut slots: BTreeMap<u64, i64> = BTreeMap::new();
+    for s in &r.skips {
+        slots.entry(s.source_index).or_insert(s.capture_us);
+    }
+    for f in &r.frames {
+        slots.entry(f.source_index).or_insert(f.capture_us);
+    }
+    slots.into_values().collect()
+}
+
 fn latencies_ms(frames: &[FrameRecord], from_us: i64, to_us: i64) -> Vec<f64> {
     let mut v: Vec<f64> = frames
         .iter()
@@ -141,10 +153,24 @@ fn chain_intact(frames: &[FrameRecord]) -> bool {
 
 #[test]
 fn a_20_to_2_mbps_step_co_rtv_against_copa() {
-    let (copa, _) = run(&config("copa", 7.0), STEP);
+    // The paper's COPA: XQUIC's Copa with Salsify's encoder integration.
+    let (copa, _) = run(&config("copa-salsify", 7.0), STEP);
     let (r, decisions) = run(&config("co-rtv", 7.0), STEP);
     let s = &r.summary;
     let copa_p95 = p(&latencies_ms(&copa.frames, STEP_US, 7_000_000), 95.0);
+    // Over every capture slot (skipped slots count until the next frame shown), 4 to 6.5 s.
+    let all_p95 = |r: &RunResult| {
+        let end = Timestamp::from_secs_f64(r.summary.duration_s + 3.0);
+        let mut v: Vec<f64> = sluice_core::metrics::slot_latencies(&r.frames, &r.skips, end)
+            .iter()
+            .zip(slot_captures(r))
+            .filter(|(_, c)| (STEP_US..6_500_000).contains(c))
+            .map(|((l, _), _)| *l as f64 / 1e3)
+            .collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        p(&v, 95.0)
+    };
+    let (all, copa_all) = (all_p95(&r), all_p95(&copa));
     let after = latencies_ms(&r.frames, STEP_US, 7_000_000);
     let b = bound(&r, &decisions);
     let first = decisions.first().expect("a drop decision");
@@ -177,8 +203,12 @@ fn a_20_to_2_mbps_step_co_rtv_against_copa() {
     // Drops decided within w + one frame interval of the step.
     assert!(first.time.as_us() >= STEP_US, "no drop before the step: {first_ms}");
     assert!(first_ms <= 50.0 + 1e3 / FPS, "{first_ms}");
-    // P95 at least 50 % below Copa's.
+    // P95 of the displayed frames at least 50 % below the baseline's, and lower over every
+    // capture slot too (measured: 0.24x and 0.56x; Co-RTV's frames are shown, the baseline's
+    // Salsify stage skips fewer but they wait longer).
+    eprintln!("all-slot P95 4-6.5 s: co-rtv {all:.1} ms, copa-salsify {copa_all:.1} ms");
     assert!(p(&after, 95.0) <= 0.5 * copa_p95, "{} vs {copa_p95}", p(&after, 95.0));
+    assert!(all < copa_all, "{all} vs {copa_all}");
     // One keyframe (the first), none asked for; no retransmission (the network lost
     // nothing, so any would be of a dropped frame); drops counted apart from loss.
     assert_eq!(s.keyframes, 1);
@@ -194,34 +224,53 @@ fn a_20_to_2_mbps_step_co_rtv_against_copa() {
         .count();
     assert!(shown_reencodes > 0);
     assert!(chain_intact(&r.frames));
-    // Every capture slot is displayed once (all dropped frames were re-encoded, QSF 0) ...
+    // Every capture slot is displayed once (all dropped frames were re-encoded, QSF 0) or
+    // was skipped by the Salsify stage while the window had no room ...
     let mut shown: BTreeMap<u64, usize> = BTreeMap::new();
     for f in r.frames.iter().filter(|f| f.displayed_us.is_some()) {
         *shown.entry(f.source_index).or_default() += 1;
     }
+    let skipped: BTreeSet<u64> =
+        r.skips.iter().filter(|s| s.reason == "salsify-no-room").map(|s| s.source_index).collect();
+    assert_eq!(skipped.len(), r.skips.len(), "only the Salsify stage skips");
     let slots = r.frames.iter().map(|f| f.source_index).max().unwrap();
-    let missing: Vec<u64> = (0..slots).filter(|i| !shown.contains_key(i)).collect();
+    let missing: Vec<u64> =
+        (0..slots).filter(|i| !shown.contains_key(i) && !skipped.contains(i)).collect();
     assert!(missing.len() <= 2, "slots never shown: {missing:?}");
     assert!(shown.values().all(|&n| n == 1));
     // ... and no frame the bottleneck dropped is displayed.
     assert!(r.frames.iter().filter(|f| is_true(f, "bn_dropped")).all(|f| f.displayed_us.is_none()));
 }
 
-/// The §III-A bound assumes the bottleneck knows the new rate when it decides. It holds when
-/// the decision is taken at the frame's arrival (k = 0) on the 50 ms mean, and with the
-/// paper's k = 2 when the mean follows the step within a frame interval (w = 5 and 10 ms).
-/// With k = 2 on the 50 ms mean (and on 20 ms) it does not: the first decision comes from a
-/// mean still mid-way between 20 and 2 Mbps, commits the frames ahead of D to a queue that
-/// then drains at 2 Mbps, and the re-encodes that arrive behind them are dropped again
-/// (reported in docs/results/cortv.md; the test prints it).
+/// The §III-A bound assumes the bottleneck knows the new rate when it decides ("immediately
+/// when the bandwidth drops", §III-B4), as the paper's emulation did by reading the TC
+/// setting (§V-B). Under that estimate (`link-rate`) it holds for k = 0 and for the paper's
+/// k = 2. On a measured mean (w = 5 to 50 ms, k = 0 or 2) it does not hold: the first decision
+/// comes from a mean still above the new rate, keeps a frame queued ahead of D (frame 227:
+/// 38 kB, 150 ms at 2 Mbps, behind two more), D cannot move back, and the re-encodes that
+/// arrive behind the kept frames are dropped again, so the second generation is shown about
+/// 590 ms after capture against a bound of 315-400 ms. XQUIC's Copa (delta 0.05) keeps about
+/// 20 packets queued, several 20 Mbps frames, so every window sees it. That violation is a
+/// finding (docs/results/cortv.md), asserted here so a change to it is noticed.
 #[test]
 fn the_latency_bound_after_the_step() {
-    for (window_ms, k, holds) in
-        [(50.0, 0u32, true), (10.0, 2, true), (5.0, 2, true), (50.0, 2, false)]
-    {
+    use sluice_core::link::bandwidth::BwSource::{Capacity, LinkRate};
+    for (bw_source, window_ms, k, holds) in [
+        (LinkRate, 50.0, 0u32, true),
+        (LinkRate, 50.0, 2, true),
+        (Capacity, 50.0, 0, false),
+        (Capacity, 50.0, 2, false),
+        (Capacity, 10.0, 0, false),
+        (Capacity, 5.0, 2, false),
+    ] {
         let cfg = with_bottleneck(
             config("co-rtv", 7.0),
-            CoRtvBottleneckConfig { lookahead_frames: k, window_ms, ..Default::default() },
+            CoRtvBottleneckConfig {
+                lookahead_frames: k,
+                window_ms,
+                bw_source,
+                ..Default::default()
+            },
         );
         let (r, decisions) = run(&cfg, STEP);
         let after = latencies_ms(&r.frames, STEP_US, 7_000_000);
@@ -230,14 +279,17 @@ fn the_latency_bound_after_the_step() {
         let over =
             after.iter().filter(|&&l| l > b.total()).count() as f64 / after.len() as f64 * 100.0;
         eprintln!(
-            "w = {window_ms} ms, k = {k}: max latency after the step {max:.1} ms, bound {:.1} \
-             ms, {over:.1} % of frames over it, P95 {:.1} ms, {} decisions",
+            "Bw {bw_source:?}, w = {window_ms} ms, k = {k}: max latency after the step {max:.1} \
+             ms, bound {:.1} ms, {over:.1} % of frames over it, P95 {:.1} ms, {} decisions",
             b.total(),
             p(&after, 95.0),
             decisions.len()
         );
+        let case = format!("{bw_source:?}, w = {window_ms} ms, k = {k}");
         if holds {
-            assert!(max <= b.total(), "w = {window_ms} ms, k = {k}: {max} > {}", b.total());
+            assert!(max <= b.total(), "{case}: {max} > {}", b.total());
+        } else {
+            assert!(max > b.total(), "{case}: the bound now holds ({max} <= {})", b.total());
         }
     }
 }

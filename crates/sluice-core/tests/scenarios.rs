@@ -270,6 +270,7 @@ fn run_ace_pacer(pacer: PacerConfig, trace_spec: &str, max_mbps: i64, seed: u64)
             cc,
             encoder_controller: EncoderControllerConfig::default(),
             frame_drop: Default::default(),
+            salsify: None,
             bottleneck: Default::default(),
             feedback_interval_ms: None,
         }),
@@ -582,10 +583,10 @@ fn maes_latch_holds_false_alarms_that_its_time_out_and_its_artifact_do_not() {
     // of the time (MAE reports 10-20 %). The artifact (no latch, r = 1) and Sluice's 300 ms
     // quiet time-out are under a quarter, and keep the latch's gain.
     let (_, base) = mae_scheme("x264-gcc100", ALTERNATING);
-    let (_, mae) = mae_scheme("mae", ALTERNATING);
+    let (_, mae) = mae_scheme("mae-latch", ALTERNATING);
     let (timeout_runs, timeout) = mae_scheme("mae-timeout", ALTERNATING);
-    let (_, code) = mae_scheme("mae-code", ALTERNATING);
-    let msg = format!("mae {mae:?}\nmae-timeout {timeout:?}\nmae-code {code:?}");
+    let (_, code) = mae_scheme("mae", ALTERNATING);
+    let msg = format!("mae-latch {mae:?}\nmae-timeout {timeout:?}\nmae {code:?}");
     assert!(mae.adaptation > 0.3, "{msg}");
     assert!(timeout.adaptation < 0.25 && code.adaptation < 0.25, "{msg}");
     assert!(timeout.p99 < 0.8 * base.p99 && timeout.stall_ratio < 0.75 * base.stall_ratio);
@@ -607,10 +608,10 @@ fn maes_latch_holds_false_alarms_that_its_time_out_and_its_artifact_do_not() {
 #[test]
 fn on_a_constant_link_mae_rarely_tightens_and_costs_nothing() {
     let (_, base) = mae_scheme("x264-gcc100", "constant:12");
-    let (_, mae) = mae_scheme("mae", "constant:12");
+    let (_, mae) = mae_scheme("mae-latch", "constant:12");
     let (_, timeout) = mae_scheme("mae-timeout", "constant:12");
-    let (_, code) = mae_scheme("mae-code", "constant:12");
-    let msg = format!("base {base:?}\nmae {mae:?}\nmae-timeout {timeout:?}\nmae-code {code:?}");
+    let (_, code) = mae_scheme("mae", "constant:12");
+    let msg = format!("base {base:?}\nmae-latch {mae:?}\nmae-timeout {timeout:?}\nmae {code:?}");
     // The artifact's rule almost never fires; r = 0.5 fires on GCC's probes past 12 Mbps and
     // on the few-ms queues its frames leave near capacity: ~5 % with the time-out, ~10 % (up
     // to 19 % on one seed) latched.

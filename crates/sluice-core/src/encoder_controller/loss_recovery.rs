@@ -188,6 +188,7 @@ mod tests {
             cwnd_reduce_ratio: 0.0,
             cc_signals: CcSignals::default(),
             pacer: PacerState::default(),
+            transport: Default::default(),
             last_frame_id: last,
             analysis: None,
         }

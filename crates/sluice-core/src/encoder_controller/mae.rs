@@ -203,6 +203,7 @@ mod tests {
             cwnd_reduce_ratio: 0.0,
             cc_signals: signals,
             pacer: PacerState::default(),
+            transport: Default::default(),
             last_frame_id: None,
             analysis: None,
         }

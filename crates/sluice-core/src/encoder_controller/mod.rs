@@ -11,6 +11,7 @@ pub mod co_rtv;
 pub mod frame_dropper;
 pub mod loss_recovery;
 pub mod mae;
+pub mod salsify;
 pub mod vidaptive;
 pub mod vidaptive_alpha;
 pub mod video_stream_encoder;
@@ -28,6 +29,16 @@ pub struct PacerState {
     pub queue_packets: usize,
     /// How long the oldest waiting packet has waited (Vidaptive's pause test).
     pub oldest_queue_time: TimeDelta,
+}
+
+/// The sender's transport as an encoder controller sees it: how much more the congestion
+/// window lets out now (Salsify sizes each frame to it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TransportState {
+    /// Bytes the congestion controller lets be in flight; `None`: no window.
+    pub congestion_window: Option<DataSize>,
+    /// Bytes sent and not yet acknowledged or declared lost.
+    pub in_flight: DataSize,
 }
 
 /// What an encoder controller knows when it decides about a capture slot.
@@ -49,6 +60,7 @@ pub struct FrameContext {
     pub cwnd_reduce_ratio: f64,
     pub cc_signals: CcSignals,
     pub pacer: PacerState,
+    pub transport: TransportState,
     /// The id of the last frame encoded (`None` before the first).
     pub last_frame_id: Option<u64>,
     /// The encoder's look at the frame, if the controller asked for it

@@ -284,6 +284,7 @@ mod tests {
                 queue_packets: packets,
                 oldest_queue_time: TimeDelta::from_us((oldest_ms * 1000.0) as i64),
             },
+            transport: Default::default(),
             last_frame_id: None,
             analysis: None,
         }

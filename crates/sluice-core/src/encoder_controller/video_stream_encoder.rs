@@ -318,6 +318,7 @@ mod tests {
             cwnd_reduce_ratio: ratio,
             cc_signals: CcSignals::default(),
             pacer: PacerState::default(),
+            transport: Default::default(),
             last_frame_id: None,
             analysis: None,
         }

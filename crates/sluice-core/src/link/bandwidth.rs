@@ -13,6 +13,14 @@
 //!   whenever the queue runs empty (0 on an idle link), so with it `Bw_old > Bw` holds after
 //!   every idle gap (brief P2); kept for comparison.
 //!
+//! * [`BwSource::LinkRate`]: the rate the link is set to now
+//!   ([`QueueView::rate_setting`]), what the paper's emulation read: "In the emulation
+//!   environment, we can obtain accurate bandwidth by directly reading the TC setting" (§V-B,
+//!   Fig. 15). It is not an average, so it follows a step at once; the window does not
+//!   apply (except as the update interval of a TC setting replayed from a Mahimahi file).
+//!   This is the estimate the §III-A bound assumes (the decision is made "immediately when
+//!   the bandwidth drops", §III-B4).
+//!
 //! Either is multiplied by `scale` (Fig. 15's 0.8 / 1.0 / 1.2 / 1.5 estimation error).
 //!
 //! `Bw_old` (brief A3, the paper gives no rule): the largest `Bw` over the last `old_window`
@@ -34,6 +42,8 @@ pub enum BwSource {
     Capacity,
     /// The bytes the link served over the last window.
     Throughput,
+    /// The rate the link is set to now (the TC setting of the paper's emulation).
+    LinkRate,
 }
 
 /// `Bw` over the last window and `Bw_old`, updated by [`WindowedBandwidth::update`].
@@ -81,14 +91,21 @@ impl WindowedBandwidth {
     }
 
     /// Recomputes `Bw` at `view.now()` and records it for `Bw_old`. Before one full window
-    /// has passed there is no estimate (`None`). A link without a rate limit has none either.
+    /// has passed there is no estimate (`None`), except from [`BwSource::LinkRate`], which
+    /// needs no history. A link without a rate limit has none either.
     pub fn update(&mut self, view: &QueueView<'_>) -> Option<DataRate> {
         let now = view.now();
+        if self.source == BwSource::LinkRate {
+            let bw = view.rate_setting(self.window)?.scale(self.scale);
+            self.record(bw, now);
+            return Some(bw);
+        }
         if now < Timestamp::ZERO + self.window {
             return None;
         }
         let start = now - self.window;
         let bytes = match self.source {
+            BwSource::LinkRate => unreachable!("handled above"),
             BwSource::Capacity => view.capacity_between(start, now)?,
             BwSource::Throughput => {
                 view.capacity_between(start, now)?; // no rate limit: no estimate
@@ -223,6 +240,19 @@ mod tests {
         // Bw_old remembers the 20 Mbps for 90 ms after the last window that saw it.
         assert!(mbps_at(&log, 1080).1 > 15.0);
         assert!(mbps_at(&log, 1200).1 < 2.5);
+    }
+
+    #[test]
+    fn the_link_rate_follows_the_step_at_once() {
+        let log = run(BwSource::LinkRate, 1200);
+        let real = |mbps: f64| mbps * 1504.0 / 1500.0;
+        assert!((mbps_at(&log, 0).0 - real(20.0)).abs() < 1e-6);
+        assert!((mbps_at(&log, 999).0 - real(20.0)).abs() < 1e-6);
+        let (bw, old) = mbps_at(&log, 1000);
+        assert!((bw - real(2.0)).abs() < 1e-6, "{bw}");
+        // Bw_old still remembers the rate before the drop.
+        assert!((old - real(20.0)).abs() < 1e-6, "{old}");
+        assert!((mbps_at(&log, 1200).1 - real(2.0)).abs() < 1e-6);
     }
 
     #[test]

@@ -25,7 +25,14 @@
 //!   with a packet already sent is kept: dropping the rest would leave the receiver a hole):
 //!   `QLen` = the bytes ahead of its first packet (the packet in transit included),
 //!   `size(i)` = its packet count x its packet size, `T_pre = 0`;
-//! * the next `k` frames (k = 2, Fig. 7) that have not arrived yet, decided ahead:
+//! * the next `k` frames that have not arrived yet, decided ahead (`lookahead_frames`; the
+//!   paper fixes w but not k: Fig. 7 is "an example with k = 2"). **Sluice's default is
+//!   k = 0**, deciding at a frame's arrival: on the 50 ms mean, a decision k frames ahead
+//!   comes earlier but on a `Bw` that has not yet followed the drop, keeps the frames ahead
+//!   of `D`, and `D` cannot move back, so on the 20 -> 2 Mbps step k = 2 gives a P95 of 422
+//!   ms against 158 ms and breaks the §III-A bound (448 ms against 366 ms), while k = 0
+//!   keeps it (215 ms) and is neutral on the real traces (docs/results/cortv.md). The
+//!   `co-rtv-k2` scheme keeps the paper's example. For k > 0,
 //!   frame `last + m` is expected `m / FR` after the first packet of the newest frame `last`,
 //!   its size is the last P frame's ("the size difference ... is minimal"), `T_pre` = its
 //!   expected arrival minus now, and `QLen` = what will still be queued then at `Bw`:
@@ -76,7 +83,8 @@ pub struct CoRtvBottleneckConfig {
     pub alpha: f64,
     /// The bandwidth window `w` (§III-B3: 50 ms).
     pub window_ms: f64,
-    /// What `Bw` is measured from (brief A2: the link's service schedule).
+    /// What `Bw` is measured from (brief A2: the link's service schedule over the window;
+    /// `link-rate` reads the link's setting as the paper's emulation did, §V-B).
     pub bw_source: BwSource,
     /// Multiplies the estimate (Fig. 15: 0.8, 1.0, 1.2, 1.5).
     pub bw_scale: f64,
@@ -85,7 +93,8 @@ pub struct CoRtvBottleneckConfig {
     pub bw_decrease_margin_mtu: f64,
     /// `Bw_old` is the largest `Bw` over this window (`None`: `RTT_BN + w`, brief A3).
     pub bw_old_window_ms: Option<f64>,
-    /// Frames decided ahead of their arrival, `k` (§III-B4, Fig. 7: 2; 0 decides at arrival).
+    /// Frames decided ahead of their arrival, `k` (§III-B4; Fig. 7's example is 2). Default
+    /// 0, deciding at arrival: Sluice's choice, see the module documentation.
     pub lookahead_frames: u32,
     /// `RTT_BN` (`None`: the simulated path's, twice the sender-bottleneck delay; brief A1).
     pub rtt_bn_ms: Option<f64>,
@@ -106,7 +115,7 @@ impl Default for CoRtvBottleneckConfig {
             bw_scale: 1.0,
             bw_decrease_margin_mtu: 1.0,
             bw_old_window_ms: None,
-            lookahead_frames: 2,
+            lookahead_frames: 0,
             rtt_bn_ms: None,
             feedback: true,
             feedback_interval_ms: None,

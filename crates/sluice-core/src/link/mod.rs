@@ -29,7 +29,7 @@ pub use trace_gen::{generate, TraceSpec};
 
 use crate::packet::Datagram;
 use crate::rng::Rng;
-use crate::units::{DataSize, TimeDelta, Timestamp};
+use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use trace::OppCursor;
@@ -192,6 +192,23 @@ impl QueueView<'_> {
     /// §V-A Eq. 9) may call this; every other behaviour uses [`Self::capacity_between`].
     pub fn oracle_capacity_between(&self, t0: Timestamp, t1: Timestamp) -> Option<DataSize> {
         self.trace.map(|t| t.capacity_between(t0, t1))
+    }
+    /// The rate the link is set to now, as a TC emulation's node reads its own setting
+    /// (Co-RTV §V-B: "we can obtain accurate bandwidth by directly reading the TC setting"):
+    /// the trace's rate schedule at `now` if it has one (a generated trace or a rate
+    /// series), else the trace's capacity over the `interval` containing `now` (aligned to
+    /// multiples of it: a TC setting updated from a Mahimahi file every `interval`, which
+    /// holds for the whole interval, so it reads up to `interval` ahead). `None` for a link
+    /// without a rate limit.
+    pub fn rate_setting(&self, interval: TimeDelta) -> Option<DataRate> {
+        let trace = self.trace?;
+        if let Some(rate) = trace.rate_setting_at(self.now) {
+            return Some(rate);
+        }
+        let interval = interval.max(TimeDelta::from_ms(1));
+        let start =
+            Timestamp::from_us(self.now.as_us().div_euclid(interval.as_us()) * interval.as_us());
+        Some(trace.capacity_between(start, start + interval) / interval)
     }
     /// A view of `queue` at `now` with nothing in transit (unit tests of disciplines).
     #[cfg(test)]

@@ -14,6 +14,7 @@
 use crate::limits;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use std::fmt;
+use std::sync::Arc;
 
 /// Bytes served by one delivery opportunity (Mahimahi's `PACKET_SIZE`).
 pub const MTU_BYTES: i64 = 1504;
@@ -123,14 +124,27 @@ impl fmt::Display for TraceError {
 impl std::error::Error for TraceError {}
 
 /// Mahimahi delivery opportunities (see the module documentation).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Trace {
     name: String,
     /// Sorted (non-decreasing) millisecond timestamps; non-empty, last > 0.
     times_ms: Vec<i64>,
     /// Number of entries equal to the last timestamp (>= 1).
     at_period: usize,
+    /// The rate setting the opportunities were made from, if they were (a generator spec or
+    /// a rate series): piecewise-constant `(start_us, rate_bps)` segments over one loop, by
+    /// the conversion's 12000 bits per opportunity. A Mahimahi file has none.
+    schedule: Option<Arc<[(i64, i64)]>>,
 }
+
+/// Two traces are equal when they have the same name and opportunities; whether one also
+/// knows the rate setting it was made from does not change the link it describes.
+impl PartialEq for Trace {
+    fn eq(&self, other: &Trace) -> bool {
+        self.name == other.name && self.times_ms == other.times_ms
+    }
+}
+impl Eq for Trace {}
 
 impl Trace {
     /// Builds a trace from millisecond timestamps, checking the invariants.
@@ -158,7 +172,7 @@ impl Trace {
             return Err(err(None, TraceErrorKind::ZeroPeriod));
         }
         let at_period = times_ms.iter().rev().take_while(|&&t| t == last).count();
-        Ok(Trace { name: name.to_string(), times_ms, at_period })
+        Ok(Trace { name: name.to_string(), times_ms, at_period, schedule: None })
     }
 
     /// Parses a Mahimahi trace: one non-negative integer millisecond timestamp per line,
@@ -278,6 +292,12 @@ impl Trace {
         }
         let mut times_ms = Vec::new();
         let mut carry_bits = 0.0_f64;
+        let schedule: Vec<(i64, i64)> = samples
+            .iter()
+            .map(|&(t, rate_mbps)| {
+                (((t - t0) * 1e6).round() as i64, (rate_mbps * 1e6).round() as i64)
+            })
+            .collect();
         for (&(t, rate_mbps), &d_s) in samples.iter().zip(&intervals) {
             let bits = rate_mbps * 1e6 * d_s + carry_bits;
             let n = (bits / CONVERSION_BITS_PER_OPPORTUNITY as f64).floor();
@@ -290,7 +310,35 @@ impl Trace {
                 times_ms.push(ceil_div(at_us, 1000));
             }
         }
-        Trace::from_ms(name, times_ms)
+        Ok(Trace::from_ms(name, times_ms)?.with_schedule(schedule))
+    }
+
+    /// This trace, knowing the rate setting it was made from (`(start_us, rate_bps)` in
+    /// order, the first at 0).
+    fn with_schedule(mut self, schedule: Vec<(i64, i64)>) -> Trace {
+        if schedule.first().is_some_and(|&(start, _)| start == 0) {
+            self.schedule = Some(schedule.into());
+        }
+        self
+    }
+
+    /// The rate the link is set to at `t` (looping), as a TC emulation driven by the same
+    /// schedule would serve it: the nominal rate of the segment `t` falls in, in bytes of
+    /// [`MTU_BYTES`] per opportunity (so 1504/1500 of the nominal rate, the rate the link
+    /// really serves). `None` for a trace that does not know its schedule (a Mahimahi file).
+    pub fn rate_setting_at(&self, t: Timestamp) -> Option<DataRate> {
+        let schedule = self.schedule.as_ref()?;
+        let period_us = self.period_ms() * 1000;
+        let r = t.as_us().rem_euclid(period_us);
+        let i = schedule.partition_point(|&(start, _)| start <= r).max(1) - 1;
+        let nominal_bps = schedule[i].1 as i128;
+        let bps = nominal_bps * MTU_BYTES as i128 * 8 / CONVERSION_BITS_PER_OPPORTUNITY as i128;
+        Some(DataRate::from_bps(bps as i64))
+    }
+
+    /// Whether [`Self::rate_setting_at`] knows the rate.
+    pub fn has_schedule(&self) -> bool {
+        self.schedule.is_some()
     }
 
     /// A constant-rate trace of the given period, with the README conversion's
@@ -447,23 +495,28 @@ pub(crate) struct Builder {
     times_ms: Vec<i64>,
     /// Carried remainder in bit-microseconds (bits * 1e6).
     carry: i128,
+    /// The `(start_us, rate_bps)` of each interval, for [`Trace::rate_setting_at`].
+    schedule: Vec<(i64, i64)>,
 }
 
 impl Builder {
     pub(crate) fn new() -> Builder {
-        Builder { times_ms: Vec::new(), carry: 0 }
+        Builder { times_ms: Vec::new(), carry: 0, schedule: Vec::new() }
     }
 
     /// A builder with room for `n` opportunities (bounded by the caller: no growth by
     /// doubling past what a long trace needs).
     pub(crate) fn with_capacity(n: usize) -> Builder {
-        Builder { times_ms: Vec::with_capacity(n), carry: 0 }
+        Builder { times_ms: Vec::with_capacity(n), carry: 0, schedule: Vec::new() }
     }
 
     /// Adds `[start_us, start_us + d_us)` at `rate_bps`.
     pub(crate) fn interval(&mut self, start_us: i64, d_us: i64, rate_bps: i64) {
         if d_us <= 0 {
             return;
+        }
+        if self.schedule.last().is_none_or(|&(_, r)| r != rate_bps) {
+            self.schedule.push((start_us, rate_bps));
         }
         let per_opp = CONVERSION_BITS_PER_OPPORTUNITY as i128 * 1_000_000;
         self.carry += rate_bps as i128 * d_us as i128;
@@ -488,7 +541,7 @@ impl Builder {
                 *last = end_ms;
             }
         }
-        Trace::from_ms(name, self.times_ms)
+        Ok(Trace::from_ms(name, self.times_ms)?.with_schedule(self.schedule))
     }
 }
 
@@ -539,6 +592,24 @@ mod tests {
         assert_eq!(e.kind, TraceErrorKind::ZeroPeriod);
         let boxed: Box<dyn std::error::Error> = Box::new(e);
         assert!(boxed.to_string().contains("zero period"));
+    }
+
+    #[test]
+    fn a_trace_made_from_rates_knows_its_setting_and_a_file_does_not() {
+        let spec = crate::link::TraceSpec::parse_cli("steps:20@1,2@2").unwrap();
+        let t = crate::link::generate(&spec, TimeDelta::from_secs(3)).unwrap();
+        let real = |mbps: i64| DataRate::from_bps(mbps * 1_000_000 * 1504 / 1500);
+        assert_eq!(t.rate_setting_at(Timestamp::from_ms(999)), Some(real(20)));
+        assert_eq!(t.rate_setting_at(Timestamp::from_ms(1000)), Some(real(2)));
+        assert_eq!(t.rate_setting_at(Timestamp::from_ms(2999)), Some(real(2)));
+        // Looping: 3.5 s is 0.5 s into the second loop.
+        assert_eq!(t.rate_setting_at(Timestamp::from_ms(3500)), Some(real(20)));
+        let file = Trace::parse_mahimahi(&t.to_mahimahi_string(), t.name()).unwrap();
+        assert_eq!(file, t);
+        assert_eq!(file.rate_setting_at(Timestamp::from_ms(10)), None);
+        let series = Trace::parse_rate_series("0 12\n0.5 3\n1 6\n", "s").unwrap();
+        assert_eq!(series.rate_setting_at(Timestamp::from_ms(600)), Some(real(3)));
+        assert_eq!(series.rate_setting_at(Timestamp::from_ms(1200)), Some(real(6)));
     }
 
     #[test]

@@ -86,9 +86,12 @@
 //! * Queue-time limit: the libwebrtc drain rule of the leaky bucket (2 s), since the fork's
 //!   token bucket lives inside libwebrtc's pacing controller: the token rate is raised so
 //!   the queue drains before its average packet has waited 2 s.
-//! * Token rate: the paper sets it to "the sending rate determined by the CCA"; in WebRTC
-//!   (the fork's base) that is the pacing rate the controller hands the pacer, GCC's target
-//!   times 1.1 for video. The literal reading is GCC with `pacing_factor` 1.0.
+//! * Token rate: the pacing rate the controller hands the pacer. ACE sets it to GCC's
+//!   target, 1.0x: "we set the Token Rate to be the sending rate determined by the CCA"
+//!   (§4.1) and "Token Bucket rate is configured to match the estimated bitrate" (§5.2); the
+//!   ACE schemes therefore run GCC with `pacing_factor` 1.0 (libwebrtc's video default of
+//!   1.1 is not in the paper). Its ablation without ACE-N (`ace-c`) paces "with a pacing rate
+//!   fixed to estimate bandwidth" (§6.4), 1.0x too.
 
 use super::packet_train::PacketTrainEstimator;
 use super::padding::PaddingBudget;

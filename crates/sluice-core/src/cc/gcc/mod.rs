@@ -94,8 +94,17 @@ pub struct GccConfig {
     /// libwebrtc up to M109 (see [`loss_based`]).
     pub loss_based_v2: LossBasedBweV2Config,
     /// MAE's pre-reaction (MAE §5.2, §6.5): report a drop coming when the modified trend
-    /// exceeds this ratio x the adaptive threshold (MAE: 0.5; its artifact: 1.0). `None`
+    /// exceeds `r` x GCC's adaptive over-use threshold, `r` being this ratio. `None`
     /// (default): no pre-reaction signal. GCC's own decisions never use it.
+    ///
+    /// `r` is a share of GCC's *full* threshold. The paper's scaling factor `s` is not: "For
+    /// GCC, we first set the overuse threshold to half of its original value. We later test
+    /// the scaling factor over the threshold that the current network trend must exceed to
+    /// trigger buffer adjustment" (MAE §6.5), so `s` multiplies the halved threshold and
+    /// `r = s / 2` ([`pre_reaction_ratio_from_scaling_factor`]). "MAE selects 1" is `r = 0.5`
+    /// (the `mae-latch` and `mae-timeout` schemes); Fig. 23's 0.5 is `r = 0.25`. The authors'
+    /// artifact tightens when `trend / (0.5 x threshold) > 2`, i.e. `s = 2`, `r = 1` (the
+    /// `mae` scheme).
     pub pre_reaction_ratio: Option<f64>,
 }
 
@@ -131,6 +140,15 @@ impl GccConfig {
         Ok(())
     }
 }
+
+/// MAE §6.5's scaling factor `s` (over GCC's threshold halved) as the share `r` of GCC's full
+/// threshold that [`GccConfig::pre_reaction_ratio`] takes: `r = s / 2`.
+pub fn pre_reaction_ratio_from_scaling_factor(s: f64) -> f64 {
+    s * MAE_HALVED_THRESHOLD
+}
+
+/// MAE §6.5: "we first set the overuse threshold to half of its original value".
+pub const MAE_HALVED_THRESHOLD: f64 = 0.5;
 
 impl Default for GccConfig {
     fn default() -> Self {

@@ -447,6 +447,27 @@ mod tests {
         assert_eq!(plain.pre_reaction_level(), None);
     }
 
+    /// MAE §6.5's scaling factor `s` is over the threshold halved: `s = 1` ("MAE selects 1")
+    /// fires at half GCC's threshold, `s = 2` (the artifact's `flag > 2`) at the full one,
+    /// Fig. 23's `s = 0.5` at a quarter. The first sample is compared with the initial
+    /// threshold, 12.5.
+    #[test]
+    fn the_papers_scaling_factor_is_over_the_halved_threshold() {
+        use super::super::pre_reaction_ratio_from_scaling_factor as ratio;
+        // (s, the trend m just above and just below where it must fire)
+        for (s, fires_at) in [(0.5, 12.5 / 4.0), (1.0, 12.5 / 2.0), (2.0, 12.5)] {
+            for (m, fires) in [(fires_at * 1.01, true), (fires_at * 0.99, false)] {
+                let mut est = TrendlineEstimator::new(TrendlineWindow::Packets(20))
+                    .with_pre_reaction(Some(ratio(s)));
+                est.num_deltas = 60;
+                // m = 60 x slope x 4.
+                est.detect(m / 240.0, 10.0, 0.0);
+                assert_eq!(est.pre_reacted(), fires, "s = {s}, m = {m}");
+            }
+        }
+        assert_eq!(ratio(1.0), 0.5);
+    }
+
     #[test]
     fn pre_reaction_comes_before_overuse_on_a_rising_trend() {
         let mut est =

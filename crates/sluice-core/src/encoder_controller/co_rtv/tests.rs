@@ -21,6 +21,7 @@ fn ctx(slot: u64, last: Option<u64>, snd_mbps: f64) -> FrameContext {
         cwnd_reduce_ratio: 0.0,
         cc_signals: CcSignals::default(),
         pacer: PacerState::default(),
+        transport: Default::default(),
         last_frame_id: last,
         analysis: None,
     }

@@ -441,7 +441,10 @@ fn deciding_k_frames_ahead_is_earlier_than_at_arrival() {
 
 #[test]
 fn queue_feedback_every_rtt_and_drop_feedback_at_once() {
-    let mut b = Bench::new("steps:20@1,2@9", CoRtvBottleneckConfig::default(), None);
+    // The paper's k = 2: its first drop leaves frames queued ahead of D, so the reported
+    // queue still grows after the step (with k = 0 the drop empties it).
+    let cfg = CoRtvBottleneckConfig { lookahead_frames: 2, ..Default::default() };
+    let mut b = Bench::new("steps:20@1,2@9", cfg, None);
     b.frames_until(ms(1500), 34);
     let periodic: Vec<_> = b.reports.iter().filter(|(_, r)| r.drop_from.is_none()).collect();
     // Every RTT_BN = 40 ms, on the grid, with the queue length only.
