@@ -1265,10 +1265,12 @@ mod tests {
         assert_eq!(&pair.displayed[..6], &[0, 2, 3, 4, 7, 8]);
         assert_eq!(pair.keyframe_requests, 0);
         assert_eq!(pair.keyframes, 1, "only the first frame");
-        // Every encode is displayed, in order (the last few are still on their way).
+        // Every encode is displayed, in order; those of the last half second may still be on
+        // their way (the keyframe's queue drains at 10 % over the rate).
         let encoded: Vec<u64> = pair.sources.values().copied().collect();
         assert_eq!(pair.displayed[..], encoded[..pair.displayed.len()]);
-        assert!(pair.displayed.len() + 5 >= encoded.len());
+        let before_1500_ms = encoded.iter().filter(|&&slot| slot < 45).count();
+        assert!(pair.displayed.len() >= before_1500_ms, "{:?}", pair.displayed);
     }
 
     #[test]

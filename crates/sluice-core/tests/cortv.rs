@@ -245,23 +245,21 @@ fn a_20_to_2_mbps_step_co_rtv_against_copa() {
 /// The §III-A bound assumes the bottleneck knows the new rate when it decides ("immediately
 /// when the bandwidth drops", §III-B4), as the paper's emulation did by reading the TC
 /// setting (§V-B). Under that estimate (`link-rate`) it holds for k = 0 and for the paper's
-/// k = 2. On a measured mean (w = 5 to 50 ms, k = 0 or 2) it does not hold: the first decision
-/// comes from a mean still above the new rate, keeps a frame queued ahead of D (frame 227:
-/// 38 kB, 150 ms at 2 Mbps, behind two more), D cannot move back, and the re-encodes that
-/// arrive behind the kept frames are dropped again, so the second generation is shown about
-/// 590 ms after capture against a bound of 315-400 ms. XQUIC's Copa (delta 0.05) keeps about
-/// 20 packets queued, several 20 Mbps frames, so every window sees it. That violation is a
-/// finding (docs/results/cortv.md), asserted here so a change to it is noticed.
+/// k = 2. On the measured mean it holds when the decision is taken at a frame's arrival
+/// (k = 0, Sluice's default; w = 20 and 50 ms), and not for k = 2 at w = 50 ms: the first
+/// decision, two frames ahead, comes from a mean still above the new rate, keeps frames
+/// queued ahead of D, D cannot move back, and what arrives behind them waits (390 ms against
+/// a bound of 364 ms). That violation is a finding (docs/results/cortv.md), asserted here so a
+/// change to it is noticed.
 #[test]
 fn the_latency_bound_after_the_step() {
     use sluice_core::link::bandwidth::BwSource::{Capacity, LinkRate};
     for (bw_source, window_ms, k, holds) in [
         (LinkRate, 50.0, 0u32, true),
         (LinkRate, 50.0, 2, true),
-        (Capacity, 50.0, 0, false),
+        (Capacity, 50.0, 0, true),
+        (Capacity, 20.0, 0, true),
         (Capacity, 50.0, 2, false),
-        (Capacity, 10.0, 0, false),
-        (Capacity, 5.0, 2, false),
     ] {
         let cfg = with_bottleneck(
             config("co-rtv", 7.0),
