@@ -36,12 +36,12 @@ use crate::packet::PacketKind;
 use crate::receiver::ReceiverEvent;
 use crate::sender::SenderEvent;
 use crate::units::{TimeDelta, Timestamp};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One encoded frame's life (one per encode: a source frame encoded twice has two). Times are
 /// microseconds from the session start; `None` when the event did not happen.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FrameRecord {
     pub frame_id: u64,
     /// The capture slot (source frame) it encodes.
@@ -51,6 +51,7 @@ pub struct FrameRecord {
     pub encode_end_us: i64,
     pub size_bytes: i64,
     pub is_keyframe: bool,
+    #[serde(with = "crate::columns::float_or_null")]
     pub qp: f64,
     pub target_rate_bps: i64,
     pub packets: u16,
@@ -75,16 +76,16 @@ pub struct FrameRecord {
 }
 
 /// A capture slot that was never encoded.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SkipRecord {
     pub source_index: u64,
     pub capture_us: i64,
     /// Why the encoder controller skipped it.
-    pub reason: &'static str,
+    pub reason: crate::columns::Name,
 }
 
 /// One time-series sample, taken every sample interval.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     pub t_us: i64,
     pub target_rate_bps: i64,
@@ -466,7 +467,7 @@ pub fn summarize(
         } else {
             frames
                 .iter()
-                .filter(|f| f.columns.get(ADAPTED_COLUMN) == Some(Value::Bool(true)))
+                .filter(|f| f.columns.get(ADAPTED_COLUMN) == Some(&Value::Bool(true)))
                 .count() as f64
                 / frames.len() as f64
         },
@@ -508,7 +509,7 @@ pub fn summarize(
         frames_purged: frames.iter().filter(|f| f.purged).count() as u64,
         frames_bn_dropped: frames
             .iter()
-            .filter(|f| f.columns.get("bn_dropped") == Some(crate::columns::Value::Bool(true)))
+            .filter(|f| f.columns.get("bn_dropped") == Some(&crate::columns::Value::Bool(true)))
             .count() as u64,
         keyframes: frames.iter().filter(|f| f.is_keyframe).count() as u64,
         retransmissions: recorder.retransmissions,
@@ -637,8 +638,8 @@ mod tests {
         f2.source_index = 3;
         let frames = vec![displayed_frame(0, 0, Some(50)), f1, f2];
         let skips = vec![
-            SkipRecord { source_index: 1, capture_us: 100_000, reason: "test" },
-            SkipRecord { source_index: 4, capture_us: 400_000, reason: "test" },
+            SkipRecord { source_index: 1, capture_us: 100_000, reason: "test".into() },
+            SkipRecord { source_index: 4, capture_us: 400_000, reason: "test".into() },
         ];
         let s = summarize(
             &frames,

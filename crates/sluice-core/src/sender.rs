@@ -84,7 +84,8 @@ impl Default for SenderConfig {
 }
 
 /// What the sender reports for metrics.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "event")]
 pub enum SenderEvent {
     FrameEncoded {
         frame_id: u64,
@@ -94,6 +95,7 @@ pub enum SenderEvent {
         encode_end: Timestamp,
         size: DataSize,
         is_keyframe: bool,
+        #[serde(with = "crate::columns::float_or_null")]
         qp: f64,
         target_rate: DataRate,
         packet_count: u16,
@@ -106,7 +108,7 @@ pub enum SenderEvent {
     FrameSkipped {
         source_index: u64,
         capture_time: Timestamp,
-        reason: &'static str,
+        reason: crate::columns::Name,
     },
     /// The frame's first packet reached the head of the pacer queue at `head_at` and its
     /// last left at `done_at`.
@@ -563,7 +565,7 @@ impl Sender {
                 self.events.push_back(SenderEvent::FrameSkipped {
                     source_index,
                     capture_time,
-                    reason,
+                    reason: reason.into(),
                 });
                 self.controller.on_frame_event(&FrameEvent::Skipped { source_index }, capture_time);
             }

@@ -90,7 +90,7 @@ fn p(v: &[f64], q: f64) -> f64 {
 }
 
 fn is_true(f: &FrameRecord, col: &str) -> bool {
-    f.columns.get(col) == Some(Value::Bool(true))
+    f.columns.get(col) == Some(&Value::Bool(true))
 }
 
 /// The §III-A bound on a displayed frame's latency after the step (brief S1): the latency

@@ -249,7 +249,7 @@ fn an_application_limited_encoder_does_not_inflate_the_estimate() {
     let capacity = 150.4e6;
     let max_target = r.samples.iter().map(|s| s.target_rate_bps).max().unwrap() as f64;
     assert!(max_target <= 1.05 * capacity, "target reached {:.1} Mbps", max_target / 1e6);
-    let in_alr = |s: &&Sample| s.columns.get("cc_in_alr") == Some(Value::Bool(true));
+    let in_alr = |s: &&Sample| s.columns.get("cc_in_alr") == Some(&Value::Bool(true));
     let alr = r.samples.iter().filter(in_alr).count() as f64 / r.samples.len() as f64;
     assert!(alr > 0.2, "in ALR {:.0}% of the time", alr * 100.0);
     assert!(r.summary.video_bitrate_bps < 0.7 * capacity);
@@ -329,7 +329,7 @@ fn buckets(r: &RunResult, from_s: f64, to_s: f64) -> Vec<i64> {
         .iter()
         .filter(|s| (from_s * 1e6..to_s * 1e6).contains(&(s.t_us as f64)))
         .filter_map(|s| match s.columns.get("pacer_bucket_bytes") {
-            Some(Value::Int(b)) => Some(b),
+            Some(Value::Int(b)) => Some(*b),
             _ => None,
         })
         .collect()
@@ -531,7 +531,7 @@ fn mae_scheme(scheme: &str, trace_spec: &str) -> (Vec<RunResult>, MaeMeans) {
 }
 
 fn is_tight(f: &FrameRecord) -> bool {
-    f.columns.get("mae_tight") == Some(Value::Bool(true))
+    f.columns.get("mae_tight") == Some(&Value::Bool(true))
 }
 
 const ALTERNATING: &str = "alternating:10,2,30";
@@ -577,7 +577,8 @@ fn mae_cuts_the_tail_and_the_stalls_of_its_baseline_on_the_alternating_trace() {
                 .samples
                 .iter()
                 .find(|s| {
-                    s.t_us >= step_us && s.columns.get("cc_usage") == Some(Value::Text("overusing"))
+                    s.t_us >= step_us
+                        && s.columns.get("cc_usage") == Some(&Value::text("overusing"))
                 })
                 .map(|s| s.t_us);
             steps += 1;

@@ -78,13 +78,13 @@ fn dummies_reach_the_link_rate_faster_after_a_step_up() {
     // Vidaptive App. C (Fig. 21b): after the link opens up, the flow with dummies matches it
     // within 2 s, Copa on video alone takes 6 s. Here 2 -> 5 Mbps at 10 s, seeds 1-3: time
     // until the send rate (0.5 s mean, video and dummies) reaches 90 % of 5 Mbps.
-    // Measured: `vidaptive` 0.56, 0.56, 1.32 s; `vidaptive-no-dummy` 0.94, 2.00, 2.56 s (mean
-    // 1.83 s, 2.3x). Without dummies only the video's own packets clock Copa's window, and the
-    // video is alpha x CC-Rate, less than the window allows; the dummies fill the gap.
-    // (App. C's own configuration, alpha off and target = CC-Rate, gives 0.58 s against
-    // 1.06 s: 1.8x, since there the video nearly fills the CC-Rate by itself; this model
-    // encoder follows a target increase within a few frames, VP8 in the paper's Fig. 1b
-    // took 2 s. The report shows both.)
+    // Measured: `vidaptive` 0.58, 0.50, 1.22 s; `vidaptive-no-dummy` 0.96, 0.80, 1.10 s (mean
+    // 0.95 s against 0.77 s, 1.2x). Without dummies only the video's own packets clock Copa's
+    // window, and the video is alpha x CC-Rate, less than the window allows; the dummies fill
+    // the gap. The gain is small here because this model encoder follows a target increase
+    // within a few frames (x264 with the max rate at the target carries no ABR debt); VP8 in
+    // the paper's Fig. 1b took 2 s, App. C measured 6 s against 2 s. (Before the model
+    // encoder's debt was removed, 0df1f21, the gap was 2.3x: that encoder lagged instead.)
     let (mut with, mut without) = (Vec::new(), Vec::new());
     for seed in 1..=3 {
         for (scheme, out) in [("vidaptive", &mut with), ("vidaptive-no-dummy", &mut without)] {
@@ -96,7 +96,7 @@ fn dummies_reach_the_link_rate_faster_after_a_step_up() {
     let msg = format!("with dummies {with:?} s, without {without:?} s");
     eprintln!("{msg}");
     assert!(with.iter().all(|&t| t <= 3.0), "{msg}");
-    assert!(mean(&without) >= 2.0 * mean(&with), "{msg}");
+    assert!(mean(&without) >= 1.1 * mean(&with), "{msg}");
 }
 
 #[test]

@@ -277,11 +277,7 @@ impl SenderEndpoint {
         self.sender.debug_columns(&mut columns);
         let link = self.link.as_ref().and_then(|l| l.lock().ok().map(|s| s.clone()));
         let link = link.unwrap_or_default();
-        for k in link.columns.names() {
-            if let Some(v) = link.columns.get(k) {
-                columns.set(k, v);
-            }
-        }
+        columns.set_all(&link.columns);
         let sent = self.sent_bytes;
         self.samples.push(Sample {
             t_us: now.as_us(),

@@ -8,322 +8,22 @@
 //! sender's, as in `live run`. On one host the wall clocks agree; across hosts they must be
 //! synchronised (NTP, PTP) and the residual offset is part of the measured latency.
 //!
-//! The sender's events and samples carry the core's interned names (`&'static str` column
-//! names and skip reasons); in a part they are owned strings ([`SenderEventRecord`],
-//! [`SampleRecord`]), interned again when read ([`intern`]).
+//! The records are the core's own ([`SenderEvent`], [`Sample`], [`Columns`]), which
+//! serialise and deserialise as they are: their names are owned when read back.
 
 use crate::runtime::IoStats;
 use crate::session::{LiveResult, LiveStats};
 use serde::{Deserialize, Serialize};
-use sluice_core::columns::{Columns, Value};
+use sluice_core::columns::Columns;
 use sluice_core::metrics::{LinkTotals, Sample};
-use sluice_core::packet::{BottleneckReport, PacketKind};
 use sluice_core::receiver::ReceiverEvent;
 use sluice_core::sender::SenderEvent;
 use sluice_core::sim::RunConfig;
-use sluice_core::units::{DataRate, DataSize, TimeDelta, Timestamp};
-use std::collections::BTreeSet;
-use std::sync::Mutex;
+use sluice_core::units::{DataSize, TimeDelta, Timestamp};
 
-/// The version of the part format (`events.json`).
-pub const PART_SCHEMA: u32 = 1;
-
-static INTERNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
-
-/// `s` as a `&'static str`: each distinct string is allocated once for the life of the
-/// process (column names and skip reasons: a few dozen).
-pub fn intern(s: &str) -> &'static str {
-    let mut set = INTERNED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(&k) = set.get(s) {
-        return k;
-    }
-    let k: &'static str = Box::leak(s.to_owned().into_boxed_str());
-    set.insert(k);
-    k
-}
-
-/// A column value in a part.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum ValueRecord {
-    Int(i64),
-    Float(f64),
-    Bool(bool),
-    Text(String),
-    Null,
-}
-
-/// [`Columns`] in a part: `[name, value]` pairs in their order.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ColumnsRecord(Vec<(String, ValueRecord)>);
-
-impl From<&Columns> for ColumnsRecord {
-    fn from(c: &Columns) -> Self {
-        ColumnsRecord(
-            c.names()
-                .map(|n| {
-                    let v = match c.get(n) {
-                        Some(Value::Int(v)) => ValueRecord::Int(v),
-                        Some(Value::Float(v)) if v.is_finite() => ValueRecord::Float(v),
-                        Some(Value::Bool(v)) => ValueRecord::Bool(v),
-                        Some(Value::Text(v)) => ValueRecord::Text(v.to_owned()),
-                        _ => ValueRecord::Null,
-                    };
-                    (n.to_owned(), v)
-                })
-                .collect(),
-        )
-    }
-}
-
-impl ColumnsRecord {
-    pub fn columns(&self) -> Columns {
-        let mut c = Columns::default();
-        for (n, v) in &self.0 {
-            let v = match v {
-                ValueRecord::Int(v) => Value::Int(*v),
-                ValueRecord::Float(v) => Value::Float(*v),
-                ValueRecord::Bool(v) => Value::Bool(*v),
-                ValueRecord::Text(v) => Value::Text(intern(v)),
-                ValueRecord::Null => Value::Null,
-            };
-            c.push(intern(n), v);
-        }
-        c
-    }
-}
-
-/// NaN and infinities (not JSON) as null, and back as NaN.
-mod float_or_null {
-    use serde::{Deserialize, Deserializer, Serializer};
-    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-        if v.is_finite() {
-            s.serialize_f64(*v)
-        } else {
-            s.serialize_none()
-        }
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
-    }
-}
-
-/// A [`SenderEvent`] in a part (the same fields, names and reasons as owned strings).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event")]
-pub enum SenderEventRecord {
-    FrameEncoded {
-        frame_id: u64,
-        source_index: u64,
-        capture_time: Timestamp,
-        encode_start: Timestamp,
-        encode_end: Timestamp,
-        size: DataSize,
-        is_keyframe: bool,
-        #[serde(with = "float_or_null")]
-        qp: f64,
-        target_rate: DataRate,
-        packet_count: u16,
-        reference: Option<u64>,
-        columns: ColumnsRecord,
-    },
-    FrameSkipped {
-        source_index: u64,
-        capture_time: Timestamp,
-        reason: String,
-    },
-    FrameServiced {
-        frame_id: u64,
-        head_at: Timestamp,
-        done_at: Timestamp,
-    },
-    FramePurged {
-        frame_id: u64,
-        time: Timestamp,
-    },
-    BottleneckReport {
-        report: BottleneckReport,
-        received: Timestamp,
-    },
-    PacketSent {
-        kind: PacketKind,
-        frame_id: u64,
-        size: DataSize,
-        time: Timestamp,
-    },
-}
-
-impl From<&SenderEvent> for SenderEventRecord {
-    fn from(e: &SenderEvent) -> Self {
-        match e.clone() {
-            SenderEvent::FrameEncoded {
-                frame_id,
-                source_index,
-                capture_time,
-                encode_start,
-                encode_end,
-                size,
-                is_keyframe,
-                qp,
-                target_rate,
-                packet_count,
-                reference,
-                columns,
-            } => SenderEventRecord::FrameEncoded {
-                frame_id,
-                source_index,
-                capture_time,
-                encode_start,
-                encode_end,
-                size,
-                is_keyframe,
-                qp,
-                target_rate,
-                packet_count,
-                reference,
-                columns: (&columns).into(),
-            },
-            SenderEvent::FrameSkipped { source_index, capture_time, reason } => {
-                SenderEventRecord::FrameSkipped {
-                    source_index,
-                    capture_time,
-                    reason: reason.to_owned(),
-                }
-            }
-            SenderEvent::FrameServiced { frame_id, head_at, done_at } => {
-                SenderEventRecord::FrameServiced { frame_id, head_at, done_at }
-            }
-            SenderEvent::FramePurged { frame_id, time } => {
-                SenderEventRecord::FramePurged { frame_id, time }
-            }
-            SenderEvent::BottleneckReport { report, received } => {
-                SenderEventRecord::BottleneckReport { report, received }
-            }
-            SenderEvent::PacketSent { kind, frame_id, size, time } => {
-                SenderEventRecord::PacketSent { kind, frame_id, size, time }
-            }
-        }
-    }
-}
-
-impl SenderEventRecord {
-    pub fn event(&self) -> SenderEvent {
-        match self.clone() {
-            SenderEventRecord::FrameEncoded {
-                frame_id,
-                source_index,
-                capture_time,
-                encode_start,
-                encode_end,
-                size,
-                is_keyframe,
-                qp,
-                target_rate,
-                packet_count,
-                reference,
-                columns,
-            } => SenderEvent::FrameEncoded {
-                frame_id,
-                source_index,
-                capture_time,
-                encode_start,
-                encode_end,
-                size,
-                is_keyframe,
-                qp,
-                target_rate,
-                packet_count,
-                reference,
-                columns: columns.columns(),
-            },
-            SenderEventRecord::FrameSkipped { source_index, capture_time, reason } => {
-                SenderEvent::FrameSkipped { source_index, capture_time, reason: intern(&reason) }
-            }
-            SenderEventRecord::FrameServiced { frame_id, head_at, done_at } => {
-                SenderEvent::FrameServiced { frame_id, head_at, done_at }
-            }
-            SenderEventRecord::FramePurged { frame_id, time } => {
-                SenderEvent::FramePurged { frame_id, time }
-            }
-            SenderEventRecord::BottleneckReport { report, received } => {
-                SenderEvent::BottleneckReport { report, received }
-            }
-            SenderEventRecord::PacketSent { kind, frame_id, size, time } => {
-                SenderEvent::PacketSent { kind, frame_id, size, time }
-            }
-        }
-    }
-}
-
-/// A [`Sample`] in a part.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SampleRecord {
-    pub t_us: i64,
-    pub target_rate_bps: i64,
-    pub encoder_rate_bps: i64,
-    pub pacing_rate_bps: Option<i64>,
-    pub link_capacity_bps: i64,
-    pub send_rate_bps: i64,
-    pub delivered_rate_bps: i64,
-    pub queue_bytes: i64,
-    pub queue_packets: u64,
-    pub queue_delay_us: i64,
-    pub pacer_queue_bytes: i64,
-    pub pacer_delay_us: i64,
-    pub rtt_us: Option<i64>,
-    pub in_flight_bytes: i64,
-    pub cwnd_bytes: Option<i64>,
-    pub lost_packets: u64,
-    pub columns: ColumnsRecord,
-}
-
-impl From<&Sample> for SampleRecord {
-    fn from(s: &Sample) -> Self {
-        SampleRecord {
-            t_us: s.t_us,
-            target_rate_bps: s.target_rate_bps,
-            encoder_rate_bps: s.encoder_rate_bps,
-            pacing_rate_bps: s.pacing_rate_bps,
-            link_capacity_bps: s.link_capacity_bps,
-            send_rate_bps: s.send_rate_bps,
-            delivered_rate_bps: s.delivered_rate_bps,
-            queue_bytes: s.queue_bytes,
-            queue_packets: s.queue_packets,
-            queue_delay_us: s.queue_delay_us,
-            pacer_queue_bytes: s.pacer_queue_bytes,
-            pacer_delay_us: s.pacer_delay_us,
-            rtt_us: s.rtt_us,
-            in_flight_bytes: s.in_flight_bytes,
-            cwnd_bytes: s.cwnd_bytes,
-            lost_packets: s.lost_packets,
-            columns: (&s.columns).into(),
-        }
-    }
-}
-
-impl SampleRecord {
-    pub fn sample(&self) -> Sample {
-        Sample {
-            t_us: self.t_us,
-            target_rate_bps: self.target_rate_bps,
-            encoder_rate_bps: self.encoder_rate_bps,
-            pacing_rate_bps: self.pacing_rate_bps,
-            link_capacity_bps: self.link_capacity_bps,
-            send_rate_bps: self.send_rate_bps,
-            delivered_rate_bps: self.delivered_rate_bps,
-            queue_bytes: self.queue_bytes,
-            queue_packets: self.queue_packets,
-            queue_delay_us: self.queue_delay_us,
-            pacer_queue_bytes: self.pacer_queue_bytes,
-            pacer_delay_us: self.pacer_delay_us,
-            rtt_us: self.rtt_us,
-            in_flight_bytes: self.in_flight_bytes,
-            cwnd_bytes: self.cwnd_bytes,
-            lost_packets: self.lost_packets,
-            columns: self.columns.columns(),
-        }
-    }
-}
+/// The version of the part format (`events.json`): 2 since the records are the core's
+/// (samples with their columns flattened; 1 had `[name, value]` lists).
+pub const PART_SCHEMA: u32 = 2;
 
 /// The relay's downlink at one time (its clock): what `live run`'s sender reads from the
 /// relay's shared [`crate::endpoint::LinkSnapshot`] for each sample.
@@ -339,7 +39,8 @@ pub struct LinkSampleRecord {
     pub link_capacity_bps: i64,
     /// The bytes the trace could deliver from the relay's start to `t_us`.
     pub capacity_bytes: i64,
-    pub columns: ColumnsRecord,
+    #[serde(flatten)]
+    pub columns: Columns,
 }
 
 /// What every part has.
@@ -372,8 +73,8 @@ pub struct SenderPart {
     /// and the relay read this one.
     #[serde(default)]
     pub stream: u32,
-    pub events: Vec<SenderEventRecord>,
-    pub samples: Vec<SampleRecord>,
+    pub events: Vec<SenderEvent>,
+    pub samples: Vec<Sample>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -521,12 +222,7 @@ pub fn join_link_samples(samples: &mut [Sample], link: &[LinkSampleRecord], inte
             i += 1;
         }
         let l = if i == 0 { LinkSampleRecord::default() } else { link[i - 1].clone() };
-        let columns = l.columns.columns();
-        for n in columns.names() {
-            if let Some(v) = columns.get(n) {
-                s.columns.set(n, v);
-            }
-        }
+        s.columns.set_all(&l.columns);
         s.link_capacity_bps = l.link_capacity_bps;
         s.delivered_rate_bps =
             (DataSize::from_bytes(l.delivered_bytes - last_delivered) / interval).as_bps();
@@ -549,10 +245,10 @@ pub fn merge_parts(
     let scheme = cfg.resolve_scheme().map_err(|e| e.to_string())?;
     let origin = sender.info.wall_origin_us;
     let receiver_shift = TimeDelta::from_us(receiver.info.wall_origin_us - origin);
-    let sender_events: Vec<SenderEvent> = sender.events.iter().map(|e| e.event()).collect();
+    let sender_events = &sender.events;
     let receiver_events: Vec<ReceiverEvent> =
         receiver.events.iter().map(|e| shift_receiver_event(e, receiver_shift)).collect();
-    let mut samples: Vec<Sample> = sender.samples.iter().map(|s| s.sample()).collect();
+    let mut samples: Vec<Sample> = sender.samples.clone();
     let link_samples: Vec<LinkSampleRecord> = match relay {
         Some(r) => {
             let d = r.info.wall_origin_us - origin;
@@ -589,7 +285,7 @@ pub fn merge_parts(
     let r = relay.unwrap_or(&empty);
     let capture_end = Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s);
     let (run, reports) = crate::merge::merge(crate::merge::MergeInput {
-        sender_events: &sender_events,
+        sender_events,
         policy_dropped_frames: &r.policy_dropped_frames,
         receiver_events: &receiver_events,
         samples,
@@ -639,6 +335,9 @@ pub fn merge_parts(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_core::columns::Value;
+    use sluice_core::packet::PacketKind;
+    use sluice_core::units::DataRate;
 
     #[test]
     fn sender_events_and_samples_survive_a_part() {
@@ -666,7 +365,7 @@ mod tests {
             SenderEvent::FrameSkipped {
                 source_index: 8,
                 capture_time: Timestamp::from_ms(266),
-                reason: "pause",
+                reason: "pause".into(),
             },
             SenderEvent::PacketSent {
                 kind: PacketKind::Retransmission,
@@ -677,13 +376,13 @@ mod tests {
         ];
         let sample = Sample { t_us: 20_000, rtt_us: Some(41_000), columns, ..Sample::default() };
         let part = SenderPart {
-            events: events.iter().map(SenderEventRecord::from).collect(),
-            samples: vec![(&sample).into()],
+            events: events.clone(),
+            samples: vec![sample.clone()],
             ..SenderPart::default()
         };
         let back: SenderPart =
             serde_json::from_str(&serde_json::to_string(&part).unwrap()).unwrap();
-        let got: Vec<SenderEvent> = back.events.iter().map(|e| e.event()).collect();
+        let got = back.events.clone();
         // NaN comes back as null (JSON has no NaN; the result files write it as null too).
         let fix = |c: &Columns| {
             let mut c = c.clone();
@@ -695,7 +394,7 @@ mod tests {
             *columns = fix(columns);
         }
         assert_eq!(got, want);
-        assert_eq!(back.samples[0].sample(), Sample { columns: fix(&sample.columns), ..sample });
+        assert_eq!(back.samples[0], Sample { columns: fix(&sample.columns), ..sample });
     }
 
     #[test]
@@ -709,7 +408,11 @@ mod tests {
                     t_us,
                     queue_bytes,
                     delivered_bytes,
-                    columns: ColumnsRecord(vec![("bn_x".into(), ValueRecord::Int(queue_bytes))]),
+                    columns: {
+                        let mut c = Columns::default();
+                        c.int("bn_x", Some(queue_bytes));
+                        c
+                    },
                     ..LinkSampleRecord::default()
                 })
                 .collect();
@@ -719,6 +422,6 @@ mod tests {
         let rate: Vec<i64> = samples.iter().map(|s| s.delivered_rate_bps).collect();
         // 26 000 B in the first 20 ms, none in the next, 25 000 B in the third.
         assert_eq!(rate, vec![10_400_000, 0, 10_000_000]);
-        assert_eq!(samples[2].columns.get("bn_x"), Some(Value::Int(300)));
+        assert_eq!(samples[2].columns.get("bn_x"), Some(&Value::Int(300)));
     }
 }

@@ -15,8 +15,7 @@ use crate::endpoint::{
     SharedLink,
 };
 use crate::part::{
-    LinkSampleRecord, Part, PartInfo, ReceiverPart, RelayPart, SampleRecord, SenderEventRecord,
-    SenderPart, PART_SCHEMA,
+    LinkSampleRecord, Part, PartInfo, ReceiverPart, RelayPart, SenderPart, PART_SCHEMA,
 };
 use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
 use sluice_core::encoder::Encoder;
@@ -110,7 +109,7 @@ impl LinkSampler {
             dropped_packets: s.dropped_packets,
             link_capacity_bps: s.link_capacity_bps,
             capacity_bytes,
-            columns: (&s.columns).into(),
+            columns: s.columns.clone(),
         });
     }
 }
@@ -348,8 +347,8 @@ impl EndpointProcess {
                 unsendable: ep.unsendable,
                 transmitted: ep.transmitted,
                 stream: ep.stream(),
-                events: ep.events.iter().map(SenderEventRecord::from).collect(),
-                samples: ep.samples.iter().map(SampleRecord::from).collect(),
+                events: ep.events.clone(),
+                samples: ep.samples.clone(),
             }))
         })?;
         Ok(EndpointProcess { ctl, end, thread: Some(thread) })

@@ -620,7 +620,7 @@ fn co_rtv_delivered_stream_with_re_encoded_frames_decodes() {
     let trace = Arc::new(generate(&spec, TimeDelta::from_secs(10)).unwrap());
     let r = Simulation::new(&cfg, Some(trace), None, Box::new(encoder)).unwrap().run();
     let reencoded = |f: &&&sluice_core::metrics::FrameRecord| {
-        f.columns.get("cortv_reencode") == Some(sluice_core::columns::Value::Bool(true))
+        f.columns.get("cortv_reencode") == Some(&sluice_core::columns::Value::Bool(true))
     };
     let mut displayed: Vec<_> = r.frames.iter().filter(|f| f.displayed_us.is_some()).collect();
     displayed.sort_by_key(|f| (f.displayed_us, f.frame_id));

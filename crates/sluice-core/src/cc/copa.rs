@@ -1312,10 +1312,10 @@ mod tests {
             ]
         );
         use crate::columns::Value;
-        assert_eq!(cols.get("cc_cwnd_bytes"), Some(Value::Int(12_600)));
-        assert_eq!(cols.get("cc_srtt_us"), Some(Value::Int(50_000)));
-        assert_eq!(cols.get("cc_target_window_bytes"), Some(Value::Null));
-        assert_eq!(cols.get("cc_slow_start"), Some(Value::Bool(true)));
+        assert_eq!(cols.get("cc_cwnd_bytes"), Some(&Value::Int(12_600)));
+        assert_eq!(cols.get("cc_srtt_us"), Some(&Value::Int(50_000)));
+        assert_eq!(cols.get("cc_target_window_bytes"), Some(&Value::Null));
+        assert_eq!(cols.get("cc_slow_start"), Some(&Value::Bool(true)));
     }
 
     #[test]

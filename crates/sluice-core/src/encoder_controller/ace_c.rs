@@ -337,7 +337,7 @@ mod tests {
     /// The recorded size prediction (three decimals).
     fn rho(p: &FramePlan) -> Option<f64> {
         match p.columns.get("predicted_relative_size") {
-            Some(Value::Float(v)) => Some(v),
+            Some(Value::Float(v)) => Some(*v),
             _ => None,
         }
     }
@@ -402,8 +402,8 @@ mod tests {
         let mut a = AceC::new(config());
         let p = plan(&mut a, &ctx(0, None));
         assert_eq!(p.complexity, Some(Complexity::C0));
-        assert_eq!(p.columns.get("predicted_relative_size"), Some(Value::Null));
-        assert_eq!(p.columns.get("complexity"), Some(Value::Text("c0")));
+        assert_eq!(p.columns.get("predicted_relative_size"), Some(&Value::Null));
+        assert_eq!(p.columns.get("complexity"), Some(&Value::text("c0")));
         assert_eq!(
             p.rate_control,
             RateControl::abr_vbv(DataRate::from_mbps(3), TimeDelta::from_ms(500))

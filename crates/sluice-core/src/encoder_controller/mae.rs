@@ -221,7 +221,7 @@ mod tests {
     }
 
     fn tight(p: &FramePlan) -> bool {
-        p.columns.get("mae_tight") == Some(Value::Bool(true))
+        p.columns.get("mae_tight") == Some(&Value::Bool(true))
     }
 
     #[test]

@@ -371,8 +371,8 @@ mod tests {
         let mut c = VidaptiveConfig { max_video_rate_bps: 1.5e6, ..Default::default() }.build();
         let FrameDecision::Encode(plan) = capture(&mut c, 0, 0, 0.0) else { panic!() };
         assert_eq!(plan.rate_control.target_rate, DataRate::from_kbps(1500), "2 Mbps capped");
-        assert_eq!(plan.columns.get("alpha"), Some(crate::columns::Value::Float(1.0)));
-        assert_eq!(plan.columns.get("cc_rate_bps"), Some(crate::columns::Value::Int(2_000_000)));
+        assert_eq!(plan.columns.get("alpha"), Some(&crate::columns::Value::Float(1.0)));
+        assert_eq!(plan.columns.get("cc_rate_bps"), Some(&crate::columns::Value::Int(2_000_000)));
         // Serviced frames feed alpha: 30 frames of 66 ms at the CC-Rate they were encoded
         // at (2 Mbps, cap lifted), then the update 1 s after the first plan: alpha
         // 1 -> 0.875, the target 2 Mbps x 0.875 = 1.75 Mbps.

@@ -434,10 +434,10 @@ mod tests {
         let FrameDecision::Encode(plan) = c.plan(&ctx(1, DataRate::from_mbps(1), 0.3)) else {
             panic!("counter 1: kept");
         };
-        assert_eq!(plan.columns.get("vse_encoder_target_bps"), Some(Value::Int(666_667)));
-        assert_eq!(plan.columns.get("vse_cwnd_drop_interval"), Some(Value::Int(3)));
-        assert_eq!(plan.columns.get("vse_dropper_bucket_max_kbit"), Some(Value::Float(333.5)));
-        assert_eq!(plan.columns.get("vse_dropper_drop_ratio"), Some(Value::Float(0.0)));
+        assert_eq!(plan.columns.get("vse_encoder_target_bps"), Some(&Value::Int(666_667)));
+        assert_eq!(plan.columns.get("vse_cwnd_drop_interval"), Some(&Value::Int(3)));
+        assert_eq!(plan.columns.get("vse_dropper_bucket_max_kbit"), Some(&Value::Float(333.5)));
+        assert_eq!(plan.columns.get("vse_dropper_drop_ratio"), Some(&Value::Float(0.0)));
     }
 
     #[test]

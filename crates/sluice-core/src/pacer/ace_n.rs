@@ -685,8 +685,8 @@ mod tests {
         assert_eq!(frame(&mut p, 50, 33), BucketDecision::AdditiveIncrease);
         assert_eq!(p.bucket(), DataSize::from_bytes(35_333));
         let s = columns(&p);
-        assert_eq!(s.get("pacer_bucket_bytes"), Some(Value::Int(35_333)));
-        assert_eq!(s.get("pacer_predicted_queue_bytes"), Some(Value::Null));
+        assert_eq!(s.get("pacer_bucket_bytes"), Some(&Value::Int(35_333)));
+        assert_eq!(s.get("pacer_predicted_queue_bytes"), Some(&Value::Null));
     }
 
     #[test]
@@ -712,7 +712,7 @@ mod tests {
         assert_eq!(p.predicted_queue(), Some(DataSize::from_bytes(25_000)));
         assert_eq!(frame(&mut p, 50, 150), BucketDecision::ThresholdDecrease);
         assert_eq!(p.bucket(), DataSize::from_bytes(34_333 - 15_000));
-        assert_eq!(columns(&p).get("pacer_predicted_queue_bytes"), Some(Value::Int(25_000)));
+        assert_eq!(columns(&p).get("pacer_predicted_queue_bytes"), Some(&Value::Int(25_000)));
         // No new sample before the next frame: no second decrease; the queue has not
         // cleared, so the increase is additive.
         assert_eq!(frame(&mut p, 50, 183), BucketDecision::AdditiveIncrease);

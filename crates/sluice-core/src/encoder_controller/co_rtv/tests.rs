@@ -106,7 +106,7 @@ fn a_drop_report_re_encodes_the_dropped_source_frames_from_the_frame_before_d() 
             o.capture_time,
             Timestamp::ZERO + TimeDelta::from_secs_f64(o.source_index as f64 / FPS)
         );
-        assert_eq!(o.plan.columns.get("cortv_reencode"), Some(crate::columns::Value::Bool(true)));
+        assert_eq!(o.plan.columns.get("cortv_reencode"), Some(&crate::columns::Value::Bool(true)));
     }
     // The next capture keeps R until the next report.
     let p = plan_of(c.plan(&ctx(22, Some(24), 10.0)));
