@@ -318,6 +318,31 @@ def clippy_works() -> Result:
     return Result(True, p.stdout.strip())
 
 
+# --- Chromium (the browser in the loop) -----------------------------------------------------
+
+
+def chromium_works() -> Result:
+    """Debian's Chromium renders a page headless (as ``sluice browser run`` starts it) and
+    has WebRTC: the page reports ``RTCPeerConnection`` into its DOM, which Chromium dumps."""
+    exe = os.environ.get("SLUICE_CHROMIUM") or shutil.which("chromium") or shutil.which(
+        "chromium-browser")  # fmt: skip
+    if not exe:
+        return Result(False, "chromium not found")
+    page = ("data:text/html,<body><script>document.body.textContent='sluice-'+"
+            "(typeof RTCPeerConnection)</script></body>")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="sluice-prereq-") as profile:
+        try:
+            p = _run([exe, "--headless=new", "--no-sandbox", "--disable-gpu",
+                      f"--user-data-dir={profile}", "--dump-dom", page], timeout=120)  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as e:
+            return Result(False, f"chromium does not run: {e}")
+    if "sluice-function" not in p.stdout:
+        return Result(False, f"headless chromium did not render a page with WebRTC "
+                             f"({_first_line(p.stderr) or 'no output'})")  # fmt: skip
+    version = _run([exe, "--version"]).stdout.strip().splitlines()
+    return Result(True, (version[-1] if version else "chromium") + " renders pages headless")
+
+
 def system_checks() -> list[Check]:
     return [
         Check("C compiler", "build-essential", c_compiler_works),
@@ -327,6 +352,7 @@ def system_checks() -> list[Check]:
         Check("Python", "python3", python_works),
         Check("Python venv", "python3-venv", venv_works),
         Check("git", "git", git_works),
+        Check("Chromium (browser runs)", "chromium", chromium_works),
         Check(
             "Rust", None, rust_works,
             hint=f"Sluice needs Rust >= 1.{MIN_RUST_MINOR} (Debian's is too old): "

@@ -339,6 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .live_procs import add_commands
 
     add_commands(lsub)
+    from .browser.cli import add_commands as add_browser
+
+    add_browser(sub)
     return parser
 
 

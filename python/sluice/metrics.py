@@ -78,6 +78,8 @@ _KNOWN = [
     Metric("stall_rate", "stall rate", _pct),
     Metric("stall_count_200ms", "stalls > 200 ms", _int),
     Metric("stall_ratio_200ms", "frames > 200 ms", _pct),
+    Metric("freeze_count", "freezes", _int),
+    Metric("total_freezes_duration_s", "freeze time s", lambda v: f"{v:.2f}"),
     Metric("fps", "fps", lambda v: f"{v:.1f}"),
     Metric("loss_rate", "loss", _pct),
     Metric("video_bitrate_bps", "bitrate Mbps", _mbps),

@@ -74,12 +74,16 @@ DELIVERED_FILE = "delivered.264"
 STREAM_INDEX_FILE = "stream.264.idx"
 # A live run's own files (sluice.live): its counters and the stream the receiver reassembled.
 LIVE_FILE = "live.json"
+#: A browser run's relay log (one datagram per line) and the pages' raw getStats and events.
+RELAY_LOG_FILE = "relay.jsonl"
+BROWSER_FILE = "browser.json"
 RECEIVED_FILE = "received.264"
 # The summary key of a run whose quality scoring failed (the run is kept without scores; a
 # matrix runs the cell again).
 QUALITY_ERROR_KEY = "quality_error"
 # Files a run may have of its own: an older run's that the new result lacks are removed.
-RUN_OWN_FILES = (STREAM_FILE, STREAM_INDEX_FILE, DELIVERED_FILE, LIVE_FILE, RECEIVED_FILE)
+RUN_OWN_FILES = (STREAM_FILE, STREAM_INDEX_FILE, DELIVERED_FILE, LIVE_FILE, RECEIVED_FILE,
+                 RELAY_LOG_FILE, BROWSER_FILE)  # fmt: skip
 _TMP_RE = re.compile(r"^\.(?P<name>.+)\.tmp(?P<pid>\d+)(\.idx)?$")
 
 # The fixed frame columns; each run adds its encoder controller's named columns.

@@ -139,6 +139,10 @@ pub struct Summary {
     pub stall_count_200ms: u64,
     /// `stall_count_200ms` over the capture slots (MAE's stall ratio).
     pub stall_ratio_200ms: f64,
+    /// Freezes as WebRTC's getStats counts them (`freezeCount`; [`freezes`]).
+    pub freeze_count: u64,
+    /// Their total duration (`totalFreezesDuration`), seconds.
+    pub total_freezes_duration_s: f64,
     /// Share of encoded frames the encoder controller adapted (MAE's tight VBV).
     pub adaptation_ratio: f64,
     /// Latency over every capture slot, Salsify's rule (see the module documentation).
@@ -321,7 +325,8 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// Link-level totals the summary needs.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LinkTotals {
     pub arrived_packets: u64,
     /// Every drop, whatever the reason.
@@ -401,6 +406,40 @@ pub fn slot_latencies(
     out
 }
 
+/// Frames in libwebrtc's moving average of render intervals
+/// (`kAvgInterframeDelaysWindowSizeFrames`).
+pub const FREEZE_WINDOW_FRAMES: usize = 30;
+/// Intervals it needs before a freeze can be detected (`kMinFrameSamplesToDetectFreeze`).
+pub const FREEZE_MIN_SAMPLES: usize = 5;
+/// The least increase over the average interval that is a freeze (`kMinIncreaseForFreezeMs`).
+pub const FREEZE_MIN_INCREASE_MS: i64 = 150;
+
+/// Freezes as WebRTC counts them for getStats' `freezeCount` and `totalFreezesDuration`
+/// (libwebrtc `video/video_quality_observer2.cc`, `OnRenderedFrame`): each interval between
+/// two consecutively displayed frames, in whole milliseconds, joins a moving average of the
+/// last 30; once it holds 5, an interval is a freeze if it is at least `max(3 x average,
+/// average + 150 ms)` (the average rounded down, the interval itself included). Returns the
+/// count and the total duration in seconds. `display_us` in display order.
+pub fn freezes(display_us: &[i64]) -> (u64, f64) {
+    let mut window: std::collections::VecDeque<i64> = std::collections::VecDeque::new();
+    let (mut count, mut total_ms) = (0u64, 0i64);
+    for w in display_us.windows(2) {
+        let d = w[1].div_euclid(1000) - w[0].div_euclid(1000);
+        window.push_back(d);
+        if window.len() > FREEZE_WINDOW_FRAMES {
+            window.pop_front();
+        }
+        if window.len() >= FREEZE_MIN_SAMPLES {
+            let avg = window.iter().sum::<i64>().div_euclid(window.len() as i64);
+            if d >= (3 * avg).max(avg + FREEZE_MIN_INCREASE_MS) {
+                count += 1;
+                total_ms += d;
+            }
+        }
+    }
+    (count, total_ms as f64 / 1e3)
+}
+
 /// The run summary. `session_end` is the end of capture; `run_end` the end of the run
 /// (capture plus the drain), the display time charged to slots never shown.
 pub fn summarize(
@@ -452,6 +491,9 @@ pub fn summarize(
     queue.sort_by(|a, b| a.total_cmp(b));
 
     let displayed = frames.iter().filter(|f| f.displayed_us.is_some()).count() as u64;
+    let mut shown_at: Vec<i64> = frames.iter().filter_map(|f| f.displayed_us).collect();
+    shown_at.sort_unstable();
+    let (freeze_count, total_freezes_duration_s) = freezes(&shown_at);
     Summary {
         duration_s,
         latency_ms,
@@ -462,6 +504,8 @@ pub fn summarize(
         } else {
             stall_count_200ms as f64 / slots.len() as f64
         },
+        freeze_count,
+        total_freezes_duration_s,
         adaptation_ratio: if frames.is_empty() {
             0.0
         } else {
@@ -539,6 +583,30 @@ mod tests {
             latency_us: display_ms.map(|d| (d - capture_ms) * 1000),
             ..Default::default()
         }
+    }
+
+    /// libwebrtc's rule on a 30 fps stream: one 200 ms gap is a freeze (3 x 33 ms and
+    /// 33 + 150 ms are both below it), a 150 ms gap is not (below 33 + 150), nor is any gap
+    /// in the first five intervals.
+    #[test]
+    fn freezes_follow_webrtcs_rule() {
+        let mut t = vec![0_i64];
+        let mut push = |gap_ms: i64| t.push(t.last().unwrap() + gap_ms * 1000);
+        push(400); // too early to count
+        for _ in 0..40 {
+            push(33);
+        }
+        push(150); // average ~36 ms: 36 + 150 > 150, no freeze
+        for _ in 0..10 {
+            push(33);
+        }
+        push(200); // a freeze
+        for _ in 0..10 {
+            push(33);
+        }
+        assert_eq!(freezes(&t), (1, 0.2));
+        assert_eq!(freezes(&[]), (0, 0.0));
+        assert_eq!(freezes(&[5]), (0, 0.0));
     }
 
     #[test]

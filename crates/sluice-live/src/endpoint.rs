@@ -727,6 +727,53 @@ pub struct RelayEndpoint {
     shared: Option<SharedLink>,
     last_snapshot: Timestamp,
     snapshot_interval: TimeDelta,
+    /// Every datagram's way through the relay, if asked for ([`Self::log_datagrams`]).
+    log: Option<DatagramLog>,
+}
+
+/// One datagram's way through the relay (its clock): when it came, its size, which way it
+/// went, and when it left (`None`: the link dropped it, or it was still inside at the end).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DatagramRecord {
+    pub arrived_us: i64,
+    /// "down" (sender to receiver, through the bottleneck) or "up" (the way back).
+    pub dir: String,
+    pub size_bytes: u32,
+    pub left_us: Option<i64>,
+    pub dropped: bool,
+}
+
+/// The datagrams inside the relay and the records of those that left or were dropped.
+#[derive(Debug, Default)]
+struct DatagramLog {
+    inside: BTreeMap<u64, DatagramRecord>,
+    done: Vec<DatagramRecord>,
+}
+
+impl DatagramLog {
+    fn arrived(&mut self, key: u64, dir: &str, size: usize, now: Timestamp) {
+        let size_bytes = u32::try_from(size).unwrap_or(u32::MAX);
+        let r = DatagramRecord {
+            arrived_us: now.as_us(),
+            dir: dir.into(),
+            size_bytes,
+            left_us: None,
+            dropped: false,
+        };
+        self.inside.insert(key, r);
+    }
+    fn left(&mut self, key: u64, now: Timestamp) {
+        if let Some(mut r) = self.inside.remove(&key) {
+            r.left_us = Some(now.as_us());
+            self.done.push(r);
+        }
+    }
+    fn dropped(&mut self, key: u64) {
+        if let Some(mut r) = self.inside.remove(&key) {
+            r.dropped = true;
+            self.done.push(r);
+        }
+    }
 }
 
 impl RelayEndpoint {
@@ -764,7 +811,22 @@ impl RelayEndpoint {
             shared,
             last_snapshot: Timestamp::ZERO,
             snapshot_interval: TimeDelta::from_ms(5),
+            log: None,
         }
+    }
+
+    /// Keeps a record of every datagram's way through the relay ([`Self::datagram_log`]).
+    pub fn log_datagrams(&mut self) {
+        self.log.get_or_insert_with(DatagramLog::default);
+    }
+
+    /// The datagrams that left or were dropped, then those still inside, in arrival order.
+    pub fn datagram_log(&self) -> Vec<DatagramRecord> {
+        let Some(log) = &self.log else { return Vec::new() };
+        let mut out: Vec<DatagramRecord> =
+            log.done.iter().chain(log.inside.values()).cloned().collect();
+        out.sort_by_key(|r| r.arrived_us);
+        out
     }
 
     /// The relay of a run: the simulator's downlink and uplink for `cfg` and `scheme`
@@ -829,7 +891,7 @@ impl RelayEndpoint {
     }
 
     /// The bytes of a datagram for the sender (a report written out, feedback looked up).
-    fn sender_bytes(&mut self, d: Datagram) -> Option<Vec<u8>> {
+    fn sender_bytes(&mut self, d: Datagram, now: Timestamp) -> Option<Vec<u8>> {
         match d {
             Datagram::Feedback(r) => {
                 let b = wire::write_feedback(&r, self.reader.stream().unwrap_or(0)).ok()?;
@@ -838,6 +900,9 @@ impl RelayEndpoint {
             }
             Datagram::Media(p) => {
                 let b = self.up_bytes.remove(&p.transport_seq)?;
+                if let Some(log) = self.log.as_mut() {
+                    log.left(p.transport_seq, now);
+                }
                 self.maybe_garbage(Role::Sender, &b);
                 Some(b)
             }
@@ -880,6 +945,9 @@ impl RelayEndpoint {
         while let Some((d, why)) = self.downlink.poll_drop() {
             if let Datagram::Media(p) = d {
                 self.down_bytes.remove(&p.transport_seq);
+                if let Some(log) = self.log.as_mut() {
+                    log.dropped(p.transport_seq);
+                }
                 if why == DropReason::Policy
                     && matches!(p.kind, PacketKind::Video | PacketKind::Retransmission)
                 {
@@ -890,6 +958,9 @@ impl RelayEndpoint {
         while let Some((d, _)) = self.uplink.poll_drop() {
             if let Datagram::Media(p) = d {
                 self.up_bytes.remove(&p.transport_seq);
+                if let Some(log) = self.log.as_mut() {
+                    log.dropped(p.transport_seq);
+                }
             }
         }
     }
@@ -941,6 +1012,9 @@ impl Endpoint for RelayEndpoint {
                 // transport sequence numbers).
                 p.transport_seq = key;
                 self.down_bytes.insert(key, bytes.to_vec());
+                if let Some(log) = self.log.as_mut() {
+                    log.arrived(key, "down", bytes.len(), now);
+                }
                 match self.access.as_mut() {
                     Some((to_bn, _)) => to_bn.handle_datagram(Datagram::Media(p), now),
                     None => self.downlink.handle_datagram(Datagram::Media(p), now),
@@ -955,6 +1029,9 @@ impl Endpoint for RelayEndpoint {
                 let mut p = Packet::padding(size, now);
                 p.transport_seq = key;
                 self.up_bytes.insert(key, bytes.to_vec());
+                if let Some(log) = self.log.as_mut() {
+                    log.arrived(key, "up", bytes.len(), now);
+                }
                 self.uplink.handle_datagram(Datagram::Media(p), now);
             }
         }
@@ -983,7 +1060,7 @@ impl Endpoint for RelayEndpoint {
         }
         while let Some(report) = self.downlink.poll_report() {
             if let Some(d) = self.toward_sender(report, now) {
-                if let Some(b) = self.sender_bytes(d) {
+                if let Some(b) = self.sender_bytes(d, now) {
                     return Some((Role::Sender, b));
                 }
             }
@@ -991,6 +1068,9 @@ impl Endpoint for RelayEndpoint {
         while let Some(d) = self.downlink.poll_datagram(now) {
             let Datagram::Media(p) = d else { continue };
             let Some(b) = self.down_bytes.remove(&p.transport_seq) else { continue };
+            if let Some(log) = self.log.as_mut() {
+                log.left(p.transport_seq, now);
+            }
             if self.faults.reorder > 0.0 && self.rng.bernoulli(self.faults.reorder) {
                 self.reordered += 1;
                 self.held.push_back((now + self.faults.reorder_delay, b));
@@ -1005,13 +1085,13 @@ impl Endpoint for RelayEndpoint {
         }
         while let Some(d) = self.uplink.poll_datagram(now) {
             if let Some(d) = self.toward_sender(d, now) {
-                if let Some(b) = self.sender_bytes(d) {
+                if let Some(b) = self.sender_bytes(d, now) {
                     return Some((Role::Sender, b));
                 }
             }
         }
         while let Some(d) = self.access.as_mut().and_then(|(_, back)| back.poll_datagram(now)) {
-            if let Some(b) = self.sender_bytes(d) {
+            if let Some(b) = self.sender_bytes(d, now) {
                 return Some((Role::Sender, b));
             }
         }

@@ -116,6 +116,9 @@ pub struct RelayPart {
     pub delivered_bytes: i64,
     pub policy_dropped_frames: Vec<u64>,
     pub link_samples: Vec<LinkSampleRecord>,
+    /// Every datagram's way through the relay, if the relay was asked to log them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub datagrams: Vec<crate::endpoint::DatagramRecord>,
 }
 
 /// One process's part.
@@ -148,7 +151,7 @@ impl Part {
     pub fn counters_json(&self) -> serde_json::Result<String> {
         let mut v = serde_json::to_value(self)?;
         if let Some(m) = v.as_object_mut() {
-            for k in ["events", "samples", "link_samples", "policy_dropped_frames"] {
+            for k in ["events", "samples", "link_samples", "policy_dropped_frames", "datagrams"] {
                 m.remove(k);
             }
         }

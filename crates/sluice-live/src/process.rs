@@ -48,6 +48,8 @@ pub struct ProcessOptions {
     /// The relay and the receiver give up if no datagram came from their peer in this time.
     pub start_timeout: Option<Duration>,
     pub faults: Faults,
+    /// The relay: keep a record of every datagram's way through it (the part's `datagrams`).
+    pub log_datagrams: bool,
     /// The sender: the encoded frames' bitstreams (x264) to put on the wire.
     pub frames: Option<FrameStore>,
     /// The receiver: write the displayed frames' bytes here (x264).
@@ -66,6 +68,7 @@ impl ProcessOptions {
             idle_timeout: TimeDelta::from_secs(5),
             start_timeout: None,
             faults: Faults::default(),
+            log_datagrams: false,
             frames: None,
             received_stream: None,
             forward_rtp: None,
@@ -428,6 +431,10 @@ impl EndpointProcess {
             options.faults.clone(),
             Some(shared.clone()),
         );
+        let mut relay = relay;
+        if options.log_datagrams {
+            relay.log_datagrams();
+        }
         let mut ep = Watch::new(relay, Some(options.idle_timeout), ctl.stop.clone());
         ep.sampler = Some(LinkSampler {
             shared,
@@ -457,6 +464,7 @@ impl EndpointProcess {
                 delivered_bytes: stats.delivered_bytes,
                 policy_dropped_frames: r.policy_dropped_frames.clone(),
                 link_samples: ep.sampler.take().map(|s| s.samples).unwrap_or_default(),
+                datagrams: r.datagram_log(),
             }))
         })?;
         Ok(EndpointProcess { ctl, end, thread: Some(thread) })

@@ -106,6 +106,12 @@ impl PyTrace {
             .map(|r| r.as_bps_f64())
             .collect())
     }
+
+    /// Bytes the link can serve in `[t0_us, t1_us)` (microseconds from its start, looping).
+    fn capacity_bytes(&self, t0_us: i64, t1_us: i64) -> i64 {
+        use sluice_core::units::Timestamp;
+        self.inner.capacity_between(Timestamp::from_us(t0_us), Timestamp::from_us(t1_us)).as_bytes()
+    }
 }
 
 /// The encoder a config asks for: the core's model encoder, or libx264 on real video.
@@ -254,6 +260,52 @@ fn default_config_json() -> PyResult<String> {
     serde_json::to_string(&RunConfig::default()).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Records made outside the simulator (a browser run), to be summarised by the core's rules.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExternalRecords {
+    frames: Vec<sluice_core::metrics::FrameRecord>,
+    #[serde(default)]
+    skips: Vec<sluice_core::metrics::SkipRecord>,
+    #[serde(default)]
+    samples: Vec<sluice_core::metrics::Sample>,
+    #[serde(default)]
+    link: sluice_core::metrics::LinkTotals,
+    #[serde(default)]
+    retransmissions: u64,
+    #[serde(default)]
+    padding_bytes: i64,
+    #[serde(default)]
+    sent_bytes_total: i64,
+    session_end_us: i64,
+    run_end_us: i64,
+}
+
+/// The summary (JSON) of records made outside the simulator (`{"frames": [...], "skips":
+/// [...], "samples": [...], "link": {...}, "retransmissions": N, "padding_bytes": N,
+/// "sent_bytes_total": N, "session_end_us": T, "run_end_us": T}`), by the same code as a
+/// simulated run's, so every summary key means the same thing.
+#[pyfunction]
+fn summarize_records(records_json: &str) -> PyResult<String> {
+    use sluice_core::units::Timestamp;
+    let r: ExternalRecords = serde_json::from_str(records_json)
+        .map_err(|e| PyValueError::new_err(format!("records: {e}")))?;
+    let mut recorder = sluice_core::metrics::Recorder::default();
+    recorder.retransmissions = r.retransmissions;
+    recorder.padding_bytes = r.padding_bytes;
+    recorder.sent_bytes_total = r.sent_bytes_total;
+    let summary = sluice_core::metrics::summarize(
+        &r.frames,
+        &r.skips,
+        &r.samples,
+        r.link,
+        &recorder,
+        Timestamp::from_us(r.session_end_us),
+        Timestamp::from_us(r.run_end_us),
+    );
+    serde_json::to_string(&summary).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// The clip frame shown at session frame `index` of a `frames`-frame clip (played back and
 /// forth, `sluice_core::encoder::clip_frame`): the quality scorer reads the same reference
 /// frames the encoder got.
@@ -265,6 +317,7 @@ fn clip_frame(index: u64, frames: u64) -> u64 {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clip_frame, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize_records, m)?)?;
     m.add_class::<PyTrace>()?;
     m.add_class::<PySimulation>()?;
     m.add_class::<live::PyLiveRun>()?;

@@ -25,6 +25,8 @@ struct EndpointJson {
     start_timeout_s: Option<f64>,
     /// The relay's faults, as `LiveRun`'s options (`duplicate`, `reorder`, ...).
     faults: Option<serde_json::Value>,
+    /// The relay: record every datagram's way through it.
+    log_datagrams: bool,
     received_stream: Option<String>,
     forward_rtp: Option<String>,
 }
@@ -77,6 +79,7 @@ impl PyLiveEndpoint {
         if let Some(f) = &o.faults {
             opts.faults = crate::live::options(Some(&f.to_string()))?.faults;
         }
+        opts.log_datagrams = o.log_datagrams;
         opts.received_stream = o.received_stream.map(std::path::PathBuf::from);
         opts.forward_rtp = o.forward_rtp.as_deref().map(|a| addr("forward-rtp", a)).transpose()?;
         let err = |e: sluice_core::sim::ConfigError| PyValueError::new_err(e.to_string());

@@ -1,0 +1,87 @@
+"""``sluice browser run``: Chromium -> Sluice's trace relay -> Chromium (see
+:mod:`sluice.browser`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from . import harness
+
+
+def add_commands(sub: Any) -> None:
+    from ..cli import _add_link, _add_run, _int
+
+    p = sub.add_parser(
+        "browser",
+        help="real Chromium in the loop: Chromium sends to Chromium through the trace relay",
+    )
+    bsub = p.add_subparsers(dest="browser_command", metavar="MODE", required=True)
+    r = bsub.add_parser(
+        "run",
+        help="one session of headless Chromium (WebRTC) through the trace relay; results as "
+        "`run`, scheme chrome",
+    )
+    _add_link(r)
+    _add_run(r)
+    v = r.add_argument_group("video")
+    v.add_argument(
+        "--video", metavar="CLIP", default=None,
+        help="the clip Chromium's fake camera plays (played back and forth; default: the "
+        "shipped bbb-intro clip)",
+    )  # fmt: skip
+    v.add_argument(
+        "--width", type=_int(16, "width"), default=None, metavar="W",
+        help=f"capture width, aspect kept (default {harness.DEFAULT_WIDTH})",
+    )  # fmt: skip
+    v.add_argument(
+        "--codec", choices=harness.CODECS, default="vp8",
+        help="the codec the sender page asks for first (default vp8, Chromium's own)",
+    )  # fmt: skip
+    v.add_argument(
+        "--max-bitrate-kbps", type=_int(100, "max bitrate"), default=None, metavar="K",
+        help="raise Chromium's cap on the video bitrate (x-google-max-bitrate and the "
+        "encoding's maxBitrate; its default for one stream: 2500 at 720p, 1700 at 360p)",
+    )  # fmt: skip
+    v.add_argument(
+        "--degradation", choices=[d for d in harness.DEGRADATIONS if d] + ["default"],
+        default=harness.DEFAULT_DEGRADATION,
+        help="the sender's degradationPreference: what Chromium gives up under limited "
+        "bandwidth (default maintain-resolution, as Sluice's encoders; `default` leaves "
+        "Chromium's own, which scales the resolution down)",
+    )  # fmt: skip
+    r.add_argument("--out", metavar="DIR", help="default results/chrome-<codec>-<trace>-s<seed>")
+    r.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
+    r.add_argument(
+        "--keep-work", action="store_true",
+        help="keep the scratch directory (camera file, Chromium's output) and say where",
+    )  # fmt: skip
+    r.set_defaults(func=cmd_browser_run)
+
+
+def cmd_browser_run(args: argparse.Namespace) -> int:
+    from .. import report, results
+    from ..cli import _overrides
+    from ..runner import RunSpec
+
+    spec = RunSpec(
+        scheme="webrtc",  # the relay's links only: drop-tail, as every WebRTC path
+        overrides=_overrides(args),
+        trace=args.trace,
+        uplink_trace=args.uplink_trace,
+        trace_format=args.trace_format,
+        out_dir=args.out,
+        video=args.video,
+        width=args.width,
+    )
+    run_dir = harness.run(spec, codec=args.codec, keep_work=args.keep_work, quiet=args.json,
+                          max_kbps=args.max_bitrate_kbps,
+                          degradation="" if args.degradation == "default" else args.degradation)
+    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(report.text_table([("chrome", summary)]))
+    print(f"\nresults: {run_dir}")
+    return 0

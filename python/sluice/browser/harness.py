@@ -1,0 +1,278 @@
+"""A browser run: Chromium sends to Chromium through Sluice's trace relay.
+
+:func:`run` prepares the camera file, serves the pages (:mod:`.server`), starts the relay
+once both peers' ports are known (``_core.LiveEndpoint("relay")``: the link code of the
+simulator and ``sluice live relay``), starts two headless Chromium processes (:mod:`.chromium`),
+lets the session run, stops the pages and collects what they recorded; :mod:`.records` turns
+that into the result files of a simulator run (scheme ``chrome``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SluiceError, core, core_errors
+from ..traces import trace_stem
+from ..video import RawVideo
+from . import chromium
+from .server import Signal, serve
+
+#: How long the pages may take to connect through the relay.
+CONNECT_TIMEOUT_S = 30.0
+#: How long the pages may take to flush their last records after being told to stop.
+FLUSH_TIMEOUT_S = 10.0
+
+
+def write_y4m(video: RawVideo, path: Path) -> int:
+    """Writes ``video`` as a y4m file played forwards then backwards (Chromium's fake camera
+    loops its file; a plain loop would cut from the last frame to the first). Returns the
+    number of frames written."""
+    from .. import _core
+
+    n = video.frames
+    count = 2 * (n - 1) if n > 1 else 1
+    num, den = video.fps.as_integer_ratio() if float(video.fps).is_integer() else (
+        round(video.fps * 1000), 1000)  # fmt: skip
+    header = f"YUV4MPEG2 W{video.width} H{video.height} F{num}:{den} Ip A1:1 C420jpeg\n"
+    tmp = path.with_suffix(".part")
+    with open(video.path, "rb") as src, open(tmp, "wb") as out:
+        out.write(header.encode())
+        for i in range(count):
+            src.seek(_core.clip_frame(i, n) * video.frame_bytes)
+            out.write(b"FRAME\n")
+            out.write(src.read(video.frame_bytes))
+    tmp.replace(path)
+    return count
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Session:
+    """What a browser run collected: the pages' records, the relay's part, timings."""
+
+    logs: dict[str, dict[str, list[Any]]]
+    relay_counters: dict[str, Any]
+    relay_events: Path
+    wall_origin_us: int
+    errors: list[str] = field(default_factory=list)
+
+
+def run_session(
+    cfg: dict[str, Any],
+    down: Any,
+    up: Any,
+    video: RawVideo,
+    codec: str,
+    work: Path,
+    progress: Callable[[float], None] | None = None,
+    max_kbps: int | None = None,
+    degradation: str = "",
+) -> Session:
+    """Runs one Chromium -> relay -> Chromium session for ``cfg["duration_s"]`` seconds of
+    media (from the relay's first datagram), plus the drain."""
+    duration = float(cfg["duration_s"]) + float(cfg["drain_s"])
+    camera = work / "camera.y4m"
+    write_y4m(video, camera)
+    signal = Signal(token=secrets.token_urlsafe(16))
+    server = serve(signal)
+    port = server.server_address[1]
+    query = (f"token={signal.token}&codec={codec}&width={video.width}&height={video.height}"
+             f"&fps={video.fps:g}&max_kbps={max_kbps or 0}&degradation={degradation}")  # fmt: skip
+    browsers: list[chromium.Browser] = []
+    try:
+        browsers.append(chromium.Browser(
+            f"http://127.0.0.1:{port}/receiver.html?{query}", None, work / "receiver.log"))
+        browsers.append(chromium.Browser(
+            f"http://127.0.0.1:{port}/sender.html?{query}", camera, work / "sender.log"))
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        while not signal.peers_known.wait(0.1):
+            if signal.errors:
+                raise SluiceError("browser run: " + signal.errors[0])
+            dead = [b for b in browsers if not b.alive()]
+            if dead:
+                raise SluiceError(f"Chromium exited early (see {dead[0].log.name})")
+            if time.monotonic() > deadline:
+                raise SluiceError(f"the pages did not negotiate within {CONNECT_TIMEOUT_S:.0f} s "
+                                  f"(Chromium's output: {work})")  # fmt: skip
+        # The relay lives in this thread (the endpoint object is not to be shared).
+        sender_port, receiver_port = signal.peers
+        port = free_udp_port()
+        options = {
+            "listen": f"127.0.0.1:{port}",
+            "sender": f"127.0.0.1:{sender_port}",
+            "receiver": f"127.0.0.1:{receiver_port}",
+            "idle_timeout_s": 5.0,
+            "start_timeout_s": CONNECT_TIMEOUT_S,
+            "log_datagrams": True,
+        }
+        with core_errors("relay: "):
+            ep = core().LiveEndpoint(
+                "relay", json.dumps(cfg), json.dumps(options),
+                down.trace if down else None, up.trace if up else None,
+            )  # fmt: skip
+        signal.relay_at(port)
+        # The session: the relay's clock starts at its first datagram (an ICE check, within
+        # milliseconds); the pages run the duration and the drain from there.
+        end = time.monotonic() + duration
+        while time.monotonic() < end:
+            time.sleep(0.2)
+            if progress is not None:
+                progress(min(1.0, 1.0 - (end - time.monotonic()) / duration))
+            if signal.errors:
+                raise SluiceError("browser run: " + signal.errors[0])
+        signal.stop()
+        for role in ("sender", "receiver"):
+            signal.done[role].wait(FLUSH_TIMEOUT_S)
+        ep.stop()
+        events = work / "relay-events.json"
+        with core_errors("relay: "):
+            counters = json.loads(ep.finish(str(events)))
+    finally:
+        for b in browsers:
+            b.stop()
+        server.shutdown()
+        server.server_close()
+    with signal.lock:
+        logs = json.loads(json.dumps(signal.logs))
+        errors = list(signal.errors)
+    return Session(logs, counters, work / "relay-events.json", int(counters["wall_origin_us"]),
+                   errors)  # fmt: skip
+
+
+def scratch_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="sluice-browser-"))
+
+
+#: Codecs the pages can ask Chromium for (RTCRtpSender.getCapabilities mime types).
+CODECS = ("vp8", "vp9", "h264", "av1")
+#: The clip a browser run uses without --video (shipped with the repository).
+DEFAULT_CLIP = (Path(__file__).resolve().parents[3] / "data" / "videos"
+                / "bbb-intro_1280x720_24fps_10s.mp4")  # fmt: skip
+DEFAULT_WIDTH = 640
+DEFAULT_FPS = 30.0
+#: RTCRtpSendParameters.degradationPreference values the harness accepts ("" = Chromium's).
+DEGRADATIONS = ("maintain-resolution", "maintain-framerate", "balanced", "")
+DEFAULT_DEGRADATION = "maintain-resolution"
+
+
+def chromium_version() -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run([chromium.executable(), "--version"], capture_output=True,
+                             text=True, timeout=30)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    lines = [ln for ln in out.stdout.splitlines() if "Chromium" in ln or "Chrome" in ln]
+    return lines[-1].strip() if lines else (out.stdout.strip() or "unknown")
+
+
+def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = False,
+        max_kbps: int | None = None, degradation: str = DEFAULT_DEGRADATION) -> Path:  # fmt: skip
+    """One browser run: Chromium sends ``spec``'s clip (default: the shipped one) to Chromium
+    through the trace relay of ``spec``'s network; the result files of a simulated run, scheme
+    ``chrome``, in ``spec``'s output directory. ``max_kbps`` raises Chromium's cap on the
+    video's bitrate (its default for one stream: 2.5 Mbps at 720p, 1.7 Mbps at 360p). Raises
+    :class:`SluiceError`."""
+    from .. import config, results, video
+    from ..runner import load_traces, planned_config
+    from . import records
+
+    if codec not in CODECS:
+        raise SluiceError(f"unknown codec {codec!r} (one of {', '.join(CODECS)})")
+    if degradation not in DEGRADATIONS:
+        raise SluiceError(f"unknown degradation preference {degradation!r}")
+    chromium.executable()  # one clear line before anything else if it is missing
+    cfg = planned_config(spec, "model")
+    config.resolve(cfg, validate=True)
+    fps = float(cfg["fps"]) if any(config.short_path(p) == "fps" for p, _ in spec.overrides) \
+        else DEFAULT_FPS  # fmt: skip
+    cfg["fps"] = fps
+    down, up = load_traces(spec, cfg)
+    cfg["downlink"]["trace"] = down.name if down else None
+    cfg["uplink"]["trace"] = up.name if up else None
+    clip = spec.video or str(DEFAULT_CLIP)
+    raw = video.prepare(clip, spec.cache_dir, width=spec.width or DEFAULT_WIDTH, fps=fps)
+    work = scratch_dir()
+    bar = None
+    if not quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=100, desc=f"chrome {codec}", unit="%", leave=False)
+
+    def progress(x: float) -> None:
+        if bar is not None:
+            bar.n = round(100 * x)
+            bar.refresh()
+
+    try:
+        session = run_session(cfg, down, up, raw, codec, work, progress, max_kbps, degradation)
+        part = json.loads(session.relay_events.read_text(encoding="utf-8"))
+    finally:
+        if bar is not None:
+            bar.close()
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+    duration = float(cfg["duration_s"])
+    origin = session.wall_origin_us
+    end_us = round(duration * 1e6)
+    frames, skips = records.frames_and_skips(
+        session.logs["receiver"]["frames"], origin, fps, end_us)  # fmt: skip
+    if not frames:
+        raise SluiceError("the receiver page displayed no frame (see the sender's and the "
+                          "receiver's events in a run with --keep-work)")  # fmt: skip
+    trace = down.trace if down else None
+    cap = (lambda t0, t1: trace.capacity_bytes(t0, t1) * 8 / max(1e-6, (t1 - t0) / 1e6)) \
+        if trace else None  # fmt: skip
+    samples = records.samples(session.logs["sender"]["stats"], session.logs["receiver"]["stats"],
+                              part.get("link_samples") or [], origin, cap, end_us)  # fmt: skip
+    capacity = trace.capacity_bytes(0, end_us) if trace else 0
+    summary = records.summary(frames, skips, samples, part, capacity,
+                              session.logs["sender"]["stats"], session.logs["receiver"]["stats"],
+                              origin, duration, float(cfg["drain_s"]))  # fmt: skip
+    run_dir = Path(spec.out_dir or os.path.join(
+        "results", f"chrome-{codec}-{trace_stem(spec.trace)}-s{cfg['seed']}"))  # fmt: skip
+    header = results.make_header(
+        seed=cfg["seed"], scheme="chrome", config=cfg,
+        trace=down.header() if down else None, uplink_trace=up.header() if up else None,
+    )  # fmt: skip
+    header["browser"] = {
+        "chromium": chromium_version(), "codec": codec, "width": raw.width,
+        "height": raw.height, "fps": fps, "clip": str(clip), "max_kbps": max_kbps,
+        "degradation": degradation or "default",
+        "relay": {k: part.get(k) for k in ("arrived_packets", "dropped_packets", "opaque",
+                                           "delivered_bytes")},
+        "errors": session.errors,
+    }  # fmt: skip
+    tmp_log = results.temp_path(run_dir / results.RELAY_LOG_FILE)
+    tmp_browser = results.temp_path(run_dir / results.BROWSER_FILE)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(tmp_log, "w", encoding="utf-8") as f:
+            for d in part.get("datagrams") or []:
+                f.write(json.dumps(d, separators=(",", ":")) + "\n")
+        pages = {r: {"stats": session.logs[r]["stats"], "events": session.logs[r]["events"]}
+                 for r in ("sender", "receiver")}  # fmt: skip
+        tmp_browser.write_text(json.dumps(pages, separators=(",", ":")), encoding="utf-8")
+        results.write_run(run_dir, header, frames, samples, summary, skips=skips,
+                          extra={results.RELAY_LOG_FILE: tmp_log,
+                                 results.BROWSER_FILE: tmp_browser})  # fmt: skip
+    finally:
+        tmp_log.unlink(missing_ok=True)
+        tmp_browser.unlink(missing_ok=True)
+    return run_dir

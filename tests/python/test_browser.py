@@ -1,0 +1,73 @@
+"""Real Chromium in the loop: Chromium sends to Chromium through Sluice's trace relay, and
+the session is a result like any run's."""
+
+from __future__ import annotations
+
+import json
+
+from sluice import results
+from sluice.browser import records, server
+from sluice.cli import main as cli
+
+SDP = "\r\n".join([
+    "v=0", "m=video 9 UDP/TLS/RTP/SAVPF 96", "a=mid:0",
+    "a=candidate:1 1 udp 2122194687 127.0.0.1 57685 typ host generation 0",
+    "a=candidate:2 1 udp 2122063615 192.0.2.2 40350 typ host generation 0",
+    "a=candidate:3 1 tcp 1518214911 127.0.0.1 9 typ host tcptype active generation 0",
+    "a=end-of-candidates", "",
+])  # fmt: skip
+
+
+def test_candidates_are_rewritten_to_the_relay_alone() -> None:
+    assert server.loopback_port(SDP) == 57685
+    out = server.rewrite(SDP, 40000)
+    cands = [ln for ln in out.splitlines() if ln.startswith("a=candidate")]
+    assert cands == ["a=" + server.candidate_line(40000)]
+    assert "127.0.0.1 40000 typ host" in cands[0]
+    assert not [ln for ln in server.rewrite(SDP, None).splitlines() if "candidate" in ln]
+
+
+def test_frames_take_their_capture_time_from_rtp_until_abs_capture_time_arrives() -> None:
+    # 30 fps, RTP at 90 kHz; the first two frames have no captureTime; slot 3 never shown.
+    origin_us = 1_000_000_000_000
+    base_ms = origin_us / 1000 + 100
+    shown = []
+    for k in (0, 1, 2, 4):
+        cap = base_ms + k * 1000 / 30
+        shown.append({"rtp_timestamp": 5000 + 3000 * k,
+                      "capture_ms": cap if k >= 2 else None,
+                      "receive_ms": cap + 30, "expected_display_ms": cap + 50})  # fmt: skip
+    frames, skips = records.frames_and_skips(shown, origin_us, 30.0, 300_000)
+    assert [f["source_index"] for f in frames] == [0, 1, 2, 4]
+    assert [round(f["latency_us"]) for f in frames] == [50_000] * 4
+    assert frames[0]["chrome_capture_from_rtp"] and not frames[2]["chrome_capture_from_rtp"]
+    # Slots 3 and 5 (200 and 266.7 ms from the origin, before the end of capture at 300 ms)
+    # were not displayed.
+    assert [(s["source_index"], s["reason"]) for s in skips] == [(3, "not-displayed"),
+                                                                (5, "not-displayed")]
+
+
+def test_chromium_sends_to_chromium_through_the_relay(tmp_path, capsys) -> None:
+    out = tmp_path / "chrome"
+    rc = cli(["browser", "run", "--trace", "gen:constant:6", "--duration", "10", "--width",
+              "320", "--out", str(out), "--json"])  # fmt: skip
+    assert rc == 0, capsys.readouterr().err
+    summary = json.loads(capsys.readouterr().out)
+    run = results.load_run(out)
+    assert run.scheme == "chrome" and run.header["browser"]["codec"] == "vp8"
+    # At least 90 % of the 300 capture slots displayed, each with its latency.
+    shown = run.frames[run.frames["displayed_us"].notna()]
+    assert len(shown) >= 270, len(shown)
+    assert (shown["latency_us"] > 0).all() and (shown["latency_us"] < 1_000_000).all()
+    assert summary["frames_displayed"] == len(shown)
+    assert summary["latency_all_ms"]["p95"] >= summary["latency_ms"]["p95"] * 0.99
+    # Chromium's target and the relay's link are in the samples; every datagram in the log.
+    assert run.samples["target_rate_bps"].max() > 100_000
+    assert run.samples["chrome_available_outgoing_bitrate_bps"].notna().any()
+    log = [json.loads(ln) for ln in (out / results.RELAY_LOG_FILE).read_text().splitlines()]
+    down = [d for d in log if d["dir"] == "down"]
+    assert len(down) > 500 and all(d["left_us"] is not None for d in down[:-20])
+    assert 0 < summary["utilization"] < 1
+    # `sluice plot` draws it.
+    assert cli(["plot", str(out)]) == 0
+    assert (out / "timeseries.png").stat().st_size > 10_000
