@@ -15,6 +15,7 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -174,6 +175,26 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _add_seeds_and_frame_drop(p: argparse.ArgumentParser) -> None:
+    """--seeds (run and compare) and --frame-drop (every command that runs schemes)."""
+    g = p.add_argument_group("repetitions and equal settings")
+    g.add_argument(
+        "--seeds", metavar="LIST", default=None,
+        help="run every seed of LIST (1,2,3 or 1-5): tables give the mean and its 95 %% "
+        "interval over them (instead of --seed)",
+    )  # fmt: skip
+    _add_frame_drop(g)
+
+
+def _add_frame_drop(g: Any) -> None:
+    g.add_argument(
+        "--frame-drop", choices=("on", "off"), default=None,
+        help="libwebrtc's frame dropping (frame dropper and congestion-window drops) on or "
+        "off for every scheme alike (default: each scheme's own: on for webrtc, off for the "
+        "papers' schemes)",
+    )  # fmt: skip
+
+
 def _add_video(p: argparse.ArgumentParser, quality: bool = True) -> None:
     v = p.add_argument_group("video")
     v.add_argument(
@@ -220,9 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a custom composition (SchemeConfig JSON); named after the file stem",
     )  # fmt: skip
     _add_network(p)
+    _add_seeds_and_frame_drop(p)
     p.add_argument(
-        "--out", type=_out_path, metavar="DIR", help="default results/<scheme>-<trace>-s<seed>"
-    )
+        "--out", type=_out_path, metavar="DIR",
+        help="default results/<scheme>-<trace>-s<seed> (with --seeds: one per seed; with --out, "
+        "DIR/s<seed>)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
     p.set_defaults(func=cmd_run)
 
@@ -235,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="add a custom composition (repeatable)",
     )  # fmt: skip
     _add_network(p)
+    _add_seeds_and_frame_drop(p)
     p.add_argument("--jobs", type=_jobs, metavar="N", help="parallel runs (default: CPUs)")
     p.add_argument("--backend", choices=("process", "ray"), default="process")
     p.add_argument(
@@ -244,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--out", type=_out_path, metavar="DIR", help="default results/compare-<trace>")
     p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
+    p.add_argument("--no-report", action="store_true", help="skip the HTML report (report.html)")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
@@ -270,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="results root (default results): cells go to DIR/<name>/<trace>/<clip>/<scheme>/",
     )  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="list the cells and what would run")
+    p.add_argument("--no-report", action="store_true", help="skip the HTML report (report.html)")
     p.add_argument(
         "--only", metavar="SCHEME,...", default=None,
         help="run only the cells of these schemes (the table still has every finished cell)",
@@ -292,6 +319,16 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--paths", action="store_true", help="one PATH=VALUE line per field")
     p.set_defaults(func=cmd_config)
+
+    p = sub.add_parser(
+        "report", help="one self-contained HTML page for a run, compare or matrix directory",
+        description="Writes DIR/report.html: the table with 95 %% intervals (all-slot latency "
+        "first), latency against quality per trace family, latency CDFs on a log axis, time "
+        "series, the settings the schemes differ in, and provenance. It opens offline.",
+    )  # fmt: skip
+    p.add_argument("dir", metavar="DIR", help="a run, compare or matrix results directory")
+    p.add_argument("--out", type=_out_path, metavar="FILE", help="default DIR/report.html")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("schemes", help="list the registered schemes")
     p.add_argument("--json", action="store_true", help="the registry as JSON")
@@ -330,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scheme", default="webrtc", metavar="S", help="scheme (see: sluice schemes)")
     s.add_argument("--scheme-file", metavar="FILE.json", help="a custom composition")
     _add_network(lr)
+    _add_frame_drop(lr)
     lr.add_argument("--out", metavar="DIR", help="default results/live-<scheme>-<trace>-s<seed>")
     lr.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
     from .live import add_live_options
@@ -419,6 +457,10 @@ def _overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
         out.append(("seed", args.seed))
     if args.fps is not None:
         out.append(("fps", args.fps))
+    frame_drop = getattr(args, "frame_drop", None)
+    if frame_drop is not None:
+        on = frame_drop == "on"
+        out.append(("frame_drop", {"frame_dropper": on, "cwnd_pushback": on}))
     return (*out, *args.overrides)
 
 
@@ -455,14 +497,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         name, cfg = args.scheme, None
         _check_schemes([name])
-    run_dir = run_one(_spec_from_args(args, name, cfg, args.out))
-    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
-    if args.json:
-        print(json.dumps(summary, indent=2))
+    seeds = _seeds(args)
+    if seeds is None:
+        run_dir = run_one(_spec_from_args(args, name, cfg, args.out))
+        summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
+        if args.json:
+            print(json.dumps(summary, indent=2))
+            return 0
+        print(report.text_table([(name, summary)]))
+        print(f"\nresults: {run_dir}")
         return 0
-    print(report.text_table([(name, summary)]))
-    print(f"\nresults: {run_dir}")
+    summaries = []
+    run_dirs = []
+    for seed in seeds:
+        out = os.path.join(args.out, f"s{seed}") if args.out else None
+        spec = _spec_from_args(args, name, cfg, out)
+        spec = replace(spec, overrides=(*spec.overrides, ("seed", seed)))
+        run_dirs.append(run_one(spec))
+        summaries.append(json.loads((run_dirs[-1] / results.SUMMARY_FILE).read_text("utf-8")))
+    if args.json:
+        print(json.dumps(summaries, indent=2))
+        return 0
+    print(report.text_table([(name, summaries)]))
+    print(f"{report.LEGEND}\n\nresults: {', '.join(str(d) for d in run_dirs)}")
     return 0
+
+
+def _seeds(args: argparse.Namespace) -> list[int] | None:
+    """--seeds as a list (None without it); with --seed too, one clear error."""
+    from .spread import parse_seeds
+
+    if getattr(args, "seeds", None) is None:
+        return None
+    if args.seed is not None:
+        raise SluiceError("give --seed or --seeds, not both")
+    return parse_seeds(args.seeds)
 
 
 def cmd_live_run(args: argparse.Namespace) -> int:
@@ -486,7 +555,7 @@ def cmd_live_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from . import plots, report, results, runner
+    from . import differences, plots, report, results, runner
     from .traces import trace_stem
 
     names = [n.strip() for n in args.schemes.split(",") if n.strip()]
@@ -499,22 +568,36 @@ def cmd_compare(args: argparse.Namespace) -> int:
     dup = sorted({n for n in seen if seen.count(n) > 1})
     if dup:
         raise SluiceError(f"scheme listed twice: {', '.join(dup)}")
+    seeds = _seeds(args)
 
     out = Path(args.out or os.path.join("results", f"compare-{trace_stem(args.trace)}"))
-    specs = [_spec_from_args(args, n, cfg, str(out / n)) for n, cfg in entries]
+    specs = []
+    for n, cfg in entries:
+        if seeds is None:
+            specs.append(_spec_from_args(args, n, cfg, str(out / n)))
+            continue
+        for seed in seeds:
+            spec = _spec_from_args(args, n, cfg, str(out / n / f"s{seed}"))
+            specs.append(replace(spec, overrides=(*spec.overrides, ("seed", seed))))
     # Configs and traces once up front, so mistakes come before any run starts.
     cfgs = [runner.check(s) for s in specs]
     runner.load_traces(specs[0], cfgs[0])
     run_dirs = runner.run_many(specs, jobs=args.jobs, backend=args.backend,
                                address=args.address)  # fmt: skip
     runs = [results.load_run(d) for d in run_dirs]
-    named = [(r.scheme, r.summary) for r in runs]
+    by_scheme: dict[str, list[Any]] = {}
+    for r in runs:
+        by_scheme.setdefault(r.scheme, []).append(r)
+    named = [(n, [r.summary for r in rs]) for n, rs in by_scheme.items()]
 
-    table = report.markdown_table(named)
     cfg = cfgs[0]
+    chosen = [p for p, _ in specs[0].overrides if p != "seed"]
+    firsts = [rs[0] for rs in by_scheme.values()]
+    diffs = differences.markdown([(r.scheme, r.config) for r in firsts], chosen)
+    seed_text = (f"seeds {', '.join(map(str, seeds))}" if seeds else f"seed {cfg['seed']}")
     header = (
         f"# sluice compare: {args.trace}\n\n"
-        f"duration {cfg['duration_s']:g} s, seed {cfg['seed']}, "
+        f"duration {cfg['duration_s']:g} s, {seed_text}, "
         f"one-way delay {cfg['downlink']['delay_ms']:g} ms, "
         + (
             f"sender-bottleneck {cfg['downlink']['access_delay_ms']:g} ms, "
@@ -523,14 +606,37 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
         + f"queue {_queue_desc(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}\n\n"
     )
-    (out / "compare.md").write_text(header + table + "\n", encoding="utf-8")
+    body = report.markdown_table(named) + "\n\n" + report.LEGEND + "\n"
+    if diffs:
+        body += ("\n## Settings the schemes differ in, which you did not choose\n\n"
+                 + diffs + "\n")  # fmt: skip
+    (out / "compare.md").write_text(header + body, encoding="utf-8")
     (out / "summary.csv").write_text(report.csv_text(named), encoding="utf-8")
-    pngs = plots.plot_runs(runs, out, logx=args.log_x)
+    pngs = plots.plot_runs(firsts, out, logx=args.log_x)
+    html = None
+    if not args.no_report:
+        from .htmlreport import write_report
+
+        html = write_report(out, command=" ".join(["sluice", *sys.argv[1:]]))
 
     print(report.text_table(named))
+    print(report.LEGEND)
+    note = differences.note([(r.scheme, r.config) for r in firsts], chosen)
+    if note:
+        print(note)
     print(f"\nresults: {out}")
     print(f"table:   {out / 'compare.md'}, {out / 'summary.csv'}")
     print(f"plots:   {', '.join(str(p) for p in pngs)}")
+    if html:
+        print(f"report:  {html}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .htmlreport import write_report
+
+    path = write_report(args.dir, args.out, command=" ".join(["sluice", *sys.argv[1:]]))
+    print(f"report: {path}")
     return 0
 
 
@@ -568,7 +674,21 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         print(f"sluice: cell {cell.run_dir} failed: {msg}", file=sys.stderr)
     print(f"{p.name}: {len(res.cells)} cells, {len(res.outcome.ran)} run now, "
           f"{len(res.table)} with results")  # fmt: skip
+    if len(res.table):
+        from . import report
+
+        t = res.table
+        named = [(sch, t[t["scheme"] == sch].to_dict("records"))
+                 for sch in dict.fromkeys(t["scheme"])]  # fmt: skip
+        print(report.text_table(named))
+        print(report.LEGEND)
     print(f"table: {', '.join(str(x) for x in res.paths)}")
+    if len(res.table) and not args.no_report:
+        from .htmlreport import write_report
+
+        html = write_report(Path(res.paths[0]).parent,
+                            command=" ".join(["sluice", *sys.argv[1:]]))  # fmt: skip
+        print(f"report: {html}")
     if res.outcome.failed:
         return _fail(f"{len(res.outcome.failed)} of {len(res.todo)} runs failed (see above)")
     return 0

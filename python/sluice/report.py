@@ -1,7 +1,14 @@
 """Summary tables: plain text for the terminal, Markdown and CSV for compare directories.
 
 Columns are metrics by name (:mod:`sluice.metrics`): the table headers and number formats
-come from :data:`sluice.metrics.METRICS`, the values from the flattened summary.
+come from :data:`sluice.metrics.METRICS`, the values from the flattened summary. Latency over
+every capture slot leads (``all-slot``), then the displayed frames' own (``shown``).
+
+A row is a scheme and its runs (one per seed, or per trace and seed in a matrix): a value is
+their mean, with ``± h`` the half-width of its 95 % interval when there are several
+(:mod:`sluice.spread`). Per column with a better direction, the best mean is marked ``*``
+(bold in Markdown) and every other mean inside the interval of the best (not distinguishable
+from it at this many runs) ``~``.
 """
 
 from __future__ import annotations
@@ -12,26 +19,78 @@ from collections.abc import Sequence
 from typing import Any
 
 from .metrics import metric, summary_row
+from .spread import Spread, spread
 
 #: The metrics of the terminal / Markdown tables.
 TABLE_METRICS = (
-    "latency_ms_mean", "latency_ms_p50", "latency_ms_p95", "latency_ms_p99", "stall_rate",
-    "fps", "loss_rate", "video_bitrate_bps", "utilization", "bwe_ratio",
+    "latency_all_ms_p95", "latency_all_ms_p99", "latency_ms_p50", "latency_ms_p95",
+    "stall_ratio_200ms", "freeze_count", "fps", "loss_rate", "video_bitrate_bps", "utilization",
 )  # fmt: skip
 #: Added when some run was scored (runs on real video with --quality).
-QUALITY_METRICS = ("vmaf_mean", "vmaf_p5", "ssim_mean", "psnr_mean")
+QUALITY_METRICS = ("vmaf_mean", "vmaf_p5", "ssim_mean")
 
-Named = Sequence[tuple[str, "dict[str, Any] | None"]]
+#: (name, summary) of one run, or (name, [summaries]) of several (seeds).
+Named = Sequence[tuple[str, Any]]
 
 
-def rows(named: Named) -> tuple[list[str], list[list[str]]]:
-    flat = [(name, summary_row(s)) for name, s in named]
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and v == v and abs(v) != float("inf")
+
+
+def _runs(s: Any) -> list[dict[str, Any]]:
+    if s is None:
+        return []
+    return [x for x in s if x is not None] if isinstance(s, list) else [s]
+
+
+def spreads(named: Named, names: Sequence[str]) -> list[tuple[str, int, dict[str, Spread]]]:
+    """Per row: its name, how many runs, and the spread of each metric over them."""
+    out = []
+    for name, s in named:
+        rows = [summary_row(x) for x in _runs(s)]
+        out.append((name, len(rows), {m: spread(r.get(m) for r in rows) for m in names}))
+    return out
+
+
+def _marks(table: list[tuple[str, int, dict[str, Spread]]], m: str) -> dict[str, str]:
+    """``*`` for the best mean of metric ``m``, ``~`` for means inside its interval."""
+    better = metric(m).better
+    vals = [(n, sp[m]) for n, _, sp in table if sp[m].n > 0]
+    if better is None or len(vals) < 2 or len({round(v.mean, 12) for _, v in vals}) < 2:
+        return {}
+    best_name, best = (min if better == "low" else max)(vals, key=lambda x: x[1].mean)
+    out = {best_name: "*"}
+    for n, sp in vals:
+        if n != best_name and sp.overlaps(best):
+            out[n] = "~"
+    return out
+
+
+def rows(named: Named, markdown_marks: bool = False) -> tuple[list[str], list[list[str]]]:
+    flat = [summary_row(x) for _, s in named for x in _runs(s)]
     names = list(TABLE_METRICS)
-    if any(r.get("vmaf_mean") is not None for _, r in flat):
+    if any(_finite(r.get("vmaf_mean")) for r in flat):
         names += QUALITY_METRICS
+    table = spreads(named, names)
+    several = any(n > 1 for _, n, _ in table)
+    marks = {m: _marks(table, m) for m in names}
     cols = [metric(n) for n in names]
-    head = ["scheme", *(c.header for c in cols)]
-    body = [[name, *(c.format(r.get(c.name)) for c in cols)] for name, r in flat]
+    head = ["scheme", *(["runs"] if several else []), *(c.header for c in cols)]
+    body = []
+    for name, n, sp in table:
+        cells = []
+        for c in cols:
+            v = sp[c.name]
+            text = c.format(v.mean if v.n else None)
+            if v.n > 1 and v.half == v.half:  # not NaN
+                text += " ± " + c.format(v.half)
+            mark = marks[c.name].get(name, "")
+            if markdown_marks and mark == "*":
+                text = f"**{text}**"
+            elif mark:
+                text += " " + mark
+            cells.append(text)
+        body.append([name, *([str(n)] if several else []), *cells])
     return head, body
 
 
@@ -55,13 +114,21 @@ def markdown(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 
 def markdown_table(named: Named) -> str:
-    return markdown(*rows(named))
+    return markdown(*rows(named, markdown_marks=True))
+
+
+#: What the marks in a table mean (printed under it).
+LEGEND = (
+    "all-slot: latency over every capture slot (a slot not shown counts until the next frame "
+    "shown); shown: the displayed frames only. Means over the runs, ± the half-width of the "
+    "95 % interval; * the best, ~ not distinguishable from it."
+)
 
 
 def csv_text(named: Named) -> str:
-    """One row per run: ``scheme`` and every summary metric
+    """One row per run: ``scheme``, ``seed`` if known, and every summary metric
     (:func:`~sluice.metrics.summary_row`)."""
-    flat = [(name, summary_row(s)) for name, s in named]
+    flat = [(name, summary_row(x)) for name, s in named for x in _runs(s)]
     cols = list(dict.fromkeys(k for _, r in flat for k in r))
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")

@@ -1,0 +1,377 @@
+"""Sluice's ``webrtc`` against real Chromium: the fidelity table (``docs/results/chrome.md``).
+
+``python -m sluice.analysis.chrome PLAN [--results results] [--report-dir DIR] [--report-only]``
+runs every cell of ``PLAN`` (``experiments/chrome-fidelity.toml``) that has no result yet and
+writes the report. A cell is a trace, a bitrate cap and a side:
+
+* ``sim``: ``webrtc`` in the simulator, x264 on the plan's clip (modeled encode time), GCC's
+  rate capped at the cap (``cc.max_rate``);
+* ``live``: the same over real UDP on loopback (``sluice live run``), in real time;
+* ``chrome``: Chromium sending to Chromium through the same relay (``sluice browser run``),
+  VP8, at Chromium's own cap (``chromium_default``) or the cap raised to ``kbps``.
+
+Plan keys: ``name``, ``description``, ``seed``, ``duration_s``, ``delay_ms`` (one way, both
+directions), ``queue_bytes`` (drop-tail), ``[video]`` (``path``, ``width``, ``fps``),
+``[[cap]]`` (``label``, ``kbps``, ``chromium_default``), ``[[trace]]`` (``label``, ``path``,
+``duration_s``). Paths are relative to the plan.
+
+Per run the report derives, from the records and the same rules for every side: the video
+bitrate and utilisation (summary), the all-slot P95 and P99 (Salsify's rule), freezes
+(WebRTC's rule), the **ramp** (seconds from the start, and from each step up of a synthetic
+trace, until the 1 s mean of the delivered rate reaches 80 % of the lower of the cap and the
+new rate) and the **settle** (seconds after each step down until no capture slot of the
+phase waits more than 200 ms any more).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import results
+from ..errors import SluiceError
+from . import ANALYSIS_SLOT, existing_analysis, figure, fmt, markdown, provenance, write_markdown
+from .pooled import slot_latencies_ms
+
+PROG = "python -m sluice.analysis.chrome"
+SIDES = ("sim", "live", "chrome")
+#: A difference worth explaining (the issue's threshold).
+TOLERANCE = 0.20
+
+
+@dataclass(frozen=True)
+class Cell:
+    trace_label: str
+    trace: str
+    duration_s: float
+    cap_label: str
+    cap_kbps: int
+    chromium_default: bool
+    side: str
+
+    def dir(self, root: Path) -> Path:
+        return root / self.trace_label / self.cap_label / self.side
+
+
+def load_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
+    from ..plan import tomllib
+
+    p = Path(path)
+    try:
+        plan = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise SluiceError(f"cannot read {p}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise SluiceError(f"{p}: {e}") from None
+    base = p.resolve().parent
+
+    def path_of(s: str) -> str:
+        return s if s.startswith("gen:") else str((base / s).resolve())
+
+    for key in ("name", "video", "cap", "trace"):
+        if key not in plan:
+            raise SluiceError(f"{p}: missing {key}")
+    plan["video"]["path"] = path_of(plan["video"]["path"])
+    for t in plan["trace"]:
+        t["path"] = path_of(t["path"])
+    return plan
+
+
+def cells(plan: dict[str, Any]) -> list[Cell]:
+    out = []
+    for t in plan["trace"]:
+        for c in plan["cap"]:
+            for side in SIDES:
+                out.append(Cell(t["label"], t["path"], float(t.get("duration_s",
+                           plan.get("duration_s", 60))), c["label"], int(c["kbps"]),
+                           bool(c.get("chromium_default")), side))  # fmt: skip
+    return out
+
+
+def spec_of(plan: dict[str, Any], cell: Cell, out: Path) -> Any:
+    from ..runner import RunSpec
+
+    v = plan["video"]
+    overrides: list[tuple[str, Any]] = [
+        ("duration_s", cell.duration_s),
+        ("seed", int(plan.get("seed", 1))),
+        ("fps", float(v.get("fps", 30))),
+        ("downlink.delay_ms", float(plan.get("delay_ms", 20))),
+        ("uplink.delay_ms", float(plan.get("delay_ms", 20))),
+        ("downlink.queue_bytes", int(plan.get("queue_bytes", 150_000))),
+    ]
+    if cell.side != "chrome":
+        overrides.append(("cc.max_rate", cell.cap_kbps * 1000))
+    return RunSpec(
+        scheme="webrtc", overrides=tuple(overrides), trace=cell.trace, video=v["path"],
+        encoder="x264", width=int(v.get("width", 1280)), quality="none",
+        encode_time="modeled" if cell.side == "sim" else "measured", out_dir=str(out),
+        progress=False,
+    )  # fmt: skip
+
+
+def run_cell(plan: dict[str, Any], cell: Cell, root: Path) -> Path:
+    out = cell.dir(root)
+    spec = spec_of(plan, cell, out)
+    if cell.side == "sim":
+        from ..runner import run_one
+
+        return run_one(spec)
+    if cell.side == "live":
+        from ..live import run_live
+
+        return run_live(spec)
+    from ..browser import harness
+
+    return harness.run(spec, codec="vp8", quiet=True,
+                       max_kbps=None if cell.chromium_default else cell.cap_kbps)  # fmt: skip
+
+
+def run_missing(plan: dict[str, Any], root: Path, progress: bool = True) -> None:
+    todo = [c for c in cells(plan) if not results.is_complete(c.dir(root))]
+    for i, c in enumerate(todo):
+        if progress:
+            print(f"[{i + 1}/{len(todo)}] {c.trace_label} {c.cap_label} {c.side}", file=sys.stderr)
+        run_cell(plan, c, root)
+
+
+# --- metrics --------------------------------------------------------------------------------
+
+
+def _trace(cell: Cell, seconds: float) -> Any:
+    from ..traces import load_trace
+
+    return load_trace(cell.trace, duration_s=seconds).trace
+
+
+def steps(cell: Cell) -> list[tuple[float, float, float]]:
+    """(time s, rate before, rate after) of a synthetic trace's rate changes (1 s bins; a
+    change of more than 30 % that holds); none for a real trace."""
+    if not cell.trace.startswith("gen:"):
+        return []
+    rates = list(_trace(cell, cell.duration_s + 5).rate_series_bps(1.0, cell.duration_s))
+    out = []
+    for i in range(1, len(rates)):
+        a, b = rates[i - 1], rates[i]
+        if a > 0 and abs(b - a) / a > 0.3:
+            out.append((float(i), a, b))
+    return out
+
+
+def delivered_mean_1s(run: results.Run) -> tuple[np.ndarray, np.ndarray]:
+    s = run.samples
+    t = s["t_us"].to_numpy(dtype=float) / 1e6
+    d = s["delivered_rate_bps"].to_numpy(dtype=float)
+    out = np.array([d[(t > x - 1.0) & (t <= x)].mean() if len(d) else np.nan for x in t])
+    return t, out
+
+
+def ramp_s(run: results.Run, start: float, goal_bps: float) -> float:
+    t, m = delivered_mean_1s(run)
+    hit = np.where((t >= start + 1.0) & (m >= 0.8 * goal_bps))[0]
+    return float(t[hit[0]] - start) if len(hit) else math.nan
+
+
+def settle_s(run: results.Run, start: float, end: float) -> float:
+    """Seconds after ``start`` until no slot captured before ``end`` waits over 200 ms."""
+    lat = slot_latencies_ms(run)
+    f = run.frames
+    capture: dict[int, int] = {}
+    if run.skips is not None:
+        for s, c in zip(run.skips["source_index"], run.skips["capture_us"]):
+            capture.setdefault(int(s), int(c))
+    for s, c in zip(f["source_index"], f["capture_us"]):
+        capture.setdefault(int(s), int(c))
+    caps = np.array([capture[k] for k in sorted(capture)], dtype=float) / 1e6
+    inside = (caps >= start) & (caps < end)
+    late = caps[inside & (lat > 200.0)]
+    return float(late.max() - start) if len(late) else 0.0
+
+
+def row(plan: dict[str, Any], cell: Cell, root: Path) -> dict[str, Any]:
+    run = results.load_run(cell.dir(root))
+    s = run.summary or {}
+    cap = cell.cap_kbps * 1000.0
+    out: dict[str, Any] = {
+        "trace": cell.trace_label, "cap": cell.cap_label, "side": cell.side,
+        "video_bitrate_bps": s.get("video_bitrate_bps"), "utilization": s.get("utilization"),
+        "latency_all_ms_p95": (s.get("latency_all_ms") or {}).get("p95"),
+        "latency_all_ms_p99": (s.get("latency_all_ms") or {}).get("p99"),
+        "latency_ms_p50": (s.get("latency_ms") or {}).get("p50"),
+        "freeze_count": s.get("freeze_count"), "git_sha": run.header.get("git_sha"),
+        "run_dir": str(cell.dir(root)),
+    }  # fmt: skip
+    st = steps(cell)
+    first = st[0][0] if st else cell.duration_s
+    goal0 = min(cap, st[0][1] if st else _trace(cell, cell.duration_s + 5).mean_rate_bps)
+    out["ramp_s"] = ramp_s(run, 0.0, goal0)
+    ups = [ramp_s(run, t, min(cap, b)) for t, a, b in st
+           if b > a and min(cap, b) > min(cap, a) * 1.3]  # fmt: skip
+    downs = []
+    for i, (t, a, b) in enumerate(st):
+        if b < a:
+            end = st[i + 1][0] if i + 1 < len(st) else cell.duration_s
+            downs.append(settle_s(run, t, end))
+    out["ramp_up_s"] = ups[0] if ups else math.nan
+    out["settle_s"] = downs[0] if downs else math.nan
+    out["first_step_s"] = first
+    return out
+
+
+# --- report ---------------------------------------------------------------------------------
+
+COLUMNS = (
+    ("video Mbps", "video_bitrate_bps", lambda v: fmt(".2f")(None if v is None else v / 1e6)),
+    ("util %", "utilization", lambda v: fmt(".1f")(None if v is None else 100 * v)),
+    ("ramp s", "ramp_s", fmt(".1f")),
+    ("ramp after step up s", "ramp_up_s", fmt(".1f")),
+    ("all-slot P95 ms", "latency_all_ms_p95", fmt(".0f")),
+    ("all-slot P99 ms", "latency_all_ms_p99", fmt(".0f")),
+    ("settle after drop s", "settle_s", fmt(".1f")),
+    ("freezes", "freeze_count", fmt(".0f")),
+)
+
+
+def _ratio(a: Any, b: Any) -> float:
+    try:
+        a, b = float(a), float(b)
+    except (TypeError, ValueError):
+        return math.nan
+    return a / b if b > 0 and math.isfinite(a) else math.nan
+
+
+def table(rows: list[dict[str, Any]], cap: str) -> str:
+    out = []
+    for trace in dict.fromkeys(r["trace"] for r in rows):
+        by = {r["side"]: r for r in rows if r["trace"] == trace and r["cap"] == cap}
+        for side in SIDES:
+            if side not in by:
+                continue
+            r = by[side]
+            cells_ = [f(r.get(c)) for _, c, f in COLUMNS]
+            out.append([f"`{trace}`", side, *cells_])
+        if "sim" in by and "chrome" in by:
+            flags = []
+            for label, key in (("bitrate", "video_bitrate_bps"), ("P95", "latency_all_ms_p95")):
+                q = _ratio(by["sim"].get(key), by["chrome"].get(key))
+                if math.isfinite(q):
+                    mark = "**" if abs(q - 1) > TOLERANCE else ""
+                    flags.append(f"{label} x{mark}{q:.2f}{mark}")
+            out.append(["", "sim / chrome", "; ".join(flags)] + [""] * (len(COLUMNS) - 1))
+    return markdown(["trace", "side", *(h for h, _, _ in COLUMNS)], out)
+
+
+def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
+    from ..plots import plt, save, scheme_color
+
+    traces = [t["label"] for t in plan["trace"]]
+    caps = [c["label"] for c in plan["cap"]]
+    fig, axes = plt.subplots(len(traces), len(caps), figsize=(5.5 * len(caps), 2.2 * len(traces)),
+                             sharex=False, squeeze=False)  # fmt: skip
+    colors = {"sim": scheme_color("webrtc"), "live": "#2ca02c", "chrome": "#d62728"}
+    for i, t in enumerate(traces):
+        for j, c in enumerate(caps):
+            ax = axes[i][j]
+            for side in SIDES:
+                d = root / t / c / side
+                if not results.is_complete(d):
+                    continue
+                r = results.load_run(d)
+                s = r.samples
+                ax.plot(s["t_us"] / 1e6, s["target_rate_bps"] / 1e6, lw=0.9, color=colors[side],
+                        label=f"{side} target")  # fmt: skip
+                if side == "sim":
+                    ax.fill_between(s["t_us"] / 1e6, 0, s["link_capacity_bps"] / 1e6,
+                                    color="0.85", lw=0, label="capacity", step="post")  # fmt: skip
+            ax.set_title(f"{t}, {c}", fontsize=9)
+            ax.set_ylabel("Mbit/s", fontsize=8)
+            ax.tick_params(labelsize=7)
+            cap = next(x["kbps"] for x in plan["cap"] if x["label"] == c) / 1e3
+            ax.set_ylim(0, min(cap * 1.6, ax.get_ylim()[1]))
+            if i == 0 and j == 0:
+                ax.legend(fontsize=7, loc="upper right")
+    for ax in axes[-1]:
+        ax.set_xlabel("time (s)", fontsize=8)
+    fig.suptitle("Target rate: Sluice's webrtc (simulator, live) and Chromium 156", fontsize=10)
+    fig.tight_layout()
+    return save(fig, out)
+
+
+def write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: str) -> Path:
+    import pandas as pd
+
+    rows = [row(plan, c, root) for c in cells(plan) if results.is_complete(c.dir(root))]
+    if not rows:
+        raise SluiceError(f"no finished runs under {root}")
+    report_dir.mkdir(parents=True, exist_ok=True)
+    img = report_dir / "img"
+    img.mkdir(exist_ok=True)
+    csv = report_dir / "chrome-runs.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    md = report_dir / "chrome.md"
+    chromium = ""
+    for r in rows:
+        if r["side"] == "chrome":
+            h = results.read_header(r["run_dir"])
+            chromium = (h.get("browser") or {}).get("chromium", "")
+            break
+    L = ["# Sluice's WebRTC model against Chromium\n"]
+    L.append(f"Generated by `{PROG}` from `{csv.name}` (one row per run). "
+             f"{' '.join(str(plan.get('description', '')).split())}\n")  # fmt: skip
+    L += provenance([r["git_sha"] for r in rows], command)
+    v = plan["video"]
+    L.append(f"- browser: {chromium}; VP8, degradation preference maintain-resolution")
+    L.append(f"- clip: `{Path(v['path']).name}` at {v.get('width', 1280)} px, "
+             f"{v.get('fps', 30)} fps (x264 superfast, zerolatency on Sluice's side)")  # fmt: skip
+    L.append(f"- network: {plan.get('delay_ms', 20)} ms one way each direction, drop-tail "
+             f"{plan.get('queue_bytes')} B at the bottleneck, feedback path unlimited; seed "
+             f"{plan.get('seed', 1)}\n")  # fmt: skip
+    L.append("## Analysis\n")
+    analysis = existing_analysis(md)
+    L.append(ANALYSIS_SLOT)
+    for c in plan["cap"]:
+        L.append(f"## {c['label']}: {c['kbps'] / 1000:g} Mbps cap\n")
+        L.append("`sim / chrome`: the simulator's value over Chromium's; bold where they differ "
+                 f"by more than {TOLERANCE:.0%}.\n")  # fmt: skip
+        L.append(table(rows, c["label"]) + "\n")
+    L.append(figure(plot_targets(plan, root, img / "chrome-targets.png"),
+                    "Target rate over time: Sluice's webrtc in the simulator and live, and "
+                    "Chromium; capacity shaded", report_dir))  # fmt: skip
+    L.append("## Definitions\n")
+    L.append("Per run, " + __doc__.split("Per run the report derives, ")[1].strip() + "\n")
+    return write_markdown(md, L, analysis)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    ap.add_argument("plan")
+    ap.add_argument("--results", default="results", help="results root (default results)")
+    ap.add_argument("--report-dir", default=None, help="default <results>/<name>/report")
+    ap.add_argument("--report-only", action="store_true", help="run nothing, only report")
+    args = ap.parse_args(args_list)
+    try:
+        plan = load_plan(args.plan)
+        root = Path(args.results) / plan["name"]
+        if not args.report_only:
+            run_missing(plan, root)
+        report_dir = Path(args.report_dir) if args.report_dir else root / "report"
+        md = write_report(plan, root, report_dir, shlex.join([*PROG.split(), *args_list]))
+    except SluiceError as e:
+        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    print(f"report: {md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

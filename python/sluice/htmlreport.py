@@ -1,0 +1,433 @@
+"""``sluice report DIR``: one self-contained HTML page for a ``run``, ``compare`` or
+``matrix`` output, readable offline (every figure is embedded).
+
+It holds: the table of every scheme (all-slot latency first; means with 95 % intervals over
+seeds, and over traces in a matrix), per trace family for a matrix; the latency-quality
+scatter per family (all-slot P95 against mean VMAF, or against the video bitrate when no run
+was scored), means with their intervals; latency CDFs on a log axis with the tail as a CCDF
+(so one outlier cannot squash the rest); time series of rate, target and latency per scheme
+(for a matrix, of one cell per family); the settings the schemes differ in that the user did
+not choose; and where it came from (git revisions of the runs, the command, the plan).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+import io
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import differences, report, results
+from .errors import SluiceError
+from .metrics import metric, summary_row
+from .spread import spread
+
+REPORT_FILE = "report.html"
+
+
+# --- what the directory holds -------------------------------------------------------------
+
+
+def _runs_table(d: Path) -> tuple[Any, dict[str, Any], str]:
+    """(one row per run: scheme, trace, network, clip, seed, run_dir and the summary's
+    metrics; the plan, if any; what the directory is: run, compare or matrix)."""
+    import pandas as pd
+
+    from .experiments import TABLE_CSV, TABLE_PARQUET, read_table
+    from .plan import PLAN_FILE
+
+    if (d / TABLE_CSV).is_file() or (d / TABLE_PARQUET).is_file():
+        table = read_table(d)
+        if "status" in table:
+            table = table[table["status"].fillna("done") == "done"]
+        plan = json.loads((d / PLAN_FILE).read_text("utf-8")) if (d / PLAN_FILE).is_file() else {}
+        return table.reset_index(drop=True), plan, "matrix"
+    if results.is_run_dir(d):
+        dirs, kind = [d], "run"
+    else:
+        dirs = sorted({p.parent for p in d.rglob(results.RUN_FILE)})
+        kind = "compare"
+    rows = []
+    for rd in dirs:
+        if not results.is_complete(rd):
+            continue
+        h = results.read_header(rd)
+        s = json.loads((rd / results.SUMMARY_FILE).read_text("utf-8"))
+        trace = (h.get("trace") or {}).get("name") or "unlimited"
+        rows.append(
+            {
+                "scheme": h.get("scheme"),
+                "trace": trace,
+                "network": trace,
+                "clip": None,
+                "seed": h.get("seed"),
+                "run_dir": str(rd),
+                **summary_row(s),
+            }
+        )
+    if not rows:
+        raise SluiceError(f"no finished runs in {d}")
+    df = pd.DataFrame(rows)
+    order = _compare_order(d)
+    if order:
+        rank = {s: i for i, s in enumerate(order)}
+        df = df.sort_values("scheme", key=lambda c: c.map(lambda s: rank.get(s, len(rank))),
+                            kind="stable")  # fmt: skip
+    return df.reset_index(drop=True), {}, kind
+
+
+def _compare_order(d: Path) -> list[str]:
+    """The schemes in the order ``compare`` listed them (its summary.csv), if it did."""
+    import csv
+
+    p = d / "summary.csv"
+    if not p.is_file():
+        return []
+    with p.open(encoding="utf-8") as f:
+        return list(dict.fromkeys(r["scheme"] for r in csv.DictReader(f) if r.get("scheme")))
+
+
+# --- figures --------------------------------------------------------------------------------
+
+
+def _png(fig: Any) -> str:
+    from .plots import plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _quality_axis(df: Any) -> tuple[str, str]:
+    if "vmaf_mean" in df and df["vmaf_mean"].notna().any():
+        return "vmaf_mean", "mean VMAF (as the viewer saw it)"
+    return "video_bitrate_bps", "video bitrate (Mbit/s, no quality scores)"
+
+
+def fig_tradeoff(df: Any, families: Sequence[str]) -> str:
+    """All-slot P95 against quality, per family: means with 95 % intervals, runs faint."""
+    from .plots import plt, scheme_color
+
+    y, ylabel = _quality_axis(df)
+    scale = 1e-6 if y == "video_bitrate_bps" else 1.0
+    n = max(1, len(families))
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(5.2 * cols + 1.8, 4.2 * rows), squeeze=False, layout="constrained"
+    )
+    handles: dict[str, Any] = {}
+    for k, fam in enumerate(families):
+        ax = axes[k // cols][k % cols]
+        sub = df[df["network"] == fam]
+        for s in dict.fromkeys(sub["scheme"]):
+            r = sub[sub["scheme"] == s]
+            xs = r["latency_all_ms_p95"].to_numpy(dtype=float)
+            ys = r[y].to_numpy(dtype=float) * scale if y in r else np.full(len(r), np.nan)
+            c = scheme_color(s)
+            ax.scatter(xs, ys, color=c, alpha=0.2, s=12, lw=0)
+            sx, sy = spread(xs), spread(ys)
+            if sx.n == 0 or sy.n == 0:
+                continue
+            h = ax.errorbar(
+                [sx.mean],
+                [sy.mean],
+                xerr=[[sx.half if sx.half == sx.half else 0.0]],
+                yerr=[[sy.half if sy.half == sy.half else 0.0]],
+                fmt="o",
+                color=c,
+                mec="k",
+                ms=8,
+                capsize=3,
+                lw=1.2,
+                label=s,
+            )
+            handles.setdefault(s, h)
+        ax.set_xscale("log")
+        ax.set_xlabel("all-slot P95 latency (ms, log)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{fam} ({len(sub)} runs)", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.annotate(
+            "better",
+            xy=(0.05, 0.95),
+            xytext=(0.22, 0.78),
+            xycoords="axes fraction",
+            arrowprops={"arrowstyle": "->", "color": "0.4"},
+            fontsize=8,
+            color="0.4",
+        )
+    for k in range(n, rows * cols):
+        axes[k // cols][k % cols].set_visible(False)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside right center", fontsize=8)
+    return _png(fig)
+
+
+def fig_latency(lat_by_scheme: dict[str, np.ndarray], title: str) -> str:
+    """CDF of all-slot latency on a log axis, and its tail as a CCDF (log-log)."""
+    from .plots import plt, scheme_color
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    for s, lat in lat_by_scheme.items():
+        lat = np.sort(lat[np.isfinite(lat) & (lat > 0)])
+        if lat.size == 0:
+            continue
+        c = scheme_color(s)
+        y = np.arange(1, lat.size + 1) / lat.size
+        p95 = np.percentile(lat, 95)
+        a.step(lat, y, where="post", color=c, lw=1.5, label=f"{s} (P95 {p95:.0f} ms)")
+        b.step(lat, np.maximum(1 - y + 1 / lat.size, 1 / lat.size), where="post", color=c, lw=1.5)
+    a.set_xscale("log")
+    a.set_xlabel("latency over every capture slot (ms, log)")
+    a.set_ylabel("fraction of slots")
+    a.set_ylim(0, 1.005)
+    a.legend(fontsize=7, loc="lower right")
+    b.set_xscale("log")
+    b.set_yscale("log")
+    b.set_xlabel("latency (ms, log)")
+    b.set_ylabel("fraction of slots at or above (log)")
+    for ax in (a, b):
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    return _png(fig)
+
+
+def fig_timeseries(run_dirs: Sequence[str]) -> str:
+    import tempfile
+
+    from .plots import plot_timeseries
+
+    runs = [results.load_run(d) for d in run_dirs]
+    with tempfile.TemporaryDirectory(prefix="sluice-report-") as tmp:
+        path = plot_timeseries(runs, Path(tmp) / "timeseries.png")
+        return base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _all_slot(run_dirs: Sequence[str]) -> np.ndarray:
+    from .analysis.pooled import slot_latencies_ms
+
+    parts = [slot_latencies_ms(results.load_run(d)) for d in run_dirs]
+    return np.concatenate(parts) if parts else np.array([])
+
+
+# --- the page -------------------------------------------------------------------------------
+
+CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1400px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 12px; display: block;
+        overflow-x: auto; }
+th, td { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: right;
+         white-space: nowrap; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f3f3f3; } td.best { font-weight: bold; } td.tie { color: #555; }
+figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { color: #555; font-size: 12px; }
+.note { color: #555; font-size: 12px; } code { background: #f5f5f5; padding: 0 3px; }
+"""
+
+#: Marks the page for a test: any script error, or an image that did not load.
+CHECK_JS = """
+window.addEventListener('error', function (e) {
+  document.documentElement.setAttribute('data-error', String(e.message || 'error'));
+});
+window.addEventListener('load', function () {
+  var bad = Array.prototype.filter.call(document.images, function (i) {
+    return !(i.complete && i.naturalWidth > 0); }).length;
+  document.documentElement.setAttribute('data-images-bad', String(bad));
+  document.documentElement.setAttribute('data-loaded', 'yes');
+});
+"""
+
+
+def _table_html(df: Any, names: Sequence[str]) -> str:
+    """The schemes of ``df`` with the table metrics' means and intervals, best bold."""
+    metrics = list(report.TABLE_METRICS)
+    if "vmaf_mean" in df and df["vmaf_mean"].notna().any():
+        metrics += list(report.QUALITY_METRICS)
+    rows = []
+    spreads = {
+        s: {m: spread(df.loc[df["scheme"] == s, m]) if m in df else spread([]) for m in metrics}
+        for s in names
+    }
+    marks: dict[str, dict[str, str]] = {m: {} for m in metrics}
+    for m in metrics:
+        better = metric(m).better
+        vals = [(s, spreads[s][m]) for s in names if spreads[s][m].n]
+        if better and len(vals) > 1 and len({round(v.mean, 12) for _, v in vals}) > 1:
+            best, b = (min if better == "low" else max)(vals, key=lambda x: x[1].mean)
+            marks[m][best] = "best"
+            for s, sp in vals:
+                if s != best and sp.overlaps(b):
+                    marks[m][s] = "tie"
+    head = "".join(
+        f"<th>{html.escape(h)}</th>"
+        for h in ["scheme", "runs", *(metric(m).header for m in metrics)]
+    )
+    for s in names:
+        n = int((df["scheme"] == s).sum())
+        cells = []
+        for m in metrics:
+            sp = spreads[s][m]
+            c = metric(m)
+            text = c.format(sp.mean if sp.n else None)
+            if sp.n > 1 and sp.half == sp.half:
+                text += " ± " + c.format(sp.half)
+            mark = marks[m].get(s, "")
+            text += " ~" if mark == "tie" else ""
+            cells.append(f'<td class="{mark}">{html.escape(text)}</td>')
+        rows.append(
+            f"<tr><td><code>{html.escape(str(s))}</code></td><td>{n}</td>"
+            + "".join(cells)
+            + "</tr>"
+        )
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _diff_html(df: Any, names: Sequence[str], chosen: Sequence[str]) -> str:
+    configs = []
+    for s in names:
+        d = df.loc[df["scheme"] == s, "run_dir"].iloc[0]
+        configs.append((s, results.read_header(d).get("config") or {}))
+    diffs = differences.differences(configs, chosen)
+    if not diffs:
+        return (
+            "<p>The schemes differ in none of the settings Sluice watches "
+            "(frame dropping, pacer and pacing factor, encoder, bottleneck, ...).</p>"
+        )
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["setting", *names])
+    rows = "".join(
+        "<tr>"
+        + f"<td>{html.escape(label)}</td>"
+        + "".join(f"<td>{html.escape(v)}</td>" for v in vals)
+        + "</tr>"
+        for label, vals in diffs
+    )
+    return (
+        "<p>Settings the schemes differ in that you did not choose; each can move the "
+        "numbers as much as the schemes themselves:</p>"
+        f"<table><tr>{head}</tr>{rows}</table>"
+    )
+
+
+def _figure(data: str, caption: str) -> str:
+    return (
+        f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
+
+
+def write_report(
+    d: str | Path,
+    out: str | Path | None = None,
+    command: str | None = None,
+    max_timeseries: int = 6,
+) -> Path:
+    """Writes the page for directory ``d`` to ``out`` (default ``d/report.html``)."""
+    d = Path(d)
+    if not d.is_dir():
+        raise SluiceError(f"no such directory: {d}")
+    df, plan, kind = _runs_table(d)
+    if df.empty:
+        raise SluiceError(f"no finished runs in {d}")
+    names = list(dict.fromkeys(df["scheme"]))
+    families = list(dict.fromkeys(df["network"].fillna("all")))
+    df = df.assign(network=df["network"].fillna("all"))
+    shas = sorted({str(results.read_header(r).get("git_sha", "?"))[:12] for r in df["run_dir"]})
+    title = plan.get("name") or d.name
+    parts = [f"<h1>Sluice {kind}: {html.escape(str(title))}</h1>"]
+    if plan.get("description"):
+        parts.append(f"<p>{html.escape(' '.join(str(plan['description']).split()))}</p>")
+    parts.append(
+        f"<p class='note'>{len(df)} runs of {len(names)} schemes"
+        + (f" on {len(families)} trace families" if kind == "matrix" else "")
+        + f". {html.escape(report.LEGEND)}</p>"
+    )
+
+    parts.append("<h2>All runs</h2>" + _table_html(df, names))
+    if kind == "matrix" and len(families) > 1:
+        for fam in families:
+            parts.append(
+                f"<h2>{html.escape(str(fam))}</h2>"
+                + _table_html(
+                    df[df["network"] == fam],
+                    [s for s in names if (df[df["network"] == fam]["scheme"] == s).any()],
+                )
+            )
+    y, _ = _quality_axis(df)
+    parts.append(
+        "<h2>Latency against quality</h2>"
+        + _figure(
+            fig_tradeoff(df, families),
+            f"All-slot P95 against {'mean VMAF' if y == 'vmaf_mean' else 'video bitrate'} per "
+            "trace family: each scheme's mean over its runs with its 95 % interval; faint: runs",
+        )
+    )
+    lat = {s: _all_slot(df.loc[df["scheme"] == s, "run_dir"].tolist()) for s in names}
+    parts.append(
+        "<h2>Latency distributions</h2>"
+        + _figure(
+            fig_latency(lat, "Latency over every capture slot, all runs pooled"),
+            "Left: CDF on a log axis; right: the tail, the share of slots at or above a latency",
+        )
+    )
+    for fam in families if kind == "matrix" else [None]:
+        sub = df if fam is None else df[df["network"] == fam]
+        first = sub.iloc[0]
+        cell = sub
+        for k in ("trace", "clip", "seed"):
+            if k in sub and first.get(k) is not None and first.get(k) == first.get(k):
+                cell = cell[cell[k] == first[k]]
+        dirs = cell.drop_duplicates("scheme")["run_dir"].tolist()[:max_timeseries]
+        parts.append(
+            f"<h2>Time series{': ' + html.escape(str(fam)) if fam else ''}</h2>"
+            + _figure(
+                fig_timeseries(dirs),
+                "Rate (capacity, target, delivered), queue and pacer delay, frame latency; "
+                f"{'one cell: ' + str(first.get('trace')) if kind == 'matrix' else 'first seed'}",
+            )
+        )
+    sets = plan.get("set") or {}
+    chosen = [str(k[0] if isinstance(k, (list, tuple)) else k) for k in sets]
+    parts.append("<h2>Settings that differ</h2>" + _diff_html(df, names, chosen))
+    prov = [
+        f"runs made at git {', '.join(shas)}",
+        f"written {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"git of this report: {results.git_info()[0][:12]}",
+    ]
+    if command:
+        prov.append(f"command: {command}")
+    if plan:
+        prov.append(
+            "plan: "
+            + json.dumps({k: plan[k] for k in plan if k not in ("description",)}, default=str)[
+                :2000
+            ]
+        )
+    parts.append(
+        "<h2>Provenance</h2><ul>"
+        + "".join(f"<li><code>{html.escape(p)}</code></li>" for p in prov)
+        + "</ul>"
+    )
+    page = (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>Sluice: {html.escape(str(title))}</title><style>{CSS}</style>"
+        f"<script>{CHECK_JS}</script></head><body>" + "".join(parts) + "</body></html>"
+    )
+    path = Path(out) if out else d / REPORT_FILE
+    tmp = results.temp_path(path)
+    try:
+        tmp.write_text(page, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
