@@ -8,19 +8,25 @@ writes the report. A cell is a trace, a bitrate cap and a side:
   rate capped at the cap (``cc.max_rate``);
 * ``live``: the same over real UDP on loopback (``sluice live run``), in real time;
 * ``chrome``: Chromium sending to Chromium through the same relay (``sluice browser run``),
-  VP8, at Chromium's own cap (``chromium_default``) or the cap raised to ``kbps``.
+  VP8, at Chromium's own cap (``chromium_default``) or the cap raised to ``kbps``;
+* one more simulator side per ``[[variant]]`` of the plan (``label``, ``scheme``, ``set``: a
+  table of config paths), e.g. ``webrtc`` with Chromium's 40 ms pacer burst.
 
 Plan keys: ``name``, ``description``, ``seed``, ``duration_s``, ``delay_ms`` (one way, both
 directions), ``queue_bytes`` (drop-tail), ``[video]`` (``path``, ``width``, ``fps``),
 ``[[cap]]`` (``label``, ``kbps``, ``chromium_default``), ``[[trace]]`` (``label``, ``path``,
-``duration_s``). Paths are relative to the plan.
+``duration_s``), ``[[variant]]``. Paths are relative to the plan.
 
 Per run the report derives, from the records and the same rules for every side: the video
 bitrate and utilisation (summary), the all-slot P95 and P99 (Salsify's rule), freezes
 (WebRTC's rule), the **ramp** (seconds from the start, and from each step up of a synthetic
 trace, until the 1 s mean of the delivered rate reaches 80 % of the lower of the cap and the
-new rate) and the **settle** (seconds after each step down until no capture slot of the
-phase waits more than 200 ms any more).
+new rate), the **settle** (seconds after each step down until no capture slot of the
+phase waits more than 200 ms any more), the **receive P95** (the all-slot P95 with each frame
+counted until its last packet arrived instead of until it was shown: the sender and the
+network without the receiver's jitter buffer, decoding and rendering; Sluice's receiver shows
+a frame when it is complete, Chromium's `requestVideoFrameCallback` gives both times) and the
+**receiver P50** (the median time from a frame's last packet to its display).
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ from .pooled import slot_latencies_ms
 
 PROG = "python -m sluice.analysis.chrome"
 SIDES = ("sim", "live", "chrome")
+#: Sides that run in the simulator: ``sim`` and the plan's variants.
+SIM = "sim"
 #: A difference worth explaining (the issue's threshold).
 TOLERANCE = 0.20
 
@@ -80,17 +88,29 @@ def load_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
     for key in ("name", "video", "cap", "trace"):
         if key not in plan:
             raise SluiceError(f"{p}: missing {key}")
+    for v in plan.setdefault("variant", []):
+        if not v.get("label") or v["label"] in SIDES:
+            raise SluiceError(f"{p}: each [[variant]] needs a label other than {SIDES}")
     plan["video"]["path"] = path_of(plan["video"]["path"])
     for t in plan["trace"]:
         t["path"] = path_of(t["path"])
     return plan
 
 
+def sides(plan: dict[str, Any]) -> tuple[str, ...]:
+    """``sim``, the plan's variants, ``live``, ``chrome``."""
+    return (SIM, *(v["label"] for v in plan.get("variant", [])), "live", "chrome")
+
+
+def sim_sides(plan: dict[str, Any]) -> tuple[str, ...]:
+    return (SIM, *(v["label"] for v in plan.get("variant", [])))
+
+
 def cells(plan: dict[str, Any]) -> list[Cell]:
     out = []
     for t in plan["trace"]:
         for c in plan["cap"]:
-            for side in SIDES:
+            for side in sides(plan):
                 out.append(Cell(t["label"], t["path"], float(t.get("duration_s",
                            plan.get("duration_s", 60))), c["label"], int(c["kbps"]),
                            bool(c.get("chromium_default")), side))  # fmt: skip
@@ -111,10 +131,16 @@ def spec_of(plan: dict[str, Any], cell: Cell, out: Path) -> Any:
     ]
     if cell.side != "chrome":
         overrides.append(("cc.max_rate", cell.cap_kbps * 1000))
+    scheme = "webrtc"
+    variant = next((x for x in plan.get("variant", []) if x["label"] == cell.side), None)
+    if variant is not None:
+        scheme = variant.get("scheme", scheme)
+        overrides += list((variant.get("set") or {}).items())
+    simulated = cell.side in sim_sides(plan)
     return RunSpec(
-        scheme="webrtc", overrides=tuple(overrides), trace=cell.trace, video=v["path"],
+        scheme=scheme, overrides=tuple(overrides), trace=cell.trace, video=v["path"],
         encoder="x264", width=int(v.get("width", 1280)), quality="none",
-        encode_time="modeled" if cell.side == "sim" else "measured", out_dir=str(out),
+        encode_time="modeled" if simulated else "measured", out_dir=str(out),
         progress=False,
     )  # fmt: skip
 
@@ -122,7 +148,7 @@ def spec_of(plan: dict[str, Any], cell: Cell, out: Path) -> Any:
 def run_cell(plan: dict[str, Any], cell: Cell, root: Path) -> Path:
     out = cell.dir(root)
     spec = spec_of(plan, cell, out)
-    if cell.side == "sim":
+    if cell.side in sim_sides(plan):
         from ..runner import run_one
 
         return run_one(spec)
@@ -197,6 +223,17 @@ def settle_s(run: results.Run, start: float, end: float) -> float:
     return float(late.max() - start) if len(late) else 0.0
 
 
+def _p(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else math.nan
+
+
+def _receiver_ms(run: results.Run) -> np.ndarray:
+    """Time from each shown frame's last packet to its display (ms)."""
+    f = run.frames
+    d = f["displayed_us"].to_numpy(dtype=float) - f["completed_us"].to_numpy(dtype=float)
+    return d[np.isfinite(d)] / 1e3
+
+
 def row(plan: dict[str, Any], cell: Cell, root: Path) -> dict[str, Any]:
     run = results.load_run(cell.dir(root))
     s = run.summary or {}
@@ -207,6 +244,8 @@ def row(plan: dict[str, Any], cell: Cell, root: Path) -> dict[str, Any]:
         "latency_all_ms_p95": (s.get("latency_all_ms") or {}).get("p95"),
         "latency_all_ms_p99": (s.get("latency_all_ms") or {}).get("p99"),
         "latency_ms_p50": (s.get("latency_ms") or {}).get("p50"),
+        "receive_all_ms_p95": _p(slot_latencies_ms(run, at="completed_us"), 95),
+        "receiver_ms_p50": _p(_receiver_ms(run), 50),
         "freeze_count": s.get("freeze_count"), "git_sha": run.header.get("git_sha"),
         "run_dir": str(cell.dir(root)),
     }  # fmt: skip
@@ -236,6 +275,8 @@ COLUMNS = (
     ("ramp after step up s", "ramp_up_s", fmt(".1f")),
     ("all-slot P95 ms", "latency_all_ms_p95", fmt(".0f")),
     ("all-slot P99 ms", "latency_all_ms_p99", fmt(".0f")),
+    ("receive P95 ms", "receive_all_ms_p95", fmt(".0f")),
+    ("receiver P50 ms", "receiver_ms_p50", fmt(".0f")),
     ("settle after drop s", "settle_s", fmt(".1f")),
     ("freezes", "freeze_count", fmt(".0f")),
 )
@@ -249,24 +290,31 @@ def _ratio(a: Any, b: Any) -> float:
     return a / b if b > 0 and math.isfinite(a) else math.nan
 
 
-def table(rows: list[dict[str, Any]], cap: str) -> str:
+#: What the ratio lines compare.
+RATIOS = (("bitrate", "video_bitrate_bps"), ("P95", "latency_all_ms_p95"),
+          ("receive P95", "receive_all_ms_p95"))  # fmt: skip
+
+
+def table(plan: dict[str, Any], rows: list[dict[str, Any]], cap: str) -> str:
     out = []
     for trace in dict.fromkeys(r["trace"] for r in rows):
         by = {r["side"]: r for r in rows if r["trace"] == trace and r["cap"] == cap}
-        for side in SIDES:
+        for side in sides(plan):
             if side not in by:
                 continue
             r = by[side]
             cells_ = [f(r.get(c)) for _, c, f in COLUMNS]
             out.append([f"`{trace}`", side, *cells_])
-        if "sim" in by and "chrome" in by:
+        for side in sim_sides(plan):
+            if side not in by or "chrome" not in by:
+                continue
             flags = []
-            for label, key in (("bitrate", "video_bitrate_bps"), ("P95", "latency_all_ms_p95")):
-                q = _ratio(by["sim"].get(key), by["chrome"].get(key))
+            for label, key in RATIOS:
+                q = _ratio(by[side].get(key), by["chrome"].get(key))
                 if math.isfinite(q):
                     mark = "**" if abs(q - 1) > TOLERANCE else ""
                     flags.append(f"{label} x{mark}{q:.2f}{mark}")
-            out.append(["", "sim / chrome", "; ".join(flags)] + [""] * (len(COLUMNS) - 1))
+            out.append(["", f"{side} / chrome", "; ".join(flags)] + [""] * (len(COLUMNS) - 1))
     return markdown(["trace", "side", *(h for h, _, _ in COLUMNS)], out)
 
 
@@ -278,17 +326,27 @@ def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
     fig, axes = plt.subplots(len(traces), len(caps), figsize=(5.5 * len(caps), 2.2 * len(traces)),
                              sharex=False, squeeze=False)  # fmt: skip
     colors = {"sim": scheme_color("webrtc"), "live": "#2ca02c", "chrome": "#d62728"}
+    extra = iter(("#9467bd", "#8c564b", "#e377c2", "#17becf"))
+    for v in plan.get("variant", []):
+        colors[v["label"]] = next(extra, "#7f7f7f")
     for i, t in enumerate(traces):
         for j, c in enumerate(caps):
             ax = axes[i][j]
-            for side in SIDES:
+            for side in sides(plan):
                 d = root / t / c / side
                 if not results.is_complete(d):
                     continue
                 r = results.load_run(d)
                 s = r.samples
-                ax.plot(s["t_us"] / 1e6, s["target_rate_bps"] / 1e6, lw=0.9, color=colors[side],
-                        label=f"{side} target")  # fmt: skip
+                key, what = "target_rate_bps", "GCC target"
+                if side == "chrome":
+                    # GCC's target is availableOutgoingBitrate; Chromium's targetBitrate is
+                    # the encoder's, after the encoder bitrate adjuster.
+                    key = "chrome_available_outgoing_bitrate_bps"
+                    ax.plot(s["t_us"] / 1e6, s["target_rate_bps"] / 1e6, lw=0.6, ls=":",
+                            color=colors[side], label="chrome encoder target")  # fmt: skip
+                ax.plot(s["t_us"] / 1e6, s[key] / 1e6, lw=0.9, color=colors[side],
+                        label=f"{side} {what}")  # fmt: skip
                 if side == "sim":
                     ax.fill_between(s["t_us"] / 1e6, 0, s["link_capacity_bps"] / 1e6,
                                     color="0.85", lw=0, label="capacity", step="post")  # fmt: skip
@@ -301,7 +359,7 @@ def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
                 ax.legend(fontsize=7, loc="upper right")
     for ax in axes[-1]:
         ax.set_xlabel("time (s)", fontsize=8)
-    fig.suptitle("Target rate: Sluice's webrtc (simulator, live) and Chromium 156", fontsize=10)
+    fig.suptitle("GCC's target: Sluice's webrtc (simulator, live) and Chromium 156", fontsize=10)
     fig.tight_layout()
     return save(fig, out)
 
@@ -342,10 +400,11 @@ def write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: st
         L.append(f"## {c['label']}: {c['kbps'] / 1000:g} Mbps cap\n")
         L.append("`sim / chrome`: the simulator's value over Chromium's; bold where they differ "
                  f"by more than {TOLERANCE:.0%}.\n")  # fmt: skip
-        L.append(table(rows, c["label"]) + "\n")
+        L.append(table(plan, rows, c["label"]) + "\n")
     L.append(figure(plot_targets(plan, root, img / "chrome-targets.png"),
-                    "Target rate over time: Sluice's webrtc in the simulator and live, and "
-                    "Chromium; capacity shaded", report_dir))  # fmt: skip
+                    "GCC's target over time: Sluice's webrtc in the simulator (and its "
+                    "variants) and live, and Chromium's availableOutgoingBitrate (solid) and "
+                    "encoder target (dotted); capacity shaded", report_dir))  # fmt: skip
     L.append("## Definitions\n")
     L.append("Per run, " + __doc__.split("Per run the report derives, ")[1].strip() + "\n")
     return write_markdown(md, L, analysis)

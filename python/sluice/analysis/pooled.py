@@ -30,8 +30,14 @@ from ..errors import SluiceError
 from . import load
 
 
-def slot_latencies_ms(run: results.Run) -> np.ndarray:
-    """Each capture slot's latency (ms) by Salsify's rule, in slot order."""
+def _given(v: object) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def slot_latencies_ms(run: results.Run, at: str = "displayed_us") -> np.ndarray:
+    """Each capture slot's latency (ms) by Salsify's rule, in slot order: until the slot's
+    frame, or the next one, was shown; ``at="completed_us"``: until that shown frame had all
+    its packets (the latency without the receiver's own delay)."""
     cfg = run.config
     run_end_us = round((float(cfg.get("duration_s", 0.0)) + float(cfg.get("drain_s", 0.0))) * 1e6)
     capture: dict[int, int] = {}
@@ -40,10 +46,10 @@ def slot_latencies_ms(run: results.Run) -> np.ndarray:
         for s, c in zip(run.skips["source_index"], run.skips["capture_us"]):
             capture.setdefault(int(s), int(c))
     f = run.frames
-    for s, c, d in zip(f["source_index"], f["capture_us"], f["displayed_us"]):
+    for s, c, d, t in zip(f["source_index"], f["capture_us"], f["displayed_us"], f[at]):
         capture.setdefault(int(s), int(c))
-        if d is not None and not (isinstance(d, float) and math.isnan(d)):
-            shown[int(s)] = min(shown.get(int(s), int(d)), int(d))
+        if _given(d) and _given(t):
+            shown[int(s)] = min(shown.get(int(s), int(t)), int(t))
     out = []
     later = run_end_us
     for s in sorted(capture, reverse=True):

@@ -30,10 +30,14 @@ def executable() -> str:
     )
 
 
-def flags(user_data_dir: Path, fake_video: Path | None) -> list[str]:
+def flags(user_data_dir: Path, fake_video: Path | None,
+          event_log: Path | None = None) -> list[str]:  # fmt: skip
     """Headless Chromium for one page: no sandbox (it runs as root here), loopback ICE
     candidates allowed and not hidden behind mDNS names, media without a user gesture, a fake
-    camera (with ``fake_video``, that y4m file; else Chromium's test pattern)."""
+    camera (with ``fake_video``, that y4m file; else Chromium's test pattern). With
+    ``event_log`` (an existing directory), Chromium writes libwebrtc's RTC event log of every
+    peer connection there (``event_log_<date>_<time>_<renderer>_<pc>.log``, every 5 s; what
+    is pending when the connection closes is lost)."""
     out = [
         "--headless=new",
         "--no-sandbox",
@@ -59,16 +63,19 @@ def flags(user_data_dir: Path, fake_video: Path | None) -> list[str]:
     out += ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream"]
     if fake_video is not None:
         out.append(f"--use-file-for-fake-video-capture={fake_video}")
+    if event_log is not None:
+        out.append(f"--webrtc-event-logging={event_log}")
     return out
 
 
 class Browser:
     """One headless Chromium process showing one page, with its own profile directory."""
 
-    def __init__(self, url: str, fake_video: Path | None, log_path: Path) -> None:
+    def __init__(self, url: str, fake_video: Path | None, log_path: Path,
+                 event_log: Path | None = None) -> None:  # fmt: skip
         self.profile = Path(tempfile.mkdtemp(prefix="sluice-chromium-"))
         self.log = open(log_path, "wb")  # noqa: SIM115 (closed in stop())
-        cmd = [executable(), *flags(self.profile, fake_video), url]
+        cmd = [executable(), *flags(self.profile, fake_video, event_log), url]
         try:
             self.proc = subprocess.Popen(
                 cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True

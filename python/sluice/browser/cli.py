@@ -54,6 +54,13 @@ def add_commands(sub: Any) -> None:
     r.add_argument("--out", metavar="DIR", help="default results/chrome-<codec>-<trace>-s<seed>")
     r.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
     r.add_argument(
+        "--event-log", action="store_true",
+        help="record both pages' RTC event logs (libwebrtc's: delay- and loss-based estimates, "
+        "probes, ALR, every RTP packet and transport feedback) into the result "
+        "(sender.rtceventlog, receiver.rtceventlog) and decode them (eventlog.jsonl; the "
+        "congestion controller's events in eventlog.csv)",
+    )  # fmt: skip
+    r.add_argument(
         "--keep-work", action="store_true",
         help="keep the scratch directory (camera file, Chromium's output) and say where",
     )  # fmt: skip
@@ -77,7 +84,8 @@ def cmd_browser_run(args: argparse.Namespace) -> int:
     )
     run_dir = harness.run(spec, codec=args.codec, keep_work=args.keep_work, quiet=args.json,
                           max_kbps=args.max_bitrate_kbps,
-                          degradation="" if args.degradation == "default" else args.degradation)
+                          degradation="" if args.degradation == "default" else args.degradation,
+                          event_log=args.event_log)  # fmt: skip
     summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
     if args.json:
         print(json.dumps(summary, indent=2))

@@ -31,6 +31,9 @@ from .server import Signal, serve
 CONNECT_TIMEOUT_S = 30.0
 #: How long the pages may take to flush their last records after being told to stop.
 FLUSH_TIMEOUT_S = 10.0
+#: How long the pages keep their connections after the relay stopped, with event logs on:
+#: Chromium writes the logs every 5 s and the last partial batch is lost at the close.
+EVENT_LOG_FLUSH_S = 5.5
 
 
 def write_y4m(video: RawVideo, path: Path) -> int:
@@ -70,6 +73,8 @@ class Session:
     relay_events: Path
     wall_origin_us: int
     errors: list[str] = field(default_factory=list)
+    #: With ``event_log``: each page's RTC event logs (one a peer connection), in order.
+    event_logs: dict[str, list[bytes]] = field(default_factory=dict)
 
 
 def run_session(
@@ -82,6 +87,7 @@ def run_session(
     progress: Callable[[float], None] | None = None,
     max_kbps: int | None = None,
     degradation: str = "",
+    event_log: bool = False,
 ) -> Session:
     """Runs one Chromium -> relay -> Chromium session for ``cfg["duration_s"]`` seconds of
     media (from the relay's first datagram), plus the drain."""
@@ -94,11 +100,15 @@ def run_session(
     query = (f"token={signal.token}&codec={codec}&width={video.width}&height={video.height}"
              f"&fps={video.fps:g}&max_kbps={max_kbps or 0}&degradation={degradation}")  # fmt: skip
     browsers: list[chromium.Browser] = []
+    el_dirs = {role: event_log_dir(work, role) if event_log else None
+               for role in ("sender", "receiver")}  # fmt: skip
     try:
         browsers.append(chromium.Browser(
-            f"http://127.0.0.1:{port}/receiver.html?{query}", None, work / "receiver.log"))
+            f"http://127.0.0.1:{port}/receiver.html?{query}", None, work / "receiver.log",
+            el_dirs["receiver"]))  # fmt: skip
         browsers.append(chromium.Browser(
-            f"http://127.0.0.1:{port}/sender.html?{query}", camera, work / "sender.log"))
+            f"http://127.0.0.1:{port}/sender.html?{query}", camera, work / "sender.log",
+            el_dirs["sender"]))  # fmt: skip
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
         while not signal.peers_known.wait(0.1):
             if signal.errors:
@@ -135,6 +145,12 @@ def run_session(
                 progress(min(1.0, 1.0 - (end - time.monotonic()) / duration))
             if signal.errors:
                 raise SluiceError("browser run: " + signal.errors[0])
+        if event_log:
+            # Chromium writes a page's event log every 5 s and drops what is pending when
+            # the peer connection closes: the relay stops here (its part ends as the run's),
+            # the pages keep their connections open (nothing passes) past the next write.
+            ep.stop()
+            time.sleep(EVENT_LOG_FLUSH_S)
         signal.stop()
         for role in ("sender", "receiver"):
             signal.done[role].wait(FLUSH_TIMEOUT_S)
@@ -150,8 +166,68 @@ def run_session(
     with signal.lock:
         logs = json.loads(json.dumps(signal.logs))
         errors = list(signal.errors)
+    # Chromium has closed them (it stopped): event_log_<date>_<time>_<renderer>_<pc>.log
+    event_logs = {role: [p.read_bytes() for p in sorted(d.glob("*.log"), key=_log_order)]
+                  for role, d in el_dirs.items() if d is not None}  # fmt: skip
     return Session(logs, counters, work / "relay-events.json", int(counters["wall_origin_us"]),
-                   errors)  # fmt: skip
+                   errors, event_logs)  # fmt: skip
+
+
+def event_log_dir(work: Path, role: str) -> Path:
+    """The directory ``role``'s Chromium writes its RTC event logs into (made here: Chromium
+    does not make it)."""
+    d = work / f"eventlog-{role}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _log_order(p: Path) -> list[Any]:
+    return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in p.stem.split("_")]
+
+
+def event_log_files(
+    session: Session, run_dir: Path, end_us: int
+) -> tuple[dict[str, Path], dict[str, Any]]:
+    """Writes the pages' RTC event logs (``sender.rtceventlog``, ``receiver.rtceventlog``;
+    ``sender-2.rtceventlog`` and so on for further peer connections) and their decoded
+    records (:mod:`.eventlog`: ``eventlog.jsonl``, the congestion controller's in
+    ``eventlog.csv``) to temporary paths in ``run_dir``; returns them (name -> path) and
+    what the header says of them. The records end at ``end_us`` (the relay's end: after it
+    the pages only waited for Chromium to write); a log that cannot be decoded is kept, with
+    the reason."""
+    from .. import results
+    from . import eventlog
+
+    files: dict[str, Path] = {}
+    info: dict[str, Any] = {"switch": "--webrtc-event-logging", "files": {}, "errors": [],
+                            "wall_origin_us": session.wall_origin_us, "end_us": end_us}  # fmt: skip
+    recs: list[dict[str, Any]] = []
+    for role in ("sender", "receiver"):
+        for i, data in enumerate(session.event_logs.get(role) or []):
+            peer = role if i == 0 else f"{role}-{i + 1}"
+            name = f"{peer}.rtceventlog"
+            tmp = results.temp_path(run_dir / name)
+            tmp.write_bytes(data)
+            files[name] = tmp
+            info["files"][name] = {"bytes": len(data)}
+            try:
+                got = eventlog.records(data, session.wall_origin_us, peer)
+            except SluiceError as e:
+                info["errors"].append(f"{name}: {e}")
+                continue
+            info["files"][name]["events"] = len(got)
+            times = [r["t_us"] for r in got if r["t_us"] is not None]
+            info["files"][name]["last_us"] = max(times, default=None)
+            recs += [r for r in got if r["t_us"] is None or r["t_us"] <= end_us]
+    if not files:
+        info["errors"].append("Chromium wrote no event log")
+    recs.sort(key=lambda r: (r["t_us"] is None, r["t_us"] or 0))
+    for name, write in ((eventlog.JSONL_FILE, eventlog.write_jsonl),
+                        (eventlog.CSV_FILE, eventlog.write_csv)):  # fmt: skip
+        tmp = results.temp_path(run_dir / name)
+        write(recs, tmp)
+        files[name] = tmp
+    return files, info
 
 
 def scratch_dir() -> Path:
@@ -183,12 +259,14 @@ def chromium_version() -> str:
 
 
 def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = False,
-        max_kbps: int | None = None, degradation: str = DEFAULT_DEGRADATION) -> Path:  # fmt: skip
+        max_kbps: int | None = None, degradation: str = DEFAULT_DEGRADATION,
+        event_log: bool = False) -> Path:  # fmt: skip
     """One browser run: Chromium sends ``spec``'s clip (default: the shipped one) to Chromium
     through the trace relay of ``spec``'s network; the result files of a simulated run, scheme
     ``chrome``, in ``spec``'s output directory. ``max_kbps`` raises Chromium's cap on the
-    video's bitrate (its default for one stream: 2.5 Mbps at 720p, 1.7 Mbps at 360p). Raises
-    :class:`SluiceError`."""
+    video's bitrate (its default for one stream: 2.5 Mbps at 720p, 1.7 Mbps at 360p).
+    ``event_log``: both pages' RTC event logs and their decoded records in the result too
+    (:func:`event_log_files`). Raises :class:`SluiceError`."""
     from .. import config, results, video
     from ..runner import load_traces, planned_config
     from . import records
@@ -221,7 +299,8 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
             bar.refresh()
 
     try:
-        session = run_session(cfg, down, up, raw, codec, work, progress, max_kbps, degradation)
+        session = run_session(cfg, down, up, raw, codec, work, progress, max_kbps, degradation,
+                              event_log)  # fmt: skip
         part = json.loads(session.relay_events.read_text(encoding="utf-8"))
     finally:
         if bar is not None:
@@ -262,17 +341,26 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
     tmp_log = results.temp_path(run_dir / results.RELAY_LOG_FILE)
     tmp_browser = results.temp_path(run_dir / results.BROWSER_FILE)
     run_dir.mkdir(parents=True, exist_ok=True)
+    extra = {results.RELAY_LOG_FILE: tmp_log, results.BROWSER_FILE: tmp_browser}
     try:
+        if event_log:
+            run_end_us = round((duration + float(cfg["drain_s"])) * 1e6)
+            el_files, header["browser"]["event_log"] = event_log_files(session, run_dir,
+                                                                       run_end_us)  # fmt: skip
+            extra.update(el_files)
         with open(tmp_log, "w", encoding="utf-8") as f:
             for d in part.get("datagrams") or []:
                 f.write(json.dumps(d, separators=(",", ":")) + "\n")
         pages = {r: {"stats": session.logs[r]["stats"], "events": session.logs[r]["events"]}
                  for r in ("sender", "receiver")}  # fmt: skip
         tmp_browser.write_text(json.dumps(pages, separators=(",", ":")), encoding="utf-8")
-        results.write_run(run_dir, header, frames, samples, summary, skips=skips,
-                          extra={results.RELAY_LOG_FILE: tmp_log,
-                                 results.BROWSER_FILE: tmp_browser})  # fmt: skip
+        results.write_run(run_dir, header, frames, samples, summary, skips=skips, extra=extra)
+        # An older result's event logs are not this one's.
+        for p in [*run_dir.glob("*.rtceventlog"), run_dir / "eventlog.jsonl",
+                  run_dir / "eventlog.csv"]:  # fmt: skip
+            if p.name not in extra:
+                p.unlink(missing_ok=True)
     finally:
-        tmp_log.unlink(missing_ok=True)
-        tmp_browser.unlink(missing_ok=True)
+        for tmp in extra.values():
+            tmp.unlink(missing_ok=True)
     return run_dir
