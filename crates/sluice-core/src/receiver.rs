@@ -108,7 +108,11 @@ pub struct Receiver {
     flow: FlowId,
     // --- transport feedback ---
     /// Arrivals not yet reported: transport seq -> arrival time.
-    unreported: BTreeMap<u64, Timestamp>,
+    /// Arrival times of the packets not yet reported, by transport sequence number from
+    /// `arrivals_base` (`None`: not arrived); `newest_unreported` is the highest arrived.
+    arrivals: VecDeque<Option<Timestamp>>,
+    arrivals_base: u64,
+    newest_unreported: Option<u64>,
     /// First sequence number the next report covers.
     next_report_seq: u64,
     feedback_seq: u64,
@@ -141,7 +145,9 @@ impl Receiver {
             next_feedback_time: now + config.feedback_interval,
             config,
             flow,
-            unreported: BTreeMap::new(),
+            arrivals: VecDeque::new(),
+            arrivals_base: 0,
+            newest_unreported: None,
             next_report_seq: 0,
             feedback_seq: 0,
             frames: BTreeMap::new(),
@@ -177,7 +183,7 @@ impl Receiver {
 
     fn handle_packet(&mut self, p: Packet, now: Timestamp) {
         if p.transport_seq >= self.next_report_seq {
-            self.unreported.insert(p.transport_seq, now);
+            self.record_arrival(p.transport_seq, now);
         }
         if p.kind == PacketKind::Padding {
             return;
@@ -378,22 +384,50 @@ impl Receiver {
         }
     }
 
+    /// Remembers a packet (at or after `next_report_seq`) for the next report. A report
+    /// covers at most [`MAX_REPORT_PACKETS`], the newest: older ones are forgotten as soon as
+    /// a packet that far ahead arrives.
+    fn record_arrival(&mut self, seq: u64, now: Timestamp) {
+        if self.arrivals.is_empty() {
+            self.arrivals_base = self.next_report_seq;
+        }
+        if seq < self.arrivals_base {
+            // Forgotten already: no report will cover it.
+            return;
+        }
+        if seq - self.arrivals_base >= MAX_REPORT_PACKETS {
+            let base = seq + 1 - MAX_REPORT_PACKETS;
+            let drop = usize::try_from(base - self.arrivals_base).unwrap_or(usize::MAX);
+            self.arrivals.drain(..drop.min(self.arrivals.len()));
+            self.arrivals_base = base;
+        }
+        let i = (seq - self.arrivals_base) as usize;
+        if i >= self.arrivals.len() {
+            self.arrivals.resize(i + 1, None);
+        }
+        self.arrivals[i] = Some(now);
+        self.newest_unreported = self.newest_unreported.max(Some(seq));
+    }
+
     fn make_transport_feedback(&mut self, now: Timestamp) -> Option<Feedback> {
-        let (&last_seq, _) = self.unreported.last_key_value()?;
+        let last_seq = self.newest_unreported?;
         if last_seq - self.next_report_seq >= MAX_REPORT_PACKETS {
             // A jump the report cannot cover: report only the newest packets.
             self.next_report_seq = last_seq.saturating_add(1) - MAX_REPORT_PACKETS;
-            self.unreported = self.unreported.split_off(&self.next_report_seq);
         }
         let mut packets = Vec::with_capacity((last_seq + 1 - self.next_report_seq) as usize);
         let mut newest_arrival = Timestamp::ZERO;
         for seq in self.next_report_seq..=last_seq {
-            let arrival = self.unreported.remove(&seq);
+            let arrival = seq
+                .checked_sub(self.arrivals_base)
+                .and_then(|i| self.arrivals.get(i as usize).copied().flatten());
             if let Some(a) = arrival {
                 newest_arrival = newest_arrival.max(a);
             }
             packets.push(PacketReport { transport_seq: seq, arrival_time: arrival });
         }
+        self.arrivals.clear();
+        self.newest_unreported = None;
         self.next_report_seq = last_seq + 1;
         self.feedback_seq += 1;
         Some(Feedback::Transport(TransportFeedback {

@@ -67,6 +67,9 @@ pub struct SenderConfig {
     /// Header bytes on the wire per media packet: RTP header and extensions plus UDP/IP
     /// ([`crate::packet::PACKET_OVERHEAD`], more for a scheme with more header extensions).
     pub packet_overhead: DataSize,
+    /// The application's highest video bitrate: the controller's target and every frame's
+    /// rate control are capped at it (`None`: no cap).
+    pub max_video_rate: Option<DataRate>,
 }
 
 impl Default for SenderConfig {
@@ -79,6 +82,7 @@ impl Default for SenderConfig {
             min_keyframe_interval: TimeDelta::from_ms(300),
             capture_until: Timestamp::INFINITY,
             packet_overhead: crate::packet::PACKET_OVERHEAD,
+            max_video_rate: None,
         }
     }
 }
@@ -464,6 +468,11 @@ impl Sender {
     /// The share of the target rate left for the encoder once per-packet overhead (RTP
     /// header + UDP/IP) is paid, assuming full packets, as libwebrtc's overhead-aware
     /// allocation does.
+    /// `rate`, at most the application's cap.
+    fn capped(&self, rate: DataRate) -> DataRate {
+        self.config.max_video_rate.map_or(rate, |cap| rate.min(cap))
+    }
+
     fn media_rate(&self) -> DataRate {
         let payload = self.config.max_payload.as_bytes_f64();
         let overhead = self.config.packet_overhead.as_bytes_f64();
@@ -530,7 +539,7 @@ impl Sender {
             source_index,
             capture_time: self.capture_time_of(source_index),
             fps: self.config.fps,
-            cc_target: self.media_rate(),
+            cc_target: self.capped(self.media_rate()),
             cwnd_reduce_ratio: self.cc.update().cwnd_reduce_ratio,
             cc_signals: self.cc.signals(),
             pacer: PacerState {
@@ -582,12 +591,23 @@ impl Sender {
         let frame_id = self.next_frame_id;
         self.next_frame_id += 1;
         let reference = plan.reference.or(self.last_submitted);
+        let mut rate_control = plan.rate_control;
+        if let Some(cap) = self.config.max_video_rate {
+            // A controller that asks for more than the application allows gets its plan
+            // scaled down, target, VBV rate and buffer alike.
+            if rate_control.target_rate > cap {
+                let f = cap.as_bps_f64() / rate_control.target_rate.as_bps_f64();
+                rate_control.target_rate = cap;
+                rate_control.vbv_max_rate = rate_control.vbv_max_rate.scale(f);
+                rate_control.vbv_buffer = rate_control.vbv_buffer.scale(f);
+            }
+        }
         let request = FrameRequest {
             frame_id,
             source_index,
             capture_time,
             reference: plan.reference,
-            rate_control: plan.rate_control,
+            rate_control,
             force_keyframe: self.force_keyframe,
             complexity: plan.complexity,
             planned_size_scale: plan.planned_size_scale,

@@ -241,6 +241,40 @@ fn bad_configs_are_errors_not_panics() {
 }
 
 #[test]
+fn the_application_cap_holds_for_every_scheme() {
+    // max_video_rate_bps caps what every scheme's encoder is asked for, window-based and
+    // rate-based alike; uncapped, each of them runs above it on this link.
+    for scheme in ["webrtc", "copa", "vidaptive", "co-rtv", "fdcc"] {
+        let cfg = |cap: Option<f64>| RunConfig {
+            scheme_name: scheme.into(),
+            duration_s: 10.0,
+            downlink: path(None, Some(300_000)),
+            max_video_rate_bps: cap,
+            ..Default::default()
+        };
+        let go = |cfg: RunConfig| {
+            let t = trace("constant:12", 15.0);
+            let enc = build_encoder(&cfg).expect("model encoder");
+            Simulation::new(&cfg, Some(t), None, enc).expect("valid config").run()
+        };
+        let free = go(cfg(None));
+        let capped = go(cfg(Some(2e6)));
+        let over =
+            |r: &RunResult| r.frames.iter().filter(|f| f.target_rate_bps > 2_000_000).count();
+        assert!(over(&free) > 0, "{scheme}: never above 2 Mbps without the cap");
+        assert_eq!(over(&capped), 0, "{scheme}: a frame asked for more than the cap");
+        let late = |r: &RunResult| r.summary.video_bitrate_bps;
+        assert!(
+            late(&capped) < 2.2e6,
+            "{scheme}: {:.2} Mbps under a 2 Mbps cap",
+            late(&capped) / 1e6
+        );
+    }
+    let bad = RunConfig { max_video_rate_bps: Some(-1.0), ..Default::default() };
+    assert!(Simulation::new(&bad, None, None, build_encoder(&bad).expect("model")).is_err());
+}
+
+#[test]
 fn an_application_limited_encoder_does_not_inflate_the_estimate() {
     // At 150 Mbps the 720p model encoder cannot fill the link (it tops out near QP 10), so the
     // sender is application limited: the estimate may follow what probes measure, but never

@@ -1,18 +1,19 @@
 //! libx264 as a Sluice [`Encoder`]: encodes frames of a raw yuv420p file (frame `i` of the
-//! session is frame `i mod n` of the file, read on demand, never all in memory), follows the
+//! session is frame `clip_frame(i, n)` of the file, which is memory-mapped: x264 reads each
+//! frame from the page cache, with no copy of ours and no read call), follows the
 //! rate control of every frame request through `x264_encoder_reconfig`, writes the Annex-B
 //! stream and its per-frame index for quality scoring, and charges the encode time to virtual
 //! time as measured wall time or as a deterministic model.
 
 use crate::complexity::{analysis_for, qp_offset_for_size_scale};
-use crate::{I420Frame, PictureOptions, X264Config, X264Encoder, X264Error};
+use crate::{I420Planes, PictureOptions, X264Config, X264Encoder, X264Error};
 use sluice_core::encoder::satd::{satd, LumaPlane};
 use sluice_core::encoder::{
     Complexity, EncodeTimeMode, EncodedFrame, Encoder, FrameAnalysis, FrameRequest, X264Settings,
 };
 use sluice_core::units::{DataSize, TimeDelta};
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Write};
 
 /// Modeled encode time of one 1280x720 frame per preset, in ms; scaled by the pixel count.
 /// For reproducible runs (`--encode-time modeled`); `measured` charges the real wall time.
@@ -54,11 +55,15 @@ pub struct X264SimEncoder {
     encoder: X264Encoder,
     /// The settings it was opened with (to reopen it with filler data before the first frame).
     config: X264Config,
-    video: File,
+    /// The raw clip, mapped read-only. Sluice's clip cache writes a file once and renames it
+    /// into place, so a mapped file is never changed under the mapping; a file that shrinks
+    /// anyway (someone else's doing) is caught before each frame is read ([`Self::planes`]),
+    /// an error rather than a SIGBUS.
+    video: memmap2::Mmap,
+    video_file: File,
     video_frames: u64,
-    frame: I420Frame,
-    /// Which source frame `frame` holds.
-    loaded: Option<u64>,
+    width: u32,
+    height: u32,
     rate: Option<(u64, u64, u64)>,
     complexity: Option<Complexity>,
     /// Half-resolution luma of the last analysed frame, for the SATD of the next one.
@@ -100,6 +105,19 @@ impl std::fmt::Display for SimEncoderError {
 }
 impl std::error::Error for SimEncoderError {}
 
+/// Session frame `index` of a mapped raw yuv420p clip of `frames` frames (even `width` and
+/// `height`, checked against the file's length at open).
+fn clip_planes(video: &[u8], width: u32, height: u32, frames: u64, index: u64) -> I420Planes<'_> {
+    let (w, h) = (width as usize, height as usize);
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    let frame_bytes = w * h + 2 * cw * ch;
+    let clip_index = sluice_core::encoder::clip_frame(index, frames) as usize;
+    let frame = &video[clip_index * frame_bytes..(clip_index + 1) * frame_bytes];
+    let (y, chroma) = frame.split_at(w * h);
+    let (u, v) = chroma.split_at(cw * ch);
+    I420Planes { width, height, y, y_stride: w, u, u_stride: cw, v, v_stride: cw }
+}
+
 impl X264SimEncoder {
     /// Hands every frame's bitstream (as written to the stream file) to `sink` as well.
     pub fn set_frame_sink(&mut self, sink: FrameSink) {
@@ -107,10 +125,10 @@ impl X264SimEncoder {
     }
 
     pub fn open(s: &X264Settings, fps: f64) -> Result<Self, SimEncoderError> {
-        let video = File::open(&s.video_path)
+        let file = File::open(&s.video_path)
             .map_err(|e| SimEncoderError::Video(format!("{}: {e}", s.video_path)))?;
         let frame_bytes = s.width as u64 * s.height as u64 * 3 / 2;
-        let len = video.metadata().map(|m| m.len()).unwrap_or(0);
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         if s.width == 0 || s.height == 0 || s.video_frames == 0 {
             return Err(SimEncoderError::Video(
                 "x264: video size and frame count are required".into(),
@@ -122,6 +140,8 @@ impl X264SimEncoder {
                 s.video_path, s.video_frames, s.width, s.height
             )));
         }
+        let video = crate::sys::map_read_only(&file)
+            .map_err(|e| SimEncoderError::Video(format!("{}: {e}", s.video_path)))?;
         // Opened at a placeholder rate; every frame request sets the real one.
         let mut cfg = X264Config::new(s.width, s.height, 1, 300_000);
         cfg.fps_num = (fps * 1000.0).round() as u32;
@@ -147,9 +167,10 @@ impl X264SimEncoder {
             encoder,
             config,
             video,
+            video_file: file,
             video_frames: s.video_frames,
-            frame: I420Frame::new_grey(s.width, s.height),
-            loaded: None,
+            width: s.width,
+            height: s.height,
             rate: None,
             complexity: None,
             last_luma: None,
@@ -163,19 +184,26 @@ impl X264SimEncoder {
         })
     }
 
-    fn read_frame(&mut self, index: u64) -> std::io::Result<()> {
-        if self.loaded == Some(index) {
-            return Ok(());
-        }
-        self.loaded = None;
-        let f = &mut self.frame;
-        let frame_bytes = (f.y.len() + f.u.len() + f.v.len()) as u64;
+    /// Session frame `index`: its clip frame's planes in the mapped file, if the file still
+    /// holds them.
+    fn planes(&self, index: u64) -> Result<I420Planes<'_>, String> {
+        self.check_frame(index)?;
+        Ok(clip_planes(&self.video, self.width, self.height, self.video_frames, index))
+    }
+
+    /// Whether the file still holds session frame `index` (reading a mapped page past the end
+    /// of a truncated file would be a SIGBUS).
+    fn check_frame(&self, index: u64) -> Result<(), String> {
+        let (w, h) = (u64::from(self.width), u64::from(self.height));
+        let frame_bytes = w * h + 2 * w.div_ceil(2) * h.div_ceil(2);
         let clip_index = sluice_core::encoder::clip_frame(index, self.video_frames);
-        self.video.seek(SeekFrom::Start(clip_index * frame_bytes))?;
-        self.video.read_exact(&mut f.y)?;
-        self.video.read_exact(&mut f.u)?;
-        self.video.read_exact(&mut f.v)?;
-        self.loaded = Some(index);
+        let end = (clip_index + 1) * frame_bytes;
+        let len = self.video_file.metadata().map_err(|e| e.to_string())?.len();
+        if len < end {
+            return Err(format!(
+                "reading video frame {index}: the file shrank to {len} bytes while in use"
+            ));
+        }
         Ok(())
     }
 
@@ -219,8 +247,6 @@ impl X264SimEncoder {
                 self.complexity = Some(level);
             }
         }
-        self.read_frame(req.source_index)
-            .map_err(|e| format!("reading video frame {}: {e}", req.source_index))?;
         // An explicit reference: drop every newer one (x264 then predicts from what is left,
         // or codes an IDR if nothing is). A reference no longer known forces a keyframe.
         let mut force_keyframe = req.force_keyframe;
@@ -243,9 +269,13 @@ impl X264SimEncoder {
             qp_offset: qp_offset_for_size_scale(req.planned_size_scale),
         };
         let pts = self.encoder.next_pts();
+        self.check_frame(req.source_index)?;
+        // The planes borrow the mapping only (not the encoder), hence the free function.
+        let planes =
+            clip_planes(&self.video, self.width, self.height, self.video_frames, req.source_index);
         let pic = self
             .encoder
-            .encode_with(&self.frame, options)
+            .encode_planes_with(&planes, options)
             .map_err(|e| format!("x264 failed on frame {}: {e}", req.frame_id))?;
         self.encoded.push_back((req.frame_id, pts));
         if self.encoded.len() > REFERENCE_MEMORY {
@@ -299,12 +329,15 @@ impl Encoder for X264SimEncoder {
             return None;
         }
         let started = std::time::Instant::now();
-        if let Err(e) = self.read_frame(frame_index) {
-            self.failure = Some(format!("reading video frame {frame_index}: {e}"));
-            return None;
-        }
-        let (w, h) = (self.frame.width as usize, self.frame.height as usize);
-        let luma = LumaPlane::downscale_2x(&self.frame.y, w, h, w);
+        let (w, h) = (self.width as usize, self.height as usize);
+        let planes = match self.planes(frame_index) {
+            Ok(p) => p,
+            Err(e) => {
+                self.failure = Some(e);
+                return None;
+            }
+        };
+        let luma = LumaPlane::downscale_2x(planes.y, w, h, w);
         let value = match &self.last_luma {
             Some((prev_index, prev)) if prev_index + 1 == frame_index => satd(&luma, prev),
             _ => None,

@@ -497,3 +497,11 @@ pub(crate) mod types {
     pub const LOG_WARNING: i32 = ffi::X264_LOG_WARNING as i32;
     pub const LOG_INFO: i32 = ffi::X264_LOG_INFO as i32;
 }
+
+/// Maps `file` read-only. Sound as long as nobody changes or truncates the file while it is
+/// mapped: Sluice's clip cache (python/sluice/video.py) writes a raw clip once, to a
+/// temporary name, and renames it into place; it never writes a cached file again.
+pub(crate) fn map_read_only(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: see above; the mapping is only ever read.
+    unsafe { memmap2::Mmap::map(file) }
+}

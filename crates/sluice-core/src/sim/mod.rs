@@ -101,6 +101,10 @@ pub struct RunConfig {
     /// ([`SchemeConfig::feedback_interval_ms`]), else 50 ms.
     pub feedback_interval_ms: Option<f64>,
     pub max_payload_bytes: i64,
+    /// The application's highest video bitrate (WebRTC's `maxBitrate`), the same for every
+    /// scheme: the encoder controller never sees a target above it and the encoder is never
+    /// asked for more. `None` (the default): no cap.
+    pub max_video_rate_bps: Option<f64>,
     pub encoder: EncoderConfig,
     pub downlink: PathConfig,
     pub uplink: PathConfig,
@@ -118,6 +122,7 @@ impl Default for RunConfig {
             sample_interval_ms: 20.0,
             feedback_interval_ms: None,
             max_payload_bytes: crate::packetizer::DEFAULT_MAX_PAYLOAD,
+            max_video_rate_bps: None,
             encoder: EncoderConfig::default(),
             downlink: PathConfig::default(),
             uplink: PathConfig::default(),
@@ -241,6 +246,9 @@ impl RunConfig {
                 "drain must be a finite number of seconds >= 0, got {}",
                 self.drain_s
             ));
+        }
+        if let Some(cap) = self.max_video_rate_bps {
+            check_range("max_video_rate_bps", cap, 10_000.0, false, 10e9)?;
         }
         let scheme = self.resolve_scheme()?;
         check_range("sample_interval_ms", self.sample_interval_ms, 1.0, false, 10_000.0)?;
@@ -451,6 +459,7 @@ pub fn build_sender(
             max_payload: DataSize::from_bytes(cfg.max_payload_bytes),
             capture_until: capture_end,
             packet_overhead: crate::packet::PACKET_OVERHEAD + scheme.bottleneck.header_extension(),
+            max_video_rate: cfg.max_video_rate_bps.map(crate::units::DataRate::from_bps_f64),
             ..Default::default()
         },
         cc,
@@ -624,18 +633,18 @@ impl Simulation {
     }
 
     fn collect_events(&mut self) {
-        if let Some(s) = self.network.get_mut::<Sender>(self.sender) {
+        if let Some(s) = self.network.get_mut_for_events::<Sender>(self.sender) {
             while let Some(e) = s.poll_event() {
                 self.recorder.on_sender_event(e);
             }
         }
-        if let Some(r) = self.network.get_mut::<Receiver>(self.receiver) {
+        if let Some(r) = self.network.get_mut_for_events::<Receiver>(self.receiver) {
             while let Some(e) = r.poll_event() {
                 self.recorder.on_receiver_event(e);
             }
         }
         let down = self.downlink;
-        if let Some(link) = self.network.get_mut::<Link>(down) {
+        if let Some(link) = self.network.get_mut_for_events::<Link>(down) {
             while let Some((d, why)) = link.poll_drop() {
                 if let (crate::packet::Datagram::Media(p), DropReason::Policy) = (&d, why) {
                     if matches!(p.kind, PacketKind::Video | PacketKind::Retransmission) {

@@ -41,9 +41,19 @@ pub trait Node: Send {
     fn poll_timeout(&self) -> Timestamp;
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// Whether the node is polled at every instant something happens anywhere, due or not
+    /// (see [`Network`]). The sender is: its pacer pays its budget at every poll, rounded to
+    /// the byte, and re-reads its queue-drain rate, so how often it is polled shows in its
+    /// timing, as libwebrtc's pacer depends on when it runs.
+    fn polled_at_every_event(&self) -> bool {
+        false
+    }
 }
 
 impl Node for Sender {
+    fn polled_at_every_event(&self) -> bool {
+        true
+    }
     fn handle_input(&mut self, _port: Port, datagram: Datagram, now: Timestamp) {
         if let Datagram::Feedback(f) = datagram {
             self.handle_feedback(f, now);
@@ -115,10 +125,25 @@ impl Node for Link {
 pub type NodeId = usize;
 
 /// Nodes and the edges between their ports.
+///
+/// A node's outputs and timeout change only when it is handed input, runs its timers, is
+/// polled for output, or is reached mutably from outside ([`Network::get_mut`]). The network
+/// keeps each node's last `poll_timeout` and whether one of those happened since
+/// ("dirty"), and [`Network::settle`] visits only the nodes that are dirty or due (and those
+/// [polled at every event](Node::polled_at_every_event)): a clean node that is not due would
+/// produce nothing. The order of everything that does happen is the same as visiting every
+/// node every round.
 #[derive(Default)]
 pub struct Network {
     nodes: Vec<(&'static str, Box<dyn Node>)>,
     edges: BTreeMap<(NodeId, Port), (NodeId, Port)>,
+    /// `edges` by node and port, for the hot path.
+    routes: Vec<Vec<Option<(NodeId, Port)>>>,
+    /// Each node's `poll_timeout` when it was last clean.
+    timeouts: Vec<Timestamp>,
+    dirty: Vec<bool>,
+    /// [`Node::polled_at_every_event`] of each node.
+    always: Vec<bool>,
     /// Outputs that had no edge (a topology mistake; counted, not fatal).
     unrouted: u64,
 }
@@ -126,12 +151,21 @@ pub struct Network {
 impl Network {
     /// Adds a node; nodes run in the order they were added.
     pub fn add(&mut self, name: &'static str, node: Box<dyn Node>) -> NodeId {
+        self.always.push(node.polled_at_every_event());
         self.nodes.push((name, node));
+        self.routes.push(Vec::new());
+        self.timeouts.push(Timestamp::INFINITY);
+        self.dirty.push(true);
         self.nodes.len() - 1
     }
     /// Sends what `from` outputs on `from_port` to `to`'s `to_port`.
     pub fn connect(&mut self, from: NodeId, from_port: Port, to: NodeId, to_port: Port) {
         self.edges.insert((from, from_port), (to, to_port));
+        let ports = &mut self.routes[from];
+        if ports.len() <= usize::from(from_port) {
+            ports.resize(usize::from(from_port) + 1, None);
+        }
+        ports[usize::from(from_port)] = Some((to, to_port));
     }
     pub fn len(&self) -> usize {
         self.nodes.len()
@@ -146,7 +180,16 @@ impl Network {
     pub fn get<T: Any>(&self, id: NodeId) -> Option<&T> {
         self.nodes.get(id)?.1.as_any().downcast_ref()
     }
+    /// Node `id` as its concrete type, if it is one; the network looks at it again before
+    /// it next settles (whatever the caller does to it).
     pub fn get_mut<T: Any>(&mut self, id: NodeId) -> Option<&mut T> {
+        *self.dirty.get_mut(id)? = true;
+        self.nodes.get_mut(id)?.1.as_any_mut().downcast_mut()
+    }
+    /// Node `id` as its concrete type, to drain what it recorded (events, drop logs). The
+    /// caller must not change what the node outputs or when: the network does not look at it
+    /// again because of this access (use [`Network::get_mut`] for anything else).
+    pub fn get_mut_for_events<T: Any>(&mut self, id: NodeId) -> Option<&mut T> {
         self.nodes.get_mut(id)?.1.as_any_mut().downcast_mut()
     }
     pub fn unrouted(&self) -> u64 {
@@ -160,16 +203,28 @@ impl Network {
         for _ in 0..max_rounds {
             let mut progressed = false;
             for i in 0..self.nodes.len() {
-                if self.nodes[i].1.poll_timeout() <= now {
+                let due = if self.dirty[i] || self.always[i] {
+                    self.nodes[i].1.poll_timeout() <= now
+                } else if self.timeouts[i] <= now {
+                    true
+                } else {
+                    continue;
+                };
+                if due {
                     self.nodes[i].1.handle_timeout(now);
                 }
                 while let Some((port, d)) = self.nodes[i].1.poll_output(now) {
                     progressed = true;
-                    match self.edges.get(&(i, port)) {
-                        Some(&(to, to_port)) => self.nodes[to].1.handle_input(to_port, d, now),
+                    match self.routes[i].get(usize::from(port)).copied().flatten() {
+                        Some((to, to_port)) => {
+                            self.nodes[to].1.handle_input(to_port, d, now);
+                            self.dirty[to] = true;
+                        }
                         None => self.unrouted += 1,
                     }
                 }
+                self.timeouts[i] = self.nodes[i].1.poll_timeout();
+                self.dirty[i] = false;
             }
             if !progressed {
                 return true;
@@ -180,7 +235,12 @@ impl Network {
 
     /// The earliest timeout of any node.
     pub fn poll_timeout(&self) -> Timestamp {
-        self.nodes.iter().map(|(_, n)| n.poll_timeout()).min().unwrap_or(Timestamp::INFINITY)
+        let mut earliest = Timestamp::INFINITY;
+        for (i, (_, n)) in self.nodes.iter().enumerate() {
+            let t = if self.dirty[i] { n.poll_timeout() } else { self.timeouts[i] };
+            earliest = earliest.min(t);
+        }
+        earliest
     }
 }
 
