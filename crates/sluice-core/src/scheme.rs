@@ -124,14 +124,14 @@ pub struct SchemeInfo {
 }
 
 /// GCC as ACE runs it: the 200 ms time-window trendline (§5.2: bursts make fewer packet
-/// groups, and a fixed count of groups would span too long) and the pacer (or ACE-N's token
-/// bucket) at GCC's target, 1.0x: "Token Bucket rate is configured to match the estimated
-/// bitrate" (§5.2); the ablation without ACE-N paces "with a pacing rate fixed to estimate
-/// bandwidth" (§6.4).
-fn gcc_200ms() -> CcConfig {
+/// groups, and a fixed count of groups would span too long), pacing at `pacing_factor` x
+/// its target: ACE-N's token rate is GCC's pacing rate, 1.1x (crate::pacer::ace_n says why
+/// not 1.0x); the ablation without ACE-N paces "with a pacing rate fixed to estimate
+/// bandwidth" (§6.4), 1.0x.
+fn gcc_200ms(pacing_factor: f64) -> CcConfig {
     CcConfig::Gcc(GccConfig {
         trendline_window: TrendlineWindow::Time(TimeDelta::from_ms(200)),
-        pacing_factor: 1.0,
+        pacing_factor,
         ..Default::default()
     })
 }
@@ -360,7 +360,7 @@ pub fn registry() -> Vec<SchemeInfo> {
             encoder: Some("x264"),
             config: SchemeConfig {
                 pacer: leaky(),
-                cc: gcc_200ms(),
+                cc: gcc_200ms(1.0),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
                 frame_drop: FrameDropConfig::default(),
                 salsify: None,
@@ -370,12 +370,12 @@ pub fn registry() -> Vec<SchemeInfo> {
         },
         SchemeInfo {
             name: "ace-n",
-            description: "ACE-N only (ACE §4.1, §6.4 ablation): token-bucket pacer at GCC's target (1.0x) whose bucket adapts per frame to the predicted network queue; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
+            description: "ACE-N only (ACE §4.1, §6.4 ablation): token-bucket pacer at GCC's pacing rate (1.1x its target, the sending rate the CCA determines) whose bucket adapts per frame to the predicted network queue; x264 ABR + VBV(0.5 s), GCC with 200 ms trendline; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#17becf",
             encoder: Some("x264"),
             config: SchemeConfig {
                 pacer: PacerConfig::AceN(AceNConfig::default()),
-                cc: gcc_200ms(),
+                cc: gcc_200ms(1.1),
                 encoder_controller: EncoderControllerConfig::default(),
                 frame_drop: FrameDropConfig::default(),
                 salsify: None,
@@ -385,12 +385,12 @@ pub fn registry() -> Vec<SchemeInfo> {
         },
         SchemeInfo {
             name: "ace",
-            description: "ACE (SIGCOMM '25): ACE-N adaptive token-bucket pacing at GCC's target (1.0x, §5.2) + ACE-C complexity-adaptive encoding on x264, GCC with 200 ms trendline; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
+            description: "ACE (SIGCOMM '25): ACE-N adaptive token-bucket pacing at GCC's pacing rate (1.1x its target, §4.1) + ACE-C complexity-adaptive encoding on x264, GCC with 200 ms trendline; frame dropping off (ACE §6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#e377c2",
             encoder: Some("x264"),
             config: SchemeConfig {
                 pacer: PacerConfig::AceN(AceNConfig::default()),
-                cc: gcc_200ms(),
+                cc: gcc_200ms(1.1),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
                 frame_drop: FrameDropConfig::default(),
                 salsify: None,
