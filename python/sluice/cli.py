@@ -56,7 +56,7 @@ def _number(kind: str, cond: Any, what: str) -> Any:
 _pos_float = _number("positive number", lambda v: v > 0, "a positive number")
 _nonneg_float = _number("non-negative number", lambda v: v >= 0, "a number >= 0")
 _probability = _number("probability", lambda v: 0 <= v < 1, "a probability in [0, 1)")
-# The README's limits (section "Limits"), checked where the flag is read.
+# The limits of docs/cli.md ("Limits"), checked where the flag is read.
 MAX_SESSION_S = 86_400
 MAX_DELAY_MS = 60_000
 _duration = _number(
@@ -265,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--address", metavar="HOST:PORT", default=None,
         help="with --backend ray: the Ray cluster to run on (default: RAY_ADDRESS, else a "
-        "local Ray); see README.md, 'Running on a cluster'",
+        "local Ray); see docs/cluster.md",
     )  # fmt: skip
     p.add_argument("--out", type=_out_path, metavar="DIR", help="default results/compare-<trace>")
     p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
@@ -276,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
         "matrix", help="run an experiment plan (TOML): schemes x traces x clips x seeds",
         description="Runs the cells of PLAN that have no results yet (resumable) and writes "
         "one results table, <results>/<name>/results.csv (and results.parquet with pyarrow). "
-        "See README.md, 'Experiments', for the plan format.",
+        "See docs/experiments.md for the plan format.",
     )  # fmt: skip
     p.add_argument("plan", metavar="PLAN.toml", help="the experiment plan")
     p.add_argument("--jobs", type=_jobs, metavar="N", help="parallel runs (default: CPUs)")
@@ -284,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--address", metavar="HOST:PORT", default=None,
         help="with --backend ray: the Ray cluster to run on (default: RAY_ADDRESS, else a "
-        "local Ray); see README.md, 'Running on a cluster'",
+        "local Ray); see docs/cluster.md",
     )  # fmt: skip
     p.add_argument(
         "--rerun", choices=("missing", "stale", "all"), default="missing",

@@ -62,7 +62,7 @@ pub fn show(v: f64) -> String {
     }
 }
 
-/// What the simulator accepts (README, "Limits"): every rate, duration, timestamp and size a
+/// What the simulator accepts (docs/cli.md, "Limits"): every rate, duration, timestamp and size a
 /// user gives is checked against these where it enters (trace parsers and generators, the
 /// run config), before anything is allocated for it.
 pub mod limits {

@@ -1,6 +1,6 @@
 //! Per-frame records, time-series samples and the run summary.
 //!
-//! Definitions (also in the README):
+//! Definitions (also in docs/metrics.md):
 //! * latency: display time minus capture time, over displayed frames;
 //! * `stall_rate` (ACE §6.3): the share of the session in which the interval between
 //!   displayed frames exceeds 100 ms (each such interval counts whole; the session's start and

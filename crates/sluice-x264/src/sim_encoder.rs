@@ -17,7 +17,7 @@ use std::io::{BufWriter, Write};
 
 /// Modeled encode time of one 1280x720 frame per preset, in ms; scaled by the pixel count.
 /// For reproducible runs (`--encode-time modeled`); `measured` charges the real wall time.
-/// Measured by `bench/encoder.py` (README, "Encoder characterisation") on the 2-core AMD EPYC
+/// Measured by `bench/encoder.py` (docs/schemes.md, "Encoder characterisation") on the 2-core AMD EPYC
 /// VM Sluice is developed on, one thread, ABR 4 Mbps + 0.5 s VBV, nothing else running:
 /// superfast 5.6 ms, the mean over six clips at 1280 px wide (per-clip means 4.9-7.5 ms; runs
 /// while other builds shared the cores gave 6.0-6.2 ms); the other presets are superfast

@@ -28,7 +28,7 @@
 //!
 //! Size at quantiser `qp`: `C * 2^(-(qp - 26) / 6)` (H.264 doubles the step every 6 QP).
 //! The calibration constants are in [`ModelEncoderConfig`], fitted to libx264 (superfast,
-//! zerolatency, ABR + 0.5 s VBV) on six clips by `bench/encoder.py` (README, "Encoder
+//! zerolatency, ABR + 0.5 s VBV) on six clips by `bench/encoder.py` (docs/schemes.md, "Encoder
 //! characterisation"). The tests `size_distribution_is_heavy_tailed` and
 //! `converges_like_x264_after_a_10x_drop` check them against those measurements. ACE §2
 //! Fig. 2 reports a heavier tail (10% of frames above 2x and 1% above 5x the mean, on YouTube

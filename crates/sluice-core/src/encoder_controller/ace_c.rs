@@ -18,7 +18,7 @@
 //!
 //! The planned-size correction of §5.1: under ABR a frame switched to c1/c2 is planned at
 //! c0's size, and x264's rate control spends the level's saving on quality (measured by
-//! `bench/encoder.py`, README "Encoder characterisation": 3-11% *larger* and 0.4-1.4 dB
+//! `bench/encoder.py`, docs/schemes.md "Encoder characterisation": 3-11% *larger* and 0.4-1.4 dB
 //! better than the same frame at c0). The authors patched x264 to shrink the plan by the
 //! level's preset saving. libx264's public API cannot change one frame's plan, so Sluice asks
 //! for a scaled plan ([`FramePlan::planned_size_scale`]) and the x264 encoder carries it out
@@ -41,7 +41,7 @@
 //! * `dTe(c)` is observed as the frame's encode time minus the running c0 encode time.
 //! * Keyframes are always encoded at c0 and are not used for learning (their size is a
 //!   different population; ACE-C targets oversized P frames).
-//! * Priors from the x264 measurements of `bench/encoder.py` (see the README): `phi` 0.20 and
+//! * Priors from the x264 measurements of `bench/encoder.py` (docs/schemes.md): `phi` 0.20 and
 //!   0.27 (the corrected sizes above); a switched frame takes 2.1x and 2.6x c0's encode time
 //!   on superfast, so the extra encode time starts at 1.1x and 1.6x the running c0 encode
 //!   time (`initial_encode_time_ratio`) and follows the frame's resolution: a fixed prior in

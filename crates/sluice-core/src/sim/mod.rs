@@ -291,7 +291,7 @@ impl RunConfig {
         check_units(&value, "").map_err(ConfigError)
     }
 
-    /// The README's limits on the run's own settings (session length, delays, queues).
+    /// The limits (docs/cli.md, "Limits") on the run's own settings (session length, delays, queues).
     fn check_limits(&self) -> Result<(), String> {
         use crate::limits;
         crate::check_range("duration_s", self.duration_s, 0.0, true, limits::MAX_SESSION_S)?;
