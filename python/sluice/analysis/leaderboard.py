@@ -1,0 +1,252 @@
+"""The leaderboard (``docs/results/leaderboard.md`` and ``leaderboard.html``).
+
+``python -m sluice.analysis.leaderboard RESULTS [--report-dir DIR]`` reads a finished
+``sluice matrix experiments/leaderboard.toml`` and writes, per network family:
+
+* the **ranking**: the schemes whose mean VMAF is within :data:`VMAF_MARGIN` points of the
+  family's best, ordered by their mean all-slot P95 (the latency over every capture slot: a
+  slot whose frame is not shown counts until the next frame shown), so a scheme cannot win
+  by showing fewer or worse frames; the others follow, unranked, with how far their VMAF is
+  below the best;
+* the **Pareto front** of all-slot P95 against VMAF: the schemes no other scheme beats on
+  both;
+* means over the family's cells (trace windows x clips) with the half-width of their 95 %
+  t interval; ``~`` marks a P95 not distinguishable from the ranking's first.
+
+It also writes a figure of every family's front and the matrix's HTML report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SluiceError
+from ..spread import Spread, spread
+from . import ANALYSIS_SLOT, existing_analysis, figure, load, markdown, provenance, write_markdown
+
+PROG = "python -m sluice.analysis.leaderboard"
+#: A scheme is ranked when its mean VMAF is at most this far below the family's best.
+VMAF_MARGIN = 2.0
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One scheme in one family: means and intervals over its cells."""
+
+    scheme: str
+    cells: int
+    p95: Spread
+    p99: Spread
+    vmaf: Spread
+    stalls: Spread
+    freezes: Spread
+    bitrate: Spread
+    shown_p95: Spread
+
+
+def entries(df: Any) -> list[Entry]:
+    out = []
+    for scheme, g in df.groupby("scheme", sort=False):
+        out.append(Entry(
+            str(scheme), len(g), spread(g["latency_all_ms_p95"]), spread(g["latency_all_ms_p99"]),
+            spread(g["vmaf_mean"]), spread(g["stall_ratio_200ms"]), spread(g["freeze_count"]),
+            spread(g["video_bitrate_bps"] / 1e6), spread(g["latency_ms_p95"]),
+        ))  # fmt: skip
+    return out
+
+
+def ranking(es: Sequence[Entry]) -> tuple[list[Entry], list[Entry], float]:
+    """(ranked, unranked, best VMAF): ranked are within the margin, by P95; the others by
+    VMAF, best first."""
+    best = max((e.vmaf.mean for e in es if math.isfinite(e.vmaf.mean)), default=math.nan)
+    ok = [e for e in es if math.isfinite(e.vmaf.mean) and e.vmaf.mean >= best - VMAF_MARGIN]
+    rest = [e for e in es if e not in ok]
+    ok.sort(key=lambda e: (e.p95.mean if math.isfinite(e.p95.mean) else math.inf, e.scheme))
+    rest.sort(key=lambda e: -e.vmaf.mean if math.isfinite(e.vmaf.mean) else math.inf)
+    return ok, rest, best
+
+
+def pareto(es: Sequence[Entry]) -> list[Entry]:
+    """The schemes no other beats on both all-slot P95 (lower) and VMAF (higher), by P95."""
+
+    def beats(a: Entry, b: Entry) -> bool:
+        return (a.p95.mean <= b.p95.mean and a.vmaf.mean >= b.vmaf.mean
+                and (a.p95.mean < b.p95.mean or a.vmaf.mean > b.vmaf.mean))  # fmt: skip
+
+    ok = [e for e in es if math.isfinite(e.p95.mean) and math.isfinite(e.vmaf.mean)]
+    front = [e for e in ok if not any(beats(o, e) for o in ok if o is not e)]
+    return sorted(front, key=lambda e: e.p95.mean)
+
+
+def family_table(es: Sequence[Entry]) -> str:
+    ranked, rest, best = ranking(es)
+    front = {e.scheme for e in pareto(es)}
+    rows = []
+    for i, e in enumerate(ranked):
+        tie = "" if i == 0 or not e.p95.overlaps(ranked[0].p95) else " ~"
+        rows.append([f"{i + 1}", f"`{e.scheme}`", e.p95.format(".0f") + tie,
+                     e.p99.format(".0f"), e.vmaf.format(".1f"), _pct(e.stalls),
+                     e.freezes.format(".1f"), e.bitrate.format(".2f"), e.shown_p95.format(".0f"),
+                     "yes" if e.scheme in front else ""])  # fmt: skip
+    for e in rest:
+        rows.append([f"- (VMAF {e.vmaf.mean - best:+.1f})", f"`{e.scheme}`",
+                     e.p95.format(".0f"), e.p99.format(".0f"), e.vmaf.format(".1f"),
+                     _pct(e.stalls), e.freezes.format(".1f"), e.bitrate.format(".2f"),
+                     e.shown_p95.format(".0f"), "yes" if e.scheme in front else ""])  # fmt: skip
+    head = ["rank", "scheme", "all-slot P95 ms", "all-slot P99 ms", "VMAF", "slots > 200 ms",
+            "freezes", "bitrate Mbps", "shown P95 ms", "Pareto front"]  # fmt: skip
+    return markdown(head, rows)
+
+
+def _pct(s: Spread) -> str:
+    if not math.isfinite(s.mean):
+        return "-"
+    scaled = Spread(100 * s.mean, 100 * s.half if math.isfinite(s.half) else s.half, s.n)
+    return scaled.format(".2f") + "%"
+
+
+def summary_table(by_family: dict[str, list[Entry]]) -> str:
+    """Each scheme's rank in each family (``-`` when not ranked), and on how many fronts."""
+    schemes = list(dict.fromkeys(e.scheme for es in by_family.values() for e in es))
+    ranks: dict[str, dict[str, str]] = {s: {} for s in schemes}
+    fronts = dict.fromkeys(schemes, 0)
+    for fam, es in by_family.items():
+        ranked, _, _ = ranking(es)
+        for i, e in enumerate(ranked):
+            ranks[e.scheme][fam] = str(i + 1)
+        for e in pareto(es):
+            fronts[e.scheme] += 1
+    fams = list(by_family)
+
+    def key(s: str) -> tuple[float, str]:
+        r = [int(ranks[s][f]) for f in fams if f in ranks[s]]
+        return (-len(r), sum(r) / len(r) if r else math.inf), s  # type: ignore[return-value]
+
+    rows = [[f"`{s}`", *(ranks[s].get(f, "-") for f in fams), str(fronts[s])]
+            for s in sorted(schemes, key=key)]  # fmt: skip
+    return markdown(["scheme", *fams, "Pareto fronts"], rows)
+
+
+def plot(by_family: dict[str, list[Entry]], out: Path) -> Path:
+    from ..plots import plt, save, scheme_color
+
+    fams = list(by_family)
+    cols = 3
+    rows = math.ceil(len(fams) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
+    for ax, fam in zip([a for r in axes for a in r], fams):
+        es = [e for e in by_family[fam] if math.isfinite(e.p95.mean) and math.isfinite(e.vmaf.mean)]
+        for e in es:
+            xerr = e.p95.half if math.isfinite(e.p95.half) else 0.0
+            yerr = e.vmaf.half if math.isfinite(e.vmaf.half) else 0.0
+            ax.errorbar(e.p95.mean, e.vmaf.mean, xerr=xerr, yerr=yerr, fmt="o", ms=5,
+                        color=scheme_color(e.scheme), ecolor=scheme_color(e.scheme),
+                        elinewidth=0.8, capsize=2, alpha=0.9)  # fmt: skip
+            ax.annotate(e.scheme, (e.p95.mean, e.vmaf.mean), fontsize=6.5,
+                        xytext=(3, 3), textcoords="offset points")  # fmt: skip
+        front = pareto(es)
+        ax.plot([e.p95.mean for e in front], [e.vmaf.mean for e in front], "-", color="0.4",
+                lw=1, zorder=0, label="Pareto front")  # fmt: skip
+        _, _, best = ranking(es)
+        if math.isfinite(best):
+            ax.axhspan(best - VMAF_MARGIN, best + 0.5, color="#2ca02c", alpha=0.08, lw=0,
+                       label=f"within {VMAF_MARGIN:g} VMAF of the best")  # fmt: skip
+        ax.set_xscale("log")
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(max(lo, 0.0), min(hi, 101.0))
+        ax.set_title(fam, fontsize=10)
+        ax.set_xlabel("all-slot P95 (ms, log)", fontsize=8)
+        ax.set_ylabel("VMAF", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, which="both", alpha=0.2)
+    for ax in [a for r in axes for a in r][len(fams):]:
+        ax.set_visible(False)
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.suptitle("All-slot P95 against VMAF per network family (means, 95 % intervals)",
+                 fontsize=11)  # fmt: skip
+    fig.tight_layout()
+    return save(fig, out)
+
+
+def write_report(res_dir: Path, report_dir: Path, command: str) -> Path:
+    from .. import htmlreport
+
+    res = load(res_dir)
+    df = res.table
+    if df.empty:
+        raise SluiceError(f"no finished runs in {res_dir}")
+    missing = [c for c in ("latency_all_ms_p95", "vmaf_mean") if c not in df]
+    if missing:
+        raise SluiceError(f"{res_dir}: results without {', '.join(missing)} (the leaderboard "
+                          "needs clips scored for quality)")  # fmt: skip
+    families = list(dict.fromkeys(df["network"].fillna("all")))
+    by_family = {f: entries(df[df["network"].fillna("all") == f]) for f in families}
+    report_dir.mkdir(parents=True, exist_ok=True)
+    img = report_dir / "img"
+    img.mkdir(exist_ok=True)
+    md = report_dir / "leaderboard.md"
+    html_out = htmlreport.write_report(res.path, report_dir / "leaderboard.html", command=command)
+    plan = res.plan
+    cells = df.groupby("scheme").size()
+    L = ["# Leaderboard\n"]
+    L.append(f"Generated by `{PROG}` from the runs of the plan `{res.name}` "
+             f"({len(df)} runs: {len(cells)} schemes, {len(families)} families, "
+             f"{df['trace'].nunique()} traces, {df['clip'].nunique()} clips). "
+             f"{' '.join(str(plan.get('description', '')).split())} The same tables with "
+             f"every run, latency CDFs and time series: "
+             f"[leaderboard.html]({html_out.name}).\n")  # fmt: skip
+    L += provenance(df["git_sha"], command)
+    L.append("")
+    L.append(f"**How to read it.** Per family, the schemes whose mean VMAF is within "
+             f"{VMAF_MARGIN:g} points of the family's best are ranked by their mean all-slot P95 "
+             f"(the latency over every capture slot: a slot whose frame is not shown counts "
+             f"until the next frame shown); the others follow unranked with their VMAF deficit. "
+             f"Values are means over the family's cells (three trace windows x three clips) "
+             f"± the half-width of the 95 % interval; `~`: not distinguishable from the first. "
+             f"The Pareto front holds the schemes no other scheme beats on both P95 and "
+             f"VMAF.\n")  # fmt: skip
+    L.append("## Analysis\n")
+    analysis = existing_analysis(md)
+    L.append(ANALYSIS_SLOT)
+    L.append("## Ranks\n")
+    L.append("Each scheme's rank per family (`-`: VMAF more than "
+             f"{VMAF_MARGIN:g} points below the family's best), and on how many families' "
+             "Pareto fronts it is.\n")  # fmt: skip
+    L.append(summary_table(by_family) + "\n")
+    L.append(figure(plot(by_family, img / "leaderboard.png"),
+                    "All-slot P95 (log) against VMAF per family, with 95 % intervals, the Pareto "
+                    "front, and the band of schemes that are ranked", report_dir))  # fmt: skip
+    for fam in families:
+        traces = sorted(df[df["network"].fillna("all") == fam]["trace"].unique())
+        L.append(f"## {fam}\n")
+        L.append(f"Traces: {', '.join(f'`{t}`' for t in traces)}.\n")
+        L.append(family_table(by_family[fam]) + "\n")
+    return write_markdown(md, L, analysis)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    ap.add_argument("results", help="the matrix's results directory (results/leaderboard)")
+    ap.add_argument("--report-dir", default=None, help="default <results>/report")
+    args = ap.parse_args(args_list)
+    try:
+        res = Path(args.results)
+        out = Path(args.report_dir) if args.report_dir else res / "report"
+        md = write_report(res, out, shlex.join([*PROG.split(), *args_list]))
+    except SluiceError as e:
+        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    print(f"report: {md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
