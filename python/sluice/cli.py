@@ -571,6 +571,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     seeds = _seeds(args)
 
     out = Path(args.out or os.path.join("results", f"compare-{trace_stem(args.trace)}"))
+    results.check_result_dir(out, "compare directory")
     specs = []
     for n, cfg in entries:
         if seeds is None:
@@ -610,8 +611,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if diffs:
         body += ("\n## Settings the schemes differ in, which you did not choose\n\n"
                  + diffs + "\n")  # fmt: skip
-    (out / "compare.md").write_text(header + body, encoding="utf-8")
-    (out / "summary.csv").write_text(report.csv_text(named), encoding="utf-8")
+    results.write_text(out / "compare.md", header + body)
+    results.write_text(out / "summary.csv", report.csv_text(named))
     pngs = plots.plot_runs(firsts, out, logx=args.log_x)
     html = None
     if not args.no_report:
@@ -633,8 +634,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from .errors import output_file
     from .htmlreport import write_report
 
+    if args.out:
+        output_file(args.out, "--out")
     path = write_report(args.dir, args.out, command=" ".join(["sluice", *sys.argv[1:]]))
     print(f"report: {path}")
     return 0
@@ -726,12 +730,15 @@ def cmd_schemes(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_gen(args: argparse.Namespace) -> int:
+    from .errors import output_file
     from .results import temp_path
     from .traces import generate, mahimahi_pieces
 
+    if args.out:
+        output_file(args.out, "--out")  # before generating: nothing is written over a device
     trace = generate(args.spec, args.duration)
     if args.out:
-        path = Path(args.out)
+        path = output_file(args.out, "--out")
         if path.parent != Path(""):
             path.parent.mkdir(parents=True, exist_ok=True)
         tmp = temp_path(path)  # renamed into place when complete

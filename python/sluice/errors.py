@@ -72,6 +72,27 @@ def regular_file(
     return p
 
 
+def output_file(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` if writing it replaces at most a regular file: a new path or a file (a
+    temporary file is renamed over it). A directory, FIFO, socket or device there (also
+    through a symlink) is a :class:`SluiceError`: Sluice writes nothing over those."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return p
+    except OSError as e:
+        raise SluiceError(f"cannot write {what} {path}: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SluiceError(f"{what} {path} is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise SluiceError(
+            f"{what} {path} is not a regular file (a FIFO, socket or device): "
+            "sluice writes only new files or over regular ones"
+        )
+    return p
+
+
 def non_finite_path(obj: Any, prefix: str = "") -> str | None:
     """The path (``a.b[2].c``) of the first NaN or infinite number in a JSON-like ``obj``
     (Python's json reads ``NaN``, ``Infinity`` and ``1e999``), or of an integer beyond 64

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import differences, report, results
-from .errors import SluiceError
+from .errors import SluiceError, output_file
 from .metrics import metric, summary_row
 from .spread import spread
 
@@ -423,7 +423,7 @@ def write_report(
         f"<title>Sluice: {html.escape(str(title))}</title><style>{CSS}</style>"
         f"<script>{CHECK_JS}</script></head><body>" + "".join(parts) + "</body></html>"
     )
-    path = Path(out) if out else d / REPORT_FILE
+    path = output_file(Path(out) if out else d / REPORT_FILE, "report file")
     tmp = results.temp_path(path)
     try:
         tmp.write_text(page, encoding="utf-8")

@@ -250,6 +250,7 @@ def _out_dir(args: argparse.Namespace) -> Path:
     out = Path(args.out)
     if not str(args.out).strip():
         raise SluiceError("--out must name a directory")
+    results.check_result_dir(out, "--out")
     args.created_dirs = [d for d in (out, *out.parents) if not d.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)

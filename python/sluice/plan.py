@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import config, runner
+from . import config, results, runner
 from .errors import SluiceError, regular_file
 from .experiments import (
     Cell,
@@ -757,7 +757,8 @@ def run_plan(
     plan.check_inputs(warn=progress or dry_run)
     cells = plan.cells(results_root)
     todo = todo_cells([c for c in cells if not only or c.scheme in only], rerun)
-    out_dir = Path(results_root) / safe_label(plan.name)
+    out_dir = results.check_result_dir(Path(results_root) / safe_label(plan.name),
+                                       "plan results directory")
     if dry_run:
         return MatrixResult(None, cells, todo, None, [])
     if progress:

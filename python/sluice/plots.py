@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .config import scheme_colors as registry_colors  # noqa: E402
+from .errors import output_file  # noqa: E402
 from .results import Run  # noqa: E402
 
 
@@ -170,6 +171,8 @@ def plot_runs(
 ) -> list[Path]:
     """Writes ``latency_cdf.png`` and ``timeseries.png`` into ``out_dir``."""
     d = Path(out_dir)
+    for name in ("latency_cdf.png", "timeseries.png"):
+        output_file(d / name, "plot file")
     d.mkdir(parents=True, exist_ok=True)
     return [
         plot_latency_cdf(runs, d / "latency_cdf.png", logx=logx),

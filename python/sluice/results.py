@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .errors import SluiceError
+from .errors import SluiceError, output_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -195,6 +196,58 @@ def clean_stale_temps(run_dir: str | os.PathLike[str]) -> list[Path]:
     return removed
 
 
+#: Files that only Sluice writes: a directory holding one (or a temporary file of Sluice's,
+#: or a subdirectory that is such a directory, two levels down) is Sluice's own, and a run,
+#: compare, plan or live part may write into it. (summary.json is not among them: other
+#: programs write files of that name.)
+OWN_FILES = (MANIFEST_FILE, RUN_FILE, LIVE_FILE, "compare.md", "plan.json", "results.csv",
+             "experiment-spec.json", "part.json", "events.json", RELAY_LOG_FILE)  # fmt: skip
+
+
+def is_own_dir(d: Path, depth: int = 2) -> bool:
+    """Whether directory ``d`` is recognisably Sluice's (:data:`OWN_FILES`)."""
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        return False
+    for e in entries:
+        if e.name in OWN_FILES or _TMP_RE.match(e.name):
+            return True
+    if depth > 0:
+        for e in entries[:1000]:
+            if e.is_dir(follow_symlinks=False) and is_own_dir(Path(e.path), depth - 1):
+                return True
+    return False
+
+
+def check_result_dir(path: str | os.PathLike[str], what: str = "output directory") -> Path:
+    """``path`` if a result may be written into it: it does not exist yet (it is created
+    fresh), or it is an empty directory, or one that is recognisably Sluice's own
+    (:func:`is_own_dir`). Otherwise (a file, a FIFO or device, a directory of other
+    files, such as ``--out .``) a :class:`SluiceError`: nothing of someone else's is
+    overwritten."""
+    d = Path(path)
+    try:
+        st = os.stat(d)
+    except FileNotFoundError:
+        return d
+    except OSError as e:
+        raise SluiceError(f"cannot use {what} {d}: {e.strerror or e}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        kind = "a file" if stat.S_ISREG(st.st_mode) else "a FIFO, socket or device"
+        raise SluiceError(f"{what} {d} is {kind}, not a directory")
+    try:
+        empty = not any(os.scandir(d))
+    except OSError as e:
+        raise SluiceError(f"cannot use {what} {d}: {e.strerror or e}") from None
+    if not empty and not is_own_dir(d):
+        raise SluiceError(
+            f"{what} {d} holds other files and no sluice result (no {MANIFEST_FILE} or "
+            f"{RUN_FILE}): give a new or empty directory"
+        )
+    return d
+
+
 def _file_entry(path: Path) -> dict[str, Any]:
     h = hashlib.sha256()
     n = 0
@@ -206,6 +259,7 @@ def _file_entry(path: Path) -> dict[str, Any]:
 
 
 def _atomic_write(path: Path, lines: Iterable[str]) -> None:
+    output_file(path, "result file")
     tmp = temp_path(path)
     try:
         with open(tmp, "w", encoding="utf-8", newline="\n") as f:
@@ -215,6 +269,12 @@ def _atomic_write(path: Path, lines: Iterable[str]) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` (a new path or a regular file, :func:`output_file`) under
+    a temporary name renamed into place: a reader never sees half of it."""
+    _atomic_write(path, [text.removesuffix("\n")])
 
 
 def _write_manifest(d: Path, names: Iterable[str]) -> None:
@@ -236,7 +296,7 @@ def write_run(
     (created if needed) as one result (see the module doc). ``extra``: files written
     elsewhere during the run (name in the run directory -> where it is now, e.g. the x264
     stream under its temporary name), moved in as part of the result."""
-    d = Path(run_dir)
+    d = check_result_dir(run_dir)
     try:
         d.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -263,7 +323,7 @@ def write_run(
         if name not in (extra or {}):
             (d / name).unlink(missing_ok=True)  # an older run's, not part of this result
     for name, src in (extra or {}).items():
-        os.replace(src, d / name)
+        os.replace(src, output_file(d / name, "result file"))
         names.append(name)
     _write_manifest(d, names)
     return d

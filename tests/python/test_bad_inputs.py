@@ -15,6 +15,8 @@ import functools
 import json
 import os
 import resource
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -29,6 +31,8 @@ TIMEOUT_S = 60  # a FIFO that blocks, or a run that never ends, fails the case i
 FIFO = object()  # a file entry that is a named pipe
 SPARSE = object()  # a file entry that is a 3 GB sparse file (no disk used)
 DIR = object()  # a file entry that is a directory
+SOCKET = object()  # a file entry that is a Unix socket
+DEVICE = object()  # a file entry that is a character device (/dev/null's numbers; root only)
 
 T = "gen:constant:12"
 
@@ -247,6 +251,34 @@ CASES += [
     case("live-run-restart-sender-nan", ["live", "run", "--trace", T, "--restart-sender-at",
          "nan", "--out", "o"], "--restart-sender-at", "nan"),
 ]  # fmt: skip
+# --- outputs: only new paths or regular files; result directories fresh or Sluice's (#30) --
+GEN_OUT = ["trace", "gen", "constant:12", "--duration", "1", "--out"]
+CASES += [
+    case("trace-gen-out-fifo", [*GEN_OUT, "p"], "--out p", "not a regular file",
+         files={"p": FIFO}),
+    case("trace-gen-out-socket", [*GEN_OUT, "s"], "--out s", "not a regular file",
+         files={"s": SOCKET}),
+    case("trace-gen-out-device", [*GEN_OUT, "null"], "--out null", "not a regular file",
+         files={"null": DEVICE}),
+    case("trace-gen-out-dir", [*GEN_OUT, "d"], "--out d", "directory", files={"d": DIR}),
+    case("run-out-dot-with-summary", ["run", "--trace", T, "--duration", "2", "--out", "."],
+         "output directory .", "no sluice result", files={"summary.json": '{"mine": 1}\n'}),
+    case("run-out-other-files", ["run", "--trace", T, "--duration", "2", "--out", "d"],
+         "output directory d", "new or empty", files={"d/notes.txt": "mine\n"}),
+    case("run-out-is-a-file", ["run", "--trace", T, "--duration", "2", "--out", "f"],
+         "output directory f", "is a file", files={"f": "mine\n"}),
+    case("run-out-fifo", ["run", "--trace", T, "--duration", "2", "--out", "p"],
+         "output directory p", "not a directory", files={"p": FIFO}),
+    case("compare-out-other-files", ["compare", "--schemes", "webrtc", "--trace", T,
+         "--duration", "2", "--out", "d"], "compare directory d", files={"d/summary.csv": "a\n"}),
+    case("matrix-results-other-files", ["matrix", "p.toml", "--results", "res"],
+         "plan results directory res/bad", "no sluice result",
+         files={"p.toml": _plan(""), "res/bad/results.txt": "mine\n"}),
+    case("live-recv-out-other-files", ["live", "recv", "--peer", PEER, "--out", "d"],
+         "--out d", "no sluice result", files={"d/x.txt": "mine\n"}),
+    case("report-out-fifo", ["report", "d", "--out", "p"], "--out p", "not a regular file",
+         files={"d": DIR, "p": FIFO}),
+]  # fmt: skip
 CASES += [
     case("compare-scheme-nan", ["compare", "--scheme-file", "s.json", "--trace", T, "--out", "o"],
          "s.json", "finite",
@@ -284,6 +316,14 @@ def _run_case(c: Case) -> Outcome:
                     f.truncate(3 << 30)
             elif content is DIR:
                 p.mkdir()
+            elif content is SOCKET:
+                with socket.socket(socket.AF_UNIX) as sock:
+                    sock.bind(str(p))
+            elif content is DEVICE:
+                try:
+                    os.mknod(p, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+                except PermissionError:
+                    return Outcome(None, "skip: not root (mknod)", set(), set())
             elif isinstance(content, bytes):
                 p.write_bytes(content)
             else:
@@ -318,6 +358,8 @@ def test_the_table_is_big_enough():
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
 def test_bad_input(c: Case):
     o = _outcomes()[c.id]
+    if o.err.startswith("skip: "):
+        pytest.skip(o.err.removeprefix("skip: "))
     assert o.code == 2, (c.argv, o.code, o.err)
     assert "Traceback" not in o.err, o.err
     lines = o.err.strip().splitlines()

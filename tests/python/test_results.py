@@ -105,3 +105,24 @@ def test_a_new_result_takes_away_an_older_runs_own_files(tmp_path):
         results.MANIFEST_FILE, results.RUN_FILE, results.SUMMARY_FILE
     ]
     assert results.is_complete(tmp_path)
+
+
+def test_outputs_go_only_into_new_empty_or_sluice_directories(sluice, tmp_path):
+    """Issue 30: a result directory is created fresh, empty, or Sluice's own; a result is
+    written again into its own directory, but not over a directory of other files."""
+    (tmp_path / "empty").mkdir()
+    _run(sluice, tmp_path / "empty")
+    _run(sluice, tmp_path / "empty", "--seed", "2")  # its own result: written again
+    assert results.load_run(tmp_path / "empty").seed == 2
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "summary.json").write_text('{"mine": 1}\n')
+    r = sluice("run", "--trace", TRACE, "--duration", DURATION, "--out", str(tmp_path / "theirs"))
+    assert r.code == 2 and "no sluice result" in r.err, r.err
+    assert (tmp_path / "theirs" / "summary.json").read_text() == '{"mine": 1}\n'
+    assert sorted(p.name for p in (tmp_path / "theirs").iterdir()) == ["summary.json"]
+    # A compare directory is Sluice's by its runs (and compare.md) the second time.
+    for _ in range(2):
+        r = sluice("compare", "--schemes", "webrtc", "--trace", TRACE, "--duration", DURATION,
+                   "--out", str(tmp_path / "cmp"), "--no-report")  # fmt: skip
+        assert r.code == 0, r.err
+    assert results.is_own_dir(tmp_path / "cmp") and not results.is_own_dir(tmp_path / "theirs")
