@@ -426,7 +426,14 @@ def _load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
     except SluiceError as e:
         msg = str(e).removeprefix("invalid run config: ")
         raise SluiceError(f"{path}: {msg}") from None
-    return Path(path).stem, obj
+    from .experiments import name_problem
+
+    name = Path(path).stem
+    why = name_problem(name)
+    if why:  # the scheme's name becomes a directory (compare's DIR/NAME)
+        raise SluiceError(f"scheme file {path}: its name '{name}' (the file's stem, which "
+                          f"names the scheme and its directory) {why}: rename the file")
+    return name, obj
 
 
 def _get(obj: Any, path: str) -> Any:

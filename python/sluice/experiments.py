@@ -46,6 +46,28 @@ LABEL_COLUMNS = ["plan", "scheme", "base_scheme", "trace", "network", "clip", "s
 TAIL_COLUMNS = ["run_dir", "git_sha"]
 
 
+#: The longest name that becomes one component of a path (a plan's name, a scheme, trace or
+#: clip label, a sweep variant's name): far below the file systems' 255 bytes, with room for
+#: the prefixes and suffixes Sluice adds (docs/cli.md, "Limits").
+MAX_NAME_CHARS = 100
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be one component of a path Sluice writes (a path separator, ``.``
+    or ``..``, a leading dot, too long), or None."""
+    if not name:
+        return "is empty"
+    if any(c in name for c in "/\\\0"):
+        return "has a path separator"
+    if name in (".", ".."):
+        return f"is '{name}'"
+    if name.startswith("."):
+        return "starts with '.'"
+    if len(name) > MAX_NAME_CHARS:
+        return f"is {len(name)} characters long, above the limit of {MAX_NAME_CHARS}"
+    return None
+
+
 def safe_label(s: str) -> str:
     """A filesystem-safe directory name for a label."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", s).strip("-") or "x"

@@ -62,7 +62,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,9 +70,11 @@ from typing import Any
 from . import config, results, runner
 from .errors import SluiceError, regular_file
 from .experiments import (
+    MAX_NAME_CHARS,
     Cell,
     Outcome,
     clip_label,
+    name_problem,
     results_table,
     run_cells,
     safe_label,
@@ -185,14 +187,21 @@ class Plan:
             out_dir=out_dir, **video,
         )  # fmt: skip
 
+    def cell_count(self) -> int:
+        """How many cells :meth:`cells` gives (without making them)."""
+        return len(self.traces) * len(self.clips) * len(self.schemes) * len(self.seeds or [1])
+
     def cells(self, results_root: str | os.PathLike[str] = "results") -> list[Cell]:
         """One cell per (trace, clip, scheme, seed), written to
         ``<results_root>/<name>/<trace>/<clip>/<scheme>/s<seed>``."""
+        return list(self.iter_cells(results_root))
+
+    def iter_cells(self, results_root: str | os.PathLike[str] = "results") -> Iterator[Cell]:
+        """:meth:`cells`, one at a time."""
         root = Path(results_root) / safe_label(self.name)
         seeds: list[int | None] = list(self.seeds) if self.seeds else [None]
         default_seed = int(config.apply_overrides(config.default_config(), self.overrides)["seed"])
         values = self._swept_values()
-        out = []
         for t in self.traces:
             for c in self.clips:
                 for s in self.schemes:
@@ -200,12 +209,11 @@ class Plan:
                         sd = seed if seed is not None else default_seed
                         d = root / safe_label(t.label) / safe_label(c.label) / safe_label(s.name)
                         spec = self.spec(s, t, c, seed, str(d / f"s{sd}"))
-                        out.append(Cell(
+                        yield Cell(
                             spec=spec, scheme=s.name, base_scheme=s.base, trace=t.label,
                             network=t.network, clip=c.label, seed=sd,
                             swept=tuple(values.get(s.name, {}).items()),
-                        ))  # fmt: skip
-        return out
+                        )  # fmt: skip
 
     def _swept_values(self) -> dict[str, dict[str, Any]]:
         """Scheme -> {swept path: value} for the schemes a sweep covers: its variants, and
@@ -427,8 +435,9 @@ def plan_from_dict(data: dict[str, Any], path: Path) -> Plan:
     ctx.table(data, TOP_KEYS, "the plan")
     base = path.resolve().parent
     name = ctx.str(data, "name", required=True)
-    if safe_label(name) != name:
-        raise ctx.error(f"'name' must be a plain file name ([A-Za-z0-9._-]), got {name!r}")
+    if safe_label(name) != name or name_problem(name):
+        raise ctx.error(f"'name' must be a plain file name ([A-Za-z0-9._-], not starting "
+                        f"with '.', at most {MAX_NAME_CHARS} characters), got {name!r}")
     description = ctx.str(data, "description", default="")
 
     seeds = ctx.list(data, "seeds")
@@ -463,10 +472,27 @@ def plan_from_dict(data: dict[str, Any], path: Path) -> Plan:
     clips = _clips(ctx, data, base)
     plan = Plan(path, name, description, tuple(seeds) if seeds else None, overrides, video,
                 schemes, traces, clips, [])  # fmt: skip
+    _check_size(ctx, plan, len(schemes))
     _check_specs(ctx, plan)
     plan.sweeps = _sweeps(ctx, data, plan)
     _check_specs(ctx, plan, only_variants=True)
     return plan
+
+
+#: The most cells a plan may have (docs/cli.md, "Limits"): checked from the sizes of its
+#: lists before any cell or sweep variant is made.
+MAX_CELLS = 100_000
+
+
+def _check_size(ctx: _Ctx, plan: Plan, n_schemes: int) -> None:
+    n_seeds = len(plan.seeds or [1])
+    n = n_schemes * len(plan.traces) * len(plan.clips) * n_seeds
+    if n > MAX_CELLS:
+        raise ctx.error(
+            f"{n} cells ({n_schemes} schemes and variants x {len(plan.traces)} traces x "
+            f"{len(plan.clips)} clips x {n_seeds} seeds), above the limit of {MAX_CELLS}: "
+            "split the plan"
+        )
 
 
 def _schemes(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanScheme]:
@@ -486,8 +512,9 @@ def _schemes(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanScheme]:
         entry = sctx.table(entry, SCHEME_KEYS, "a scheme")
         name = sctx.str(entry, "name", required=True)
         sctx = ctx.at(f"scheme '{name}'")
-        if safe_label(name) != name:
-            raise sctx.error("a scheme name must be a plain file name ([A-Za-z0-9._-])")
+        if safe_label(name) != name or name_problem(name):
+            raise sctx.error("a scheme name must be a plain file name ([A-Za-z0-9._-], not "
+                             f"starting with '.', at most {MAX_NAME_CHARS} characters)")
         base_name = sctx.str(entry, "base")
         file = sctx.str(entry, "file")
         encoder = sctx.str(entry, "encoder")
@@ -549,6 +576,16 @@ def _entries(ctx: _Ctx, data: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return raw
 
 
+def _label(ctx: _Ctx, what: str, label: str) -> str:
+    """``label``, if it can name a directory (:func:`~sluice.experiments.name_problem`, also
+    once made file-safe)."""
+    why = name_problem(label) or name_problem(safe_label(label))
+    if why:
+        raise ctx.error(f"{what} label {label!r} {why}: give the {what} a 'label' that can "
+                        "name a directory")  # fmt: skip
+    return label
+
+
 def _unique(ctx: _Ctx, what: str, labels: list[str]) -> None:
     safe = [safe_label(x) for x in labels]
     dup = sorted({x for x, s in zip(labels, safe) if safe.count(s) > 1})
@@ -562,7 +599,7 @@ def _traces(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanTrace]:
         tctx = ctx.at(f"trace {i + 1}")
         entry = tctx.table(entry, TRACE_KEYS, "a [[trace]]")
         path = _resolve_file(base, tctx.str(entry, "path", required=True))
-        label = tctx.str(entry, "label", default=trace_stem(entry["path"]))
+        label = _label(tctx, "trace", tctx.str(entry, "label", default=trace_stem(entry["path"])))
         uplink = tctx.str(entry, "uplink")
         fmt = tctx.str(entry, "format")
         if fmt is not None and fmt not in ("mahimahi", "rate"):
@@ -586,7 +623,7 @@ def _clips(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanClip]:
         entry = cctx.table(entry, CLIP_KEYS, "a [[clip]]")
         raw = cctx.str(entry, "path", required=True)
         path = str((base / os.path.expanduser(raw)).resolve())
-        label = cctx.str(entry, "label", default=clip_label(raw))
+        label = _label(cctx, "clip", cctx.str(entry, "label", default=clip_label(raw)))
         sets = _overrides(cctx, entry["set"], "set") if "set" in entry else ()
         out.append(PlanClip(path, label, cctx.bool(entry, "optional"), sets))
     if not out:
@@ -685,6 +722,9 @@ def _sweeps(ctx: _Ctx, data: dict[str, Any], plan: Plan) -> list[Sweep]:
             except SluiceError as e:
                 raise wctx.error(f"scheme '{n}': {e}") from None
         label = wctx.str(entry, "label", default=path.split(".")[-1][:1].upper())
+        new = sum(not _same(v, config.get_path(templates[n], path)) for n in names
+                  for v in values)  # fmt: skip
+        _check_size(wctx, plan, len(plan.schemes) + new)
         for n in names:
             parent = plan.scheme(n)
             own = config.get_path(templates[n], path)
@@ -692,6 +732,10 @@ def _sweeps(ctx: _Ctx, data: dict[str, Any], plan: Plan) -> list[Sweep]:
                 if _same(v, own):
                     continue  # the scheme's own cells stand for its own value
                 vname = _variant_name(n, label, v)
+                why = name_problem(vname)
+                if why:
+                    raise wctx.error(f"variant name {vname!r} {why}: give the sweep a shorter "
+                                     "'label'")  # fmt: skip
                 if any(s.name == vname for s in plan.schemes):
                     raise wctx.error(f"variant name '{vname}' is taken: give the sweep a "
                                      "'label'")  # fmt: skip

@@ -54,7 +54,8 @@ def trace_stem(arg: str) -> str:
         raw = "gen-" + arg[len(GEN_PREFIX) :]
     else:
         raw = Path(arg).stem or Path(arg).name
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("-") or "trace"
+    # Bounded: it becomes part of a directory name (results/<scheme>-<stem>-s<seed>).
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("-")[:80].strip("-") or "trace"
 
 
 def _strip_comment(line: str) -> str:

@@ -122,7 +122,9 @@ def prepare(
     name = hashlib.sha256(key.encode()).hexdigest()[:16]
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
-    raw = cache / f"{src.stem}-{w}x{h}-{rate:g}fps-{name}.yuv"
+    # The clip's name only helps a reader of the cache (the hash keys it): bounded, so that a
+    # long clip name still makes a file name the file system takes (issue 30).
+    raw = cache / f"{src.stem[:64]}-{w}x{h}-{rate:g}fps-{name}.yuv"
     meta = raw.with_suffix(".json")
     if raw.is_file() and meta.is_file():
         return RawVideo(**json.loads(meta.read_text()))

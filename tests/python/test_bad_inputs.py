@@ -279,6 +279,44 @@ CASES += [
     case("report-out-fifo", ["report", "d", "--out", "p"], "--out p", "not a regular file",
          files={"d": DIR, "p": FIFO}),
 ]  # fmt: skip
+# --- names that become paths; plan size (#30) ----------------------------------------------
+MATRIX = ["matrix", "p.toml", "--results", "res", "--dry-run"]
+LONG = "x" * 101
+MANY_SEEDS = "seeds = [" + ", ".join(map(str, range(1000))) + "]"
+MANY_TRACES = "".join(f'[[trace]]\npath = "gen:constant:{i + 100}"\n' for i in range(101))
+CASES += [
+    case("plan-name-dotdot", MATRIX, "p.toml", "'name'", "'..'",
+         files={"p.toml": _plan("").replace('name = "bad"', 'name = ".."')}),
+    case("plan-name-hidden", MATRIX, "p.toml", "'name'", ".video-cache",
+         files={"p.toml": _plan("").replace('name = "bad"', 'name = ".video-cache"')}),
+    case("plan-name-too-long", MATRIX, "p.toml", "'name'", "100 characters",
+         files={"p.toml": _plan("").replace('name = "bad"', f'name = "{LONG}"')}),
+    case("plan-trace-label-dotdot", MATRIX, "p.toml", "trace label '..'",
+         files={"p.toml": _plan("") + 'label = ".."\n'}),
+    case("plan-trace-label-separator", MATRIX, "p.toml", "trace label", "separator",
+         files={"p.toml": _plan("") + 'label = "../../etc"\n'}),
+    case("plan-trace-stem-dotdot", MATRIX, "p.toml", "trace label '..'",
+         files={"p.toml": _plan("").replace("gen:constant:12", "...mahi"),
+                "...mahi": "1\n2\n"}),
+    case("plan-trace-label-too-long", MATRIX, "p.toml", "trace label", "101 characters",
+         files={"p.toml": _plan("") + f'label = "{LONG}"\n'}),
+    case("plan-clip-label-dotdot", MATRIX, "p.toml", "clip label '..'",
+         files={"p.toml": _plan("") + '[[clip]]\npath = "c.mp4"\nlabel = ".."\n'}),
+    case("plan-scheme-name-dot", MATRIX, "p.toml", "scheme '.'", "plain file name",
+         files={"p.toml": _plan("") + '[[scheme]]\nname = "."\nbase = "webrtc"\n'}),
+    case("plan-sweep-variant-too-long", MATRIX, "p.toml", "variant name", "shorter",
+         files={"p.toml": _plan("") + f'[[sweep]]\npath = "cc.pacing_factor"\n'
+                f'values = [2.0]\nlabel = "{LONG}"\n'}),
+    case("plan-too-many-cells", MATRIX, "p.toml", "102000 cells", "limit of 100000",
+         files={"p.toml": _plan("").replace("seeds = [1]", MANY_SEEDS) + MANY_TRACES}),
+    case("plan-sweep-too-many-cells", MATRIX, "p.toml", "sweep 1", "cells", "limit of 100000",
+         files={"p.toml": _plan("").replace("seeds = [1]", MANY_SEEDS) + '[[sweep]]\n'
+                'path = "cc.pacing_factor"\nvalues = ['
+                + ", ".join(f"{1 + i / 1000:.3f}" for i in range(1, 201)) + "]\n"}),
+    case("scheme-file-stem-dotdot", ["compare", "--schemes", "webrtc", "--scheme-file",
+         "...json", "--trace", T, "--duration", "2", "--out", "o"], "...json", "'..'",
+         "rename the file", files={"...json": _scheme()}),
+]  # fmt: skip
 CASES += [
     case("compare-scheme-nan", ["compare", "--scheme-file", "s.json", "--trace", T, "--out", "o"],
          "s.json", "finite",
