@@ -20,7 +20,7 @@ use crate::packet::{
     Datagram, Feedback, FlowId, Packet, PacketKind, PacketReport, TransportFeedback,
 };
 use crate::units::{TimeDelta, Timestamp};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 /// Frames larger than this many packets are malformed (about 5 MB of video).
 pub const MAX_FRAME_PACKETS: u16 = 4096;
@@ -34,6 +34,49 @@ pub const MAX_NACK_GAP: u64 = 1000;
 pub const MAX_REPORT_PACKETS: u64 = 1 << 15;
 /// Decoded frames remembered as possible references (x264's DPB holds at most 16).
 const DECODED_MEMORY: usize = 64;
+
+/// Media sequence numbers remembered behind the highest received (to tell duplicates and
+/// gaps); older ones are forgotten.
+const MEDIA_SEQ_MEMORY: u64 = 100_000;
+
+/// The media sequence numbers received, within [`MEDIA_SEQ_MEMORY`] of the highest: a bitmap
+/// from `base` (sequence numbers arrive nearly in order, so a ring beats a tree).
+#[derive(Clone, Debug, Default)]
+struct SeqSet {
+    base: u64,
+    bits: VecDeque<bool>,
+}
+
+impl SeqSet {
+    /// Adds `seq`; false if it was there. A number below the remembered window counts as new
+    /// (it is forgotten again at once, as a set that forgets old numbers would).
+    fn insert(&mut self, seq: u64) -> bool {
+        if seq < self.base {
+            return true;
+        }
+        if seq - self.base > 2 * MEDIA_SEQ_MEMORY {
+            // A jump: everything this far behind will be forgotten after this packet anyway.
+            self.forget_below(seq - MEDIA_SEQ_MEMORY);
+        }
+        let i = (seq - self.base) as usize;
+        if i >= self.bits.len() {
+            self.bits.resize(i + 1, false);
+        }
+        !std::mem::replace(&mut self.bits[i], true)
+    }
+
+    fn contains(&self, seq: u64) -> bool {
+        seq >= self.base && self.bits.get((seq - self.base) as usize).copied().unwrap_or(false)
+    }
+
+    fn forget_below(&mut self, floor: u64) {
+        if floor > self.base {
+            let n = usize::try_from(floor - self.base).unwrap_or(usize::MAX);
+            self.bits.drain(..n.min(self.bits.len()));
+            self.base = floor;
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct ReceiverConfig {
@@ -126,7 +169,7 @@ pub struct Receiver {
     /// Malformed packets dropped.
     malformed: u64,
     highest_media_seq: Option<u64>,
-    received_media: BTreeSet<u64>,
+    received_media: SeqSet,
     nacks: BTreeMap<u64, NackEntry>,
     /// Earliest time a NACK entry is due (retry or give-up); may be early, never late.
     nack_due: Timestamp,
@@ -155,7 +198,7 @@ impl Receiver {
             decoded: VecDeque::new(),
             malformed: 0,
             highest_media_seq: None,
-            received_media: BTreeSet::new(),
+            received_media: SeqSet::default(),
             nacks: BTreeMap::new(),
             nack_due: Timestamp::INFINITY,
             chain_broken: false,
@@ -245,10 +288,7 @@ impl Receiver {
         }
         // Forget media sequence numbers far behind (bounded memory).
         if let Some(h) = self.highest_media_seq {
-            let floor = h.saturating_sub(100_000);
-            while self.received_media.first().is_some_and(|k| *k < floor) {
-                self.received_media.pop_first();
-            }
+            self.received_media.forget_below(h.saturating_sub(MEDIA_SEQ_MEMORY));
         }
     }
 
@@ -266,7 +306,7 @@ impl Receiver {
             Some(h) if media_seq > h => {
                 let mut new_missing = Vec::new();
                 for s in h + 1..media_seq {
-                    if !self.received_media.contains(&s) {
+                    if !self.received_media.contains(s) {
                         self.nacks.insert(
                             s,
                             NackEntry {

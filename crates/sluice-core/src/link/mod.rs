@@ -539,9 +539,13 @@ impl Link {
 
     /// The time of the first opportunity a head packet that arrived at `arrival` can use.
     fn next_usable_opportunity(&self, arrival: Timestamp) -> Timestamp {
-        let Some(trace) = &self.trace else {
-            return arrival;
-        };
+        match &self.trace {
+            Some(trace) => self.next_usable_in(trace, arrival),
+            None => arrival,
+        }
+    }
+
+    fn next_usable_in(&self, trace: &Trace, arrival: Timestamp) -> Timestamp {
         if self.cur_opp_left > DataSize::ZERO && self.cur_opp_time >= arrival {
             return self.cur_opp_time;
         }
@@ -556,16 +560,23 @@ impl Link {
     /// Serialises with the opportunities at or before `now`. O(1) per opportunity used and
     /// per packet completed; an idle gap costs one binary search.
     fn catch_up(&mut self, now: Timestamp) {
-        let Some(trace) = self.trace.clone() else {
+        // The trace is moved out for the loop and back after it (cloning the Arc here cost
+        // two atomic operations per call, a tenth of the simulator's time).
+        let Some(trace) = self.trace.take() else {
             return;
         };
+        self.serialize(&trace, now);
+        self.trace = Some(trace);
+    }
+
+    fn serialize(&mut self, trace: &Trace, now: Timestamp) {
         loop {
             if self.in_transit.is_none() {
                 let Some(head) = self.queue.front() else {
                     return;
                 };
                 // Only start the head if an opportunity it may use is due.
-                if self.next_usable_opportunity(head.arrival) > now {
+                if self.next_usable_in(trace, head.arrival) > now {
                     return;
                 }
                 // Invariant: front() was Some just above.

@@ -1,0 +1,72 @@
+//! Benchmark of the whole simulator without the Python front end: `sim_speed SCHEME RATE_MBPS
+//! SECONDS [REPEATS]` runs the scheme with the model encoder on a constant link (20 ms one way,
+//! 300 kB drop-tail queue) and prints one JSON object: simulated seconds per wall second (best
+//! of the repeats) and the frames sent.
+
+use sluice_core::link::trace_gen::{generate, TraceSpec};
+use sluice_core::sim::{build_encoder, PathConfig, RunConfig, Simulation};
+use sluice_core::units::TimeDelta;
+use std::sync::Arc;
+use std::time::Instant;
+
+// A benchmark of the core, outside it: measuring wall time is its purpose.
+#[allow(clippy::disallowed_methods)]
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: sim_speed SCHEME RATE_MBPS SECONDS [REPEATS]");
+        std::process::exit(2);
+    }
+    let scheme = args[1].clone();
+    let (rate, seconds): (f64, f64) = match (args[2].parse(), args[3].parse()) {
+        (Ok(r), Ok(s)) => (r, s),
+        _ => {
+            eprintln!("sim_speed: RATE_MBPS and SECONDS are numbers");
+            std::process::exit(2);
+        }
+    };
+    let repeats: usize = args.get(4).and_then(|r| r.parse().ok()).unwrap_or(3);
+    let trace = match generate(
+        &TraceSpec::Constant { rate_mbps: rate },
+        TimeDelta::from_secs_f64(seconds + 5.0),
+    ) {
+        Ok(t) => Arc::new(t),
+        Err(e) => {
+            eprintln!("sim_speed: {e}");
+            std::process::exit(2);
+        }
+    };
+    let cfg = RunConfig {
+        scheme_name: scheme.clone(),
+        duration_s: seconds,
+        downlink: PathConfig { delay_ms: 20.0, queue_bytes: Some(300_000), ..Default::default() },
+        ..Default::default()
+    };
+    let mut best = f64::INFINITY;
+    let mut frames = 0;
+    for _ in 0..repeats {
+        let encoder = match build_encoder(&cfg) {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("sim_speed: {e}");
+                std::process::exit(2);
+            }
+        };
+        let sim = match Simulation::new(&cfg, Some(trace.clone()), None, encoder) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("sim_speed: {e}");
+                std::process::exit(2);
+            }
+        };
+        let t0 = Instant::now();
+        let r = sim.run();
+        best = best.min(t0.elapsed().as_secs_f64());
+        frames = r.frames.len();
+    }
+    println!(
+        "{{\"scheme\": \"{scheme}\", \"rate_mbps\": {rate}, \"seconds\": {seconds}, \
+         \"speed\": {:.1}, \"wall_s_best\": {best:.4}, \"frames\": {frames}}}",
+        seconds / best
+    );
+}
