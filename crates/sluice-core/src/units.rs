@@ -16,8 +16,6 @@ use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub, SubAssign};
 
 const INF: i64 = i64::MAX;
 
-/// A point in (virtual or real) time, in microseconds from the start of the session.
-
 /// `x.round() as i64` (half away from zero, saturating, NaN to 0) without the call into
 /// libm's `round` that showed in the simulator's profiles: exact while `x - trunc(x)` is,
 /// i.e. for every |x| below 2^52, and above that `x` is already whole.
@@ -34,6 +32,7 @@ pub(crate) fn round_i64(x: f64) -> i64 {
     }
 }
 
+/// A point in (virtual or real) time, in microseconds from the start of the session.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 pub struct Timestamp(i64);
 
