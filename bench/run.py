@@ -1,4 +1,6 @@
-"""Sluice benchmarks: speed of the simulator and the live runtime's pacing error, as JSON.
+"""Sluice benchmarks: the simulator's speed per scheme, an x264 cell against the bare encoder,
+quality scoring against real time, an estimate of the leaderboard's wall time, the live
+runtime's pacing error and the cluster's throughput, as JSON.
 
 `make bench` runs this. Each benchmark reports what it measured and how; numbers depend on
 the machine, so compare runs made on the same one.
@@ -59,6 +61,146 @@ def simulator_speed(scheme: str, rate_mbps: float, duration_s: float, repeats: i
         "wall_s_all": [round(w, 3) for w in walls],
         "frames": summary["frames_sent"] if summary else None,
         "utilization": summary["utilization"] if summary else None,
+    }
+
+
+SIM_GOALS = {30: 1000.0, 100: 300.0}
+
+
+def simulator_speeds(duration_s: float, repeats: int) -> list[dict]:
+    """Every registered scheme with the model encoder at 30 and 100 Mbps (issue 32's goals:
+    1000x and 300x real time)."""
+    from sluice import config
+
+    out = []
+    for rate in SIM_GOALS:
+        for scheme in config.scheme_names():
+            r = simulator_speed(scheme, rate, duration_s, repeats)
+            r["goal"] = SIM_GOALS[rate]
+            r["goal_met"] = r["value"] >= SIM_GOALS[rate]
+            out.append(r)
+    return out
+
+
+def _children_cpu() -> float:
+    import resource
+
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
+
+
+def _bare_encoder(tmp: Path) -> Path:
+    exe = tmp / "x264_bare"
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "x264"], capture_output=True,
+                           text=True, check=True).stdout.split()  # fmt: skip
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(ROOT / "bench" / "x264_bare.c"), *flags],
+                   check=True)  # fmt: skip
+    return exe
+
+
+def x264_overhead(tmp: Path, repeats: int) -> dict:
+    """CPU time of a 30 s 720p `cbr` cell (x264 superfast, modeled encode time, no quality)
+    against libx264 alone encoding the same frames with the cell's own per-frame rates
+    (bench/x264_bare.c), paired and repeated; medians. Goal: within 5 %."""
+    from sluice import results
+
+    clip = ROOT / "data" / "videos" / "handheld_flower_1280x720_30fps_10s.mp4"
+    exe = _bare_encoder(tmp)
+    sluice = [sys.executable, "-m", "sluice", "run", "--scheme", "cbr", "--video", str(clip),
+              "--width", "1280", "--trace", "gen:constant:12", "--duration", "30",
+              "--encode-time", "modeled", "--quality", "none"]  # fmt: skip
+    run_dir = tmp / "x264-cell"
+    # One run first: the clip's raw cache, and the rates for the bare encoder.
+    subprocess.run([*sluice, "--out", str(run_dir)], capture_output=True, check=True)
+    frames = results.load_run(run_dir).frames
+    fps = 30
+
+    def kbit(v: float) -> int:
+        return max(1, (int(max(v, 1000)) + 500) // 1000)
+
+    rates = tmp / "rates.txt"
+    rates.write_text("".join(f"{kbit(t)} {kbit(t)} {kbit(t / fps)}\n"
+                             for t in frames["target_rate_bps"]))  # fmt: skip
+    cache = ROOT / "results" / ".video-cache"
+    raw = next(cache.glob("handheld_flower_1280x720_30fps_10s-1280x720-30fps-*.yuv"))
+    first = rates.read_text().split("\n")[0].split()
+    sl, bare = [], []
+    for _ in range(repeats):
+        c0 = _children_cpu()
+        subprocess.run([*sluice, "--out", str(run_dir)], capture_output=True, check=True)
+        sl.append(_children_cpu() - c0)
+        out = subprocess.run([str(exe), str(raw), "1280", "720", str(fps), str(len(frames)),
+                              *first, "superfast", "1", "1", str(rates)],
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        bare.append(json.loads(out.stdout)["cpu_s"])
+    s_med, b_med = sorted(sl)[len(sl) // 2], sorted(bare)[len(bare) // 2]
+    return {
+        "name": "x264_overhead/cbr/720p-30s",
+        "unit": "Sluice cell CPU time over libx264's alone (median of paired runs)",
+        "value": round(s_med / b_med, 4),
+        "goal": 1.05,
+        "goal_met": s_med / b_med <= 1.05,
+        "sluice_cpu_s": [round(x, 3) for x in sl],
+        "bare_cpu_s": [round(x, 3) for x in bare],
+        "frames": len(frames),
+    }
+
+
+def quality_cost(tmp: Path) -> list[dict]:
+    """Wall time of a 30 s 720p cell (webrtc on a Wi-Fi window) with quality `full` and
+    `fast`, over the session's 30 s. Goal for full: at most 0.3x real time on two cores."""
+    clip = ROOT / "data" / "videos" / "handheld_flower_1280x720_30fps_10s.mp4"
+    trace = ROOT / "data" / "traces" / "leaderboard" / "wifi-office7-w1.rate"
+    out = []
+    for quality in ("none", "fast", "full"):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "sluice", "run", "--scheme", "webrtc",
+                        "--video", str(clip), "--width", "1280", "--trace", str(trace),
+                        "--duration", "30", "--encode-time", "modeled", "--quality", quality,
+                        "--out", str(tmp / f"quality-{quality}")],
+                       capture_output=True, check=True)  # fmt: skip
+        wall = time.perf_counter() - t0
+        entry = {"name": f"cell_wall/720p-30s/quality-{quality}",
+                 "unit": "wall time over the session's 30 s", "value": round(wall / 30, 4),
+                 "wall_s": round(wall, 2)}  # fmt: skip
+        if quality == "full":
+            entry["goal"] = 0.3
+            entry["goal_met"] = wall / 30 <= 0.3
+        out.append(entry)
+    return out
+
+
+def leaderboard_estimate(tmp: Path, jobs: int = 2) -> dict:
+    """Wall time of `make leaderboard` on this machine, estimated from one of its cells per
+    family (webrtc, the hand-held clip, each family's first window) times the plan's cell
+    count, over ``jobs`` processes."""
+    from sluice import plan as plan_mod
+
+    p = plan_mod.load_plan(ROOT / "experiments" / "leaderboard.toml")
+    cells = p.cells()
+    firsts = {}
+    for t in p.traces:
+        firsts.setdefault(t.network, t)
+    clip = next(c for c in p.clips if c.label == "handheld")
+    walls = []
+    for fam, t in firsts.items():
+        t0 = time.perf_counter()
+        cmd = [sys.executable, "-m", "sluice", "run", "--scheme", "webrtc", "--video",
+               str(clip.path), "--width", "1280", "--trace", t.path, "--duration", "60",
+               "--queue-bytes", "150000", "--set", "max_video_rate_bps=2e7",
+               "--encode-time", "modeled", "--quality", "fast",
+               "--out", str(tmp / f"lb-{fam}")]  # fmt: skip
+        subprocess.run(cmd, capture_output=True, check=True)
+        walls.append(time.perf_counter() - t0)
+    per_cell = sum(walls) / len(walls)
+    return {
+        "name": "leaderboard_estimate/wall",
+        "unit": "minutes (estimate)",
+        "value": round(len(cells) * per_cell / jobs / 60, 1),
+        "cells": len(cells),
+        "cell_wall_s_mean": round(per_cell, 2),
+        "cell_wall_s": {f: round(w, 2) for f, w in zip(firsts, walls)},
+        "jobs": jobs,
     }
 
 
@@ -221,20 +363,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench/out/bench.json")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--only", choices=("simulator", "live", "cluster"), default=None,
-        help="simulator: the simulator's speed; live: the live runtime's pacing error; "
-        "cluster: matrix throughput and Ray's overhead",
+        "--only", choices=("simulator", "cells", "live", "cluster"), default=None,
+        help="simulator: the simulator's speed per scheme; cells: an x264 cell against the "
+        "bare encoder, quality scoring and the leaderboard's estimate; live: the live "
+        "runtime's pacing error; cluster: matrix throughput and Ray's overhead",
     )  # fmt: skip
     args = parser.parse_args(argv)
 
     results = []
     if args.only in (None, "simulator"):
-        results += [
-            simulator_speed("webrtc", 30, 120, args.repeats),
-            simulator_speed("always-burst", 30, 120, args.repeats),
-            simulator_speed("copa", 30, 120, args.repeats),
-            link_speed(),
-        ]
+        results += simulator_speeds(60, args.repeats)
+        results.append(link_speed())
+    if args.only in (None, "cells"):
+        with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmp:
+            results.append(x264_overhead(Path(tmp), args.repeats))
+            results += quality_cost(Path(tmp))
+            results.append(leaderboard_estimate(Path(tmp)))
     if args.only in (None, "live"):
         results += [live_pacing(30, 10), live_pacing(100, 10)]
     if args.only in (None, "cluster"):

@@ -203,13 +203,17 @@ impl Network {
         for _ in 0..max_rounds {
             let mut progressed = false;
             for i in 0..self.nodes.len() {
-                let due = if self.dirty[i] || self.always[i] {
+                // A clean node's cached timeout is its current one: only input, timers,
+                // polling or outside access change it, and each of those marks it dirty or
+                // re-caches it.
+                let due = if self.dirty[i] {
                     self.nodes[i].1.poll_timeout() <= now
-                } else if self.timeouts[i] <= now {
-                    true
                 } else {
-                    continue;
+                    self.timeouts[i] <= now
                 };
+                if !due && !self.dirty[i] && !self.always[i] {
+                    continue;
+                }
                 if due {
                     self.nodes[i].1.handle_timeout(now);
                 }
