@@ -88,11 +88,13 @@
 //!   the queue drains before its average packet has waited 2 s.
 //! * Token rate: the pacing rate the controller hands the pacer, "the sending rate
 //!   determined by the CCA" (§4.1): GCC's pacing rate, libwebrtc's video default of 1.1x its
-//!   target. §5.2's "configured to match the estimated bitrate" read as 1.0x makes the bucket
-//!   fill exactly as fast as ABR's encoder spends on average, so tokens never accumulate for
-//!   a burst and the queue is a random walk without drift: on the demo's Wi-Fi trace the
-//!   pacer's P95 delay is 154 ms at 1.0x against 28 ms at 1.1x (webrtc's leaky bucket: 88
-//!   ms), the opposite of the paper's result. The ablation without ACE-N (`ace-c`) paces
+//!   target, as in the authors' WebRTC fork, whose bucket fills at the pacing controller's
+//!   `pacing_kbps` (notes/seed-implementations.md; `--set cc.pacing_factor=1.0` gives the
+//!   other reading). §5.2's "configured to match the estimated bitrate" read as 1.0x makes
+//!   the bucket fill exactly as fast as ABR's encoder spends on average, so tokens never
+//!   accumulate for a burst and the queue is a random walk without drift: on the demo's
+//!   Wi-Fi trace the pacer's P95 delay is 154 ms at 1.0x against 28 ms at 1.1x (webrtc's
+//!   leaky bucket: 88 ms), the opposite of the paper's result. The ablation without ACE-N (`ace-c`) paces
 //!   "with a pacing rate fixed to estimate bandwidth" (§6.4): 1.0x, on libwebrtc's leaky
 //!   bucket, whose queue-time limit keeps it stable.
 
