@@ -397,14 +397,16 @@ def _check_schemes(names: Sequence[str]) -> None:
 
 def _load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
     from . import config
-    from .errors import non_finite_path, regular_file
+    from .errors import DuplicateKey, non_finite_path, regular_file, strict_json
 
     try:
         text = regular_file(path, "scheme file", 1 << 24).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SluiceError(f"cannot read scheme file {path}: {e}") from None
     try:
-        obj = json.loads(text)
+        obj = strict_json(text)
+    except DuplicateKey as e:
+        raise SluiceError(f"{path}: {e} (a scheme file gives each key once)") from None
     except json.JSONDecodeError as e:
         raise SluiceError(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
     except RecursionError:
@@ -707,7 +709,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 def cmd_config(args: argparse.Namespace) -> int:
     from . import config
-    from .runner import RunSpec, planned_config
+    from .runner import RunSpec, planned_config, validate_config
 
     _check_schemes([args.scheme])
     info = config.scheme_info(args.scheme) or {}
@@ -715,6 +717,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     if args.encoder and info.get("encoder") and args.encoder != info["encoder"]:
         raise SluiceError(f"scheme {args.scheme} is defined with the {info['encoder']} encoder")
     cfg = planned_config(RunSpec(scheme=args.scheme, overrides=tuple(args.overrides)), encoder)
+    validate_config(cfg)  # what `run` refuses, `config` refuses too
     if args.paths:
         for k, v in config.flatten(cfg).items():
             print(f"{k}={json.dumps(v)}")

@@ -39,7 +39,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .errors import SluiceError, core, non_finite_path
+from .errors import DuplicateKey, SluiceError, core, non_finite_path, strict_json
 
 #: The components of a scheme; a path starting with one of them is relative to ``scheme``.
 SCHEME_COMPONENTS = ("pacer", "cc", "encoder_controller", "bottleneck", "frame_drop", "salsify")
@@ -281,7 +281,9 @@ def parse_value(text: str) -> Any:
     ``"x"``, ``[1, 1, 1]``, ``{"kind": "ace-n"}``), else the text itself as a string
     (``modeled``)."""
     try:
-        return json.loads(text)
+        return strict_json(text)
+    except DuplicateKey as e:
+        raise SluiceError(f"{text.strip()!r}: {e}") from None
     except json.JSONDecodeError:
         stripped = text.strip()
         if stripped[:1] in ("{", "["):

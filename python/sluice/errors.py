@@ -93,6 +93,31 @@ def output_file(path: str | os.PathLike[str], what: str) -> Path:
     return p
 
 
+class DuplicateKey(ValueError):
+    """A JSON object with a key given twice (:func:`strict_json`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key '{key}' given twice in one object")
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads``, but an object with a key given twice raises :class:`DuplicateKey`
+    (json would keep the last silently)."""
+    import json
+
+    return json.loads(text, object_pairs_hook=_no_duplicates)
+
+
 def non_finite_path(obj: Any, prefix: str = "") -> str | None:
     """The path (``a.b[2].c``) of the first NaN or infinite number in a JSON-like ``obj``
     (Python's json reads ``NaN``, ``Infinity`` and ``1e999``), or of an integer beyond 64

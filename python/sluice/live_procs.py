@@ -386,13 +386,13 @@ def _clean_old(out: Path) -> None:
 
 def cmd_send(args: argparse.Namespace) -> int:
     from . import config, video
-    from .runner import _overridden, planned_config, resolve_encoder
+    from .runner import _overridden, planned_config, resolve_encoder, validate_config
 
     _check_peers(args.listen, [("peer", args.peer)])
     spec = _spec(args)
     encoder = resolve_encoder(spec)
     cfg = planned_config(spec, encoder)
-    config.resolve(cfg, validate=True)
+    validate_config(cfg)
     out = _out_dir(args)
     files: dict[str, Path] = {}
     if encoder == "x264":
@@ -414,11 +414,10 @@ def cmd_send(args: argparse.Namespace) -> int:
 def _endpoint_config(spec: Any) -> dict[str, Any]:
     """The run config of a relay or a receiver (they have no encoder: the model's stands in;
     ``live merge`` does not compare encoders)."""
-    from . import config
-    from .runner import planned_config
+    from .runner import planned_config, validate_config
 
     cfg = planned_config(spec, "model")
-    config.resolve(cfg, validate=True)
+    validate_config(cfg)
     return cfg
 
 

@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config, results, runner
-from .errors import SluiceError, regular_file
+from .errors import DuplicateKey, SluiceError, regular_file, strict_json
 from .experiments import (
     MAX_NAME_CHARS,
     Cell,
@@ -396,6 +396,17 @@ def _overrides(ctx: _Ctx, v: Any, what: str) -> tuple[tuple[str, Any], ...]:
                 out.append((p, x))
 
     walk("", v)
+    seen: dict[str, str] = {}
+    for p, _ in out:
+        try:
+            full = config.short_path(p)
+        except SluiceError:
+            full = p
+        if full in seen:
+            raise ctx.error(f"{what}: '{seen[full]}' and '{p}' set one config path ('{full}'): "
+                            "a quoted dotted key and a dotted key or table name the same field; "
+                            "give it once")  # fmt: skip
+        seen[full] = p
     for p, _ in out:
         try:
             config.split_path(p)
@@ -555,7 +566,9 @@ def _scheme_file(ctx: _Ctx, base: Path, file: str) -> dict[str, Any]:
     if path.exists() and not path.is_dir():
         regular_file(path, "scheme file", 1 << 24)  # a FIFO or device would block
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        obj = strict_json(path.read_text(encoding="utf-8"))
+    except DuplicateKey as e:
+        raise ctx.error(f"{path}: {e} (a scheme file gives each key once)") from None
     except FileNotFoundError:
         raise ctx.error(f"scheme file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as e:

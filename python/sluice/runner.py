@@ -216,13 +216,24 @@ def load_traces(spec: RunSpec, cfg: dict[str, Any]) -> tuple[Any, Any]:
     return down, up
 
 
+def validate_config(cfg: dict[str, Any]) -> None:
+    """What a run refuses of a config with its overrides applied: the core's checks (fields,
+    ranges, components) and an x264 preset that libx264 does not know. ``sluice config``
+    refuses the same. Raises :class:`SluiceError`."""
+    config.resolve(cfg, validate=True)
+    enc = cfg.get("encoder") or {}
+    if enc.get("kind") == "x264" and enc.get("preset") not in X264_PRESETS:
+        raise SluiceError(f"encoder.preset: unknown x264 preset {enc.get('preset')!r} "
+                          f"(known: {', '.join(X264_PRESETS)})")  # fmt: skip
+
+
 def check(spec: RunSpec) -> dict[str, Any]:
     """Checks what can be checked before running (scheme, encoder, overrides, ranges);
     returns :meth:`RunSpec.config`. Raises :class:`SluiceError`."""
     if spec.quality not in quality.MODES:
         raise SluiceError(f"quality must be one of {', '.join(quality.MODES)}")
     cfg = spec.config()
-    config.resolve(cfg, validate=True)
+    validate_config(cfg)
     return cfg
 
 
@@ -306,7 +317,7 @@ def simulate(spec: RunSpec, session: Callable[..., Any] = Simulated) -> RunOutpu
         raise SluiceError(f"quality must be one of {', '.join(quality.MODES)}")
     encoder = resolve_encoder(spec)
     cfg = planned_config(spec, encoder)
-    config.resolve(cfg, validate=True)  # ranges before traces are generated or read
+    validate_config(cfg)  # ranges before traces are generated or read
     run_dir = results.check_result_dir(spec.resolved_out_dir())
     down, up = load_traces(spec, cfg)
     raw = None

@@ -65,6 +65,7 @@ def case(id: str, argv: list[str], *needles: str, files: dict[str, object] | Non
 
 
 RUN = ["run", "--trace", T, "--duration", "2", "--out", "out"]
+MATRIX = ["matrix", "p.toml", "--results", "res", "--dry-run"]
 
 
 def run_with(*extra: str) -> list[str]:
@@ -113,6 +114,18 @@ SCHEME_CASES = [
     ("unit-range-ms", _scheme(pacer={"kind": "ace-n", "capacity_min_span_ms": -3}),
      ("s.json", "pacer.capacity_min_span_ms")),
     ("binary", "\x00\x01\x02garbage", ("s.json",)),
+    # unknown keys at any depth and duplicate keys (#30)
+    ("nested-typo", _scheme(cc={"kind": "gcc", "pacing_factr": 2}), ("s.json", "pacing_factr")),
+    ("deep-typo", _scheme(cc={"kind": "gcc", "trendline_window": {"kind": "packets", "count": 20,
+     "cnt": 3}}), ("s.json", "`cnt`")),
+    ("drop-tail-extra-key", _scheme(bottleneck={"kind": "drop-tail", "queue_limit": 5}),
+     ("s.json", "queue_limit")),
+    ("pacer-none-extra-key", _scheme(pacer={"kind": "none", "rate_bps": 5}),
+     ("s.json", "rate_bps")),
+    ("duplicate-nested-key", '{"pacer": {"kind": "leaky-bucket"}, "cc": {"kind": "gcc", '
+     '"pacing_factor": 1.5, "pacing_factor": 2.5}}', ("s.json", "'pacing_factor'", "twice")),
+    ("duplicate-top-key", '{"pacer": {"kind": "leaky-bucket"}, "pacer": {"kind": "none"}}',
+     ("s.json", "'pacer'", "twice")),
     ("array", "[1, 2, 3]", ("s.json", "JSON object")),
 ]  # fmt: skip
 
@@ -279,8 +292,36 @@ CASES += [
     case("report-out-fifo", ["report", "d", "--out", "p"], "--out p", "not a regular file",
          files={"d": DIR, "p": FIFO}),
 ]  # fmt: skip
+# --- keys: unknown at any depth, given twice, `config` as strict as `run` (#30) ------------
+DUP_SCHEME = ('{"pacer": {"kind": "leaky-bucket"}, "cc": {"kind": "gcc", "max_rate": 1000000, '
+              '"max_rate": 2000000}}')
+TYPO_SCHEME = _scheme(pacer={"kind": "leaky-bucket", "max_debt_msec": 5})
+SCHEME_FROM_FILE = '[[scheme]]\nname = "mine"\nfile = "s.json"\n'
+CASES += [
+    case("plan-dotted-and-quoted-key", MATRIX, "p.toml", "downlink.queue_bytes", "give it once",
+         files={"p.toml": _plan('"downlink.queue_bytes" = 100000\ndownlink.queue_bytes = 200000')}),
+    case("plan-scheme-prefix-and-short-path", MATRIX, "p.toml", "cc.pacing_factor", "once",
+         files={"p.toml": _plan('"scheme.cc.pacing_factor" = 2.0\n"cc.pacing_factor" = 3.0')}),
+    case("plan-trace-set-table-and-dotted", MATRIX, "p.toml", "downlink.delay_ms", "once",
+         files={"p.toml": _plan("") + 'set = { "downlink.delay_ms" = 10, downlink = '
+                '{ delay_ms = 20 } }\n'}),
+    case("plan-scheme-file-duplicate-key", MATRIX, "p.toml", "s.json", "'max_rate'", "twice",
+         files={"p.toml": _plan("") + SCHEME_FROM_FILE, "s.json": DUP_SCHEME}),
+    case("plan-scheme-file-nested-typo", MATRIX, "p.toml", "max_debt_msec",
+         files={"p.toml": _plan("") + SCHEME_FROM_FILE, "s.json": TYPO_SCHEME}),
+    case("set-json-duplicate-key", run_with("--set", 'cc={"kind": "gcc", "kind": "copa"}'),
+         "'kind'", "twice"),
+    case("set-json-nested-typo", run_with("--set", 'cc={"kind": "gcc", "pacing_factr": 2}'),
+         "pacing_factr"),
+    case("config-preset-run-refuses", ["config", "--scheme", "webrtc-x264", "--set",
+         "encoder.preset=warp9"], "encoder.preset", "warp9"),
+    case("config-x264-preset-typo", ["config", "--encoder", "x264", "--set",
+         "encoder.preset=ultraslow"], "ultraslow", "known"),
+    case("config-out-of-range", ["config", "--set", "cc.pacing_factor=-1"], "cc.pacing_factor"),
+    case("compare-scheme-file-duplicate", ["compare", "--schemes", "webrtc", "--scheme-file",
+         "s.json", "--trace", T, "--out", "o"], "s.json", "twice", files={"s.json": DUP_SCHEME}),
+]  # fmt: skip
 # --- names that become paths; plan size (#30) ----------------------------------------------
-MATRIX = ["matrix", "p.toml", "--results", "res", "--dry-run"]
 LONG = "x" * 101
 MANY_SEEDS = "seeds = [" + ", ".join(map(str, range(1000))) + "]"
 MANY_TRACES = "".join(f'[[trace]]\npath = "gen:constant:{i + 100}"\n' for i in range(101))

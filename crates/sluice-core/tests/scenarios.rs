@@ -377,7 +377,7 @@ fn ace_n_bursts_frames_when_the_estimate_underrates_the_link() {
     // their pacers, not the registry entries with uncapped GCC).
     let ace = run_ace_pacer(ace_n(), "constant:30", 8, 1);
     let paced = run_ace_pacer(leaky_1_1(), "constant:30", 8, 1);
-    let burst = run_ace_pacer(PacerConfig::None, "constant:30", 8, 1);
+    let burst = run_ace_pacer(PacerConfig::None {}, "constant:30", 8, 1);
     let (a, p, b) = (&ace.summary, &paced.summary, &burst.summary);
     // Measured (seed 1): ace-n sends 56.5 % of the frames as one burst, P95 98.7 ms, pacer
     // P95 56.3 ms, no loss; leaky 1.1x 0.2 %, P95 144.1 ms, pacer P95 109.3 ms, no loss; no
@@ -411,7 +411,7 @@ fn ace_n_shrinks_its_bucket_and_paces_when_the_capacity_drops() {
     // paced; fast recovery once the queue has cleared).
     let spec = "steps:30@10,6@10";
     let ace = run_ace_pacer(ace_n(), spec, 8, 1);
-    let burst = run_ace_pacer(PacerConfig::None, spec, 8, 1);
+    let burst = run_ace_pacer(PacerConfig::None {}, spec, 8, 1);
     // Measured (seed 1): ace-n drops 0 packets (0 before the step, 0 after), bucket mean
     // 63.8 kB over 5-10 s, down to 1260 B (the floor) within 1.5 s of the step, bursts 53 %
     // of the frames over 5-10 s and 11 % over 10-11.5 s, bottleneck queue peak 69.7 kB, P95

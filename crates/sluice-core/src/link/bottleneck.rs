@@ -13,12 +13,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// The bottleneck's behaviour, part of a scheme.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum BottleneckConfig {
     /// Drop-tail at the path's queue limit (Mahimahi).
-    #[default]
-    DropTail,
+    /// The default. (A variant with no fields, written `{}` so that serde refuses other keys
+    /// beside `kind`, which it ignores for a unit variant of an internally tagged enum.)
+    DropTail {},
     /// Drop-tail that reports its queue and its capacity over a recent window to the sender,
     /// periodically: the in-band report of the IETF SCONE draft (capacity and queue length,
     /// e.g. every 100 ms) and the periodic part of Co-RTV's feedback (§III-B5).
@@ -68,6 +69,12 @@ fn default_rate_window_ms() -> f64 {
     50.0
 }
 
+impl Default for BottleneckConfig {
+    fn default() -> Self {
+        BottleneckConfig::DropTail {}
+    }
+}
+
 impl BottleneckConfig {
     /// The queue discipline for a bottleneck with queue limit `limit` serving `flow`, with
     /// [`BottleneckEnv::default`].
@@ -88,7 +95,7 @@ impl BottleneckConfig {
                 Box::new(c.build(limit, flow, env.fps, env.rtt_to_sender))
             }
             BottleneckConfig::Fdcc(c) => Box::new(c.build(limit, flow, env.rtt_to_sender)),
-            BottleneckConfig::DropTail => Box::new(DropTail { limit }),
+            BottleneckConfig::DropTail {} => Box::new(DropTail { limit }),
             BottleneckConfig::QueueReport { interval_ms, rate_window_ms } => {
                 Box::new(QueueReporter::new(
                     limit,
@@ -104,7 +111,7 @@ impl BottleneckConfig {
     /// Whether the bottleneck sends anything to the sender.
     pub fn reports(&self) -> bool {
         match self {
-            BottleneckConfig::DropTail => false,
+            BottleneckConfig::DropTail {} => false,
             BottleneckConfig::CoRtv(c) => c.feedback,
             BottleneckConfig::QueueReport { .. } | BottleneckConfig::Fdcc(_) => true,
         }
@@ -140,7 +147,7 @@ impl BottleneckConfig {
             }
             BottleneckConfig::CoRtv(c) => c.validate(),
             BottleneckConfig::Fdcc(c) => c.validate(),
-            BottleneckConfig::DropTail => Ok(()),
+            BottleneckConfig::DropTail {} => Ok(()),
         }
     }
 }

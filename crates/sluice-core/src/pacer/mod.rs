@@ -73,8 +73,9 @@ pub trait Pacer: Send {
 pub enum PacerConfig {
     /// libwebrtc's leaky bucket.
     LeakyBucket(leaky_bucket::LeakyBucketConfig),
-    /// No pacing: media leaves as soon as it is packetized.
-    None,
+    /// No pacing: media leaves as soon as it is packetized. (No fields, written `{}` so that
+    /// serde refuses other keys beside `kind`.)
+    None {},
     /// ACE-N: token bucket with an adaptive bucket size.
     AceN(ace_n::AceNConfig),
     /// Vidaptive's pacer: at the controller's rate, no drain speed-up, dummy packets.
@@ -132,7 +133,7 @@ impl PacerConfig {
             PacerConfig::LeakyBucket(c) => {
                 Box::new(leaky_bucket::LeakyBucketPacer::new(c.clone(), now))
             }
-            PacerConfig::None => Box::new(unpaced::Unpaced::new(now)),
+            PacerConfig::None {} => Box::new(unpaced::Unpaced::new(now)),
             PacerConfig::AceN(c) => Box::new(ace_n::AceNPacer::new(c.clone(), now)),
             PacerConfig::Vidaptive(c) => Box::new(vidaptive::VidaptivePacer::new(c.clone(), now)),
         }

@@ -57,7 +57,7 @@ pub const FEEDBACK_RTT_WINDOW: usize = 32;
 /// GCC configuration. Every field has a default (`#[serde(default)]`); rates serialise as
 /// integer bits per second and durations as integer microseconds (the `units` encoding).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct GccConfig {
     /// Start rate (libwebrtc 300 kbps).
     pub start_rate: DataRate,

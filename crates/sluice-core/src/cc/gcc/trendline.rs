@@ -63,7 +63,7 @@ impl Default for TrendlineWindow {
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 enum TrendlineWindowRepr {
     Packets { count: usize },
     Time { window_ms: i64 },
