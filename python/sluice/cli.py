@@ -753,9 +753,12 @@ def cmd_trace_gen(args: argparse.Namespace) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
         tmp = temp_path(path)  # renamed into place when complete
         try:
-            with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-                for piece in mahimahi_pieces(trace):
-                    f.write(piece)
+            try:
+                with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+                    for piece in mahimahi_pieces(trace):
+                        f.write(piece)
+            except OSError as e:  # a full disk: said with the file it was for
+                raise SluiceError(f"cannot write {path}: {e.strerror or e}") from None
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
@@ -848,6 +851,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f": {e.filename}" if e.filename else ""
         return _fail(f"{e.strerror or e}{where}")
     except KeyboardInterrupt as e:  # SIGINT, or SIGTERM (Terminated)
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():  # unwound: one line only
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         print("sluice: interrupted", file=sys.stderr)
         return 143 if isinstance(e, Terminated) else 130
 

@@ -144,20 +144,59 @@ class Terminated(KeyboardInterrupt):
     terminated run unwinds like an interrupted one: temporary files removed, exit 143."""
 
 
+#: How long a second SIGINT or SIGTERM is ignored while the first one unwinds (stopping a
+#: pool, removing temporary files: well under a second); after that one ends the process.
+UNWIND_GRACE_S = 5.0
+_first_signal: float | None = None
+
+
+def _first(signum: int) -> bool:
+    """Whether this SIGINT or SIGTERM is the first (the caller raises, and the process
+    unwinds). Another one while it unwinds (a second Ctrl-C during cleanup) is ignored, so
+    the cleanup ends and the exit is still 130 or 143 with the one line, never death by the
+    signal or a traceback; one that comes after :data:`UNWIND_GRACE_S` (a cleanup that hangs)
+    ends the process at once, the same way. What was being written is never taken for a
+    result (:mod:`sluice.results`) and its temporary files go with the next write."""
+    import time
+
+    global _first_signal
+    if _first_signal is None:
+        _first_signal = time.monotonic()
+        return True
+    if time.monotonic() - _first_signal > UNWIND_GRACE_S:
+        import signal
+
+        os.write(2, b"sluice: interrupted\n")
+        os._exit(143 if signum == signal.SIGTERM else 130)
+    return False
+
+
 def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated()
+    if _first(signum):
+        raise Terminated()
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    if _first(signum):
+        raise KeyboardInterrupt()
 
 
 def handle_sigterm() -> None:
-    """Makes SIGTERM raise :class:`Terminated` in the main thread (unless SIGTERM is
-    ignored, or this is not the main thread)."""
+    """Makes SIGTERM raise :class:`Terminated` and SIGINT :class:`KeyboardInterrupt` in the
+    main thread, once (:func:`_first`: a second one while the first unwinds is ignored).
+    Leaves a signal alone that is ignored or has a handler of someone else's, and does
+    nothing outside the main thread."""
     import signal
     import threading
 
+    global _first_signal
     if threading.current_thread() is not threading.main_thread():
         return
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    _first_signal = None
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, _raise_terminated):
         signal.signal(signal.SIGTERM, _raise_terminated)
+    if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _raise_interrupt):
+        signal.signal(signal.SIGINT, _raise_interrupt)
 
 
 def interruptible(fn: Callable[..., T], *args: Any) -> T:

@@ -141,7 +141,7 @@ def _mark_pending(cell: Cell) -> None:
     d = cell.run_dir
     d.mkdir(parents=True, exist_ok=True)
     (d / results.SUMMARY_FILE).unlink(missing_ok=True)
-    (d / SPEC_FILE).write_text(json.dumps(spec_key(cell.spec), indent=2), encoding="utf-8")
+    results.write_text(d / SPEC_FILE, json.dumps(spec_key(cell.spec), indent=2))
 
 
 def todo_cells(cells: Sequence[Cell], rerun: str = "missing") -> list[Cell]:
@@ -233,7 +233,7 @@ def write_table(df: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     paths = [d / TABLE_CSV]
-    df.to_csv(paths[0], index=False)
+    results.write_text(paths[0], df.to_csv(index=False))
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -241,7 +241,7 @@ def write_table(df: pd.DataFrame, out_dir: str | Path) -> list[Path]:
         return paths
     try:
         df.to_parquet(d / TABLE_PARQUET, index=False)
-    except (TypeError, ValueError) as e:  # pyarrow's ArrowTypeError / ArrowInvalid
+    except (TypeError, ValueError, OSError) as e:  # pyarrow's ArrowTypeError / ArrowInvalid
         (d / TABLE_PARQUET).unlink(missing_ok=True)
         print(f"warning: {d / TABLE_PARQUET} not written ({e}); the CSV has every row",
               file=sys.stderr)  # fmt: skip

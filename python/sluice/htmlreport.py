@@ -424,10 +424,5 @@ def write_report(
         f"<script>{CHECK_JS}</script></head><body>" + "".join(parts) + "</body></html>"
     )
     path = output_file(Path(out) if out else d / REPORT_FILE, "report file")
-    tmp = results.temp_path(path)
-    try:
-        tmp.write_text(page, encoding="utf-8")
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    results.write_text(path, page)  # a full disk: one line naming the file
     return path

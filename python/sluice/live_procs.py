@@ -136,7 +136,13 @@ def _add_endpoint(p: argparse.ArgumentParser, role: str, peers: list[tuple[str, 
     )  # fmt: skip
     for flag, what in peers:
         g.add_argument(f"--{flag}", type=_address, required=True, metavar="IP:PORT", help=what)
-    if role != "sender":
+    if role == "sender":
+        g.add_argument(
+            "--idle-timeout-s", type=_timeout, default=DEFAULT_IDLE_TIMEOUT_S, metavar="S",
+            help="end once nothing came back from the peer for this long, counted from the "
+            f"start (default {DEFAULT_IDLE_TIMEOUT_S:g}; a peer that never answers: exit 2)",
+        )  # fmt: skip
+    else:
         g.add_argument(
             "--idle-timeout-s", type=_timeout, default=DEFAULT_IDLE_TIMEOUT_S, metavar="S",
             help="end once no datagram came for this long (default "
@@ -331,6 +337,15 @@ def _run_endpoint(role: str, spec: Any, cfg: dict[str, Any], out: Path, options:
             counters = json.loads(ep.finish(str(events_tmp)))
         except RuntimeError as e:
             raise SluiceError(f"live {role} stopped: {e}") from None
+        io = counters["io"]
+        if role == "sender" and interrupt is None and io["datagrams_in"] == 0:
+            # Nothing to merge: no part, one line (a silent peer is not a session).
+            raise SluiceError(
+                f"live sender: no answer from the peer {options.get('peer')} in "
+                f"{counters.get('wall_s', 0):.1f} s ({io['datagrams_out']} datagrams sent, "
+                "none came back; is `sluice live recv` or `live relay` running there and "
+                "sending to this --listen address?); no part written"
+            )
         part = {
             "record": "live-part",
             "part_schema": PART_SCHEMA,
@@ -406,7 +421,7 @@ def cmd_send(args: argparse.Namespace) -> int:
         files = {results.STREAM_FILE: stream,
                  results.STREAM_INDEX_FILE: Path(f"{stream}.idx")}  # fmt: skip
     cfg = config.apply_overrides(cfg, spec.overrides)
-    options = {"listen": args.listen, "peer": args.peer}
+    options = {"listen": args.listen, "peer": args.peer, "idle_timeout_s": args.idle_timeout_s}
     return _run_endpoint("sender", spec, cfg, out, options,
                          {"listen": args.listen, "peer": args.peer}, files=files)  # fmt: skip
 

@@ -821,7 +821,7 @@ def run_plan(
     if progress:
         print(f"{plan.name}: {len(cells)} cells, {len(todo)} to run", file=sys.stderr)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / PLAN_FILE).write_text(json.dumps(plan.to_json(), indent=2), encoding="utf-8")
+    results.write_text(out_dir / PLAN_FILE, json.dumps(plan.to_json(), indent=2))
     outcome = run_cells(todo, jobs=jobs, backend=backend, progress=progress, desc=plan.name,
                         address=address)  # fmt: skip
     df = results_table(cells, plan.name, plan.swept_paths)

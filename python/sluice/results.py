@@ -258,14 +258,25 @@ def _file_entry(path: Path) -> dict[str, Any]:
     return {"bytes": n, "sha256": h.hexdigest()}
 
 
+def _write_lines(path: Path, lines: Iterable[str], target: Path | None = None) -> None:
+    """Writes ``lines`` into the new file ``path`` (the temporary name of ``target``); a
+    failure (a full disk, a quota) is a :class:`SluiceError` naming the target, and the file
+    is removed."""
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            for line in lines:
+                f.write(line)
+                f.write("\n")
+    except OSError as e:
+        path.unlink(missing_ok=True)
+        raise SluiceError(f"cannot write {target or path}: {e.strerror or e}") from None
+
+
 def _atomic_write(path: Path, lines: Iterable[str]) -> None:
     output_file(path, "result file")
     tmp = temp_path(path)
     try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            for line in lines:
-                f.write(line)
-                f.write("\n")
+        _write_lines(tmp, lines, path)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -273,13 +284,9 @@ def _atomic_write(path: Path, lines: Iterable[str]) -> None:
 
 def write_text(path: Path, text: str) -> None:
     """Writes ``text`` to ``path`` (a new path or a regular file, :func:`output_file`) under
-    a temporary name renamed into place: a reader never sees half of it."""
+    a temporary name renamed into place: a reader never sees half of it, and a full disk is
+    one :class:`SluiceError` naming the file."""
     _atomic_write(path, [text.removesuffix("\n")])
-
-
-def _write_manifest(d: Path, names: Iterable[str]) -> None:
-    files = {n: _file_entry(d / n) for n in names}
-    _atomic_write(d / MANIFEST_FILE, [json.dumps({"files": files}, indent=2)])
 
 
 def write_run(
@@ -295,13 +302,22 @@ def write_run(
     """Writes ``run.jsonl``, ``summary.json`` and ``manifest.json`` into ``run_dir``
     (created if needed) as one result (see the module doc). ``extra``: files written
     elsewhere during the run (name in the run directory -> where it is now, e.g. the x264
-    stream under its temporary name), moved in as part of the result."""
+    stream under its temporary name), moved in as part of the result.
+
+    Every byte is written first, under temporary names (the files, the manifest and the
+    pending marker); only renames follow, which need no space. So a full disk leaves the
+    directory as it was (an older result still whole, a new directory removed) and is one
+    :class:`SluiceError` naming the file that did not fit."""
     d = check_result_dir(run_dir)
+    created = [p for p in (d, *d.parents) if not p.exists()]
     try:
         d.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SluiceError(f"cannot create output directory {d}: {e.strerror or e}") from None
     clean_stale_temps(d)
+    extra = dict(extra or {})
+    for name in (RUN_FILE, SUMMARY_FILE, MANIFEST_FILE, *extra):
+        output_file(d / name, "result file")
 
     def lines() -> Iterable[str]:
         yield _dumps(header)
@@ -314,25 +330,40 @@ def write_run(
         for q in quality or []:
             yield _dumps({"record": "quality", **q})
 
-    # The old result stops being one before any of its files is replaced.
-    _mark_writing(d)
-    names = [RUN_FILE, SUMMARY_FILE]
-    _atomic_write(d / RUN_FILE, lines())
-    _atomic_write(d / SUMMARY_FILE, [json.dumps(summary, indent=2, allow_nan=False)])
-    for name in RUN_OWN_FILES:
-        if name not in (extra or {}):
-            (d / name).unlink(missing_ok=True)  # an older run's, not part of this result
-    for name, src in (extra or {}).items():
-        os.replace(src, output_file(d / name, "result file"))
-        names.append(name)
-    _write_manifest(d, names)
+    staged = {RUN_FILE: temp_path(d / RUN_FILE), SUMMARY_FILE: temp_path(d / SUMMARY_FILE)}
+    pending = temp_path(d / f"{MANIFEST_FILE}.pending")
+    manifest = temp_path(d / MANIFEST_FILE)
+    try:
+        try:
+            _write_lines(staged[RUN_FILE], lines(), d / RUN_FILE)
+            _write_lines(staged[SUMMARY_FILE], [json.dumps(summary, indent=2, allow_nan=False)],
+                         d / SUMMARY_FILE)  # fmt: skip
+            _write_lines(pending, [json.dumps({"writing": True})], d / MANIFEST_FILE)
+            files = {n: _file_entry(p) for n, p in {**staged, **extra}.items()}
+            _write_lines(manifest, [json.dumps({"files": files}, indent=2)], d / MANIFEST_FILE)
+        except BaseException:
+            for p in (*staged.values(), pending, manifest):
+                p.unlink(missing_ok=True)
+            for p in created:  # deepest first; only what this call made
+                if p.is_dir() and not any(p.iterdir()):
+                    p.rmdir()
+            raise
+        # Renames only. The old result stops being one before any of its files is replaced
+        # (atomically: a pending manifest replaces the old one, so a killed writer's
+        # directory is never taken for one written before manifests existed).
+        os.replace(pending, d / MANIFEST_FILE)
+        for name, src in staged.items():
+            os.replace(src, d / name)
+        for name in RUN_OWN_FILES:
+            if name not in extra:
+                (d / name).unlink(missing_ok=True)  # an older run's, not part of this result
+        for name, src in extra.items():
+            os.replace(src, d / name)
+        os.replace(manifest, d / MANIFEST_FILE)
+    finally:
+        for p in (*staged.values(), pending, manifest):
+            p.unlink(missing_ok=True)
     return d
-
-
-def _mark_writing(d: Path) -> None:
-    # Atomically: a pending manifest replaces the old one (so a killed writer's directory is
-    # never taken for one written before manifests existed).
-    _atomic_write(d / MANIFEST_FILE, [json.dumps({"writing": True})])
 
 
 def _read_manifest(d: Path) -> dict[str, Any] | None:

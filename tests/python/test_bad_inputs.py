@@ -292,6 +292,14 @@ CASES += [
     case("report-out-fifo", ["report", "d", "--out", "p"], "--out p", "not a regular file",
          files={"d": DIR, "p": FIFO}),
 ]  # fmt: skip
+# --- faults: a peer that never answers (#30; the full disk: test_disk_full.py) ---------------
+CASES += [
+    case("live-send-silent-peer", ["live", "send", "--listen", "127.0.0.1:47391", "--peer",
+         "127.0.0.1:9", "--idle-timeout-s", "0.5", "--duration", "30", "--out", "o"],
+         "live sender: no answer from the peer 127.0.0.1:9", "no part written"),
+    case("live-send-idle-timeout-nan", ["live", "send", "--peer", PEER, "--idle-timeout-s",
+         "nan", "--out", "o"], "--idle-timeout-s", "nan"),
+]  # fmt: skip
 # --- keys: unknown at any depth, given twice, `config` as strict as `run` (#30) ------------
 DUP_SCHEME = ('{"pacer": {"kind": "leaky-bucket"}, "cc": {"kind": "gcc", "max_rate": 1000000, '
               '"max_rate": 2000000}}')
@@ -505,3 +513,17 @@ def test_identical_x264_runs_in_two_directories_are_identical_files(tiny_clip, t
     a, b = (tmp_path / d / "run.jsonl" for d in ("a", "b"))
     assert a.read_bytes() == b.read_bytes()
     assert (tmp_path / "a/stream.264").read_bytes() == (tmp_path / "b/stream.264").read_bytes()
+
+
+def test_a_clip_with_a_240_character_name_runs(tiny_clip, tmp_path):
+    """Issue 30: the clip's name is part of its cache file's name, bounded, so a long clip
+    name (240 characters, the file system takes 255) still runs."""
+    import shutil
+
+    clip = tmp_path / ("c" * 236 + ".mp4")
+    shutil.copy(tiny_clip, clip)
+    p = _sluice(["run", "--video", clip.name, "--trace", T, "--duration", "1", "--out", "o",
+                 "--encode-time", "modeled", "--quality", "none"], tmp_path)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    cached = list((tmp_path / "results" / ".video-cache").iterdir())
+    assert cached and all(len(f.name) < 120 for f in cached), cached

@@ -357,3 +357,24 @@ def test_sigint_stops_a_long_trace_generation(tmp_path):
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["sluice: interrupted"], err
     assert elapsed < STOP_BOUND_S, elapsed
+
+
+def test_a_second_sigint_while_compare_unwinds_is_exit_130_and_one_line(tmp_path):
+    """Issue 30: Ctrl-C twice (the second while the first still stops the pool) ends with
+    exit 130 and the one line, not by the signal and not with a traceback."""
+    trace = _trace(tmp_path)
+    proc = _start(["compare", "--schemes", "webrtc,webrtc-b", "--trace", str(trace), "--duration",
+                   LONG_S, "--jobs", "2", "--out", "c"], tmp_path)  # fmt: skip
+    try:
+        _busy_workers(proc)
+        for _ in range(20):  # until it has gone: some land while the first unwinds
+            if proc.poll() is not None:
+                break
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.01)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert err.strip().splitlines() == ["sluice: interrupted"], err

@@ -338,3 +338,24 @@ def test_ffmpeg_plays_the_stream_live_recv_forwards_from_the_sdp_file_it_writes(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["frames_displayed"] == shown
     assert 0 < summary["vmaf_mean"] <= 100
+
+
+def test_a_sender_whose_peer_never_answers_is_one_line_and_leaves_nothing(tmp_path):
+    """Issue 30: `live send` to a peer that never answers (a bound socket that reads and says
+    nothing) ends after --idle-timeout-s with one line, exit 2, and no part."""
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.1", 0))
+    try:
+        (s,) = _free_ports(1)
+        t0 = time.monotonic()
+        p = _sluice(["live", "send", "--listen", _addr(s), "--peer",
+                     _addr(silent.getsockname()[1]), "--duration", "30", "--idle-timeout-s",
+                     "1", "--out", "send"], tmp_path)  # fmt: skip
+        err = _done(p, 2).strip().splitlines()
+        assert time.monotonic() - t0 < 20  # not the session's 30 s
+        assert silent.recv(2048)  # it did send
+    finally:
+        silent.close()
+    assert len(err) == 1 and err[0].startswith("sluice: error: live sender: no answer"), err
+    assert "datagrams sent" in err[0] and "no part written" in err[0], err
+    assert not (tmp_path / "send").exists()

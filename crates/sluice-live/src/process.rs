@@ -2,7 +2,9 @@
 //! socket on a given address, driven by the same [`drive`] loop as `live run`, and writing its
 //! part of the results ([`crate::part`]).
 //!
-//! * The sender's clock starts when it starts; it runs the session's duration and drain.
+//! * The sender's clock starts when it starts; it runs the session's duration and drain, and
+//!   ends earlier once nothing came back from its peer for the idle timeout (counted from
+//!   its start: a peer that never answers ends it too).
 //! * The relay's and the receiver's clocks start at the first datagram from their peer (the
 //!   sender, or for a receiver behind a relay the relay): the relay's trace starts there.
 //!   They run the session's duration and drain from there, and end earlier once no datagram
@@ -43,7 +45,8 @@ pub struct ProcessOptions {
     /// The relay's peers.
     pub sender: Option<SocketAddr>,
     pub receiver: Option<SocketAddr>,
-    /// The relay and the receiver end once no datagram came for this long.
+    /// Every endpoint ends once no datagram came from its peers for this long (the sender
+    /// counts from its start, the relay and the receiver from their first datagram).
     pub idle_timeout: TimeDelta,
     /// The relay and the receiver give up if no datagram came from their peer in this time.
     pub start_timeout: Option<Duration>,
@@ -318,23 +321,33 @@ impl EndpointProcess {
         let encoder = ThreadedEncoder::new(encoder, clock, wake.clone());
         let sender = build_sender(cfg, &scheme, Box::new(encoder), now);
         let interval = TimeDelta::from_ms_f64(cfg.sample_interval_ms);
-        let mut ep = SenderEndpoint::new(sender, interval, capture_end, None, now);
+        let mut sender_ep = SenderEndpoint::new(sender, interval, capture_end, None, now);
         // A sending process may be a restart of one the receiver heard before: it starts a
         // stream the receiver has not seen (numbered from its start time), so the receiver
         // drops the old one's state instead of unwrapping the new numbers against it.
-        ep.set_stream(stream_from_wall_clock(wall));
+        sender_ep.set_stream(stream_from_wall_clock(wall));
         if let Some(store) = &options.frames {
-            ep.set_payload_source(Box::new(store.clone()));
+            sender_ep.set_payload_source(Box::new(store.clone()));
         }
+        // A peer that never answers (or stops answering) ends the sender after the idle
+        // timeout instead of the whole session: the front end says so.
+        let mut watch = Watch::new(sender_ep, Some(options.idle_timeout), ctl.stop.clone());
         let peers = Peers { receiver: Some(peer), ..Peers::default() };
         let c = ctl.clone();
         let thread = spawn("sender", move || {
-            let io = drive(&mut ep, socket, &peers, clock, end, &c.stop, Some(wake))
+            let io = drive(&mut watch, socket, &peers, clock, end, &c.stop, Some(wake))
                 .map_err(|e| format!("the socket failed: {e}"))?;
+            let ep = &watch.inner;
             if let Some(why) = ep.failure() {
                 return Err(why.to_owned());
             }
-            let ended = if c.interrupted.load(Ordering::Relaxed) { "stopped" } else { "end" };
+            let ended = if c.interrupted.load(Ordering::Relaxed) {
+                "stopped"
+            } else if watch.idled {
+                "idle"
+            } else {
+                "end"
+            };
             Ok(Part::Sender(SenderPart {
                 info: PartInfo {
                     schema: PART_SCHEMA,
