@@ -1,7 +1,8 @@
 """Loading bandwidth traces: files (Mahimahi or rate series) and generated ``gen:SPEC`` traces.
 
-The file is read here and its text handed to the core's parsers, which report malformed
-input as ``FILE:LINE: ...``. The format is detected from the first data line: a single
+A file is read by the core line by line (memory for the opportunities kept, not the file),
+which reports malformed input as ``FILE:LINE: ...``; a Mahimahi file faster than 10 Gbit/s
+is refused as a rate series above it is. The format is detected from the first data line: a single
 integer is a Mahimahi trace (one millisecond timestamp per line), two or more numeric
 columns a ``time_s rate_mbps`` series. ``#`` starts a comment in either format.
 """
@@ -9,6 +10,7 @@ columns a ``time_s rate_mbps`` series. ``#`` starts a comment in either format.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,10 +20,12 @@ from typing import Any
 from .errors import SluiceError, core, core_errors, interruptible, regular_file
 
 GEN_PREFIX = "gen:"
-#: Trace files are read whole: up to 1 GB (the limit of 100 million opportunities is about
-#: that much Mahimahi text).
+#: Trace files: up to 1 GB (the limit of 100 million opportunities is about that much
+#: Mahimahi text), read streaming.
 MAX_TRACE_FILE_BYTES = 1 << 30
 FORMATS = ("mahimahi", "rate")
+#: The longest line of a trace file (the core's ``limits::MAX_TRACE_LINE_BYTES``).
+MAX_LINE_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -66,20 +70,24 @@ def detect_format(text: str, path: str) -> str:
     """``"mahimahi"`` or ``"rate"``, from the first data line of ``text``."""
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = _strip_comment(raw)
-        if not line:
-            continue
-        fields = [f for f in re.split(r"[,\s]+", line) if f]
-        if len(fields) == 1:
-            try:
-                int(fields[0])
-            except ValueError:
-                raise SluiceError(
-                    f"{path}:{lineno}: {fields[0]!r} is neither a Mahimahi timestamp (integer ms) "
-                    "nor a 'time_s rate_mbps' row; use --trace-format to choose"
-                ) from None
-            return "mahimahi"
-        return "rate"
+        if line:
+            return _line_format(line, lineno, path)
     raise SluiceError(f"{path}: trace file has no data lines")
+
+
+def _line_format(line: str, lineno: int, path: str) -> str:
+    fields = [f for f in re.split(r"[,\s]+", line) if f]
+    if len(fields) == 1:
+        try:
+            int(fields[0])
+        except ValueError:
+            shown = fields[0] if len(fields[0]) <= 40 else fields[0][:40] + "..."
+            raise SluiceError(
+                f"{path}:{lineno}: {shown!r} is neither a Mahimahi timestamp (integer ms) "
+                "nor a 'time_s rate_mbps' row; use --trace-format to choose"
+            ) from None
+        return "mahimahi"
+    return "rate"
 
 
 def parse_trace_text(text: str, path: str, fmt: str | None = None) -> Any:
@@ -133,20 +141,40 @@ def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = N
             digest.update(piece.encode())
         return LoadedTrace(trace, arg, trace_stem(arg), digest.hexdigest(), "generated", arg)
 
+    # Streamed: memory for the opportunities kept, never the file (a 1 GB file is fine).
     path = regular_file(arg, "trace file", MAX_TRACE_FILE_BYTES)
+    digest = hashlib.sha256()
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        fmt = fmt or _detect_file_format(path, arg)
     except OSError as e:
         raise SluiceError(f"cannot read trace file {arg}: {e.strerror or e}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        msg = f"{arg}: not a text trace file (invalid UTF-8 at byte {e.start})"
-        raise SluiceError(msg) from None
-    fmt = fmt or detect_format(text, arg)
-    trace = parse_trace_text(text, arg, fmt)
-    digest = hashlib.sha256(data).hexdigest()
-    return LoadedTrace(trace, path.name, trace_stem(arg), digest, fmt, arg)
+    if fmt not in FORMATS:
+        raise SluiceError(f"unknown trace format {fmt!r} (expected one of: {', '.join(FORMATS)})")
+    with core_errors():
+        trace = interruptible(core().Trace.read_file, str(path), arg, fmt)
+    return LoadedTrace(trace, path.name, trace_stem(arg), digest.hexdigest(), fmt, arg)
+
+
+def _detect_file_format(path: Path, arg: str) -> str:
+    """:func:`detect_format` of a file, from its first data line (read alone)."""
+    with open(path, "rb") as f:
+        for lineno in itertools.count(1):
+            raw = f.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                break
+            if len(raw) > MAX_LINE_BYTES:
+                raise SluiceError(f"{arg}:{lineno}: a line longer than {MAX_LINE_BYTES} bytes: "
+                                  "not a trace file")  # fmt: skip
+            try:
+                line = _strip_comment(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise SluiceError(f"{arg}:{lineno}: not a text trace file (invalid UTF-8)") from None
+            if line:
+                return _line_format(line, lineno, arg)
+    raise SluiceError(f"{arg}: trace file has no data lines")
 
 
 def bin_rates_bps(trace: Any, bin_s: float = 1.0) -> list[float]:

@@ -292,6 +292,21 @@ CASES += [
     case("report-out-fifo", ["report", "d", "--out", "p"], "--out p", "not a regular file",
          files={"d": DIR, "p": FIFO}),
 ]  # fmt: skip
+# --- trace files read line by line; the rate limit in every format (#30) --------------------
+CASES += [
+    case("mahimahi-above-10-gbits", ["trace", "info", "fast.mahi"], "fast.mahi:833335",
+         "above the rate limit of 10000 Mbps", files={"fast.mahi": "7\n" * 900_000}),
+    case("mahimahi-short-loop-above-10-gbits", ["run", "--trace", "loop.mahi", "--out", "o"],
+         "loop.mahi", "within 3 ms", "rate limit", files={"loop.mahi": "3\n" * 5000}),
+    case("mahimahi-line-too-long", ["trace", "info", "long.mahi"], "long.mahi:2", "4096 bytes",
+         files={"long.mahi": "1\n" + "2" * 5000 + "\n"}),
+    case("mahimahi-first-line-too-long", ["trace", "info", "l.mahi"], "l.mahi:1", "4096 bytes",
+         files={"l.mahi": "1" * 100_000}),
+    case("mahimahi-not-utf8", ["trace", "info", "b.mahi"], "b.mahi:3", "invalid UTF-8",
+         files={"b.mahi": b"1\n2\n\xff\xfe\n"}),
+    case("rate-series-not-utf8-first-line", ["run", "--trace", "r.txt", "--out", "o"],
+         "r.txt:1", "invalid UTF-8", files={"r.txt": b"\xff 1\n1 2\n"}),
+]  # fmt: skip
 # --- faults: a peer that never answers (#30; the full disk: test_disk_full.py) ---------------
 CASES += [
     case("live-send-silent-peer", ["live", "send", "--listen", "127.0.0.1:47391", "--peer",

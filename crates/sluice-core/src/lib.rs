@@ -76,6 +76,12 @@ pub mod limits {
     pub const MAX_TRACE_MS: i64 = 86_400_000;
     /// Delivery opportunities in one loop of a trace (8 bytes each: 800 MB at the limit).
     pub const MAX_TRACE_OPPORTUNITIES: i64 = 100_000_000;
+    /// [`MAX_RATE_BPS`] as delivery opportunities in one second of a Mahimahi trace (12000
+    /// bits each, rounded up): more in any second of a trace file, or on average over a loop
+    /// shorter than a second, is above the rate limit.
+    pub const MAX_OPPORTUNITIES_PER_S: i64 = 833_334;
+    /// The longest line of a trace file read (far above any real line).
+    pub const MAX_TRACE_LINE_BYTES: usize = 4096;
     /// Delays and time settings of a config (`*_ms` fields): up to a day.
     pub const MAX_TIME_MS: f64 = 86_400_000.0;
     /// One-way propagation delays: up to a minute.

@@ -6,7 +6,7 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use sluice_core::link::trace::Trace;
+use sluice_core::link::trace::{Trace, TraceFormat};
 use sluice_core::link::trace_gen::TraceSpec;
 use sluice_core::sim::{build_encoder, RunConfig, RunResult, Simulation};
 use sluice_core::units::{TimeDelta, Timestamp};
@@ -29,6 +29,20 @@ impl PyTrace {
     #[staticmethod]
     fn parse_mahimahi(py: Python<'_>, text: &str, name: &str) -> PyResult<PyTrace> {
         py.allow_threads(|| Trace::parse_mahimahi(text, name))
+            .map(|t| PyTrace { inner: Arc::new(t) })
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Reads a trace file of `format` ("mahimahi" or "rate") line by line: memory for the
+    /// opportunities kept, not the file. `name` names it in errors.
+    #[staticmethod]
+    fn read_file(py: Python<'_>, path: &str, name: &str, format: &str) -> PyResult<PyTrace> {
+        let format = match format {
+            "mahimahi" => TraceFormat::Mahimahi,
+            "rate" => TraceFormat::RateSeries,
+            _ => return Err(PyValueError::new_err(format!("unknown trace format {format:?}"))),
+        };
+        py.allow_threads(|| Trace::read_file(std::path::Path::new(path), name, format))
             .map(|t| PyTrace { inner: Arc::new(t) })
             .map_err(|e| PyValueError::new_err(e.to_string()))
     }

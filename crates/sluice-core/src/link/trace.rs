@@ -14,6 +14,8 @@
 use crate::limits;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Bytes served by one delivery opportunity (Mahimahi's `PACKET_SIZE`).
@@ -55,6 +57,15 @@ pub enum TraceErrorKind {
     /// More delivery opportunities than [`limits::MAX_TRACE_OPPORTUNITIES`] (at least this
     /// many).
     TooManyOpportunities(i64),
+    /// A Mahimahi trace faster than [`limits::MAX_RATE_BPS`]: `count` opportunities within
+    /// `span_ms` (a second of the trace, or its whole loop when that is shorter).
+    MahimahiTooFast { count: i64, span_ms: i64 },
+    /// A line that is not UTF-8 text.
+    NotText,
+    /// A line longer than [`limits::MAX_TRACE_LINE_BYTES`].
+    LineTooLong,
+    /// The file could not be read.
+    Io(String),
 }
 
 /// A trace parse error: the file, the 1-based line (if the problem is on a line) and what is
@@ -117,11 +128,155 @@ impl fmt::Display for TraceError {
                 "the trace would have {n} or more delivery opportunities, above the limit of {}",
                 limits::MAX_TRACE_OPPORTUNITIES
             ),
+            TraceErrorKind::MahimahiTooFast { count, span_ms } => write!(
+                f,
+                "{count} delivery opportunities within {span_ms} ms ({:.0} Mbps at 1500 bytes \
+                 each), above the rate limit of {} Mbps (10 Gbit/s: {} opportunities a second)",
+                *count as f64 * CONVERSION_BITS_PER_OPPORTUNITY as f64
+                    / (*span_ms).max(1) as f64
+                    / 1e3,
+                limits::MAX_RATE_MBPS,
+                limits::MAX_OPPORTUNITIES_PER_S
+            ),
+            TraceErrorKind::NotText => write!(f, "not a text trace file (invalid UTF-8)"),
+            TraceErrorKind::LineTooLong => write!(
+                f,
+                "a line longer than {} bytes: not a trace file",
+                limits::MAX_TRACE_LINE_BYTES
+            ),
+            TraceErrorKind::Io(e) => write!(f, "cannot read the trace file: {e}"),
         }
     }
 }
 
 impl std::error::Error for TraceError {}
+
+/// The two trace file formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// One millisecond timestamp per line.
+    Mahimahi,
+    /// `time_s rate_mbps` per line.
+    RateSeries,
+}
+
+/// A Mahimahi trace read one line at a time: every line is checked as it comes, and only
+/// the opportunities are kept.
+struct MahimahiLines<'a> {
+    name: &'a str,
+    times_ms: Vec<i64>,
+}
+
+impl<'a> MahimahiLines<'a> {
+    fn new(name: &'a str) -> Self {
+        MahimahiLines { name, times_ms: Vec::new() }
+    }
+
+    fn err(&self, line: usize, kind: TraceErrorKind) -> TraceError {
+        TraceError { file: self.name.to_string(), line: Some(line), kind }
+    }
+
+    fn line(&mut self, lineno: usize, raw: &str) -> Result<(), TraceError> {
+        let line = raw.trim();
+        if line.is_empty() {
+            return Ok(());
+        }
+        let value: i64 = match line.parse() {
+            Ok(v) => v,
+            Err(_) => return Err(self.err(lineno, TraceErrorKind::NotAnInteger(line.into()))),
+        };
+        if value < 0 {
+            return Err(self.err(lineno, TraceErrorKind::Negative(value)));
+        }
+        if value > limits::MAX_TRACE_MS {
+            return Err(self.err(lineno, TraceErrorKind::TimestampTooLarge(value)));
+        }
+        let n = self.times_ms.len();
+        if n as i64 >= limits::MAX_TRACE_OPPORTUNITIES {
+            let kind = TraceErrorKind::TooManyOpportunities(n as i64 + 1);
+            return Err(self.err(lineno, kind));
+        }
+        if let Some(&previous) = self.times_ms.last() {
+            if value < previous {
+                return Err(self.err(lineno, TraceErrorKind::Decreasing { value, previous }));
+            }
+        }
+        // The rate limit: more than MAX_OPPORTUNITIES_PER_S within a second.
+        let k = limits::MAX_OPPORTUNITIES_PER_S as usize;
+        if n >= k && value - self.times_ms[n - k] < 1000 {
+            let span_ms = value - self.times_ms[n - k] + 1;
+            let kind = TraceErrorKind::MahimahiTooFast { count: k as i64 + 1, span_ms };
+            return Err(self.err(lineno, kind));
+        }
+        self.times_ms.push(value);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Trace, TraceError> {
+        // A loop shorter than a second: the rate limit on average over the loop.
+        if let Some(&period) = self.times_ms.last() {
+            let n = self.times_ms.len() as i64;
+            if period > 0 && period < 1000 && n * 1000 > limits::MAX_OPPORTUNITIES_PER_S * period {
+                let kind = TraceErrorKind::MahimahiTooFast { count: n, span_ms: period };
+                return Err(TraceError { file: self.name.to_string(), line: None, kind });
+            }
+        }
+        self.times_ms.shrink_to_fit();
+        Trace::from_ms(self.name, self.times_ms)
+    }
+}
+
+/// A rate series read one line at a time (its samples kept, checked as they come).
+struct RateLines<'a> {
+    name: &'a str,
+    samples: Vec<(f64, f64)>,
+}
+
+impl<'a> RateLines<'a> {
+    fn new(name: &'a str) -> Self {
+        RateLines { name, samples: Vec::new() }
+    }
+
+    fn line(&mut self, lineno: usize, raw: &str) -> Result<(), TraceError> {
+        let err = |kind| TraceError { file: self.name.to_string(), line: Some(lineno), kind };
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            return Ok(());
+        }
+        let mut fields =
+            line.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty());
+        let (Some(t), Some(r)) = (fields.next(), fields.next()) else {
+            return Err(err(TraceErrorKind::MissingColumn));
+        };
+        let num = |s: &str| match s.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err(err(TraceErrorKind::NotANumber(s.into()))),
+        };
+        let (t, r) = (num(t)?, num(r)?);
+        if r < 0.0 {
+            return Err(err(TraceErrorKind::NegativeRate(r)));
+        }
+        if r > limits::MAX_RATE_MBPS {
+            return Err(err(TraceErrorKind::RateTooHigh(r)));
+        }
+        if let Some(&(first, _)) = self.samples.first() {
+            if t - first > limits::MAX_SESSION_S {
+                return Err(err(TraceErrorKind::TimeTooLate(t - first)));
+            }
+        }
+        if let Some(&(previous, _)) = self.samples.last() {
+            if t <= previous {
+                return Err(err(TraceErrorKind::TimeNotIncreasing { value: t, previous }));
+            }
+        }
+        self.samples.push((t, r));
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Trace, TraceError> {
+        Trace::from_rate_samples(self.samples, self.name)
+    }
+}
 
 /// Mahimahi delivery opportunities (see the module documentation).
 #[derive(Clone, Debug)]
@@ -176,40 +331,54 @@ impl Trace {
     }
 
     /// Parses a Mahimahi trace: one non-negative integer millisecond timestamp per line,
-    /// non-decreasing, at least one line, last > 0. Blank lines and surrounding whitespace
-    /// are ignored.
+    /// non-decreasing, at least one line, last > 0, at most 10 Gbit/s
+    /// ([`limits::MAX_OPPORTUNITIES_PER_S`]). Blank lines and surrounding whitespace are
+    /// ignored.
     pub fn parse_mahimahi(text: &str, name: &str) -> Result<Trace, TraceError> {
-        let err = |line, kind| TraceError { file: name.to_string(), line: Some(line), kind };
-        let mut times_ms = Vec::with_capacity(text.len() / 6);
-        let mut prev: Option<i64> = None;
+        let mut b = MahimahiLines::new(name);
         for (idx, raw) in text.lines().enumerate() {
-            let line = raw.trim();
-            if line.is_empty() {
-                continue;
-            }
-            let value: i64 = match line.parse() {
-                Ok(v) => v,
-                Err(_) => return Err(err(idx + 1, TraceErrorKind::NotAnInteger(line.into()))),
-            };
-            if value < 0 {
-                return Err(err(idx + 1, TraceErrorKind::Negative(value)));
-            }
-            if value > limits::MAX_TRACE_MS {
-                return Err(err(idx + 1, TraceErrorKind::TimestampTooLarge(value)));
-            }
-            if times_ms.len() as i64 >= limits::MAX_TRACE_OPPORTUNITIES {
-                let kind = TraceErrorKind::TooManyOpportunities(times_ms.len() as i64 + 1);
-                return Err(err(idx + 1, kind));
-            }
-            if let Some(previous) = prev {
-                if value < previous {
-                    return Err(err(idx + 1, TraceErrorKind::Decreasing { value, previous }));
-                }
-            }
-            prev = Some(value);
-            times_ms.push(value);
+            b.line(idx + 1, raw)?;
         }
-        Trace::from_ms(name, times_ms)
+        b.finish()
+    }
+
+    /// Reads a trace file of `format` line by line (`#` starts a comment in both formats):
+    /// memory for the opportunities kept (a rate series: its samples), never the whole
+    /// file. `name` names the file in errors.
+    pub fn read_file(path: &Path, name: &str, format: TraceFormat) -> Result<Trace, TraceError> {
+        let io = |e: std::io::Error| TraceError {
+            file: name.to_string(),
+            line: None,
+            kind: TraceErrorKind::Io(e.to_string()),
+        };
+        let mut r = BufReader::with_capacity(1 << 16, std::fs::File::open(path).map_err(io)?);
+        let mut mahimahi = MahimahiLines::new(name);
+        let mut rate = RateLines::new(name);
+        let mut buf = Vec::new();
+        let mut lineno = 0;
+        loop {
+            buf.clear();
+            let cap = limits::MAX_TRACE_LINE_BYTES as u64 + 1;
+            let n = (&mut r).take(cap).read_until(b'\n', &mut buf).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            lineno += 1;
+            let err = |kind| TraceError { file: name.to_string(), line: Some(lineno), kind };
+            if buf.len() as u64 == cap && buf.last() != Some(&b'\n') {
+                return Err(err(TraceErrorKind::LineTooLong));
+            }
+            let text = std::str::from_utf8(&buf).map_err(|_| err(TraceErrorKind::NotText))?;
+            let line = text.split('#').next().unwrap_or("");
+            match format {
+                TraceFormat::Mahimahi => mahimahi.line(lineno, line)?,
+                TraceFormat::RateSeries => rate.line(lineno, line)?,
+            }
+        }
+        match format {
+            TraceFormat::Mahimahi => mahimahi.finish(),
+            TraceFormat::RateSeries => rate.finish(),
+        }
     }
 
     /// Parses a throughput time series, one sample per line: `time_s rate_mbps`, separated by
@@ -221,44 +390,15 @@ impl Trace {
     /// sample. (The sum is rounded to the microsecond before the ceiling, as the reference
     /// converter does, so decimal sample times such as 0.87 s do not pick up float noise.)
     pub fn parse_rate_series(text: &str, name: &str) -> Result<Trace, TraceError> {
-        let err = |line, kind| TraceError { file: name.to_string(), line: Some(line), kind };
-        let mut samples: Vec<(f64, f64)> = Vec::new();
+        let mut b = RateLines::new(name);
         for (idx, raw) in text.lines().enumerate() {
-            let line = raw.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let mut fields =
-                line.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty());
-            let (Some(t), Some(r)) = (fields.next(), fields.next()) else {
-                return Err(err(idx + 1, TraceErrorKind::MissingColumn));
-            };
-            let num = |s: &str| match s.parse::<f64>() {
-                Ok(v) if v.is_finite() => Ok(v),
-                _ => Err(err(idx + 1, TraceErrorKind::NotANumber(s.into()))),
-            };
-            let (t, r) = (num(t)?, num(r)?);
-            if r < 0.0 {
-                return Err(err(idx + 1, TraceErrorKind::NegativeRate(r)));
-            }
-            if r > limits::MAX_RATE_MBPS {
-                return Err(err(idx + 1, TraceErrorKind::RateTooHigh(r)));
-            }
-            if let Some(&(first, _)) = samples.first() {
-                if t - first > limits::MAX_SESSION_S {
-                    return Err(err(idx + 1, TraceErrorKind::TimeTooLate(t - first)));
-                }
-            }
-            if let Some(&(previous, _)) = samples.last() {
-                if t <= previous {
-                    return Err(err(
-                        idx + 1,
-                        TraceErrorKind::TimeNotIncreasing { value: t, previous },
-                    ));
-                }
-            }
-            samples.push((t, r));
+            b.line(idx + 1, raw)?;
         }
+        b.finish()
+    }
+
+    /// The rate-series conversion of checked `samples` (see [`Trace::parse_rate_series`]).
+    fn from_rate_samples(samples: Vec<(f64, f64)>, name: &str) -> Result<Trace, TraceError> {
         if samples.len() < 2 {
             let kind = TraceErrorKind::TooFewSamples(samples.len());
             return Err(TraceError { file: name.to_string(), line: None, kind });
@@ -551,6 +691,65 @@ mod tests {
 
     fn parse_err(text: &str) -> TraceError {
         Trace::parse_mahimahi(text, "trace.mahi").unwrap_err()
+    }
+
+    fn read(bytes: &[u8], format: TraceFormat) -> Result<Trace, TraceError> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "sluice-trace-{}-{}.txt",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, bytes).unwrap();
+        let out = Trace::read_file(&path, "t.txt", format);
+        std::fs::remove_file(&path).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_file_read_line_by_line_is_the_text_parsed_whole() {
+        for (text, format) in [
+            ("1\n1\n2 \n\n3\n", TraceFormat::Mahimahi),
+            ("0 12\n0.5 3\n1.0 7\n", TraceFormat::RateSeries),
+        ] {
+            let whole = match format {
+                TraceFormat::Mahimahi => Trace::parse_mahimahi(text, "t.txt"),
+                TraceFormat::RateSeries => Trace::parse_rate_series(text, "t.txt"),
+            };
+            let read_ = read(text.as_bytes(), format).unwrap();
+            assert_eq!(read_, whole.unwrap());
+            // CRLF line ends and comments change nothing.
+            let crlf = text.replace('\n', " # a note\r\n");
+            assert_eq!(read(crlf.as_bytes(), format).unwrap(), read_);
+        }
+        let e = read(b"1\n2\n\xff\n", TraceFormat::Mahimahi).unwrap_err();
+        assert_eq!((e.line, e.kind), (Some(3), TraceErrorKind::NotText));
+        let long = format!("1\n{}\n", "2".repeat(limits::MAX_TRACE_LINE_BYTES + 1));
+        let e = read(long.as_bytes(), TraceFormat::Mahimahi).unwrap_err();
+        assert_eq!((e.line, e.kind), (Some(2), TraceErrorKind::LineTooLong));
+        let e = read(b"1\n5\n3\n", TraceFormat::Mahimahi).unwrap_err();
+        assert_eq!(e.to_string(), "t.txt:3: timestamp 3 is smaller than the previous one (5)");
+    }
+
+    #[test]
+    fn a_mahimahi_trace_above_10_gbits_is_refused() {
+        let k = limits::MAX_OPPORTUNITIES_PER_S as usize;
+        // k opportunities in one second are 10 Gbit/s; one more within the second is not.
+        let at_limit: String = (0..k).map(|i| format!("{}\n", 1 + i * 1000 / k)).collect();
+        assert!(Trace::parse_mahimahi(&(at_limit.clone() + "1001\n"), "x").is_ok());
+        let e = parse_err(&(at_limit + "1000\n"));
+        assert_eq!(e.line, Some(k + 1));
+        assert!(matches!(e.kind, TraceErrorKind::MahimahiTooFast { .. }), "{e}");
+        assert!(e.to_string().contains("above the rate limit of 10000 Mbps"), "{e}");
+        // A loop shorter than a second: on average over the loop (5 ms of 10000 each).
+        let e = parse_err(&"5\n".repeat(10_000));
+        assert_eq!(e.kind, TraceErrorKind::MahimahiTooFast { count: 10_000, span_ms: 5 });
+        assert!(Trace::parse_mahimahi(&"5\n".repeat(4_000), "x").is_ok());
+        // What the generator makes at the limit reads back.
+        let spec = crate::link::trace_gen::TraceSpec::parse_cli("constant:10000").unwrap();
+        let g = crate::link::trace_gen::generate(&spec, TimeDelta::from_secs(2)).unwrap();
+        assert!(Trace::parse_mahimahi(&g.to_mahimahi_string(), "x").is_ok());
     }
 
     #[test]
