@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 
 from .config import scheme_colors as registry_colors  # noqa: E402
 from .errors import output_file  # noqa: E402
+from .metrics import metric  # noqa: E402
 from .results import Run  # noqa: E402
 
 
@@ -268,7 +269,7 @@ def plot_tradeoff(
             legend.setdefault(s, ax.collections[-1])
         if sub.empty:
             no_data(ax, "no runs")
-        ax.set_xlabel("P95 frame latency (ms)" if x == "latency_ms_p95" else x)
+        ax.set_xlabel("P95 frame latency (ms)" if x == "latency_ms_p95" else metric(x).header)
         if has_y:
             ax.set_ylabel("mean VMAF" if y == "vmaf_mean" else y)
             ax.annotate("better", xy=(0.06, 0.94), xytext=(0.22, 0.78), xycoords="axes fraction",
