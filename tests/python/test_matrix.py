@@ -341,6 +341,11 @@ def test_ace_report_keeps_the_analysis(tiny, tmp_path):
     mine = "\nKept.\n\n\n\nAcross regenerations.\n"
     md.write_text(text.replace(ANALYSIS_PLACEHOLDER, mine))
     assert mine in ace.write_report(res, tmp_path).read_text()
+    # latency over every capture slot leads; a second (1080p) matrix gets its own section
+    text = ace.write_report(res, tmp_path, hd=res).read_text()
+    assert "| scheme | runs | all-slot P95 ms | all-slot P99 ms | shown P95 ms |" in text
+    assert "### At the paper's resolution" in text and "## ACE-C's switching share" in text
+    assert len(pd.read_csv(tmp_path / "tiny-runs.csv")) == 12
 
 
 def test_ace_module_cli(tiny, tmp_path, capsys):

@@ -8,7 +8,8 @@ writes ``<report-dir>/<name>.md`` (tables generated from the runs; the hand-writ
 block is kept byte for byte), ``<name>-runs.csv`` (one row per run) and the figures
 ``img/ace-*.png``::
 
-    sluice matrix experiments/ace.toml && python -m sluice.analysis.ace results/ace \\
+    sluice matrix experiments/ace.toml && sluice matrix experiments/ace-1080p.toml
+    python -m sluice.analysis.ace results/ace --hd results/ace-1080p \\
         --report-dir docs/results                      # make ace-report
     python -m sluice.analysis.ace experiments/ace-quick.toml   # make ace-report-quick
 
@@ -23,7 +24,7 @@ import math
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +43,25 @@ from . import (
     fmt,
     load,
     markdown,
-    means_table,
     pct,
     provenance,
     relative_to_cwd,
-    signed,
-    signed_pct,
     write_markdown,
+)
+from .cells import (
+    LATENCY_COLUMNS,
+    MEANS_LEGEND,
+    STALL_COLUMNS,
+    VERSUS_LATENCY,
+    VERSUS_LEGEND,
+    VERSUS_VMAF,
+    Column,
+    group_table,
+    means_table,
+    paired,
+    plot_slot_cdf,
+    pooled_table,
+    versus_table,
 )
 
 PROG = "python -m sluice.analysis.ace"
@@ -265,19 +278,27 @@ def plot_decision_scatter(run: Run, out: str | os.PathLike[str]) -> Path:
 
 # --- tables ---------------------------------------------------------------------------------
 
-#: (header, column, formatter): the metrics of the per-scheme tables, means over runs.
-METRICS: list[tuple[str, str, Any]] = [
-    ("P50 ms", "latency_ms_p50", fmt(".1f")),
-    ("P95 ms", "latency_ms_p95", fmt(".1f")),
-    ("P99 ms", "latency_ms_p99", fmt(".1f")),
-    ("mean ms", "latency_ms_mean", fmt(".1f")),
+#: (header, column, formatter): the columns of the per-scheme tables after the latency
+#: (all-slot first, then shown) and the stall columns of :mod:`sluice.analysis.cells`.
+ACE_COLUMNS: tuple[Column, ...] = (
+    ("stall %", "stall_rate", pct),
+    ("loss %", "loss_rate", pct),
     ("VMAF", "vmaf_mean", fmt(".2f")),
     ("VMAF p5", "vmaf_p5", fmt(".2f")),
-    ("loss %", "loss_rate", pct),
-    ("stall %", "stall_rate", pct),
-    ("c0 frames %", "c0_share", pct),
+    ("switched %", "switched_share", pct),
     ("burst frames %", "burst_share", pct),
-]
+)
+METRICS: tuple[Column, ...] = (*LATENCY_COLUMNS, *STALL_COLUMNS, *ACE_COLUMNS)
+
+#: The paper's claims the headline table sets Sluice's numbers against (ACE §6.2-§6.7).
+PAPER = {
+    "p95": "-34 % overall (§6.2); per network the baselines' P95 is 43 / 23 / 35 % above "
+    "ACE's on Wi-Fi / 4G / 5G (ACE -30 / -19 / -26 %); \"up to 43 %\" (abstract)",
+    "vmaf": "ACE has the highest VMAF of all schemes (§6.2, Fig. 12)",
+    "stall": "ACE 2.39 % stall rate, -16 % against WebRTC* (§6.3)",
+    "switch": "97 % of frames at c0, i.e. about 3 % switched, only frames above 1.6x the "
+    "average size (§6.7)",
+}
 
 
 def ablation(df: Any) -> list[str]:
@@ -292,59 +313,87 @@ def scheme_order(df: Any) -> list[str]:
 
 def relative(df: Any, s: str, col: str, kind: str) -> float:
     """Ratio of means minus 1 (``kind="ratio"``) or difference of means (``"diff"``) of
-    ``col`` between scheme ``s`` and the baseline, over the same rows of ``df``."""
-    a = df.loc[df["scheme"] == s, col].mean()
-    b = df.loc[df["scheme"] == BASELINE, col].mean()
-    if kind == "ratio":
-        return a / b - 1 if b and not math.isnan(b) else math.nan
-    return a - b
-
-
-def paired_wins(df: Any, s: str, col: str = "latency_ms_p95") -> str:
-    """'k/n': cells (trace, clip) where ``s`` has a lower ``col`` than the baseline."""
-    key = ["trace", "clip"]
-    a = df[df["scheme"] == s].groupby(key)[col].mean()
-    b = df[df["scheme"] == BASELINE].groupby(key)[col].mean()
-    both = a.index.intersection(b.index)
-    return f"{int((a[both] < b[both]).sum())}/{len(both)}" if len(both) else "-"
-
-
-def relative_table(df: Any, names: Sequence[str], groups: Sequence[str]) -> str:
-    head = ["scheme"]
-    for g in groups:
-        head += [f"{g} ΔP95", f"{g} ΔVMAF"]
-    head += ["all ΔP95", "all ΔVMAF", "lower P95 (cells)"]
-    rows = []
-    for s in names:
-        if s == BASELINE:
-            continue
-        r = [f"`{s}`"]
-        for g in groups:
-            sub = df[df["network"] == g]
-            r += [signed_pct(relative(sub, s, "latency_ms_p95", "ratio")),
-                  signed(relative(sub, s, "vmaf_mean", "diff"))]  # fmt: skip
-        r += [signed_pct(relative(df, s, "latency_ms_p95", "ratio")),
-              signed(relative(df, s, "vmaf_mean", "diff")), paired_wins(df, s)]  # fmt: skip
-        rows.append(r)
-    return markdown(head, rows)
+    ``col`` between scheme ``s`` and the baseline, over the cells both ran."""
+    p = paired(df, s, BASELINE, col, "diff" if kind == "diff" else "ratio")
+    return p.of_means - 1 if kind == "ratio" else p.of_means
 
 
 def sweep_table(df: Any, groups: Sequence[str]) -> str:
     sw = df[df["T"].notna()]
-    head = ["T (packets)", "scheme", "runs", "P95 ms", "ΔP95 vs baseline", "VMAF", "loss %",
-            "stall %", "burst frames %", *(f"{g} P95 ms" for g in groups)]  # fmt: skip
+    head = ["T (packets)", "scheme", "runs", "all-slot P95 ms", "vs baseline (median per cell)",
+            "shown P95 ms", "VMAF", "loss %", "stall %", "burst frames %",
+            *(f"{g} all-slot P95 ms" for g in groups)]  # fmt: skip
     rows = []
     for t in sorted(set(sw["T"])):
         sub = sw[sw["T"] == t]
         s = sub["scheme"].iloc[0]
-        both = df[df["scheme"].isin([s, BASELINE])]
+        p = paired(df, s, BASELINE, "latency_all_ms_p95")
         rows.append([
-            f"{t:g}", f"`{s}`", str(len(sub)), fmt(".1f")(sub["latency_ms_p95"].mean()),
-            signed_pct(relative(both, s, "latency_ms_p95", "ratio")),
+            f"{t:g}", f"`{s}`", str(len(sub)), fmt(".0f")(sub["latency_all_ms_p95"].mean()),
+            f"{p.of_means:.2f}x ({p.median:.2f}x)" if p.n else "-",
+            fmt(".0f")(sub["latency_ms_p95"].mean()),
             fmt(".2f")(sub["vmaf_mean"].mean()), pct(sub["loss_rate"].mean()),
             pct(sub["stall_rate"].mean()), pct(sub["burst_share"].mean()),
-            *(fmt(".1f")(sub.loc[sub["network"] == g, "latency_ms_p95"].mean()) for g in groups),
+            *(fmt(".0f")(sub.loc[sub["network"] == g, "latency_all_ms_p95"].mean())
+              for g in groups),
         ])  # fmt: skip
+    return markdown(head, rows)
+
+
+def switching_table(parts: Sequence[tuple[str, Any]], groups: Sequence[str]) -> str:
+    """ACE-C's switching share (frames encoded at c1 or c2, 1 - the c0 share) per matrix
+    and clip (a row) and network type (a column), for the schemes with ACE-C: the mean over
+    the traces, and the range over them."""
+    head = ["matrix", "clip", "scheme", *groups, "all", "range over runs"]
+    rows = []
+    for label, df in parts:
+        for clip in dict.fromkeys(df["clip"]):
+            for s in ("ace-c", ACE):
+                sub = df[(df["clip"] == clip) & (df["scheme"] == s)]
+                if sub.empty or sub["switched_share"].isna().all():
+                    continue
+                v = sub["switched_share"].astype(float)
+                rows.append([label, f"`{clip}`", f"`{s}`",
+                             *(pct(sub.loc[sub["network"] == g, "switched_share"].mean())
+                               for g in groups),
+                             pct(v.mean()), f"{pct(v.min())}-{pct(v.max())}"])  # fmt: skip
+    return markdown(head, rows)
+
+
+def _cmp(df: Any, s: str, col: str, kind: str = "ratio") -> str:
+    p = paired(df, s, BASELINE, col, kind)
+    if p.n == 0:
+        return "-"
+    if kind == "diff":
+        return f"{p.of_means:+.2f} (median {p.median:+.2f}; higher in {p.higher} of {p.n})"
+    if not p.base_mean:
+        return f"{p.mean:.3g} against 0 (lower in {p.lower} of {p.n})"
+    return f"{p.of_means - 1:+.0%} (median {p.median - 1:+.0%}; lower in {p.lower} of {p.n})"
+
+
+def headline_table(parts: Sequence[tuple[str, Any]], groups: Sequence[str]) -> str:
+    """The paper's claims against `ace`'s numbers in each matrix (``parts``: label, table)."""
+    head = ["claim (`ace` vs `webrtc-x264`)", "paper", *(label for label, _ in parts)]
+    rows: list[list[str]] = []
+
+    def row(claim: str, paper: str, f: Callable[[Any], str]) -> None:
+        rows.append([claim, paper, *(f(df) for _, df in parts)])
+
+    for g in [*groups, "all"]:
+        def sub(df: Any, g: str = g) -> Any:
+            return df if g == "all" else df[df["network"] == g]
+
+        paper = {"Wi-Fi": "-30 %", "4G": "-19 %", "5G": "-26 %", "all": "-34 %"}.get(g, "-")
+        row(f"all-slot P95, {g}", paper, lambda df, sub=sub: _cmp(sub(df), ACE,
+                                                                "latency_all_ms_p95"))
+    row("all-slot P99, all", "-", lambda df: _cmp(df, ACE, "latency_all_ms_p99"))
+    row("shown P95, all", "-", lambda df: _cmp(df, ACE, "latency_ms_p95"))
+    row("VMAF (points), all", "highest of all schemes", lambda df: _cmp(df, ACE, "vmaf_mean",
+                                                                      "diff"))
+    row("stall rate (ACE §6.3), all", "-16 %", lambda df: _cmp(df, ACE, "stall_rate"))
+    row("freezes per run, all", "-", lambda df: _cmp(df, ACE, "freeze_count"))
+    row("frames switched by ACE-C (`ace`)", "about 3 %",
+        lambda df: pct(df.loc[df["scheme"] == ACE, "switched_share"].mean()) + " %")
     return markdown(head, rows)
 
 
@@ -375,11 +424,13 @@ def make_figures(df: Any, img: Path, main: list[str], detail_trace: str | None =
     def add(key: str, path: Path, caption: str, note: str = "") -> None:
         figs[key] = (path, caption, note)
 
-    add("tradeoff", plots.plot_tradeoff(df, img / "ace-tradeoff.png", schemes=main),
-        "P95 latency vs mean VMAF per network type (ACE Fig. 12)")  # fmt: skip
-    add("cdf", plots.plot_latency_cdf_pooled(df, img / "ace-latency-cdf.png", schemes=main,
-                                             logx=True),
-        "Frame latency CDF, all runs of each scheme pooled (ACE Fig. 14a)")  # fmt: skip
+    add("tradeoff", plots.plot_tradeoff(df, img / "ace-tradeoff.png", schemes=main,
+                                        x="latency_all_ms_p95",
+                                        title="All-slot P95 latency vs mean VMAF"),
+        "All-slot P95 latency vs mean VMAF per network type (ACE Fig. 12)")  # fmt: skip
+    add("cdf", plot_slot_cdf(df, main, img / "ace-latency-cdf.png",
+                             "Latency of every capture slot, all runs of each scheme pooled"),
+        "All-slot latency CDF, all runs of each scheme pooled (ACE Fig. 14a)")  # fmt: skip
     add("loss", plots.plot_bars(df, img / "ace-loss-stall.png", schemes=main),
         "Loss rate and stall rate (ACE Fig. 14b,c)")  # fmt: skip
     add("ablation", plot_ablation(df, img / "ace-ablation.png", schemes=ablation(df)),
@@ -388,9 +439,13 @@ def make_figures(df: Any, img: Path, main: list[str], detail_trace: str | None =
     if df["T"].notna().any():
         add("sweep", plots.plot_param_sweep(df, img / "ace-t-sweep.png", param="T",
                                             param_label="ACE-N threshold T (packets)",
+                                            metrics=(("latency_all_ms_p95",
+                                                      "all-slot P95 latency (ms)", 1.0),
+                                                     ("vmaf_mean", "mean VMAF", 1.0),
+                                                     ("loss_rate", "loss rate (%)", 100.0)),
                                             reference=df[df["scheme"] == BASELINE],
                                             title="Sensitivity to T"),
-            "P95, VMAF and loss against ACE-N's threshold T (ACE Fig. 16)")  # fmt: skip
+            "All-slot P95, VMAF and loss against ACE-N's threshold T (ACE Fig. 16)")  # fmt: skip
     trace = detail_trace or next(
         (t for t, n in zip(df["trace"], df["network"]) if n == "Wi-Fi"), df["trace"].iloc[0]
     )
@@ -425,10 +480,13 @@ def _settings(res: Results) -> str:
     fps_set = any(config.short_path(p) == "fps" for p, _ in res.plan.get("set") or [])
     seeds = ", ".join(str(s) for s in sorted(set(df["seed"])))
     down = cfg.get("downlink") or {}
-    width = f"width {enc['width']} px" if enc.get("kind") == "x264" else "model encoder"
+    if enc.get("kind") == "x264":
+        width = f"x264 {enc.get('preset', '')} at {enc.get('width')}x{enc.get('height')}"
+    else:
+        width = "model encoder"
     fps = f"{cfg.get('fps', math.nan):g}" if fps_set else "each clip's own"
     return (
-        f"- settings: {cfg.get('duration_s', math.nan):g} s per run, seed {seeds}, {width}, "
+        f"{cfg.get('duration_s', math.nan):g} s per run, seed {seeds}, {width}, "
         f"fps {fps}, x264 encode time {enc.get('encode_time', '-')}, quality "
         f"{video.get('quality', 'fast')} (VMAF every 5th frame with fast), drop-tail queue "
         f"{down.get('queue_bytes')} B, one-way delay {down.get('delay_ms', math.nan):g} ms"
@@ -436,20 +494,69 @@ def _settings(res: Results) -> str:
 
 
 def prepare(res: Results) -> Any:
-    """The results table with a ``T`` column: ACE-N's swept threshold (NaN for the schemes
-    the sweep does not cover)."""
+    """The results table with a ``T`` column (ACE-N's swept threshold; NaN for the schemes
+    the sweep does not cover) and ``switched_share`` (ACE-C's frames at c1 or c2: one minus
+    the c0 share; NaN without ACE-C)."""
     df = res.table.copy()
     df["T"] = df[T_PATH].astype(float) if T_PATH in df else math.nan
+    df["switched_share"] = 1.0 - df["c0_share"].astype(float) if "c0_share" in df else math.nan
     return df
+
+
+BASELINE_NOTE = (
+    "**Baseline.** Every relative number is against `webrtc-x264`, ACE §6.1's WebRTC*: "
+    "libwebrtc M119's GCC and its leaky-bucket pacer at 1.1x the target, x264 ABR with a "
+    "0.5 s VBV, frame dropping off as in ACE's runs (§6.3). No Copa takes part in this "
+    "report. ACE-N's token bucket fills at GCC's pacing rate (1.1x the target, the \"sending "
+    "rate determined by the CCA\" of §4.1, as the authors' WebRTC fork fills it at "
+    "`pacing_kbps`; `crates/sluice-core/src/pacer/ace_n.rs`, \"Token rate\"); `ace-c`, the "
+    "ablation \"with a pacing rate fixed to estimate bandwidth\" (§6.4), paces at 1.0x. "
+    "ACE-C's priors make a switch pay off from about 1.7x the average frame at 1080p and "
+    "about 0.8x at 960 px (`encoder_controller/ace_c.rs`), so the report runs both "
+    "resolutions and gives the switching share per clip.\n\n"
+    "**Clips** play forwards, then backwards, and so on (`encoder::clip_frame`): no cut at "
+    "the loop seam, so x264 codes no scene-cut keyframe there (the 2 s 1080p driving clip "
+    "used to get one every 2 s).\n"
+)
+
+
+def _section(L: list[str], df: Any, main: list[str], groups: Sequence[str]) -> None:
+    """The per-network tables and the comparisons against the baseline of one matrix."""
+    for g in groups:
+        L.append(f"#### {g}\n")
+        L.append(means_table(df[df["network"] == g], main, METRICS) + "\n")
+    L.append("#### All traces\n")
+    L.append(means_table(df, main, METRICS) + "\n")
+    if BASELINE in set(df["scheme"]):
+        L.append(f"#### Per cell against `{BASELINE}` (WebRTC*)\n")
+        L.append("All-slot P95, per network type: the ratio of the means "
+                 "(1.00x = equal), the median of the per-cell ratios, and in how many cells "
+                 "(trace, clip) the scheme's is lower.\n")  # fmt: skip
+        L.append(group_table(df, main, BASELINE, "latency_all_ms_p95", "ratio", groups) + "\n")
+        L.append("VMAF, per network type: the difference of the means in points, the "
+                 "median per-cell difference, and in how many cells it is higher.\n")
+        L.append(group_table(df, main, BASELINE, "vmaf_mean", "diff", groups) + "\n")
+        L.append("ACE's schemes over all traces, each metric:\n")
+        ours = [s for s in main if s.startswith("ace")]
+        L.append(versus_table(df, ours, BASELINE, (*VERSUS_LATENCY,
+                                                   ("stall rate", "stall_rate", "ratio"),
+                                                   VERSUS_VMAF)) + "\n")  # fmt: skip
+        L.append(VERSUS_LEGEND + "\n")
 
 
 def write_report(res: Results, report_dir: str | os.PathLike[str], *,
                  detail_trace: str | None = None, detail_clip: str | None = None,
-                 command: str | None = None) -> Path:  # fmt: skip
-    """Writes ``<report_dir>/<name>.md``, ``<name>-runs.csv`` and ``img/ace-*.png``."""
+                 command: str | None = None, hd: Results | None = None) -> Path:  # fmt: skip
+    """Writes ``<report_dir>/<name>.md``, ``<name>-runs.csv`` and ``img/ace-*.png`` from the
+    main matrix ``res`` and (optional) the 1080p one ``hd``."""
+    import pandas as pd
+
     df = prepare(res)
     if df.empty:
         raise SluiceError(f"{res.path}: no finished runs to report")
+    hdf = prepare(hd) if hd is not None else None
+    if hdf is not None and hdf.empty:
+        hdf = None
     name = res.name
     out_dir = Path(report_dir)
     img = out_dir / "img"
@@ -466,8 +573,11 @@ def write_report(res: Results, report_dir: str | os.PathLike[str], *,
     )
     figs = make_figures(df, img, main, detail_trace, detail_clip)
 
-    rel_df = res.table.copy()  # run directories inside the working directory relative to it
-    rel_df["run_dir"] = [relative_to_cwd(d) for d in df["run_dir"]]
+    tables = [res.table.assign(matrix=name)]
+    if hdf is not None and hd is not None:
+        tables.append(hd.table.assign(matrix=hd.name))
+    rel_df = pd.concat(tables, ignore_index=True)
+    rel_df["run_dir"] = [relative_to_cwd(d) for d in rel_df["run_dir"]]
     rel_df.to_csv(csv_path, index=False)
 
     plan_file = res.plan.get("plan")
@@ -482,48 +592,88 @@ def write_report(res: Results, report_dir: str | os.PathLike[str], *,
             return ""
         return figure(*figs[key][:2], out_dir, figs[key][2])
 
+    width = (results.read_header(df["run_dir"].iloc[0]).get("config") or {}).get("encoder") or {}
+    nclips = df["clip"].nunique()
+    main_label = f"{width.get('width', '?')} px, {nclips} clip{'s' if nclips != 1 else ''}"
+    parts = [(main_label, df)]
+    hd_label = ""
+    if hdf is not None:
+        hcfg = (results.read_header(hdf["run_dir"].iloc[0]).get("config") or {}).get(
+            "encoder") or {}  # fmt: skip
+        hd_label = f"{hcfg.get('width', '?')}x{hcfg.get('height', '?')}, " + ", ".join(
+            f"`{c}`" for c in dict.fromkeys(hdf["clip"]))
+        parts.append((hd_label, hdf))
+
     L: list[str] = []
     L.append(f"# ACE (SIGCOMM '25) in Sluice{f' ({name})' if name != ACE else ''}\n")
     plan_arg = relative_to_cwd(plan_file) if plan_file else name
-    L.append(f"Generated by `{PROG}` from the runs of `sluice matrix {plan_arg}`; every "
-             f"number below comes from `{os.path.relpath(csv_path, out_dir)}` (one row per "
-             "run).\n")  # fmt: skip
-    L += provenance(df["git_sha"], command)
-    L.append(_settings(res))
+    hd_arg = ""
+    if hd is not None and hd.plan.get("plan"):
+        hd_arg = f" and `sluice matrix {relative_to_cwd(hd.plan['plan'])}`"
+    L.append(f"Generated by `{PROG}` from the runs of `sluice matrix {plan_arg}`{hd_arg}; "
+             f"every number below comes from `{os.path.relpath(csv_path, out_dir)}` (one row "
+             "per run).\n")  # fmt: skip
+    shas = [*df["git_sha"], *(hdf["git_sha"] if hdf is not None else [])]
+    L += provenance(shas, command)
+    L.append(f"- main matrix (`{name}`): {_settings(res)}; {len(df)} runs")
     L.append(f"- traces ({df['trace'].nunique()}): {trace_list}")
     L.append(f"- clips ({df['clip'].nunique()}): {clip_list}")
-    L.append(f"- schemes: {', '.join(f'`{s}`' for s in order)}; {len(df)} runs")
-    for n in res.plan.get("skipped") or []:
+    L.append(f"- schemes: {', '.join(f'`{s}`' for s in order)}")
+    if hdf is not None and hd is not None:
+        L.append(f"- 1080p matrix (`{hd.name}`): {_settings(hd)}; {len(hdf)} runs; clip "
+                 + ", ".join(f"`{c}`" for c in dict.fromkeys(hdf["clip"])))
+    for n in [*(res.plan.get("skipped") or []), *((hd.plan.get("skipped") or []) if hd
+                                                  else [])]:  # fmt: skip
         L.append(f"- note: {n}")
     L.append("")
+    L.append(BASELINE_NOTE)
+
+    L.append("## Headline against the paper\n")
+    L.append(f"The paper: P95 {PAPER['p95']}; {PAPER['vmaf']}; stalls {PAPER['stall']}; "
+             f"ACE-C {PAPER['switch']}. Sluice: `ace` against `{BASELINE}` per cell "
+             "(trace, clip): the change of the means, the median per-cell change, and in how "
+             "many cells `ace` is lower (VMAF: higher).\n")  # fmt: skip
+    L.append(headline_table(parts, groups) + "\n")
+
     L.append("## Analysis\n")
     analysis = existing_analysis(md_path)  # kept byte for byte
     L.append(ANALYSIS_SLOT)
 
     L.append("## Latency vs quality per network type (ACE Fig. 12)\n")
-    L.append("Means over the runs (traces x clips) of each network type; latency is capture to "
-             "display of displayed frames.\n")  # fmt: skip
-    for g in groups:
-        L.append(f"### {g}\n")
-        L.append(means_table(df[df["network"] == g], main, METRICS) + "\n")
-    L.append("### All traces\n")
-    L.append(means_table(df, main, METRICS) + "\n")
+    L.append(f"### Main matrix ({main_label})\n")
+    L.append(MEANS_LEGEND + " stall %: ACE §6.3's stall rate (the share of the session with "
+             "more than 100 ms between displayed frames); switched %: frames ACE-C encoded "
+             "at c1 or c2.\n")  # fmt: skip
+    _section(L, df, main, groups)
     L.append(fig("tradeoff"))
-    if BASELINE in order:
-        L.append(f"### Relative to `{BASELINE}` (WebRTC*)\n")
-        L.append("ΔP95: ratio of the mean P95 latencies minus one; ΔVMAF: difference of the mean "
-                 "VMAF scores; lower P95 (cells): in how many (trace, clip) cells the scheme's "
-                 f"P95 is below `{BASELINE}`'s.\n")  # fmt: skip
-        L.append(relative_table(df, main, groups) + "\n")
+    if hdf is not None:
+        hmain = [s for s in scheme_order(hdf) if not s.startswith("ace-T")]
+        hgroups = [g for g in groups if g in set(hdf["network"])]
+        L.append(f"### At the paper's resolution ({hd_label})\n")
+        L.append("The one 1080p camera clip of `../shared/videos` (2 s of a suburban drive, "
+                 "played back and forth), every scheme of the main matrix on the same "
+                 "traces.\n")  # fmt: skip
+        _section(L, hdf, hmain, hgroups)
+
+    L.append("## ACE-C's switching share per clip (ACE §6.7)\n")
+    L.append(f"The paper: {PAPER['switch']}. Frames ACE-C encoded at c1 or c2 (one minus the "
+             "c0 share), mean over the traces of each network type; the last column is the "
+             "range over the runs.\n")  # fmt: skip
+    short = [(main_label.split(",")[0], df)]
+    if hdf is not None:
+        short.append((hd_label.split(",")[0], hdf))
+    L.append(switching_table(short, groups) + "\n")
 
     L.append("## Latency distribution, loss and stalls (ACE Fig. 14)\n")
+    L.append("All-slot latencies of every run pooled (the main matrix):\n")
+    L.append(pooled_table(df, main, BASELINE) + "\n")
     L.append(fig("cdf") + fig("loss"))
 
     L.append("## Ablation (ACE Fig. 15)\n")
     abl = [s for s in ablation(df) if s in order]
     L.append(means_table(df, abl, METRICS) + "\n")
     if BASELINE in abl:
-        L.append(relative_table(df, abl, []) + "\n")
+        L.append(group_table(df, abl, BASELINE, "latency_all_ms_p95", "ratio", groups) + "\n")
     L.append(fig("ablation"))
 
     L.append("## Sensitivity to T (ACE Fig. 16)\n")
@@ -540,14 +690,19 @@ def write_report(res: Results, report_dir: str | os.PathLike[str], *,
 
     L.append("## Definitions\n")
     L.append(
-        "- P50/P95/P99/mean: frame latency, capture to display, of the displayed frames of a "
-        "run; tables give the mean of the per-run values.\n"
+        "- all-slot P95/P99: latency over every capture slot of a run, capture to display; a "
+        "slot whose frame is not displayed counts until the next displayed frame (Salsify's "
+        "rule, `latency_all_ms`). shown P95/P99: the displayed frames only (`latency_ms`). "
+        "Tables give the mean of the per-run values ± its 95 % interval.\n"
+        "- slots > 200 ms: share of capture slots later than 200 ms (`stall_ratio_200ms`); "
+        "freezes / freeze s: WebRTC's getStats `freezeCount` / `totalFreezesDuration`; "
+        "stall %: the share of the session with more than 100 ms between displayed frames "
+        "(ACE §6.3, `stall_rate`).\n"
         "- VMAF / VMAF p5: mean and 5th percentile of the per-slot VMAF of what the viewer saw "
         "(a frame not displayed in time shows the previous one).\n"
-        "- loss: packets lost at the bottleneck / sent; stall: share of the session with more "
-        "than 100 ms between displayed frames (ACE §6.3).\n"
-        "- c0 frames: share of the frames with a complexity level that were encoded at c0 "
-        "(schemes with ACE-C).\n"
+        "- loss: packets lost at the bottleneck / sent.\n"
+        "- switched: share of the frames with a complexity level that ACE-C encoded at c1 or "
+        "c2 (one minus `c0_share`).\n"
         "- burst frames: share of sent frames whose packets left at least "
         f"{BURST_RATE_FACTOR:g}x faster than the congestion controller's target rate "
         "(one-packet frames count as bursts); a leaky-bucket pacer at 1.1x or 2.5x is slower, "
@@ -581,6 +736,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="where <name>.md, <name>-runs.csv and img/ go (default: <results directory>/report)",
     )
     p.add_argument(
+        "--hd",
+        metavar="RESULTS",
+        help="the 1080p matrix's results directory (results/ace-1080p) or its plan file",
+    )
+    p.add_argument(
         "--detail-trace",
         metavar="LABEL",
         help="trace of the single-run figures (default: the first Wi-Fi trace)",
@@ -599,8 +759,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         res = load(args.results, args.results_root)
         report_dir = Path(args.report_dir) if args.report_dir else res.path / "report"
+        hd = load(args.hd, args.results_root) if args.hd else None
         md = write_report(res, report_dir, detail_trace=args.detail_trace,
-                          detail_clip=args.detail_clip,
+                          detail_clip=args.detail_clip, hd=hd,
                           command=shlex.join([*PROG.split(), *args_list]))  # fmt: skip
     except SluiceError as e:
         print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
