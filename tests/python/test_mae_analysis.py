@@ -124,8 +124,13 @@ def test_mae_report_on_the_model_plan(tmp_path, capsys):
     from sluice.analysis import load
 
     res = load(root / "mae-tiny")
-    text = mae.write_report(None, res, tmp_path / "r2", clips_res=res).read_text()
+    text = mae.write_report(None, res, tmp_path / "r2", clips_res=res,
+                            heldout_res=res).read_text()  # fmt: skip
     assert "## Across clips" in text and "clips plan (`mae-clips`): 8 runs" in text
+    assert "## Held-out check" in text and "## Headline against the paper" in text
+    # the headline rests on cells and pooled slots; the r = s / 2 mapping is stated
+    assert "| all-slot P99, per cell | -54.7 % |" in text
+    assert "r = s / 2" in text and "MAE selects 1." in text
     # two results of the same encoder are a user error, not a stack trace
     assert mae.main([str(root / "mae-tiny"), str(root / "mae-tiny")]) == 2
     assert "two model results" in capsys.readouterr().err
