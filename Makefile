@@ -57,23 +57,26 @@ bench: build
 bench-encoder: build
 	$(PY) bench/encoder.py --out bench/out/encoder.json
 
-# ACE (SIGCOMM '25) §6 reproduction: runs the matrix of experiments/ace.toml (resumable:
-# results/ace/..., hours on 2 cores) and writes docs/results/ace.md, ace-runs.csv and
+# ACE (SIGCOMM '25) §6 reproduction: runs the matrices of experiments/ace.toml (960 px, three
+# clips) and experiments/ace-1080p.toml (the paper's 1080p, the driving clip) (resumable:
+# results/ace*, about 45 minutes on 2 cores) and writes docs/results/ace.md, ace-runs.csv and
 # img/ace-*.png. ACE_ARGS go to `sluice matrix`, e.g. ACE_ARGS="--jobs 2 --rerun stale".
 # ace-report-quick: the tiny experiments/ace-quick.toml, report in results/ace-quick/report.
 .PHONY: ace-report ace-report-quick
 ACE_ARGS ?=
 ace-report: build
 	$(SLUICE) matrix experiments/ace.toml $(ACE_ARGS)
-	$(PY) -m sluice.analysis.ace results/ace --report-dir docs/results
+	$(SLUICE) matrix experiments/ace-1080p.toml $(ACE_ARGS)
+	$(PY) -m sluice.analysis.ace results/ace --hd results/ace-1080p --report-dir docs/results
 
 ace-report-quick: build
 	$(SLUICE) matrix experiments/ace-quick.toml $(ACE_ARGS)
 	$(PY) -m sluice.analysis.ace results/ace-quick
 
 # MAE (NSDI '26) reproduction: runs experiments/mae.toml (x264, about 40 minutes on 2 cores),
-# experiments/mae-model.toml (model encoder, about 15 minutes) and experiments/mae-clips.toml
-# (x264 on three more clips, about 20 minutes), all resumable, and writes
+# experiments/mae-model.toml (model encoder, about 15 minutes), experiments/mae-clips.toml
+# (x264 on three more clips, about 20 minutes) and the held-out check
+# experiments/checks/mae-heldout.toml (x264, about 10 minutes), all resumable, and writes
 # docs/results/mae.md, mae-runs.csv and img/mae-*.png. MAE_ARGS go to `sluice matrix`.
 .PHONY: mae-report
 MAE_ARGS ?=
@@ -81,8 +84,9 @@ mae-report: build
 	$(SLUICE) matrix experiments/mae.toml $(MAE_ARGS)
 	$(SLUICE) matrix experiments/mae-model.toml $(MAE_ARGS)
 	$(SLUICE) matrix experiments/mae-clips.toml $(MAE_ARGS)
+	$(SLUICE) matrix experiments/checks/mae-heldout.toml $(MAE_ARGS)
 	$(PY) -m sluice.analysis.mae results/mae results/mae-model --clips results/mae-clips \
-		--report-dir docs/results
+		--heldout results/mae-heldout --report-dir docs/results
 
 # Vidaptive (NINeS '26) §5 reproduction: the model-encoder matrix of experiments/vidaptive.toml
 # and the small libx264 one of experiments/vidaptive-x264.toml (resumable: results/vidaptive*,
@@ -96,15 +100,19 @@ vidaptive-report: build
 	$(PY) -m sluice.analysis.vidaptive results/vidaptive results/vidaptive-x264 \
 		--report-dir docs/results
 
-# Co-RTV §V-B reproduction: the model-encoder matrix of experiments/cortv.toml and the x264
-# subset of experiments/cortv-x264.toml (resumable; about 12 minutes with one job), then
-# docs/results/cortv.md, its runs CSV and PNGs.
+# Co-RTV §V-B reproduction: the model-encoder matrix of experiments/cortv.toml, the x264
+# subset of experiments/cortv-x264.toml, Fig. 4's setting (experiments/cortv-fig4.toml) and
+# the held-out check (experiments/checks/cortv-heldout.toml) (resumable; about 25 minutes
+# with one job), then docs/results/cortv.md, its runs CSV and PNGs.
 .PHONY: cortv-report
 CORTV_ARGS ?= --jobs 1
 cortv-report: build
 	$(SLUICE) matrix experiments/cortv.toml $(CORTV_ARGS)
 	$(SLUICE) matrix experiments/cortv-x264.toml $(CORTV_ARGS)
-	$(PY) -m sluice.analysis.cortv results/cortv results/cortv-x264 --report-dir docs/results
+	$(SLUICE) matrix experiments/cortv-fig4.toml $(CORTV_ARGS)
+	$(SLUICE) matrix experiments/checks/cortv-heldout.toml $(CORTV_ARGS)
+	$(PY) -m sluice.analysis.cortv results/cortv results/cortv-x264 --fig4 results/cortv-fig4 \
+		--heldout results/cortv-heldout --report-dir docs/results
 
 # The README's two commands in a clean Debian root (debootstrap + chroot, as root; about
 # 15 minutes): proves that setup installs everything a new user lacks. See scripts/check-fresh.sh.
