@@ -237,6 +237,8 @@ def test_vidaptive_report(tiny_vid, tmp_path, capsys):
     md = tmp_path / "vidaptive.md"
     text = md.read_text()
     for needle in ("## Headline numbers against the paper", "| `vidaptive` | 1 |",
+                   "| all-slot P95 per cell (trace, clip, seed) |", "**Baselines.**",
+                   "| scheme | runs | all-slot P50 ms | all-slot P95 ms | all-slot P99 ms |",
                    "## Pantheon-like paths", "## Ablations", "### P (ms)",
                    "Not run (no x264 results)", "`vidaptive-clip-rates.json` is missing",
                    "| `vidaptive-no-pause` | 1 |"):  # fmt: skip

@@ -52,6 +52,8 @@ from . import (
     signed_pct,
     write_markdown,
 )
+from .cells import VERSUS_LEGEND, paired
+from .cells import versus_table as cell_table
 
 PROG = "python -m sluice.analysis.vidaptive"
 NAME = "vidaptive"
@@ -71,6 +73,31 @@ SWEEPS = (
 )
 CLIP_RATES = "vidaptive-clip-rates.json"
 #: The paper's headline numbers (Abstract, §1, §5.2 Fig. 7, Fig. 9).
+BASELINE_NOTE = (
+    "**Baselines.** The relative numbers are against `webrtc`, Sluice's libwebrtc M119 "
+    "pipeline as Chrome runs it (GCC, the leaky-bucket pacer at 1.1x, x264-like ABR with a "
+    "0.5 s VBV, VideoStreamEncoder's frame dropper and congestion-window pushback); the "
+    "paper's GCC is WebRTC M108. `copa` is genericCC's Copa (the reference code the paper "
+    "reuses, §4) with its rate cwnd / srtt given straight to the encoder and no pause, "
+    "dummies or frame dropping: the paper's own \"Copa\" baseline (§5.4: \"we replace GCC "
+    "with a window-based congestion control algorithm but keep the remaining modules "
+    "similar to GCC\"), which it shows to back up seconds of video. The Co-RTV paper's "
+    "COPA (`copa-salsify`, XQUIC's Copa with Salsify's encoder integration) is a different "
+    "baseline and not used here. **GCC's Fig. 2 ramp** was 25-28.5 s in the previous "
+    "report against 18 s in the GCC audit and the paper's M108. No GCC change caused it "
+    "(50 seeds per commit over every GCC commit since the audit: the 640x360 ramp moved by "
+    "under 0.5 s). It was the 720p model encoder's debt: below its QP-51 floor in the "
+    "0.5 Mbps phase its VBV fill went negative without bound and its ABR overflow term kept "
+    "growing, so after the step up it stayed at QP 51 and sent 0.5-0.8 Mbps, GCC became "
+    "application-limited, and libwebrtc's AIMD caps an increase at 1.5x the acknowledged "
+    "rate (aimd_rate_control.cc, M119). x264 floors the VBV fill at 0 after an underflow "
+    "and skips the ABR overflow correction when the VBV max rate is at or below the target "
+    "(ratecontrol.c); the model follows both rules now (commit 0df1f21), and the ramp below "
+    "is the result.\n\n"
+    "**Clips** play forwards, then backwards (`encoder::clip_frame`): the 2 s 1080p driving "
+    "clip of the x264 matrix no longer gets a scene-cut keyframe at every loop seam (10 per "
+    "20 s run in the previous report).\n"
+)
 PAPER = {
     "bitrate_ratio": 1.5,
     "vmaf_gain": 0.40,
@@ -159,9 +186,10 @@ def _mbps(v: Any) -> str:
 
 
 def scheme_rows(df: Any, names: Sequence[str], quality: bool = False) -> list[dict[str, Any]]:
-    """Per scheme present in ``df``: run count, pooled all-slot latency (p50, p95, mean), the
-    mean of the per-run P95, received video bitrate, fps, utilisation, padding ratio and,
-    with ``quality``, VMAF (mean of runs, median of runs), SSIM dB and PSNR."""
+    """Per scheme present in ``df``: run count, pooled all-slot latency (p50, p95, p99,
+    mean), the mean of the per-run all-slot P95, the displayed frames' P95, the share of
+    slots over 200 ms, freezes, received video bitrate, fps, utilisation, padding ratio
+    and, with ``quality``, VMAF (mean of runs, median of runs), SSIM dB and PSNR."""
     out = []
     for s in names:
         sub = df[df["scheme"] == s]
@@ -172,9 +200,13 @@ def scheme_rows(df: Any, names: Sequence[str], quality: bool = False) -> list[di
             "scheme": s, "runs": len(sub),
             "p50": float(np.percentile(lat, 50)) if lat.size else math.nan,
             "p95": float(np.percentile(lat, 95)) if lat.size else math.nan,
+            "p99": float(np.percentile(lat, 99)) if lat.size else math.nan,
             "mean": float(lat.mean()) if lat.size else math.nan,
+            "stalls": float(np.mean(lat > 200.0)) if lat.size else math.nan,
             "run_p95": _mean(df, s, "latency_all_ms_p95"),
             "shown_p95": _mean(df, s, "latency_ms_p95"),
+            "freezes": _mean(df, s, "freeze_count"),
+            "freeze_s": _mean(df, s, "total_freezes_duration_s"),
             "bitrate": _mean(df, s, "video_bitrate_bps"),
             "fps": _mean(df, s, "fps"),
             "util": _mean(df, s, "utilization"),
@@ -190,15 +222,18 @@ def scheme_rows(df: Any, names: Sequence[str], quality: bool = False) -> list[di
 
 
 def scheme_table(rows: Sequence[dict[str, Any]], quality: bool = False) -> str:
-    head = ["scheme", "runs", "P50 ms", "P95 ms", "mean ms", "per-run P95 ms",
-            "displayed-only P95 ms", "video Mbps", "fps", "utilisation %", "padding %"]  # fmt: skip
+    head = ["scheme", "runs", "all-slot P50 ms", "all-slot P95 ms", "all-slot P99 ms",
+            "all-slot mean ms", "per-run all-slot P95 ms", "shown P95 ms (per run)",
+            "slots > 200 ms %", "freezes", "freeze s", "video Mbps", "fps", "utilisation %",
+            "padding %"]  # fmt: skip
     if quality:
         head += ["VMAF", "VMAF median (runs)", "SSIM dB", "PSNR dB"]
     out = []
     for r in rows:
         row = [f"`{r['scheme']}`", str(r["runs"]), fmt(".0f")(r["p50"]), fmt(".0f")(r["p95"]),
-               fmt(".0f")(r["mean"]), fmt(".0f")(r["run_p95"]), fmt(".0f")(r["shown_p95"]),
-               _mbps(r["bitrate"]),
+               fmt(".0f")(r["p99"]), fmt(".0f")(r["mean"]), fmt(".0f")(r["run_p95"]),
+               fmt(".0f")(r["shown_p95"]), pct(r["stalls"]), fmt(".1f")(r["freezes"]),
+               fmt(".2f")(r["freeze_s"]), _mbps(r["bitrate"]),
                fmt(".1f")(r["fps"]), pct(r["util"]), pct(r["padding"])]  # fmt: skip
         if quality:
             row += [fmt(".1f")(r["vmaf"]), fmt(".1f")(r["vmaf_median"]),
@@ -220,6 +255,7 @@ def versus_baseline(rows: Sequence[dict[str, Any]], quality: bool = False) -> di
         v = {
             "bitrate_ratio": r["bitrate"] / base["bitrate"] if base["bitrate"] else math.nan,
             "p95_change": r["p95"] / base["p95"] - 1 if base["p95"] else math.nan,
+            "p99_change": r["p99"] / base["p99"] - 1 if base["p99"] else math.nan,
             "p95_delta_ms": r["p95"] - base["p95"],
             "median_delta_ms": r["p50"] - base["p50"],
             "shown_p95_change": r["shown_p95"] / base["shown_p95"] - 1
@@ -239,14 +275,14 @@ def _sgn(v: float, spec: str = "+.0f", unit: str = "") -> str:
 
 
 def versus_table(rel: dict[str, dict], quality: bool = False) -> str:
-    head = ["scheme", "video bitrate / webrtc's", "pooled P95 change", "P95 Δ ms",
-            "median Δ ms", "mean Δ ms"]  # fmt: skip
+    head = ["scheme", "video bitrate / webrtc's", "pooled all-slot P95 change",
+            "pooled all-slot P99 change", "P95 Δ ms", "median Δ ms", "mean Δ ms"]  # fmt: skip
     if quality:
         head += ["VMAF change", "SSIM Δ dB", "PSNR Δ dB"]
     rows = []
     for s, v in rel.items():
         row = [f"`{s}`", _sgn(v["bitrate_ratio"], ".2f", "x"), signed_pct(v["p95_change"]),
-               _sgn(v["p95_delta_ms"]), _sgn(v["median_delta_ms"]),
+               signed_pct(v["p99_change"]), _sgn(v["p95_delta_ms"]), _sgn(v["median_delta_ms"]),
                _sgn(v["mean_delta_ms"])]  # fmt: skip
         if quality:
             row += [signed_pct(v["vmaf_gain"]), _sgn(v["ssim_db_delta"], "+.2f"),
@@ -269,7 +305,30 @@ def per_trace_table(df: Any, names: Sequence[str]) -> str:
     return markdown(head, rows)
 
 
-def paired(df: Any, s: str, col: str, better) -> str:
+#: The per-cell comparisons of the report (:func:`sluice.analysis.cells.versus_table`).
+VERSUS = (
+    ("all-slot P95", "latency_all_ms_p95", "ratio"),
+    ("all-slot P99", "latency_all_ms_p99", "ratio"),
+    ("shown P95", "latency_ms_p95", "ratio"),
+    ("slots > 200 ms", "stall_ratio_200ms", "ratio"),
+    ("video bitrate", "video_bitrate_bps", "ratio"),
+)
+VERSUS_X264 = (*VERSUS, ("VMAF (points)", "vmaf_mean", "diff"))
+
+
+def _percell(df: Any, s: str, col: str, kind: str = "ratio", up: bool = False) -> str:
+    """``s`` against webrtc per cell (trace, clip, seed): the median change and in how many
+    cells it is lower (``up`` or a difference: higher)."""
+    p = paired(df, s, BASELINE, col, kind)
+    if p.n == 0:
+        return "-"
+    word, k = ("higher", p.higher) if up or kind == "diff" else ("lower", p.lower)
+    if kind == "diff":
+        return f"median {p.median:+.2f} ({word} in {k} of {p.n})"
+    return f"median {p.median - 1:+.0%} ({word} in {k} of {p.n})"
+
+
+def wins(df: Any, s: str, col: str, better) -> str:
     """'k/n': traces where scheme ``s``'s mean ``col`` beats webrtc's (``better(a, b)``)."""
     a = df[df["scheme"] == s].groupby("trace")[col].mean()
     b = df[df["scheme"] == BASELINE].groupby("trace")[col].mean()
@@ -563,6 +622,7 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
         L.append(f"- note: {n}")
     L.append("")
 
+    L.append(BASELINE_NOTE)
     L.append("## Headline numbers against the paper\n")
     head = ["claim (vs webrtc = GCC)", "paper", "Sluice, model encoder, cellular",
             "Sluice, x264, cellular"]  # fmt: skip
@@ -570,18 +630,30 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
     rows = [
         ["video bitrate", f"{PAPER['bitrate_ratio']:g}x", _sgn(v.get("bitrate_ratio", math.nan),
          ".2f", "x"), _sgn(x.get("bitrate_ratio", math.nan), ".2f", "x")],
+        ["video bitrate per cell", "-", _percell(cell, "vidaptive", "video_bitrate_bps",
+                                                  up=True),
+         _percell(xdf, "vidaptive", "video_bitrate_bps", up=True)],
         ["mean VMAF", f"+{PAPER['vmaf_gain'] * 100:.0f}%", "- (no video)",
          signed_pct(x.get("vmaf_gain", math.nan))],
+        ["VMAF per cell (points)", "higher on 80 % of traces", "-",
+         _percell(xdf, "vidaptive", "vmaf_mean", "diff")],
         ["SSIM", "+1.4 dB", "-", _sgn(x.get("ssim_db_delta", math.nan), "+.2f", " dB")],
-        ["P95 latency (all slots, pooled)", f"{PAPER['p95_change'] * 100:.0f}% (-2.2 s)",
+        ["all-slot P95 (pooled)", f"{PAPER['p95_change'] * 100:.0f}% (-2.2 s)",
          f"{signed_pct(v.get('p95_change', math.nan))} "
          f"({_sgn(v.get('p95_delta_ms', math.nan), '+.0f', ' ms')})",
          f"{signed_pct(x.get('p95_change', math.nan))} "
          f"({_sgn(x.get('p95_delta_ms', math.nan), '+.0f', ' ms')})"],
-        ["P95 latency, displayed frames only (mean of runs)", "-",
+        ["all-slot P95 per cell (trace, clip, seed)", "lower on half the traces",
+         _percell(cell, "vidaptive", "latency_all_ms_p95"),
+         _percell(xdf, "vidaptive", "latency_all_ms_p95")],
+        ["all-slot P99 (pooled)", "-", signed_pct(v.get("p99_change", math.nan)),
+         signed_pct(x.get("p99_change", math.nan))],
+        ["shown P95 (displayed frames only, mean of runs)", "-",
          signed_pct(v.get("shown_p95_change", math.nan)),
          signed_pct(x.get("shown_p95_change", math.nan))],
-        ["median latency (all slots, pooled)", f"+{PAPER['median_delta_ms']:g} ms",
+        ["freezes per run (per cell)", "-", _percell(cell, "vidaptive", "freeze_count"),
+         _percell(xdf, "vidaptive", "freeze_count")],
+        ["all-slot median (pooled)", f"+{PAPER['median_delta_ms']:g} ms",
          _sgn(v.get("median_delta_ms", math.nan), "+.0f", " ms"),
          _sgn(x.get("median_delta_ms", math.nan), "+.0f", " ms")],
     ]  # fmt: skip
@@ -599,20 +671,25 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
              "and dummies.\n")
     L.append(scheme_table(cell_rows) + "\n")
     L.append(versus_table(rel_cell) + "\n")
+    L.append("Per cell (trace, seed) against `webrtc`:\n")
+    L.append(cell_table(cell, MAIN, BASELINE, VERSUS) + "\n")
+    L.append(VERSUS_LEGEND + "\n")
     L.append(figs.get("cdf", ""))
     L.append("### Per trace (Fig. 8)\n")
     L.append(per_trace_table(cell, MAIN) + "\n")
     if "vidaptive" in set(cell["scheme"]):
         L.append(f"`vidaptive` has a lower P95 than `webrtc` on "
-                 f"{paired(cell, 'vidaptive', 'latency_all_ms_p95', lambda a, b: a < b)} "
+                 f"{wins(cell, 'vidaptive', 'latency_all_ms_p95', lambda a, b: a < b)} "
                  "traces and a higher video bitrate on "
-                 f"{paired(cell, 'vidaptive', 'video_bitrate_bps', lambda a, b: a > b)} "
+                 f"{wins(cell, 'vidaptive', 'video_bitrate_bps', lambda a, b: a > b)} "
                  "(paper: lower P95 on 50 %, higher VMAF on 80 %).\n")  # fmt: skip
 
     L.append("## Cellular traces, x264 with VMAF (§5.2, Fig. 7)\n")
     if len(xdf):
         L.append(scheme_table(x_rows, quality=True) + "\n")
         L.append(versus_table(rel_x, quality=True) + "\n")
+        L.append("Per cell (trace, clip) against `webrtc`:\n")
+        L.append(cell_table(xdf, MAIN, BASELINE, VERSUS_X264) + "\n")
         L.append("Per clip:\n")
         for c in dict.fromkeys(xdf["clip"]):
             L.append(f"**{c}**\n")
@@ -626,6 +703,7 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
     if len(pan):
         L.append(scheme_table(pan_rows) + "\n")
         L.append(versus_table(versus_baseline(pan_rows)) + "\n")
+        L.append(cell_table(pan, MAIN, BASELINE, VERSUS) + "\n")
         L.append(per_trace_table(pan, MAIN) + "\n")
 
     L.append("## Synthetic traces: Fig. 2 and App. C (Fig. 21b)\n")
@@ -633,8 +711,8 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
     if r2:
         L.append("Fig. 2 (2 <-> 0.5 Mbps every 40 s): seconds until the delivered rate (1 s "
                  "mean) reaches 80 % of 2 Mbps after the step up at 80 s, until the send rate "
-                 "falls to 110 % of 0.5 Mbps after the step down at 40 s (paper: GCC 18 s to "
-                 "climb).\n")  # fmt: skip
+                 "falls to 110 % of 0.5 Mbps after the step down at 40 s (paper: GCC, M108, "
+                 "18 s to climb), and the all-slot P95.\n")  # fmt: skip
         L.append(markdown(["scheme", "seed", "climb at 80 s", "fall at 40 s", "P95 ms"], r2)
                  + "\n")  # fmt: skip
         L.append(figs.get("fig2", ""))
