@@ -171,7 +171,8 @@ def _detect_file_format(path: Path, arg: str) -> str:
             try:
                 line = _strip_comment(raw.decode("utf-8"))
             except UnicodeDecodeError:
-                raise SluiceError(f"{arg}:{lineno}: not a text trace file (invalid UTF-8)") from None
+                msg = f"{arg}:{lineno}: not a text trace file (invalid UTF-8)"
+                raise SluiceError(msg) from None
             if line:
                 return _line_format(line, lineno, arg)
     raise SluiceError(f"{arg}: trace file has no data lines")
