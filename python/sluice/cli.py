@@ -555,11 +555,14 @@ def cmd_live_run(args: argparse.Namespace) -> int:
     run_dir = live.run_live(spec, live.faults_from_args(args), bind=args.bind,
                             forward_rtp=args.forward_rtp, restarts=live.restarts_from_args(args))
     summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
+    note = live.spoof_note(summary)  # the run's end line says when spoofed datagrams came
     if args.json:
         print(json.dumps(summary, indent=2))
-        return 0
-    print(report.text_table([(name, summary)]))
-    print(f"\nresults: {run_dir}")
+    else:
+        print(report.text_table([(name, summary)]))
+        print(f"\nresults: {run_dir}")
+    if note:
+        print(note, file=sys.stderr)
     return 0
 
 

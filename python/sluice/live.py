@@ -55,6 +55,7 @@ class LiveFaults:
     reorder_delay_ms: float = 5.0
     feedback_blackout_s: tuple[float, float] | None = None  # relay drops all feedback
     garbage: float = 0.0  # probability of a malformed datagram after each forwarded one
+    spoof: float = 0.0  # probability of a spoofed datagram after each forwarded one
 
     def options(self) -> dict[str, Any]:
         return {
@@ -65,6 +66,7 @@ class LiveFaults:
             if self.feedback_blackout_s
             else None,
             "garbage": self.garbage,
+            "spoof": self.spoof,
         }
 
 
@@ -137,6 +139,12 @@ def add_live_options(p: argparse.ArgumentParser) -> None:
         "with this probability",
     )  # fmt: skip
     g.add_argument(
+        "--spoof", type=_probability, default=0.0, metavar="P",
+        help="after each datagram it forwards, the relay sends the same peer a spoofed one "
+        "with this probability: to the receiver a video packet claiming another stream, to "
+        "the sender a NACK of numbers never sent or a keyframe request (counted and ignored)",
+    )  # fmt: skip
+    g.add_argument(
         "--forward-rtp", type=int, default=None, metavar="PORT",
         help="copy the received video RTP to this port (x264 runs; writes stream.sdp for "
         "ffmpeg or another RTP player)",
@@ -162,6 +170,7 @@ def faults_from_args(args: argparse.Namespace) -> LiveFaults:
         reorder_delay_ms=args.reorder_ms,
         feedback_blackout_s=args.feedback_blackout,
         garbage=args.garbage,
+        spoof=args.spoof,
     )
 
 
@@ -197,6 +206,30 @@ def _progress(run: Any, label: str) -> None:
             now = min(run.now_s, end)
             bar.update(now - done)
             done = now
+
+
+#: The spoof counters a live run's summary carries (``live.json``'s ``spoofed``, summed
+#: over the endpoints): datagrams from a peer's address that a real peer would not send,
+#: counted and ignored.
+SPOOF_KEYS = ("stream_packets", "nacked_never_sent", "plis_rate_limited")
+
+
+def with_spoofed(summary_json: str, stats: dict[str, Any]) -> str:
+    """The summary with the spoof counters of ``stats`` (``spoofed_<key>``)."""
+    spoofed = stats.get("spoofed") or {}
+    return json.dumps({**json.loads(summary_json),
+                       **{f"spoofed_{k}": int(spoofed.get(k, 0)) for k in SPOOF_KEYS}})
+
+
+def spoof_note(summary: dict[str, Any]) -> str | None:
+    """One line saying what spoofed datagrams a live run saw, or None if it saw none."""
+    seen = {k: summary.get(f"spoofed_{k}", 0) for k in SPOOF_KEYS}
+    if not any(seen.values()):
+        return None
+    return ("live: spoofed datagrams seen, counted and ignored: "
+            f"{seen['stream_packets']} packets claiming another stream, "
+            f"{seen['nacked_never_sent']} NACKed numbers never sent, "
+            f"{seen['plis_rate_limited']} keyframe requests beyond one in 500 ms")  # fmt: skip
 
 
 SDP_FILE = "stream.sdp"
@@ -267,6 +300,7 @@ class LiveSession:
             # session (missing frames as stalls): say so in it.
             summary = json.dumps({**json.loads(summary), "interrupted": True})
         stats = json.loads(stats_json)
+        summary = with_spoofed(summary, stats)
         stats["mode"] = "live"
         stats["faults"] = {k: v for k, v in self.options.items()
                            if k not in ("received_stream", "forward_rtp")}  # fmt: skip

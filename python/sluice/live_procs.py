@@ -211,6 +211,9 @@ def add_commands(lsub: Any) -> None:
     f.add_argument("--garbage", type=_probability, default=0.0, metavar="P",
                    help="after each datagram it forwards, also send the same peer a malformed "
                    "one with this probability")  # fmt: skip
+    f.add_argument("--spoof", type=_probability, default=0.0, metavar="P",
+                   help="after each datagram it forwards, also send the same peer a spoofed "
+                   "one with this probability (see: sluice live run --help)")  # fmt: skip
     _add_endpoint(p, "relay", [("sender", "the sender's address (only it is heard as sender)"),
                                ("receiver", "the receiver's address")])  # fmt: skip
     p.set_defaults(func=_leave_nothing(cmd_relay), quality="none", **novideo)
@@ -387,6 +390,9 @@ def _describe(role: str, c: dict[str, Any]) -> str:
         said += f", {io['foreign']} from strangers (dropped)"
     if not c["started"]:
         said += ", never heard its peer"
+    spoofed = {k: v for k, v in (c.get("spoofed") or {}).items() if v}
+    if spoofed:
+        said += ", spoofed (counted, ignored): " + ", ".join(f"{k} {v}" for k, v in spoofed.items())
     return said + f", ended: {c['ended']}"
 
 
@@ -650,6 +656,9 @@ class MergedSession:
         if self.interrupted:
             summary = json.dumps({**json.loads(summary), "interrupted": True})
         stats = json.loads(stats_json)
+        from .live import with_spoofed
+
+        summary = with_spoofed(summary, stats)
         stats["mode"] = "live"
         stats["processes"] = {
             role: {"dir": str(d), "listen": p.get("listen"), "wall_origin_us": p["wall_origin_us"],
@@ -716,4 +725,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
     scheme = read_part(args.sender, "sender")["scheme"]
     print(report.text_table([(scheme, summary)]))
     print(f"\nresults: {run_dir}")
+    from .live import spoof_note
+
+    note = spoof_note(summary)
+    if note:
+        print(note, file=sys.stderr)
     return 0

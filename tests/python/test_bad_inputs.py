@@ -312,6 +312,10 @@ CASES += [
     case("live-send-silent-peer", ["live", "send", "--listen", "127.0.0.1:47391", "--peer",
          "127.0.0.1:9", "--idle-timeout-s", "0.5", "--duration", "30", "--out", "o"],
          "live sender: no answer from the peer 127.0.0.1:9", "no part written"),
+    case("live-run-spoof-above-1", ["live", "run", "--trace", T, "--spoof", "1.5", "--out", "o"],
+         "--spoof", "1.5"),
+    case("live-relay-spoof-nan", ["live", "relay", "--sender", PEER, "--receiver",
+         "127.0.0.1:5998", "--trace", T, "--spoof", "nan", "--out", "o"], "--spoof", "nan"),
     case("live-send-idle-timeout-nan", ["live", "send", "--peer", PEER, "--idle-timeout-s",
          "nan", "--out", "o"], "--idle-timeout-s", "nan"),
 ]  # fmt: skip

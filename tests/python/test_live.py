@@ -164,3 +164,35 @@ def test_ffmpeg_plays_the_live_rtp_h264_stream_from_the_sdp_file(tmp_path, rtp_p
     # The run wrote the same description for its own forwarded stream.
     assert (out / "run" / "stream.sdp").read_bytes() == live.sdp(port).encode()
     player.assert_played(json.loads((out / "run" / "summary.json").read_text())["frames_displayed"])
+
+
+def test_a_live_run_survives_spoofed_datagrams_and_says_so(tmp_path, capsys):
+    """Issue 30: spoofed datagrams from the peers' addresses (the relay's --spoof: video
+    packets claiming another stream to the receiver, NACKs of numbers never sent and
+    keyframe requests to the sender) are counted and ignored: at least 90 % of the frames
+    are displayed, the summary carries the counters, and the run's end line says so."""
+    out = tmp_path / "live"
+    rc = main(["live", "run", "--trace", "gen:constant:12", "--duration", "4", "--queue-bytes",
+               "100000", "--spoof", "0.2", "--out", str(out), "--json"])  # fmt: skip
+    assert rc == 0
+    cap = capsys.readouterr()
+    summary = json.loads(cap.out)
+    assert summary["spoofed_stream_packets"] > 0, summary
+    assert summary["spoofed_nacked_never_sent"] > 0, summary
+    assert summary["spoofed_plis_rate_limited"] > 0, summary
+    slots = summary["frames_displayed"] + summary["frames_skipped"]
+    run = results.load_run(out)
+    shown = int(run.frames["displayed_us"].notna().sum())
+    assert shown >= 0.9 * 120, f"{shown} of 120 frames displayed ({slots} slots)"
+    lines = cap.err.strip().splitlines()
+    assert lines and lines[-1].startswith("live: spoofed datagrams seen"), cap.err
+    stats = json.loads((out / "live.json").read_text())
+    assert stats["relay_spoof_sent"] > 0 and stats["receiver_new_streams"] == 0, stats
+    # Without spoofing, the counters are there and zero, and nothing is said.
+    rc = main(["live", "run", "--trace", "gen:constant:12", "--duration", "1", "--out",
+               str(tmp_path / "clean"), "--json"])  # fmt: skip
+    assert rc == 0
+    cap = capsys.readouterr()
+    clean = json.loads(cap.out)
+    assert [clean[f"spoofed_{k}"] for k in live.SPOOF_KEYS] == [0, 0, 0]
+    assert "spoofed" not in cap.err

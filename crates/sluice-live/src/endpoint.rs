@@ -17,7 +17,7 @@ use crate::wire::{self, MediaReader, SentNumbers, WireError};
 use sluice_core::columns::Columns;
 use sluice_core::link::{DropReason, Link};
 use sluice_core::metrics::Sample;
-use sluice_core::packet::{Datagram, Packet, PacketKind, UDP_IP_OVERHEAD};
+use sluice_core::packet::{Datagram, Feedback, Packet, PacketKind, UDP_IP_OVERHEAD};
 use sluice_core::receiver::{Receiver, ReceiverEvent};
 use sluice_core::rng::Rng;
 use sluice_core::sender::{Sender, SenderEvent};
@@ -80,6 +80,10 @@ pub struct SenderEndpoint {
     link: Option<SharedLink>,
     malformed: u64,
     pub feedback_messages: u64,
+    /// Feedback a real receiver would not send, ignored.
+    pub spoofed: Spoofed,
+    /// When the sender last honoured a keyframe request.
+    last_pli: Option<Timestamp>,
     /// Packets the wire format could not carry (dropped at the sender).
     pub unsendable: u64,
     pub transmitted: u64,
@@ -182,6 +186,8 @@ impl SenderEndpoint {
             link,
             malformed: 0,
             feedback_messages: 0,
+            spoofed: Spoofed::default(),
+            last_pli: None,
             unsendable: 0,
             transmitted: 0,
             outbox: VecDeque::new(),
@@ -225,6 +231,30 @@ impl SenderEndpoint {
                 self.drain_events();
             }
             Err(why) => self.restart_failure = Some(format!("restarting the sender: {why}")),
+        }
+    }
+
+    /// Feedback as a real receiver sends it: NACKed numbers the sender never sent are
+    /// dropped from the NACK (a NACK of none of its numbers is dropped), a keyframe request
+    /// within [`PLI_MIN_INTERVAL`] of the last honoured one is dropped; both counted.
+    fn screen(&mut self, f: Feedback, now: Timestamp) -> Option<Feedback> {
+        match f {
+            Feedback::Nack { flow, media_seqs } => {
+                let sent = self.sent.highest_media_seq;
+                let n = media_seqs.len();
+                let media_seqs: Vec<u64> = media_seqs.into_iter().filter(|&s| s <= sent).collect();
+                self.spoofed.nacked_never_sent += (n - media_seqs.len()) as u64;
+                (!media_seqs.is_empty()).then_some(Feedback::Nack { flow, media_seqs })
+            }
+            Feedback::KeyframeRequest { flow } => {
+                if self.last_pli.is_some_and(|t| now < t + PLI_MIN_INTERVAL) {
+                    self.spoofed.plis_rate_limited += 1;
+                    return None;
+                }
+                self.last_pli = Some(now);
+                Some(Feedback::KeyframeRequest { flow })
+            }
+            f => Some(f),
         }
     }
 
@@ -341,7 +371,9 @@ impl Endpoint for SenderEndpoint {
             Ok(fbs) => {
                 for f in fbs {
                     self.feedback_messages += 1;
-                    self.sender.handle_feedback(f, now);
+                    if let Some(f) = self.screen(f, now) {
+                        self.sender.handle_feedback(f, now);
+                    }
                 }
             }
             Err(_) => self.malformed += 1,
@@ -401,6 +433,41 @@ impl Endpoint for SenderEndpoint {
     }
 }
 
+/// Datagrams from a peer's address that a real peer would not send (spoofed, or damaged in a
+/// way that looks like it), counted and ignored (issue 30).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Spoofed {
+    /// Relay and receiver: packets of a stream they were not reading that were not valid as
+    /// a whole (they stayed on their stream).
+    pub stream_packets: u64,
+    /// Sender: NACKed sequence numbers it never sent.
+    pub nacked_never_sent: u64,
+    /// Sender: keyframe requests (PLI) beyond one in [`PLI_MIN_INTERVAL`].
+    pub plis_rate_limited: u64,
+}
+
+impl Spoofed {
+    /// Whether anything was counted.
+    pub fn any(&self) -> bool {
+        *self != Spoofed::default()
+    }
+
+    /// The sum of two endpoints' counts.
+    pub fn plus(self, o: Spoofed) -> Spoofed {
+        Spoofed {
+            stream_packets: self.stream_packets + o.stream_packets,
+            nacked_never_sent: self.nacked_never_sent + o.nacked_never_sent,
+            plis_rate_limited: self.plis_rate_limited + o.plis_rate_limited,
+        }
+    }
+}
+
+/// The sender honours at most one keyframe request (PLI) in this time; more are counted
+/// ([`Spoofed::plis_rate_limited`]) and ignored: a flood of them would otherwise make every
+/// frame a keyframe. A receiver that cannot decode asks again every 300 ms (the core's
+/// receiver), so it waits at most one more request.
+pub const PLI_MIN_INTERVAL: TimeDelta = TimeDelta::from_ms(500);
+
 /// Receives depacketized media (the x264 stream, for ffmpeg interop and quality).
 pub trait MediaSink: Send {
     fn on_media(&mut self, media: &wire::MediaIn);
@@ -417,6 +484,8 @@ pub struct ReceiverEndpoint {
     /// New streams received (the sender restarted), and packets of an old stream refused.
     pub new_streams: u64,
     pub stale_packets: u64,
+    /// Packets that would have switched it to another stream but were not valid as a whole.
+    pub spoofed: Spoofed,
     /// After a restart, transport sequence numbers are handed to the fresh state machine
     /// relative to the first one it sees (the core's receiver reports from 0 on, as a
     /// receiver that starts mid-stream reports from its first packet), and feedback adds it
@@ -451,6 +520,7 @@ impl ReceiverEndpoint {
             restarts: 0,
             new_streams: 0,
             stale_packets: 0,
+            spoofed: Spoofed::default(),
             transport_base: None,
             restarted: false,
             pli_pending: false,
@@ -619,6 +689,7 @@ impl Endpoint for ReceiverEndpoint {
                 self.receiver.handle_datagram(Datagram::Media(p), now);
             }
             Err(WireError::StaleStream) => self.stale_packets += 1,
+            Err(WireError::SpoofedStream) => self.spoofed.stream_packets += 1,
             Err(_) => self.malformed += 1,
         }
         self.drain_events();
@@ -692,6 +763,11 @@ pub struct Faults {
     /// Probability that the relay, forwarding a datagram, also sends the same peer a
     /// malformed one (a corrupted copy, a truncation or random bytes).
     pub garbage: f64,
+    /// Probability that the relay, forwarding a datagram, also sends the same peer a
+    /// spoofed one (issue 30): to the receiver a copy of a video packet claiming another
+    /// stream, not valid as a whole; to the sender a NACK of numbers it never sent or a
+    /// keyframe request.
+    pub spoof: f64,
 }
 
 /// The relay: downlink and uplink links of the simulator between sender and receiver, and
@@ -715,10 +791,17 @@ pub struct RelayEndpoint {
     /// Media datagrams that did not parse, forwarded as opaque bytes (a network carries
     /// what it is given; the receiver counts them).
     pub opaque: u64,
+    /// Packets that would have switched its reader to another stream but were not valid as
+    /// a whole (forwarded as opaque bytes all the same).
+    pub spoofed: Spoofed,
     pub duplicated: u64,
     pub reordered: u64,
     pub blackout_dropped: u64,
     pub garbage_sent: u64,
+    /// Spoofed datagrams sent (the spoof fault).
+    pub spoof_sent: u64,
+    /// The highest media sequence number read from the sender (for spoofed NACKs).
+    last_media_seq: u64,
     /// Bottleneck reports sent to the sender (schemes whose bottleneck reports).
     pub reports_sent: u64,
     /// Frames the bottleneck dropped on purpose (for the frame records).
@@ -801,10 +884,13 @@ impl RelayEndpoint {
             extra: VecDeque::new(),
             malformed: 0,
             opaque: 0,
+            spoofed: Spoofed::default(),
             duplicated: 0,
             reordered: 0,
             blackout_dropped: 0,
             garbage_sent: 0,
+            spoof_sent: 0,
+            last_media_seq: 0,
             reports_sent: 0,
             policy_dropped_frames: Vec::new(),
             trace,
@@ -904,6 +990,7 @@ impl RelayEndpoint {
                     log.left(p.transport_seq, now);
                 }
                 self.maybe_garbage(Role::Sender, &b);
+                self.maybe_spoof(Role::Sender, &b);
                 Some(b)
             }
         }
@@ -934,6 +1021,33 @@ impl RelayEndpoint {
             }
         }
         self.extra.push_back((to, g));
+    }
+
+    /// With the spoof fault, queues a spoofed datagram for `to` after `b` (see
+    /// [`Faults::spoof`]).
+    fn maybe_spoof(&mut self, to: Role, b: &[u8]) {
+        if self.faults.spoof <= 0.0 || !self.rng.bernoulli(self.faults.spoof) {
+            return;
+        }
+        let stream = self.reader.stream().unwrap_or(0);
+        let r = self.rng.next_u64();
+        let spoofed = match to {
+            Role::Receiver => {
+                let other = (stream + 1 + (r % 64) as u32) % wire::MAX_STREAMS;
+                wire::spoofed_media(b, other)
+            }
+            _ if r.is_multiple_of(2) => {
+                // Numbers far ahead of anything the sender sent (within the unwrap window).
+                let ahead = self.last_media_seq + 5000 + (r >> 8) % 1000;
+                let f = Feedback::Nack { flow: 0, media_seqs: vec![ahead, ahead + 1, ahead + 2] };
+                wire::write_feedback(&f, stream).ok()
+            }
+            _ => wire::write_feedback(&Feedback::KeyframeRequest { flow: 0 }, stream).ok(),
+        };
+        if let Some(s) = spoofed {
+            self.spoof_sent += 1;
+            self.extra.push_back((to, s));
+        }
     }
 
     fn key(&mut self) -> u64 {
@@ -1001,8 +1115,14 @@ impl Endpoint for RelayEndpoint {
             Role::Monitor => self.malformed += 1,
             Role::Sender => {
                 let mut p = match self.reader.read(bytes, now) {
-                    Ok(m) => m.packet,
-                    Err(_) => {
+                    Ok(m) => {
+                        self.last_media_seq = self.last_media_seq.max(m.packet.media_seq);
+                        m.packet
+                    }
+                    Err(e) => {
+                        if e == WireError::SpoofedStream {
+                            self.spoofed.stream_packets += 1;
+                        }
                         self.opaque += 1;
                         let size = DataSize::from_bytes(bytes.len() as i64) + UDP_IP_OVERHEAD;
                         Packet::padding(size, now)
@@ -1081,6 +1201,7 @@ impl Endpoint for RelayEndpoint {
                 self.extra.push_back((Role::Receiver, b.clone()));
             }
             self.maybe_garbage(Role::Receiver, &b);
+            self.maybe_spoof(Role::Receiver, &b);
             return Some((Role::Receiver, b));
         }
         while let Some(d) = self.uplink.poll_datagram(now) {

@@ -67,6 +67,9 @@ pub struct SenderPart {
     pub info: PartInfo,
     pub malformed: u64,
     pub feedback_messages: u64,
+    /// Feedback a real receiver would not send, ignored (issue 30).
+    #[serde(default)]
+    pub spoofed: crate::endpoint::Spoofed,
     pub unsendable: u64,
     pub transmitted: u64,
     /// The stream it sent (its SSRCs; docs/live-wire.md): merge checks that the receiver
@@ -93,6 +96,9 @@ pub struct ReceiverPart {
     pub new_streams: u64,
     #[serde(default)]
     pub stale_packets: u64,
+    /// Packets of another stream that were not valid as a whole (issue 30).
+    #[serde(default)]
+    pub spoofed: crate::endpoint::Spoofed,
     pub events: Vec<ReceiverEvent>,
 }
 
@@ -106,6 +112,12 @@ pub struct RelayPart {
     pub reordered: u64,
     pub blackout_dropped: u64,
     pub garbage_sent: u64,
+    /// Spoofed datagrams it sent (the spoof fault).
+    #[serde(default)]
+    pub spoof_sent: u64,
+    /// Packets of another stream that were not valid as a whole (issue 30).
+    #[serde(default)]
+    pub spoofed: crate::endpoint::Spoofed,
     /// The sender's stream it read last (`None`: none).
     #[serde(default)]
     pub last_stream: Option<u32>,
@@ -316,12 +328,14 @@ pub fn merge_parts(
         relay_reordered: r.reordered,
         relay_blackout_dropped: r.blackout_dropped,
         relay_garbage_sent: r.garbage_sent,
+        relay_spoof_sent: r.spoof_sent,
         relay_reports_sent: r.reports_sent,
         sender_reports_received: reports,
         receiver_restarts: 0,
         sender_restarts: 0,
         receiver_new_streams: receiver.new_streams,
         receiver_stale_packets: receiver.stale_packets,
+        spoofed: sender.spoofed.plus(r.spoofed).plus(receiver.spoofed),
         received_stream_bytes: receiver.stream_bytes,
         received_stream_gaps: receiver.stream_gaps,
         feedback_messages: sender.feedback_messages,

@@ -360,6 +360,7 @@ impl EndpointProcess {
                 },
                 malformed: ep.malformed(),
                 feedback_messages: ep.feedback_messages,
+                spoofed: ep.spoofed,
                 unsendable: ep.unsendable,
                 transmitted: ep.transmitted,
                 stream: ep.stream(),
@@ -409,6 +410,7 @@ impl EndpointProcess {
                 last_stream: r.stream(),
                 new_streams: r.new_streams,
                 stale_packets: r.stale_packets,
+                spoofed: r.spoofed,
                 events: r.events.clone(),
             }))
         })?;
@@ -469,6 +471,8 @@ impl EndpointProcess {
                 reordered: r.reordered,
                 blackout_dropped: r.blackout_dropped,
                 garbage_sent: r.garbage_sent,
+                spoof_sent: r.spoof_sent,
+                spoofed: r.spoofed,
                 last_stream: r.stream(),
                 reports_sent: r.reports_sent,
                 arrived_packets: stats.arrived_packets,

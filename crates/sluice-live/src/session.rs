@@ -76,6 +76,8 @@ pub struct LiveStats {
     pub relay_reordered: u64,
     pub relay_blackout_dropped: u64,
     pub relay_garbage_sent: u64,
+    /// Spoofed datagrams the relay sent (the spoof fault).
+    pub relay_spoof_sent: u64,
     /// Bottleneck reports the relay sent (`SLBN`) and the sender received.
     pub relay_reports_sent: u64,
     pub sender_reports_received: u64,
@@ -85,6 +87,8 @@ pub struct LiveStats {
     /// refused.
     pub receiver_new_streams: u64,
     pub receiver_stale_packets: u64,
+    /// What the endpoints counted and ignored as spoofed (issue 30), summed.
+    pub spoofed: crate::endpoint::Spoofed,
     /// Bytes of the received stream written, and displayed frames missing from it.
     pub received_stream_bytes: u64,
     pub received_stream_gaps: u64,
@@ -315,12 +319,14 @@ impl LiveRun {
             relay_reordered: relay.reordered,
             relay_blackout_dropped: relay.blackout_dropped,
             relay_garbage_sent: relay.garbage_sent,
+            relay_spoof_sent: relay.spoof_sent,
             relay_reports_sent: relay.reports_sent,
             sender_reports_received: bottleneck_reports,
             receiver_restarts: receiver.restarts,
             sender_restarts: sender.restarts,
             receiver_new_streams: receiver.new_streams,
             receiver_stale_packets: receiver.stale_packets,
+            spoofed: sender.spoofed.plus(relay.spoofed).plus(receiver.spoofed),
             received_stream_bytes: receiver.stream.len() as u64,
             received_stream_gaps: receiver.stream_gaps,
             feedback_messages: sender.feedback_messages,

@@ -108,6 +108,9 @@ pub enum WireError {
     UnknownStream,
     /// A packet of a stream the reader has left (sent before its sender restarted).
     StaleStream,
+    /// A packet of a stream the reader is not reading that is not valid as a whole (a
+    /// spoofed or damaged one): the reader stays on its stream.
+    SpoofedStream,
     /// A crate's parser rejected it (its message).
     Parse(String),
     /// A crate's parser panicked on it (caught).
@@ -126,6 +129,9 @@ impl std::fmt::Display for WireError {
             WireError::MissingExtension(e) => write!(f, "RTP header extension missing: {e}"),
             WireError::UnknownStream => f.write_str("unknown SSRC or payload type"),
             WireError::StaleStream => f.write_str("a packet of the sender's earlier stream"),
+            WireError::SpoofedStream => {
+                f.write_str("a packet of a new stream that is not valid as a whole")
+            }
             WireError::Parse(m) => write!(f, "parse error: {m}"),
             WireError::ParserPanic => f.write_str("parser panicked"),
             WireError::Encode(m) => write!(f, "encode error: {m}"),
@@ -236,6 +242,29 @@ fn media_header(
         }
     }
     Ok(h)
+}
+
+/// A spoofed copy of media datagram `b` (fault injection, issue 30): the same packet with
+/// the video SSRC of `stream` and without its frame descriptor, so not valid as a whole.
+/// `None` if `b` is not a video packet.
+pub fn spoofed_media(b: &[u8], stream: u32) -> Option<Vec<u8>> {
+    use webrtc_util::marshal::MarshalSize;
+    precheck_rtp(b).ok()?;
+    let pkt = guarded(|| {
+        let mut bytes = Bytes::copy_from_slice(b);
+        rtp::packet::Packet::unmarshal(&mut bytes).map_err(|e| WireError::Parse(e.to_string()))
+    })
+    .ok()?;
+    if pkt.header.payload_type != PT_VIDEO {
+        return None;
+    }
+    let mut header = pkt.header.clone();
+    header.ssrc = video_ssrc(stream);
+    header.del_extension(EXT_FRAME).ok()?;
+    let mut out = vec![0u8; header.marshal_size()];
+    header.marshal_to(&mut out).ok()?;
+    out.extend_from_slice(&pkt.payload);
+    Some(out)
 }
 
 /// Writes a media-path packet as one RTP datagram of `p.size` minus UDP/IP bytes (or the
@@ -421,18 +450,41 @@ impl MediaReader {
             _ => None,
         }
         .ok_or(WireError::UnknownStream)?;
-        if self.stream != Some(stream) {
-            if self.left.contains(&stream) {
-                return Err(WireError::StaleStream);
-            }
-            // The first packet, or the sender restarted: its numbers start afresh.
-            let mut left = std::mem::take(&mut self.left);
-            left.extend(self.stream);
-            if left.len() > STREAMS_REMEMBERED {
-                left.remove(0);
-            }
-            *self = MediaReader { stream: Some(stream), left, ..MediaReader::default() };
+        if self.stream == Some(stream) {
+            return self.body(&pkt, tseq, stream, size, now);
         }
+        if self.left.contains(&stream) {
+            return Err(WireError::StaleStream);
+        }
+        // The first packet, or the sender restarted: its numbers start afresh. The reader
+        // switches only on a packet that is valid as a whole, read with the new stream's
+        // fresh state; anything else leaves it on the stream it reads (issue 30: one
+        // spoofed datagram must not end a session).
+        let mut left = self.left.clone();
+        left.extend(self.stream);
+        if left.len() > STREAMS_REMEMBERED {
+            left.remove(0);
+        }
+        let mut fresh = MediaReader { stream: Some(stream), left, ..MediaReader::default() };
+        let m = match fresh.body(&pkt, tseq, stream, size, now) {
+            Ok(m) => m,
+            Err(_) if self.stream.is_some() => return Err(WireError::SpoofedStream),
+            Err(e) => return Err(e),
+        };
+        *self = fresh;
+        Ok(m)
+    }
+
+    /// The rest of [`Self::read`] for a packet of the stream being read.
+    fn body(
+        &mut self,
+        pkt: &rtp::packet::Packet,
+        tseq: u16,
+        stream: u32,
+        size: DataSize,
+        now: Timestamp,
+    ) -> Result<MediaIn, WireError> {
+        let h = &pkt.header;
         let mut packet = match h.payload_type {
             PT_PADDING => Packet::padding(size, now),
             PT_VIDEO => {
@@ -444,6 +496,11 @@ impl MediaReader {
                 let frame_id = self.frame.peek(frame32);
                 let packet_index = u16::from_be_bytes([d[4], d[5]]);
                 let packet_count = u16::from_be_bytes([d[6], d[7]]);
+                if packet_count == 0 || packet_index >= packet_count {
+                    return Err(WireError::Parse(format!(
+                        "frame descriptor: part {packet_index} of {packet_count}"
+                    )));
+                }
                 let ref_delta = u16::from_be_bytes([d[8], d[9]]) as u64;
                 let flags = d[10];
                 let is_keyframe = flags & FLAG_KEYFRAME != 0;

@@ -211,3 +211,24 @@ fn an_access_delay_sits_between_the_sender_and_the_bottleneck_as_in_the_simulato
     assert!((live_ms - sim_ms).abs() <= 3.0, "live {live_ms} ms, simulated {sim_ms} ms");
     assert!((live_ms - base_ms - 40.0).abs() <= 3.0, "with {live_ms} ms, without {base_ms} ms");
 }
+
+#[test]
+fn a_session_survives_spoofed_datagrams_and_counts_them() {
+    // Issue 30: the relay sends, after about 1 in 5 datagrams it forwards, a spoofed one
+    // from the peer's address: to the receiver a copy of a video packet claiming another
+    // stream (not valid as a whole), to the sender NACKs of numbers it never sent and
+    // keyframe requests. Nobody switches streams, the NACKs and the PLIs beyond one a second
+    // are ignored, and each is counted.
+    let r = run(3.0, faults(Faults { spoof: 0.2, ..Faults::default() }), |_| {});
+    let s = r.stats.spoofed;
+    assert!(r.stats.relay_spoof_sent >= 10, "{:?}", r.stats);
+    assert!(s.stream_packets > 0 && s.nacked_never_sent > 0 && s.plis_rate_limited > 0, "{s:?}");
+    assert_eq!(r.stats.receiver_new_streams, 0, "{:?}", r.stats);
+    assert_eq!(r.stats.receiver_stale_packets, 0, "{:?}", r.stats);
+    // At most one keyframe per PLI_MIN_INTERVAL (500 ms) however many requests come: the
+    // first, and at most 2 a second over the 3 s and the 1 s drain.
+    let keyframes = r.run.frames.iter().filter(|f| f.is_keyframe).count();
+    eprintln!("spoofed: {s:?}, {keyframes} keyframes, {} displayed", displayed_share(&r));
+    assert!(keyframes <= 10, "{keyframes} keyframes: {s:?}");
+    assert!(displayed_share(&r) >= 0.9, "spoofed: {}", displayed_share(&r));
+}

@@ -24,6 +24,8 @@ struct OptionsJson {
     feedback_blackout_s: Option<(f64, f64)>,
     /// Probability of a malformed datagram after each forwarded one.
     garbage: f64,
+    /// Probability of a spoofed datagram after each forwarded one.
+    spoof: f64,
     /// Restart the receiver at this time (seconds).
     restart_receiver_at_s: Option<f64>,
     /// Restart the sender at this time (seconds).
@@ -51,7 +53,12 @@ pub(crate) fn options(json: Option<&str>) -> PyResult<LiveOptions> {
             .map_err(|e| PyValueError::new_err(format!("invalid live options: {e}")))?,
         None => OptionsJson::default(),
     };
-    for (name, p) in [("duplicate", o.duplicate), ("reorder", o.reorder), ("garbage", o.garbage)] {
+    for (name, p) in [
+        ("duplicate", o.duplicate),
+        ("reorder", o.reorder),
+        ("garbage", o.garbage),
+        ("spoof", o.spoof),
+    ] {
         if !(0.0..1.0).contains(&p) {
             return Err(PyValueError::new_err(format!("{name} must be in [0, 1), got {p}")));
         }
@@ -78,6 +85,7 @@ pub(crate) fn options(json: Option<&str>) -> PyResult<LiveOptions> {
             reorder_delay: TimeDelta::from_ms_f64(reorder_delay_ms),
             feedback_blackout: blackout,
             garbage: o.garbage,
+            spoof: o.spoof,
         },
         restart_receiver_at: restart_time("receiver", o.restart_receiver_at_s)?,
         restart_sender_at: restart_time("sender", o.restart_sender_at_s)?,

@@ -360,3 +360,27 @@ fn a_restarted_senders_stream_replaces_the_old_one_and_feedback_names_its_stream
         }
     }
 }
+
+#[test]
+fn only_a_packet_valid_as_a_whole_switches_the_stream() {
+    // Issue 30: one spoofed datagram from the sender's address, claiming another stream,
+    // must not move the reader off the stream it reads.
+    let mut reader = MediaReader::default();
+    let first = write_media(&video(500, 0, 1, 40_000, 40_000), 3, 0, 0, None).unwrap();
+    assert_eq!(reader.read(&first, Timestamp::ZERO).unwrap().stream, 3);
+    // Stream 9's SSRC without a frame descriptor; with a part beyond the frame's count.
+    let spoof = spoofed_media(&first, 9).unwrap();
+    assert_eq!(reader.read(&spoof, Timestamp::ZERO).unwrap_err(), WireError::SpoofedStream);
+    let bad_part = write_media(&video(0, 5, 2, 0, 0), 9, 0, 0, None).unwrap();
+    assert_eq!(reader.read(&bad_part, Timestamp::ZERO).unwrap_err(), WireError::SpoofedStream);
+    assert_eq!(reader.stream(), Some(3));
+    // The stream's own packets go on as before (unwrapped against its numbers), and stream
+    // 9 is not among those left behind: a real restart to it is still followed.
+    let next = write_media(&video(501, 0, 1, 40_001, 40_001), 3, 0, 0, None).unwrap();
+    assert_eq!(reader.read(&next, Timestamp::ZERO).unwrap().packet.transport_seq, 40_001);
+    let real = write_media(&video(0, 0, 1, 0, 0), 9, 0, 0, None).unwrap();
+    assert_eq!(reader.read(&real, Timestamp::ZERO).unwrap().stream, 9);
+    // The first packet a reader sees is not a switch: a bad one is just malformed.
+    let mut fresh = MediaReader::default();
+    assert!(matches!(fresh.read(&spoof, Timestamp::ZERO), Err(WireError::MissingExtension(_))));
+}
