@@ -10,6 +10,10 @@
   below the best;
 * the **Pareto front** of all-slot P95 against VMAF: the schemes no other scheme beats on
   both;
+* schemes that need the network's help (a bottleneck that is not plain drop-tail: FDCC's
+  oracle, which knows the link's capacity, and Co-RTV's cooperating bottleneck) are shown as
+  references: they neither set the best VMAF nor take a rank, and are on the front only
+  against each other's kind;
 * means over the family's cells (trace windows x clips) with the half-width of their 95 %
   t interval; ``~`` marks a P95 not distinguishable from the ranking's first.
 
@@ -41,6 +45,8 @@ class Entry:
     """One scheme in one family: means and intervals over its cells."""
 
     scheme: str
+    #: The bottleneck behaviour it needs (``None``: plain drop-tail, end to end only).
+    network: str | None
     cells: int
     p95: Spread
     p99: Spread
@@ -51,11 +57,21 @@ class Entry:
     shown_p95: Spread
 
 
+def network_help(run_dir: str) -> str | None:
+    """The bottleneck behaviour a run's scheme needs, or ``None`` for plain drop-tail."""
+    from .. import results
+
+    cfg = results.read_header(run_dir).get("config", {})
+    kind = ((cfg.get("scheme") or {}).get("bottleneck") or {}).get("kind", "drop-tail")
+    return None if kind == "drop-tail" else str(kind)
+
+
 def entries(df: Any) -> list[Entry]:
     out = []
     for scheme, g in df.groupby("scheme", sort=False):
         out.append(Entry(
-            str(scheme), len(g), spread(g["latency_all_ms_p95"]), spread(g["latency_all_ms_p99"]),
+            str(scheme), network_help(str(g["run_dir"].iloc[0])), len(g),
+            spread(g["latency_all_ms_p95"]), spread(g["latency_all_ms_p99"]),
             spread(g["vmaf_mean"]), spread(g["stall_ratio_200ms"]), spread(g["freeze_count"]),
             spread(g["video_bitrate_bps"] / 1e6), spread(g["latency_ms_p95"]),
         ))  # fmt: skip
@@ -63,8 +79,9 @@ def entries(df: Any) -> list[Entry]:
 
 
 def ranking(es: Sequence[Entry]) -> tuple[list[Entry], list[Entry], float]:
-    """(ranked, unranked, best VMAF): ranked are within the margin, by P95; the others by
-    VMAF, best first."""
+    """(ranked, unranked, best VMAF) of the end-to-end schemes: ranked are within the margin
+    of their best VMAF, by P95; the others by VMAF, best first."""
+    es = [e for e in es if e.network is None]
     best = max((e.vmaf.mean for e in es if math.isfinite(e.vmaf.mean)), default=math.nan)
     ok = [e for e in es if math.isfinite(e.vmaf.mean) and e.vmaf.mean >= best - VMAF_MARGIN]
     rest = [e for e in es if e not in ok]
@@ -73,8 +90,11 @@ def ranking(es: Sequence[Entry]) -> tuple[list[Entry], list[Entry], float]:
     return ok, rest, best
 
 
-def pareto(es: Sequence[Entry]) -> list[Entry]:
-    """The schemes no other beats on both all-slot P95 (lower) and VMAF (higher), by P95."""
+def pareto(es: Sequence[Entry], end_to_end: bool = True) -> list[Entry]:
+    """The schemes no other beats on both all-slot P95 (lower) and VMAF (higher), by P95;
+    ``end_to_end``: among the schemes that need no help from the network."""
+    if end_to_end:
+        es = [e for e in es if e.network is None]
 
     def beats(a: Entry, b: Entry) -> bool:
         return (a.p95.mean <= b.p95.mean and a.vmaf.mean >= b.vmaf.mean
@@ -95,8 +115,11 @@ def family_table(es: Sequence[Entry]) -> str:
                      e.p99.format(".0f"), e.vmaf.format(".1f"), _pct(e.stalls),
                      e.freezes.format(".1f"), e.bitrate.format(".2f"), e.shown_p95.format(".0f"),
                      "yes" if e.scheme in front else ""])  # fmt: skip
-    for e in rest:
-        rows.append([f"- (VMAF {e.vmaf.mean - best:+.1f})", f"`{e.scheme}`",
+    helped = [e for e in es if e.network is not None]
+    for e in [*rest, *sorted(helped, key=lambda e: e.p95.mean)]:
+        rank = (f"- (VMAF {e.vmaf.mean - best:+.1f})" if e.network is None
+                else f"ref. ({e.network} bottleneck)")  # fmt: skip
+        rows.append([rank, f"`{e.scheme}`",
                      e.p95.format(".0f"), e.p99.format(".0f"), e.vmaf.format(".1f"),
                      _pct(e.stalls), e.freezes.format(".1f"), e.bitrate.format(".2f"),
                      e.shown_p95.format(".0f"), "yes" if e.scheme in front else ""])  # fmt: skip
@@ -116,6 +139,7 @@ def summary_table(by_family: dict[str, list[Entry]]) -> str:
     """Each scheme's rank in each family (``-`` when not ranked), and on how many fronts."""
     schemes = list(dict.fromkeys(e.scheme for es in by_family.values() for e in es))
     ranks: dict[str, dict[str, str]] = {s: {} for s in schemes}
+    helped = {e.scheme for es in by_family.values() for e in es if e.network is not None}
     fronts = dict.fromkeys(schemes, 0)
     for fam, es in by_family.items():
         ranked, _, _ = ranking(es)
@@ -129,8 +153,10 @@ def summary_table(by_family: dict[str, list[Entry]]) -> str:
         r = [int(ranks[s][f]) for f in fams if f in ranks[s]]
         return (-len(r), sum(r) / len(r) if r else math.inf), s  # type: ignore[return-value]
 
-    rows = [[f"`{s}`", *(ranks[s].get(f, "-") for f in fams), str(fronts[s])]
-            for s in sorted(schemes, key=key)]  # fmt: skip
+    rows = [[f"`{s}`" + (" (ref.)" if s in helped else ""),
+             *(ranks[s].get(f, "ref." if s in helped else "-") for f in fams),
+             "-" if s in helped else str(fronts[s])]
+            for s in sorted(schemes, key=lambda s: (s in helped, key(s)))]  # fmt: skip
     return markdown(["scheme", *fams, "Pareto fronts"], rows)
 
 
@@ -152,6 +178,10 @@ def plot(by_family: dict[str, list[Entry]], out: Path) -> Path:
             ax.annotate(e.scheme, (e.p95.mean, e.vmaf.mean), fontsize=6.5,
                         xytext=(3, 3), textcoords="offset points")  # fmt: skip
         front = pareto(es)
+        for e in es:
+            if e.network is not None:
+                ax.scatter([e.p95.mean], [e.vmaf.mean], s=90, facecolors="none",
+                           edgecolors="0.3", lw=0.8, zorder=3)  # fmt: skip
         ax.plot([e.p95.mean for e in front], [e.vmaf.mean for e in front], "-", color="0.4",
                 lw=1, zorder=0, label="Pareto front")  # fmt: skip
         _, _, best = ranking(es)
@@ -211,7 +241,10 @@ def write_report(res_dir: Path, report_dir: Path, command: str) -> Path:
              f"Values are means over the family's cells (three trace windows x three clips) "
              f"± the half-width of the 95 % interval; `~`: not distinguishable from the first. "
              f"The Pareto front holds the schemes no other scheme beats on both P95 and "
-             f"VMAF.\n")  # fmt: skip
+             f"VMAF. FDCC (an oracle that knows the link's capacity) and Co-RTV (a bottleneck "
+             f"that drops late frames and reports) need the network's help: they are shown as "
+             f"references (ringed in the figure) and neither set the best VMAF, take a rank "
+             f"nor count on the front.\n")  # fmt: skip
     L.append("## Analysis\n")
     analysis = existing_analysis(md)
     L.append(ANALYSIS_SLOT)
