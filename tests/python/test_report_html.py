@@ -49,12 +49,12 @@ def test_compare_with_seeds_writes_intervals_and_a_report_that_renders(tmp_path,
 
 def test_frame_drop_alike_removes_the_difference(tmp_path, capsys):
     out = tmp_path / "cmp"
-    rc = cli(["compare", "--schemes", "webrtc,ace", "--encoder", "model", "--trace",
+    rc = cli(["compare", "--schemes", "webrtc,webrtc-b", "--encoder", "model", "--trace",
               "gen:constant:6", "--duration", "4", "--frame-drop", "off", "--no-report",
               "--out", str(out)])  # fmt: skip
     assert rc == 0
     md = (out / "compare.md").read_text()
     said = capsys.readouterr().out
     assert "frame dropper" not in md and "frame dropper" not in said
-    # What is left: ACE paces at 1.0x GCC's target (§5.2), webrtc at 1.1x.
+    # What is left: webrtc-b paces at 2.5x GCC's target (ACE's WebRTC-B), webrtc at 1.1x.
     assert "GCC pacing factor" in md and "GCC pacing factor" in said

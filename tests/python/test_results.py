@@ -71,7 +71,7 @@ def test_default_out_dir(sluice, tmp_path, monkeypatch):
     r = sluice("run", "--trace", TRACE, "--duration", DURATION, "--seed", "3")
     assert r.code == 0, r.err
     assert (tmp_path / "results" / "webrtc-gen-constant-12-s3" / "run.jsonl").is_file()
-    assert "lat p95 ms" in r.out
+    assert "all-slot P95 ms" in r.out
 
 
 def test_trace_file_and_scheme_file(sluice, tmp_path):
