@@ -231,6 +231,36 @@ fn vidaptive(
     }
 }
 
+/// The `combined` scheme and its ablations (docs/results/combined.md): GCC with MAE's
+/// 100 ms trendline, MAE's pre-reaction (the authors' rule, `mae`) tightening x264's VBV when
+/// `mae` is on (ABR + VBV(0.5 s) otherwise), the leaky-bucket pacer at `pacing_factor` x the
+/// target, and libwebrtc's frame dropping (frame dropper + cwnd-pushback drops) when
+/// `frame_drop` is on. Each part is one registered mechanism; only their combination is new.
+fn combined(mae: bool, pacing_factor: f64, frame_drop: bool) -> SchemeConfig {
+    let (cc, encoder_controller) = if mae {
+        (
+            gcc_100ms(Some(pre_reaction_ratio_from_scaling_factor(2.0))),
+            EncoderControllerConfig::Mae(MaeConfig { mode: MaeMode::Code, ..Default::default() }),
+        )
+    } else {
+        (gcc_100ms(None), EncoderControllerConfig::default())
+    };
+    let CcConfig::Gcc(gcc) = cc else { unreachable!("gcc_100ms builds GCC") };
+    SchemeConfig {
+        pacer: leaky(),
+        cc: CcConfig::Gcc(GccConfig { pacing_factor, ..gcc }),
+        encoder_controller,
+        frame_drop: if frame_drop {
+            FrameDropConfig::LIBWEBRTC
+        } else {
+            FrameDropConfig::default()
+        },
+        salsify: None,
+        bottleneck: BottleneckConfig::DropTail {},
+        feedback_interval_ms: None,
+    }
+}
+
 /// Copa as Vidaptive runs it: paced at `cwnd / srtt` (§3.1), otherwise genericCC's.
 fn copa_cc_rate() -> CcConfig {
     CcConfig::Copa(CopaConfig {
@@ -584,6 +614,34 @@ pub fn registry() -> Vec<SchemeInfo> {
                 )
             },
         },
+        SchemeInfo {
+            name: "combined",
+            description: "Sluice's combination (docs/results/combined.md): MAE's VBV pre-reaction as `mae` (x264's VBV 40 ms of the target on each frame whose GCC trend is above the over-use threshold, GCC with the 100 ms trendline) + the leaky-bucket pacer at 2.5x the target (libwebrtc's legacy factor, `webrtc-b`: a frame leaves in 40 % of its interval, without the bursts that make GCC back off) + libwebrtc's frame dropping (frame dropper and cwnd-pushback drops, as `webrtc`); one configuration for every network",
+            color: "#000000",
+            encoder: None,
+            config: combined(true, 2.5, true),
+        },
+        SchemeInfo {
+            name: "combined-no-mae",
+            description: "`combined` without MAE: ABR + VBV(0.5 s) throughout, GCC with the 100 ms trendline and no pre-reaction; pacer at 2.5x, frame dropping on",
+            color: "#525252",
+            encoder: None,
+            config: combined(false, 2.5, true),
+        },
+        SchemeInfo {
+            name: "combined-1x",
+            description: "`combined` with libwebrtc's video pacing factor 1.1x instead of 2.5x; MAE and frame dropping on",
+            color: "#969696",
+            encoder: None,
+            config: combined(true, 1.1, true),
+        },
+        SchemeInfo {
+            name: "combined-no-fd",
+            description: "`combined` without libwebrtc's frame dropping (frame dropper and cwnd-pushback drops off, so GCC's DropFrame-mode pushback has no effect): MAE, pacer at 2.5x",
+            color: "#bdbdbd",
+            encoder: None,
+            config: combined(true, 2.5, false),
+        },
     ]
 }
 
@@ -720,7 +778,10 @@ mod tests {
     fn only_webrtc_drops_frames_and_gcc_runs_pushback_in_drop_frame_mode() {
         for s in registry() {
             let expected = match s.name {
-                "webrtc" | "webrtc-burst40" => FrameDropConfig::LIBWEBRTC,
+                "webrtc" | "webrtc-burst40" | "combined" | "combined-no-mae" | "combined-1x" => {
+                    FrameDropConfig::LIBWEBRTC
+                }
+                "combined-no-fd" => FrameDropConfig::default(),
                 // ACE's and MAE's baselines ran without frame dropping; Copa has no pushback.
                 "webrtc-b" | "always-burst" | "webrtc-x264" | "cbr" | "ace-n" | "ace-c" | "ace"
                 | "copa" | "copa-salsify" | "x264-gcc100" | "cbr-filler" | "salsify-vbv"
@@ -742,5 +803,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn combined_is_mae_paced_at_webrtc_bs_factor_with_webrtcs_frame_dropping() {
+        let c = lookup("combined").unwrap().config;
+        let (mae, webrtc_b, webrtc) = (
+            lookup("mae").unwrap().config,
+            lookup("webrtc-b").unwrap().config,
+            lookup("webrtc").unwrap().config,
+        );
+        assert_eq!(c.encoder_controller, mae.encoder_controller);
+        assert_eq!(c.frame_drop, webrtc.frame_drop);
+        assert_eq!(c.pacer, mae.pacer);
+        let (CcConfig::Gcc(cg), CcConfig::Gcc(mg), CcConfig::Gcc(bg)) =
+            (&c.cc, &mae.cc, &webrtc_b.cc)
+        else {
+            panic!()
+        };
+        assert_eq!(cg.pacing_factor, bg.pacing_factor);
+        assert_eq!(GccConfig { pacing_factor: mg.pacing_factor, ..cg.clone() }, *mg);
+        // Each ablation differs from `combined` in its one part only.
+        let one_off = |name: &str| {
+            let a = lookup(name).unwrap().config;
+            [
+                a.cc != c.cc,
+                a.encoder_controller != c.encoder_controller,
+                a.frame_drop != c.frame_drop,
+            ]
+        };
+        assert_eq!(one_off("combined-1x"), [true, false, false]);
+        assert_eq!(one_off("combined-no-fd"), [false, false, true]);
+        assert_eq!(one_off("combined-no-mae"), [true, true, false]);
+        let CcConfig::Gcc(ng) = lookup("combined-no-mae").unwrap().config.cc else { panic!() };
+        assert_eq!(GccConfig { pre_reaction_ratio: cg.pre_reaction_ratio, ..ng }, *cg);
     }
 }
