@@ -130,8 +130,8 @@ clean:
 chrome-report: build
 	$(PY) -m sluice.analysis.chrome experiments/chrome-fidelity.toml --report-dir docs/results
 
-# The leaderboard (issue 27): experiments/leaderboard.toml's 756 cells (14 schemes, 18 trace
-# windows in 6 families, 3 clips; resumable; about 100 minutes with 2 jobs on 2 cores, see
+# The leaderboard (issue 27): experiments/leaderboard.toml's 864 cells (16 schemes, 18 trace
+# windows in 6 families, 3 clips; resumable; about 3 hours with 2 jobs on 2 cores, see
 # `make bench` for this machine's estimate), then docs/results/leaderboard.md and .html.
 # LEADERBOARD_ARGS="--backend ray" runs it on a Ray cluster (docs/cluster.md).
 .PHONY: leaderboard
