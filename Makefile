@@ -123,6 +123,17 @@ clean:
 	cargo clean
 	rm -rf $(VENV) results bench/out
 
+# Sluice's combined scheme (issue 31): the leaderboard (with `combined`), its ablations and the
+# held-out check (traces and clips from ../shared, which the project does not ship), then
+# docs/results/combined.md.
+.PHONY: combined-report
+combined-report: build
+	$(SLUICE) matrix experiments/leaderboard.toml --no-report $(LEADERBOARD_ARGS)
+	$(SLUICE) matrix experiments/combined-ablations.toml --no-report $(LEADERBOARD_ARGS)
+	$(SLUICE) matrix experiments/checks/combined-heldout.toml --no-report $(LEADERBOARD_ARGS)
+	$(PY) -m sluice.analysis.combined results/leaderboard --ablations results/combined-ablations \
+		--heldout results/combined-heldout --report-dir docs/results
+
 # Sluice's `webrtc` against real Chromium (issue 25): runs experiments/chrome-fidelity.toml's
 # missing cells (the live and browser ones in real time, one at a time: about 40 minutes) and
 # writes docs/results/chrome.md, chrome-runs.csv and img/chrome-targets.png.

@@ -1,0 +1,79 @@
+"""The combined scheme's report: the verdict's pooled ratios and tests, the Pareto front per
+family, and a clear error without `combined` runs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sluice.analysis import combined, load
+from sluice.analysis.cells import slot_latencies
+from sluice.cli import main as cli
+
+PLAN = """
+name = "combined-tiny"
+seeds = [1]
+[set]
+duration_s = 12
+"downlink.queue_bytes" = 60000
+"downlink.delay_ms" = 20
+[[scheme]]
+name = "combined"
+[[scheme]]
+name = "mae"
+[[scheme]]
+name = "webrtc"
+[[trace]]
+path = "gen:steps:8@6,1.5@6"
+label = "drop"
+network = "synthetic"
+[[trace]]
+path = "gen:constant:4"
+label = "flat"
+network = "flat"
+"""
+
+
+def test_verdict_pools_slots_and_applies_the_issues_tests(tmp_path, capsys):
+    plan = tmp_path / "p.toml"
+    plan.write_text(PLAN)
+    root = tmp_path / "results"
+    assert cli(["matrix", str(plan), "--jobs", "2", "--no-report", "--results", str(root)]) == 0
+    df = load(root / "combined-tiny").table
+    assert len(df) == 6
+    # The model encoder scores no quality: give each scheme a VMAF to test the rule with.
+    vmaf = {"combined": 90.0, "mae": 90.5, "webrtc": 92.0}
+    df = df.assign(vmaf_mean=[vmaf[s] for s in df["scheme"]])
+    rows = {r["rival"]: r for r in combined.verdict(df, rivals=("mae", "webrtc", "ace"))}
+    assert set(rows) == {"mae", "webrtc"}  # `ace` has not run: no row
+    for rival, r in rows.items():
+        mine = slot_latencies(df, "combined")
+        theirs = slot_latencies(df, rival)
+        assert r["cells"] == 2
+        assert math.isclose(r["p95"], np.percentile(mine, 95))
+        assert math.isclose(r["p95_ratio"], np.percentile(mine, 95) / np.percentile(theirs, 95))
+        assert r["lower"] == (r["p95_ratio"] < 1.0)
+        assert r["goal"] == (r["p95_ratio"] <= combined.GOAL)
+    assert rows["mae"]["vmaf_ok"] and math.isclose(rows["mae"]["vmaf_diff"], -0.5)
+    assert not rows["webrtc"]["vmaf_ok"]  # 2 points below
+    table = combined.verdict_table(list(rows.values()))
+    assert "| `webrtc` | 2 |" in table and "**no**" in table
+
+    # The front: with the best VMAF, webrtc is on it in both families whatever its latency.
+    front, off = combined.front_table(df)
+    for line in front.splitlines()[2:]:
+        assert "`webrtc`" in line.split("|")[3]
+    for fam in off:
+        assert f"| {fam} | **no**" in front
+
+    # Without combined's runs: one line and exit 2.
+    only = tmp_path / "only.toml"
+    only.write_text(PLAN.replace('name = "combined-tiny"', 'name = "no-combined"').replace(
+        '[[scheme]]\nname = "combined"\n', ""))
+    assert cli(["matrix", str(only), "--jobs", "2", "--no-report", "--results", str(root)]) == 0
+    capsys.readouterr()
+    code = combined.main([str(root / "no-combined"), "--ablations", str(root / "no-combined"),
+                          "--report-dir", str(tmp_path / "out")])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no finished `combined` runs" in err[0]
