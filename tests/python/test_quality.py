@@ -117,3 +117,25 @@ def test_ssim_db_is_salsify_s_definition() -> None:
     assert quality.ssim_db(0.99) == pytest.approx(20.0)
     assert quality.ssim_db(0.96) == pytest.approx(13.979, abs=1e-3)
     assert quality.ssim_db(1.0) == quality.SSIM_DB_CAP
+
+
+def test_delivered_stream_links_the_whole_stream_and_copies_a_subset(tmp_path: Path) -> None:
+    units = [b"\x00\x00\x00\x01\x09head", b"\x00\x00\x00\x01\x09one", b"\x00\x00\x00\x01\x09two"]
+    stream = tmp_path / "stream.264"
+    stream.write_bytes(b"".join(units))
+    offsets, end = [], 0
+    for u in units:
+        offsets.append(f"{end} {len(u)}")
+        end += len(u)
+    Path(f"{stream}.idx").write_text("\n".join(offsets) + "\n")
+    whole = quality.delivered_stream(stream, [0, 1, 2], tmp_path / "all.264")
+    assert whole.read_bytes() == stream.read_bytes()
+    assert whole.stat().st_ino == stream.stat().st_ino  # one copy on disk
+    part = quality.delivered_stream(stream, [0, 2], tmp_path / "part.264")
+    assert part.read_bytes() == units[0] + units[2]
+    assert part.stat().st_ino != stream.stat().st_ino
+    # An index that leaves bytes out is not the whole stream: written, not linked.
+    Path(f"{stream}.idx").write_text("\n".join(offsets[:2]) + "\n")
+    first = quality.delivered_stream(stream, [0, 1], tmp_path / "first.264")
+    assert first.read_bytes() == units[0] + units[1]
+    assert first.stat().st_ino != stream.stat().st_ino
