@@ -1,0 +1,256 @@
+//! Competing traffic at the bottleneck (issue 29): several flows over one link, per-flow
+//! accounting, Jain's index, the queue disciplines, and the issue's acceptance cases.
+
+use sluice_core::columns::Value;
+use sluice_core::cross::CompetingFlow;
+use sluice_core::link::trace::Trace;
+use sluice_core::metrics::FlowSummary;
+use sluice_core::sim::{
+    build_encoder, PathConfig, QueueDisciplineKind, RunConfig, RunResult, Simulation,
+};
+use sluice_core::units::{DataRate, TimeDelta};
+use std::sync::Arc;
+
+/// The acceptance path: a constant 4 Mbps link, a 60 kB queue, 25 ms one way.
+fn accept_path(queue: QueueDisciplineKind) -> PathConfig {
+    PathConfig {
+        queue_bytes: Some(60_000),
+        delay_ms: 25.0,
+        queue_discipline: queue,
+        ..Default::default()
+    }
+}
+
+fn run_with(scheme: &str, competing: &[&str], seconds: f64, downlink: PathConfig) -> RunResult {
+    let cfg = RunConfig {
+        scheme_name: scheme.into(),
+        duration_s: seconds,
+        downlink,
+        uplink: PathConfig { delay_ms: 25.0, ..Default::default() },
+        competing: competing.iter().map(|s| CompetingFlow::parse(s).unwrap()).collect(),
+        ..Default::default()
+    };
+    let t =
+        Arc::new(Trace::constant(DataRate::from_mbps(4), TimeDelta::from_secs_f64(seconds + 5.0)));
+    Simulation::new(&cfg, Some(t), None, build_encoder(&cfg).unwrap()).unwrap().run()
+}
+
+fn show(flows: &[FlowSummary]) -> String {
+    flows
+        .iter()
+        .map(|f| {
+            format!(
+                "{}:{} {:.2} Mbps share {:.3} q95 {:?} ms loss {:.4}",
+                f.kind,
+                f.scheme,
+                f.mean_rate_bps / 1e6,
+                f.share,
+                f.queue_delay_ms_p95,
+                f.loss_rate
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Each flow's mean rate (from its `flow<ID>_rate_bps` column) over `(from_s, to_s]`.
+fn rates_between(r: &RunResult, flows: usize, from_s: f64, to_s: f64) -> Vec<f64> {
+    (0..flows)
+        .map(|f| {
+            let name = format!("flow{f}_rate_bps");
+            let v: Vec<f64> = r
+                .samples
+                .iter()
+                .filter(|s| {
+                    let t = s.t_us as f64 / 1e6;
+                    t > from_s && t <= to_s
+                })
+                .map(|s| match s.columns.get(&name) {
+                    Some(Value::Int(x)) => *x as f64,
+                    other => panic!("{name}: {other:?}"),
+                })
+                .collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        })
+        .collect()
+}
+
+/// Issue 29's first acceptance case: two `webrtc` flows (the second from 10 s) share a
+/// 4 Mbps link with a 60 kB queue fairly: Jain's index over 20-90 s at least 0.8.
+#[test]
+fn two_webrtc_flows_share_the_bottleneck_fairly() {
+    let r =
+        run_with("webrtc", &["media:webrtc@10"], 90.0, accept_path(QueueDisciplineKind::Droptail));
+    let s = &r.summary;
+    let flows = s.flows.as_ref().expect("flows");
+    eprintln!("jain {:?} | {}", s.jain_index, show(flows));
+    let jain = s.jain_index.expect("jain_index");
+    assert!(jain >= 0.8, "Jain's index {jain:.3}: {}", show(flows));
+    // The same index from the time series (all flows active from 10 s, 10 s warm-up).
+    let rates = rates_between(&r, 2, 20.0, 90.0);
+    let j = rates.iter().sum::<f64>().powi(2) / (2.0 * rates.iter().map(|x| x * x).sum::<f64>());
+    assert!((j - jain).abs() < 0.01, "{j} vs {jain}");
+    // The newcomer is not starved: at least a third of the link in the last 30 s.
+    let late = rates_between(&r, 2, 60.0, 90.0);
+    assert!(late[1] > 4e6 / 3.0 * 0.9, "{late:?}");
+}
+
+/// Issue 29's second acceptance case: `webrtc` against one CUBIC flow from 10 s should keep
+/// at least 20 % of the bottleneck while they compete (20-90 s, after the 10 s warm-up).
+///
+/// Our GCC (libwebrtc M119's goog_cc) does NOT: it keeps 15-19 % (seeds 1-5: 0.194, 0.187,
+/// 0.174, 0.194, 0.152), and this test asserts that, so a change either way shows. Why:
+/// CUBIC fills the 60 kB drop-tail queue (about 120 ms, 2.4 BDP) and keeps a standing queue
+/// of ~100 ms whose growth phases GCC's trendline detector reads as overuse; every overuse
+/// cuts GCC's estimate to 0.85 x the acknowledged rate, and near its own link-capacity
+/// estimate GCC only grows additively (a packet per response time, RTT + 100 ms: tens of
+/// kbps per second at a 170 ms RTT), so its target falls from 3.3 Mbps to ~450 kbps by
+/// 45 s and climbs back to only ~1 Mbps by 85 s. Loss plays no part: the media flow loses
+/// ~0.2 % of its packets, under the loss-based estimator's threshold, so its bound never
+/// binds (`cc_loss_based_bps` = target). This is the known starvation of delay-based
+/// congestion control by loss-based TCP over a deep buffer (RFC 8867 §5.6's case; the
+/// adaptive threshold of Carlucci et al., ToN 2017, only mitigates it). GCC is not tuned
+/// here to pass.
+#[test]
+fn webrtc_against_cubic_keeps_15_to_20_percent_not_the_issues_20() {
+    let r = run_with("webrtc", &["tcp:cubic@10"], 90.0, accept_path(QueueDisciplineKind::Droptail));
+    let flows = r.summary.flows.as_ref().expect("flows");
+    let rates = rates_between(&r, 2, 20.0, 90.0);
+    let share = rates[0] / (rates[0] + rates[1]);
+    eprintln!("webrtc share while competing {share:.3} ({rates:?}) | {}", show(flows));
+    assert!(
+        (0.12..0.20).contains(&share),
+        "webrtc's share against CUBIC {share:.3} (0.194 when written; at 0.2 or more the \
+         issue's acceptance case passes: make this assert it): {}",
+        show(flows)
+    );
+    // The mechanism: delay-based back-off, not loss.
+    assert!(flows[0].loss_rate < 0.01, "media loss {}", flows[0].loss_rate);
+    // CUBIC fills the 60 kB queue (120 ms at 4 Mbps): both flows see it.
+    for f in flows {
+        let q = f.queue_delay_ms_p95.unwrap();
+        assert!((90.0..=125.0).contains(&q), "{}: P95 queueing {q} ms", f.scheme);
+    }
+    assert!(flows[1].loss_rate > 0.0, "a full drop-tail queue drops CUBIC's packets");
+}
+
+/// FQ-CoDel isolates the media flow from the bulk flow's queue (RFC 8290 §1): its P95
+/// queueing delay falls from the full buffer to a few ms, and the two split the link.
+#[test]
+fn fq_codel_isolates_webrtc_from_cubic() {
+    let tail =
+        run_with("webrtc", &["tcp:cubic@10"], 60.0, accept_path(QueueDisciplineKind::Droptail));
+    let fq = run_with("webrtc", &["tcp:cubic@10"], 60.0, accept_path(QueueDisciplineKind::FqCodel));
+    let q =
+        |r: &RunResult, i: usize| r.summary.flows.as_ref().unwrap()[i].queue_delay_ms_p95.unwrap();
+    assert!(q(&tail, 0) > 90.0, "drop-tail: {}", q(&tail, 0));
+    assert!(q(&fq, 0) < 20.0, "fq-codel: {}", q(&fq, 0));
+    // CoDel keeps the bulk flow's own queue near its 5 ms target too (P95 within ~30 ms).
+    assert!(q(&fq, 1) < 40.0, "fq-codel, cubic: {}", q(&fq, 1));
+    let jain = fq.summary.jain_index.unwrap();
+    assert!(jain > 0.95, "fq-codel Jain {jain:.3}");
+}
+
+/// Per-flow accounting adds up: the flows' delivered bytes are the link's, the shares sum
+/// to one, and the session's own keys are flow 0's (its loss, its delivered rate).
+#[test]
+fn per_flow_accounting_adds_up_and_the_main_keys_stay_the_main_flows() {
+    let r = run_with(
+        "webrtc",
+        &["tcp:newreno@5-25", "media:copa@3"],
+        30.0,
+        accept_path(QueueDisciplineKind::Droptail),
+    );
+    let s = &r.summary;
+    let flows = s.flows.as_ref().unwrap();
+    assert_eq!(flows.len(), 3);
+    assert_eq!((flows[1].kind.as_str(), flows[1].scheme.as_str()), ("tcp", "newreno"));
+    assert_eq!((flows[2].kind.as_str(), flows[2].scheme.as_str()), ("media", "copa"));
+    assert_eq!(flows[1].stop_s, Some(25.0));
+    let shares: f64 = flows.iter().map(|f| f.share).sum();
+    assert!((shares - 1.0).abs() < 1e-9, "{shares}");
+    assert_eq!(s.loss_rate, flows[0].loss_rate, "the session's loss is its own");
+    // Per sample: the session's delivered rate is its flow's column.
+    for smp in &r.samples {
+        let Some(Value::Int(own)) = smp.columns.get("flow0_rate_bps") else { panic!() };
+        assert_eq!(*own, smp.delivered_rate_bps);
+    }
+    // The NewReno flow sends nothing before 5 s or after 25 s (what it sent before 25 s
+    // may still leave the 120 ms queue and the 25 ms of propagation after).
+    let before = rates_between(&r, 3, 0.0, 5.0);
+    let after = rates_between(&r, 3, 25.3, 30.0);
+    assert_eq!(before[1], 0.0);
+    assert_eq!(after[1], 0.0);
+    assert_eq!(rates_between(&r, 3, 0.0, 3.0)[2], 0.0, "media:copa starts at 3 s");
+    assert!(rates_between(&r, 3, 3.0, 5.0)[2] > 0.0);
+    // Jain's index covers 15-25 s (the last start at 5 s plus the warm-up, to the first
+    // stop at 25 s).
+    let rates = rates_between(&r, 3, 15.0, 25.0);
+    let j = rates.iter().sum::<f64>().powi(2) / (3.0 * rates.iter().map(|x| x * x).sum::<f64>());
+    assert!((j - s.jain_index.unwrap()).abs() < 0.01, "{j} vs {:?}", s.jain_index);
+    // Deterministic.
+    let again = run_with(
+        "webrtc",
+        &["tcp:newreno@5-25", "media:copa@3"],
+        30.0,
+        accept_path(QueueDisciplineKind::Droptail),
+    );
+    assert_eq!(again.summary, r.summary);
+}
+
+/// Without competing flows the summary has no `flows` and no `jain_index`, and the samples
+/// no per-flow columns (single-flow results keep their format).
+#[test]
+fn a_single_flow_run_has_no_flow_keys() {
+    let r = run_with("webrtc", &[], 5.0, accept_path(QueueDisciplineKind::Droptail));
+    assert!(r.summary.flows.is_none() && r.summary.jain_index.is_none());
+    let json = serde_json::to_value(&r.summary).unwrap();
+    assert!(json.get("flows").is_none() && json.get("jain_index").is_none());
+    assert!(r.samples.iter().all(|s| s.columns.get("flow0_rate_bps").is_none()));
+}
+
+#[test]
+fn bad_competing_configs_are_refused_with_the_reason() {
+    let base = RunConfig { duration_s: 20.0, ..Default::default() };
+    let cases: [(RunConfig, &str); 4] = [
+        (
+            RunConfig {
+                competing: vec![CompetingFlow::parse("media:nosuch").unwrap()],
+                ..base.clone()
+            },
+            "unknown scheme 'nosuch'",
+        ),
+        (
+            RunConfig {
+                competing: vec![CompetingFlow::parse("tcp:cubic@30").unwrap()],
+                ..base.clone()
+            },
+            "starts at 30 s",
+        ),
+        (
+            RunConfig {
+                competing: vec![CompetingFlow::parse("media:co-rtv").unwrap()],
+                ..base.clone()
+            },
+            "needs its own bottleneck",
+        ),
+        (
+            RunConfig {
+                scheme_name: "co-rtv".into(),
+                downlink: PathConfig {
+                    queue_discipline: QueueDisciplineKind::Codel,
+                    ..Default::default()
+                },
+                ..base.clone()
+            },
+            "needs a scheme with a plain drop-tail bottleneck",
+        ),
+    ];
+    for (cfg, says) in cases {
+        let e = cfg.validate().unwrap_err().0;
+        assert!(e.contains(says), "{e}");
+    }
+    let bad: Result<RunConfig, _> = serde_json::from_str(r#"{"competing": ["tcp:vegas"]}"#);
+    let e = bad.unwrap_err().to_string();
+    assert!(e.contains("bad competing flow 'tcp:vegas'"), "{e}");
+}
