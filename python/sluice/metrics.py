@@ -128,13 +128,22 @@ def metric(name: str) -> Metric:
 
 def summary_row(summary: dict[str, Any] | None) -> dict[str, Any]:
     """A summary flattened to metric names: nested keys joined with ``_``
-    (``{"latency_ms": {"p95": 1}}`` -> ``{"latency_ms_p95": 1}``), in the summary's order."""
+    (``{"latency_ms": {"p95": 1}}`` -> ``{"latency_ms_p95": 1}``), in the summary's order.
+    The per-flow list of a run with competing flows becomes one column per flow and number,
+    by flow id (``flows_1_share``, ``flows_1_mean_rate_bps``); its text fields (``kind``,
+    ``scheme``) are left out, so every column stays numeric."""
     out: dict[str, Any] = {}
 
     def walk(prefix: str, v: Any) -> None:
         if isinstance(v, dict):
             for k, x in v.items():
                 walk(f"{prefix}_{k}" if prefix else str(k), x)
+        elif isinstance(v, list) and prefix == "flows":
+            for f in v:
+                if isinstance(f, dict):
+                    fid = f.get("flow")
+                    walk(f"flows_{fid}", {k: x for k, x in f.items()
+                                          if k != "flow" and not isinstance(x, str)})
         else:
             out[prefix] = v
 
