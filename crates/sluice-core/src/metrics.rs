@@ -190,7 +190,7 @@ pub struct Summary {
 pub struct FlowSummary {
     /// The flow id (0: the session's media flow).
     pub flow: u32,
-    /// `media` or `tcp`.
+    /// `media`, `tcp` or `short-tcp`.
     pub kind: String,
     /// The media flow's scheme, or the TCP flow's congestion control.
     pub scheme: String,

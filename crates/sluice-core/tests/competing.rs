@@ -254,3 +254,29 @@ fn bad_competing_configs_are_refused_with_the_reason() {
     let e = bad.unwrap_err().to_string();
     assert!(e.contains("bad competing flow 'tcp:vegas'"), "{e}");
 }
+
+/// Short TCP flows (RFC 8867 §5.7) take their part of the link while they download and are
+/// left out of Jain's index (their demand is finite and on and off).
+#[test]
+fn short_tcp_flows_download_and_stay_out_of_the_index() {
+    let r = run_with(
+        "webrtc",
+        &["short-tcp", "short-tcp@5", "media:webrtc@2"],
+        40.0,
+        accept_path(QueueDisciplineKind::Droptail),
+    );
+    let s = &r.summary;
+    let flows = s.flows.as_ref().unwrap();
+    assert_eq!((flows[1].kind.as_str(), flows[1].scheme.as_str()), ("short-tcp", "cubic"));
+    assert_eq!(flows[2].start_s, 5.0);
+    for f in &flows[1..3] {
+        // A few 30-50 KB downloads in 35-40 s, one per ~10 s idle: tens of kbps on average.
+        assert!(f.mean_rate_bps > 10e3 && f.mean_rate_bps < 400e3, "{}", f.mean_rate_bps);
+    }
+    assert!(rates_between(&r, 4, 0.0, 4.9)[2] == 0.0, "short-tcp@5 waits for 5 s");
+    // Jain's index: flows 0 and 3 only, from 12 s (the last long start, 2 s, plus 10 s).
+    let rates = rates_between(&r, 4, 12.0, 40.0);
+    let (a, b) = (rates[0], rates[3]);
+    let j = (a + b).powi(2) / (2.0 * (a * a + b * b));
+    assert!((j - s.jain_index.unwrap()).abs() < 0.01, "{j} vs {:?}", s.jain_index);
+}

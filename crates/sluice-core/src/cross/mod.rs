@@ -14,6 +14,7 @@
 
 pub mod cubic;
 pub mod newreno;
+pub mod short_tcp;
 pub mod tcp;
 
 use crate::units::{DataSize, TimeDelta, Timestamp};
@@ -100,6 +101,9 @@ pub enum CompetingKind {
     Media { scheme: String },
     /// A long-lived bulk flow with this congestion control.
     Tcp(TcpCc),
+    /// A short TCP flow: downloads of 30-50 KB files and exponential idle times
+    /// (RFC 8867 §5.7; [`short_tcp`]).
+    ShortTcp,
 }
 
 /// One competing flow of a session: what it is, and when it runs (seconds from the start;
@@ -114,10 +118,11 @@ pub struct CompetingFlow {
 
 /// The spec grammar, for error messages.
 pub const SPEC_GRAMMAR: &str =
-    "media:SCHEME[@START_S[-STOP_S]], tcp:newreno|cubic[@START_S[-STOP_S]]";
+    "media:SCHEME[@START_S[-STOP_S]], tcp:newreno|cubic[@START_S[-STOP_S]], short-tcp[@START_S]";
 
 impl CompetingFlow {
-    /// Parses `media:SCHEME[@START_S[-STOP_S]]` or `tcp:newreno|cubic[@START_S[-STOP_S]]`;
+    /// Parses `media:SCHEME[@START_S[-STOP_S]]`, `tcp:newreno|cubic[@START_S[-STOP_S]]` or
+    /// `short-tcp[@START_S]`;
     /// `Err` says what is wrong with it (the caller names the spec). The scheme is checked
     /// against the registry by [`crate::sim::RunConfig::validate`].
     pub fn parse(spec: &str) -> Result<CompetingFlow, String> {
@@ -137,9 +142,7 @@ impl CompetingFlow {
             Some(("tcp", cc)) => {
                 return Err(format!("unknown TCP congestion control '{cc}' (newreno, cubic)"))
             }
-            _ if what == "short-tcp" => {
-                return Err("short-tcp flows are not implemented yet".into());
-            }
+            _ if what == "short-tcp" => CompetingKind::ShortTcp,
             _ => return Err(format!("expected {SPEC_GRAMMAR}")),
         };
         let seconds = |s: &str, what: &str| -> Result<f64, String> {
@@ -156,6 +159,9 @@ impl CompetingFlow {
                 None => (seconds(t, "start")?, None),
             },
         };
+        if kind == CompetingKind::ShortTcp && stop_s.is_some() {
+            return Err("a short-tcp flow takes a start time only (short-tcp[@START_S])".into());
+        }
         if let Some(stop) = stop_s {
             if stop <= start_s {
                 return Err(format!("stop ({stop} s) must be after start ({start_s} s)"));
@@ -169,6 +175,7 @@ impl CompetingFlow {
         let what = match &self.kind {
             CompetingKind::Media { scheme } => format!("media:{scheme}"),
             CompetingKind::Tcp(cc) => format!("tcp:{}", cc.name()),
+            CompetingKind::ShortTcp => "short-tcp".to_owned(),
         };
         match self.stop_s {
             Some(stop) => format!("{what}@{}-{}", self.start_s, stop),
@@ -177,11 +184,12 @@ impl CompetingFlow {
         }
     }
 
-    /// `media` or `tcp`.
+    /// `media`, `tcp` or `short-tcp`.
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
             CompetingKind::Media { .. } => "media",
             CompetingKind::Tcp(_) => "tcp",
+            CompetingKind::ShortTcp => "short-tcp",
         }
     }
 
@@ -190,6 +198,7 @@ impl CompetingFlow {
         match &self.kind {
             CompetingKind::Media { scheme } => scheme.clone(),
             CompetingKind::Tcp(cc) => cc.name().to_owned(),
+            CompetingKind::ShortTcp => short_tcp::ShortTcpConfig::default().cc.name().to_owned(),
         }
     }
 }
@@ -217,6 +226,7 @@ mod tests {
             ("media:webrtc", CompetingKind::Media { scheme: "webrtc".into() }, 0.0, None),
             ("tcp:cubic@10", CompetingKind::Tcp(TcpCc::Cubic), 10.0, None),
             ("tcp:newreno@5-60.5", CompetingKind::Tcp(TcpCc::NewReno), 5.0, Some(60.5)),
+            ("short-tcp@12.5", CompetingKind::ShortTcp, 12.5, None),
         ] {
             let c = CompetingFlow::parse(spec).unwrap();
             assert_eq!(c, CompetingFlow { kind, start_s: start, stop_s: stop });
@@ -235,6 +245,8 @@ mod tests {
             ("tcp:cubic@5-2", "stop (2 s) must be after start (5 s)"),
             ("tcp:cubic@inf", "start must be a finite number"),
             ("tcp:bbr", "not implemented"),
+            ("short-tcp@3-9", "start time only"),
+            ("short-tcp:cubic", "expected media:SCHEME"),
         ] {
             let e = CompetingFlow::parse(spec).unwrap_err();
             assert!(e.contains(says), "{spec}: {e}");

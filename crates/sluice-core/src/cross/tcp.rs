@@ -81,6 +81,9 @@ pub struct TcpSender {
     start: Timestamp,
     stop: Timestamp,
     next_pn: u64,
+    /// The first packet number of this connection (`poll_timeout` waits for `start` until
+    /// it sent one).
+    first_pn: u64,
     unacked: BTreeMap<u64, Sent>,
     in_flight: DataSize,
     largest_acked: Option<u64>,
@@ -91,6 +94,8 @@ pub struct TcpSender {
     last_sent: Timestamp,
     /// Probe datagrams owed after a probe timeout (sent beyond the window).
     probes: u32,
+    /// A finite transfer: this many datagrams to get acknowledged (`None`: bulk, forever).
+    limit_packets: Option<u64>,
     stats: TcpStats,
 }
 
@@ -104,6 +109,7 @@ impl TcpSender {
             start,
             stop,
             next_pn: 0,
+            first_pn: 0,
             unacked: BTreeMap::new(),
             in_flight: DataSize::ZERO,
             largest_acked: None,
@@ -112,8 +118,43 @@ impl TcpSender {
             pto_count: 0,
             last_sent: Timestamp::ZERO,
             probes: 0,
+            limit_packets: None,
             stats: TcpStats::default(),
         }
+    }
+
+    /// A connection that transfers `packets` datagrams from `start` (a download of a short
+    /// flow), numbering its packets from `first_pn` (after the flow's earlier connections,
+    /// so a late acknowledgement of one of theirs is never taken for one of its own).
+    pub fn download(
+        flow: FlowId,
+        cc: TcpCc,
+        start: Timestamp,
+        packets: u64,
+        first_pn: u64,
+    ) -> Self {
+        let mut s = TcpSender::new(flow, cc, start, Timestamp::INFINITY);
+        s.limit_packets = Some(packets);
+        s.next_pn = first_pn;
+        s.first_pn = first_pn;
+        s
+    }
+
+    /// Whether a finite transfer has been acknowledged in full.
+    pub fn is_complete(&self) -> bool {
+        self.limit_packets.is_some_and(|n| self.stats.acked_packets >= n)
+    }
+
+    /// The packet number the next packet would take.
+    pub fn next_packet_number(&self) -> u64 {
+        self.next_pn
+    }
+
+    /// Whether a finite transfer has handed out everything it still needs to (what is
+    /// acknowledged or in flight covers it; a loss reopens it).
+    fn transfer_covered(&self) -> bool {
+        self.limit_packets
+            .is_some_and(|n| self.stats.acked_packets + self.unacked.len() as u64 >= n)
     }
 
     pub fn stats(&self) -> TcpStats {
@@ -228,6 +269,9 @@ impl Node for TcpSender {
         if self.probes == 0 && self.in_flight + self.datagram > self.cc.window() {
             return None;
         }
+        if self.transfer_covered() {
+            return None;
+        }
         self.probes = self.probes.saturating_sub(1);
         let pn = self.next_pn;
         self.next_pn += 1;
@@ -245,7 +289,7 @@ impl Node for TcpSender {
         if self.stop <= self.start {
             return Timestamp::INFINITY;
         }
-        if self.next_pn == 0 {
+        if self.next_pn == self.first_pn {
             return self.start;
         }
         let t = self.loss_time.or(self.pto_time()).unwrap_or(Timestamp::INFINITY);

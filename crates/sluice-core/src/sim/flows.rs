@@ -6,6 +6,7 @@
 //! sender (flow 0) ----+                                  +--> receiver (flow 0) -> uplink -> sender
 //! media sender i -----+--> downlink (bottleneck) --> demux --> media receiver i -> uplink i -> sender i
 //! TCP sender j -------+                                  +--> TCP receiver j -> ACK path j -> sender j
+//! (bulk or short)
 //! ```
 //!
 //! Every competing flow has its own return path with the uplink's delay and loss (not its
@@ -18,6 +19,7 @@ use super::network::{Network, NodeId, Port, Scheduled, IN, OUT};
 use super::RunConfig;
 use super::{build_encoder, build_flow_receiver, build_flow_sender, ConfigError, EncoderConfig};
 use crate::columns::Columns;
+use crate::cross::short_tcp::{ShortTcpConfig, ShortTcpSender};
 use crate::cross::tcp::{TcpReceiver, TcpSender};
 use crate::cross::{CompetingKind, SPEC_GRAMMAR};
 use crate::encoder::InlineEncoder;
@@ -184,6 +186,23 @@ impl Flows {
                     net.connect(b, OUT, s, IN);
                     FlowNodes::Media { sender: s, receiver: r }
                 }
+                CompetingKind::ShortTcp => {
+                    let sender = ShortTcpSender::new(
+                        flow,
+                        ShortTcpConfig::default(),
+                        Rng::fork(cfg.seed, &format!("competing-{flow}-short-tcp")),
+                        start,
+                        capture_end,
+                    );
+                    let s = net.add("short-tcp-sender", Box::new(sender));
+                    let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
+                    let b = net.add("tcp-ack-path", Box::new(back));
+                    net.connect(s, OUT, downlink, IN);
+                    net.connect(demux, port, r, IN);
+                    net.connect(r, OUT, b, IN);
+                    net.connect(b, OUT, s, IN);
+                    FlowNodes::Tcp
+                }
                 CompetingKind::Tcp(cc) => {
                     let s =
                         net.add("tcp-sender", Box::new(TcpSender::new(flow, *cc, start, until)));
@@ -269,7 +288,7 @@ impl Flows {
 
     /// Every flow's summary, and Jain's index over the interval in which all flows are
     /// active (from [`JAIN_WARMUP`] after the last start to the first stop or the end of
-    /// capture; `None` if that is empty). Rates and shares cover the sampled part of the
+    /// capture; `None` if that is empty; short TCP flows left out). Rates and shares cover the sampled part of the
     /// session (up to `sampled_until`).
     pub(super) fn summarize(
         &self,
@@ -301,11 +320,14 @@ impl Flows {
                 }
             })
             .collect();
-        let last_start = self.entries.iter().map(|e| e.start).max().unwrap_or(Timestamp::ZERO);
-        let first_stop = self
-            .entries
+        // Short TCP flows are on and off with a finite demand: not part of the index.
+        let long: Vec<usize> =
+            (0..self.entries.len()).filter(|&i| self.entries[i].kind != "short-tcp").collect();
+        let last_start =
+            long.iter().map(|&i| self.entries[i].start).max().unwrap_or(Timestamp::ZERO);
+        let first_stop = long
             .iter()
-            .filter_map(|e| e.stop)
+            .filter_map(|&i| self.entries[i].stop)
             .min()
             .unwrap_or(self.capture_end)
             .min(self.capture_end)
@@ -313,7 +335,7 @@ impl Flows {
         let t0 = last_start + JAIN_WARMUP;
         let jain = if first_stop > t0 {
             let rates: Vec<f64> =
-                (0..self.entries.len()).map(|i| self.rate_between(i, t0, first_stop)).collect();
+                long.iter().map(|&i| self.rate_between(i, t0, first_stop)).collect();
             jain_index(&rates)
         } else {
             None
