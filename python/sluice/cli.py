@@ -181,7 +181,7 @@ def _add_sharing(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--competing", action="append", default=[], type=_competing, metavar="SPEC",
         help="a flow sharing the bottleneck (repeatable): media:SCHEME[@START_S[-STOP_S]] "
-        "(a media flow of any scheme), tcp:newreno|cubic[@START_S[-STOP_S]] (a bulk flow) or "
+        "(a media flow of any scheme), tcp:newreno|cubic|bbr[@START_S[-STOP_S]] (a bulk flow) or "
         "short-tcp[@START_S] (RFC 8867's short flow: 30-50 KB downloads, 10 s mean idle); "
         "the summary gains flows and jain_index",
     )  # fmt: skip

@@ -280,3 +280,29 @@ fn short_tcp_flows_download_and_stay_out_of_the_index() {
     let j = (a + b).powi(2) / (2.0 * (a * a + b * b));
     assert!((j - s.jain_index.unwrap()).abs() < 0.01, "{j} vs {:?}", s.jain_index);
 }
+
+/// BBR (v1) against `webrtc`: its model keeps the shared drop-tail queue below the full
+/// buffer CUBIC keeps (its own packets' P95 queueing delay well under 120 ms), and being
+/// loss-agnostic it loses far more than CUBIC under FQ-CoDel's drops.
+#[test]
+fn bbr_keeps_the_queue_below_cubics_and_ignores_codels_drops() {
+    let p95 =
+        |r: &RunResult, i: usize| r.summary.flows.as_ref().unwrap()[i].queue_delay_ms_p95.unwrap();
+    let loss = |r: &RunResult, i: usize| r.summary.flows.as_ref().unwrap()[i].loss_rate;
+    let bbr = run_with("webrtc", &["tcp:bbr@10"], 60.0, accept_path(QueueDisciplineKind::Droptail));
+    let cubic =
+        run_with("webrtc", &["tcp:cubic@10"], 60.0, accept_path(QueueDisciplineKind::Droptail));
+    assert!(p95(&bbr, 1) < 0.8 * p95(&cubic, 1), "{} vs {}", p95(&bbr, 1), p95(&cubic, 1));
+    let rates = rates_between(&bbr, 2, 20.0, 60.0);
+    assert!(rates[0] + rates[1] > 0.85 * 4e6, "the two fill the link: {rates:?}");
+    let bbr_fq =
+        run_with("webrtc", &["tcp:bbr@10"], 60.0, accept_path(QueueDisciplineKind::FqCodel));
+    let cubic_fq =
+        run_with("webrtc", &["tcp:cubic@10"], 60.0, accept_path(QueueDisciplineKind::FqCodel));
+    assert!(
+        loss(&bbr_fq, 1) > 3.0 * loss(&cubic_fq, 1),
+        "{} vs {}",
+        loss(&bbr_fq, 1),
+        loss(&cubic_fq, 1)
+    );
+}

@@ -269,7 +269,7 @@ fn schemes_json() -> PyResult<String> {
 }
 
 /// A competing flow's spec (`media:SCHEME[@START_S[-STOP_S]]`,
-/// `tcp:newreno|cubic[@START_S[-STOP_S]]`, `short-tcp[@START_S]`) in its canonical form; `ValueError` saying what
+/// `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]`, `short-tcp[@START_S]`) in its canonical form; `ValueError` saying what
 /// is wrong with it (the scheme is checked when the run config is validated).
 #[pyfunction]
 fn competing_spec(spec: &str) -> PyResult<String> {

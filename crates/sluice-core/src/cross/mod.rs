@@ -1,17 +1,20 @@
 //! Cross traffic: the flows that share the bottleneck with the session's media flow
 //! (issue 29; RFC 8867 §5's competing flows). A [`CompetingFlow`] is parsed from the
 //! command line's and plan files' spec (`media:SCHEME[@START_S[-STOP_S]]`,
-//! `tcp:newreno|cubic[@START_S[-STOP_S]]`); media flows are built by the simulator from the
-//! scheme registry (their own sender, receiver and feedback path), bulk TCP-like flows by
-//! [`tcp`].
+//! `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]`, `short-tcp[@START_S]`); media flows are
+//! built by the simulator from the scheme registry (their own sender, receiver and feedback
+//! path), bulk TCP-like flows by [`tcp`], short ones (RFC 8867 §5.7) by [`short_tcp`].
 //!
 //! Why not quinn-proto's congestion controllers: its `Controller` trait takes
 //! `std::time::Instant`, which the core cannot make without reading a clock (the only
 //! constructor is `Instant::now()`), and its `RttEstimator` cannot be built outside the
-//! crate. NewReno (RFC 9002 §7) and CUBIC (RFC 9438) are therefore written here as small
+//! crate. NewReno (RFC 9002 §7), CUBIC (RFC 9438) and BBR (v1,
+//! draft-cardwell-iccrg-bbr-congestion-control-00) are therefore written here as small
 //! sans-IO state machines over the core's unit types, with QUIC's loss detection (RFC 9002
-//! §6) in the sender ([`tcp::TcpSender`]).
+//! §6) and delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation) in the
+//! sender ([`tcp::TcpSender`]).
 
+pub mod bbr;
 pub mod cubic;
 pub mod newreno;
 pub mod short_tcp;
@@ -32,6 +35,13 @@ pub trait TcpCongestion: std::fmt::Debug + Send {
     fn window(&self) -> DataSize;
     /// The slow-start threshold (`DataSize` of `i64::MAX` bytes until the first loss).
     fn ssthresh(&self) -> DataSize;
+    /// A delivery-rate sample for the acknowledgement just given to
+    /// [`on_ack`](Self::on_ack) (model-based controllers: BBR). Default: ignored.
+    fn on_rate_sample(&mut self, _rs: &tcp::RateSample, _now: Timestamp) {}
+    /// The rate to pace at (`None`: send as the window allows, unpaced).
+    fn pacing_rate(&self) -> Option<crate::units::DataRate> {
+        None
+    }
 }
 
 /// What every window-based controller here keeps (RFC 9002 Appendix B.2).
@@ -72,6 +82,7 @@ impl TcpCcState {
 pub enum TcpCc {
     NewReno,
     Cubic,
+    Bbr,
 }
 
 impl TcpCc {
@@ -79,6 +90,7 @@ impl TcpCc {
         match self {
             TcpCc::NewReno => "newreno",
             TcpCc::Cubic => "cubic",
+            TcpCc::Bbr => "bbr",
         }
     }
     /// The controller with its RFC defaults, for datagrams of `max_datagram` bytes.
@@ -90,6 +102,7 @@ impl TcpCc {
             TcpCc::Cubic => {
                 Box::new(cubic::Cubic::new(cubic::CubicConfig::default(), max_datagram))
             }
+            TcpCc::Bbr => Box::new(bbr::Bbr::new(bbr::BbrConfig::default(), max_datagram)),
         }
     }
 }
@@ -118,10 +131,10 @@ pub struct CompetingFlow {
 
 /// The spec grammar, for error messages.
 pub const SPEC_GRAMMAR: &str =
-    "media:SCHEME[@START_S[-STOP_S]], tcp:newreno|cubic[@START_S[-STOP_S]], short-tcp[@START_S]";
+    "media:SCHEME[@START_S[-STOP_S]], tcp:newreno|cubic|bbr[@START_S[-STOP_S]], short-tcp[@START_S]";
 
 impl CompetingFlow {
-    /// Parses `media:SCHEME[@START_S[-STOP_S]]`, `tcp:newreno|cubic[@START_S[-STOP_S]]` or
+    /// Parses `media:SCHEME[@START_S[-STOP_S]]`, `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]` or
     /// `short-tcp[@START_S]`;
     /// `Err` says what is wrong with it (the caller names the spec). The scheme is checked
     /// against the registry by [`crate::sim::RunConfig::validate`].
@@ -136,11 +149,9 @@ impl CompetingFlow {
             }
             Some(("tcp", "newreno")) => CompetingKind::Tcp(TcpCc::NewReno),
             Some(("tcp", "cubic")) => CompetingKind::Tcp(TcpCc::Cubic),
-            Some(("tcp", "bbr")) => {
-                return Err("tcp:bbr is not implemented yet (use tcp:newreno or tcp:cubic)".into())
-            }
+            Some(("tcp", "bbr")) => CompetingKind::Tcp(TcpCc::Bbr),
             Some(("tcp", cc)) => {
-                return Err(format!("unknown TCP congestion control '{cc}' (newreno, cubic)"))
+                return Err(format!("unknown TCP congestion control '{cc}' (newreno, cubic, bbr)"))
             }
             _ if what == "short-tcp" => CompetingKind::ShortTcp,
             _ => return Err(format!("expected {SPEC_GRAMMAR}")),
@@ -227,6 +238,7 @@ mod tests {
             ("tcp:cubic@10", CompetingKind::Tcp(TcpCc::Cubic), 10.0, None),
             ("tcp:newreno@5-60.5", CompetingKind::Tcp(TcpCc::NewReno), 5.0, Some(60.5)),
             ("short-tcp@12.5", CompetingKind::ShortTcp, 12.5, None),
+            ("tcp:bbr@1-2", CompetingKind::Tcp(TcpCc::Bbr), 1.0, Some(2.0)),
         ] {
             let c = CompetingFlow::parse(spec).unwrap();
             assert_eq!(c, CompetingFlow { kind, start_s: start, stop_s: stop });
@@ -244,7 +256,6 @@ mod tests {
             ("tcp:cubic@-3", "start '' is not a number"),
             ("tcp:cubic@5-2", "stop (2 s) must be after start (5 s)"),
             ("tcp:cubic@inf", "start must be a finite number"),
-            ("tcp:bbr", "not implemented"),
             ("short-tcp@3-9", "start time only"),
             ("short-tcp:cubic", "expected media:SCHEME"),
         ] {

@@ -6,13 +6,14 @@
 //! packets, which for a bulk flow is the same thing.
 //!
 //! Simplifications, stated: an ACK per datagram (no delayed ACKs, so no `max_ack_delay`),
-//! no pacing (the window is released as ACKs arrive, as Linux without `fq`), no persistent
-//! congestion (RFC 9002 §7.6) and no receive window.
+//! no pacing unless the controller asks for it (BBR; NewReno and CUBIC release the window
+//! as ACKs arrive, as Linux without `fq`), no persistent congestion (RFC 9002 §7.6), no
+//! receive window and no application-limited marking (a bulk flow never is).
 
 use super::{TcpCc, TcpCongestion};
 use crate::packet::{Datagram, Feedback, FlowId, Packet, PacketReport, TransportFeedback};
 use crate::sim::network::{Node, Port, OUT};
-use crate::units::{DataSize, TimeDelta, Timestamp};
+use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use std::any::Any;
 use std::collections::BTreeMap;
 
@@ -60,6 +61,30 @@ const GRANULARITY: TimeDelta = TimeDelta::from_ms(1);
 struct Sent {
     time: Timestamp,
     size: DataSize,
+    /// Delivery-rate state when it was sent (draft-cheng-iccrg-delivery-rate-estimation
+    /// §3.2: `P.delivered`, `P.delivered_time`, `P.first_sent_time`, `P.is_app_limited`).
+    delivered: DataSize,
+    delivered_time: Timestamp,
+    first_sent_time: Timestamp,
+}
+
+/// A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation §3.3), one per
+/// acknowledged packet.
+#[derive(Clone, Copy, Debug)]
+pub struct RateSample {
+    /// Bytes delivered over the interval, and the interval (the longer of the send and the
+    /// acknowledgement intervals).
+    pub delivered: DataSize,
+    pub interval: TimeDelta,
+    /// `delivered / interval` (`None` for an empty interval).
+    pub delivery_rate: Option<crate::units::DataRate>,
+    /// Bytes delivered before the acknowledged packet was sent (`P.delivered`), and in all.
+    pub prior_delivered: DataSize,
+    pub total_delivered: DataSize,
+    /// The packet's RTT.
+    pub rtt: TimeDelta,
+    /// Bytes in flight after this acknowledgement.
+    pub in_flight: DataSize,
 }
 
 /// Counters of a bulk sender.
@@ -96,6 +121,12 @@ pub struct TcpSender {
     probes: u32,
     /// A finite transfer: this many datagrams to get acknowledged (`None`: bulk, forever).
     limit_packets: Option<u64>,
+    /// Delivery-rate estimation (`C.delivered`, `C.delivered_time`, `C.first_sent_time`).
+    delivered: DataSize,
+    delivered_time: Timestamp,
+    first_sent_time: Timestamp,
+    /// When the pacer lets the next datagram go (the controller's pacing rate, if any).
+    next_send: Timestamp,
     stats: TcpStats,
 }
 
@@ -119,6 +150,10 @@ impl TcpSender {
             last_sent: Timestamp::ZERO,
             probes: 0,
             limit_packets: None,
+            delivered: DataSize::ZERO,
+            delivered_time: start,
+            first_sent_time: start,
+            next_send: start,
             stats: TcpStats::default(),
         }
     }
@@ -187,7 +222,25 @@ impl TcpSender {
             self.rtt.update(now - sent.time);
         }
         self.pto_count = 0;
+        // Delivery-rate estimation, §3.3 (one packet per acknowledgement).
+        self.delivered += sent.size;
+        self.delivered_time = now;
+        self.first_sent_time = sent.time;
+        let send_elapsed = sent.time - sent.first_sent_time;
+        let ack_elapsed = now - sent.delivered_time;
+        let interval = send_elapsed.max(ack_elapsed);
+        let delivered = self.delivered - sent.delivered;
+        let rs = RateSample {
+            delivered,
+            interval,
+            delivery_rate: (interval > TimeDelta::ZERO).then(|| delivered / interval),
+            prior_delivered: sent.delivered,
+            total_delivered: self.delivered,
+            rtt: now - sent.time,
+            in_flight: self.in_flight,
+        };
         self.cc.on_ack(sent.time, sent.size, now, self.rtt.smoothed_or_initial());
+        self.cc.on_rate_sample(&rs, now);
         self.detect_lost(now);
     }
 
@@ -272,10 +325,28 @@ impl Node for TcpSender {
         if self.transfer_covered() {
             return None;
         }
+        if self.probes == 0 && now < self.next_send {
+            return None;
+        }
+        if let Some(rate) = self.cc.pacing_rate().filter(|r| *r > DataRate::ZERO) {
+            self.next_send = self.next_send.max(now - self.datagram / rate) + self.datagram / rate;
+        }
         self.probes = self.probes.saturating_sub(1);
         let pn = self.next_pn;
         self.next_pn += 1;
-        self.unacked.insert(pn, Sent { time: now, size: self.datagram });
+        if self.unacked.is_empty() {
+            // §3.2: the start of a flight.
+            self.first_sent_time = now;
+            self.delivered_time = now;
+        }
+        let sent = Sent {
+            time: now,
+            size: self.datagram,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_sent_time: self.first_sent_time,
+        };
+        self.unacked.insert(pn, sent);
         self.in_flight += self.datagram;
         self.last_sent = now;
         self.stats.sent_packets += 1;
@@ -292,7 +363,12 @@ impl Node for TcpSender {
         if self.next_pn == self.first_pn {
             return self.start;
         }
-        let t = self.loss_time.or(self.pto_time()).unwrap_or(Timestamp::INFINITY);
+        let mut t = self.loss_time.or(self.pto_time()).unwrap_or(Timestamp::INFINITY);
+        // A paced sender with room in its window sends when the pacer lets it.
+        let room = self.in_flight + self.datagram <= self.cc.window() && !self.transfer_covered();
+        if room && self.next_send > self.start {
+            t = t.min(self.next_send);
+        }
         if t >= self.stop {
             Timestamp::INFINITY
         } else {
