@@ -407,6 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scheme", default="webrtc", metavar="S", help="scheme (see: sluice schemes)")
     s.add_argument("--scheme-file", metavar="FILE.json", help="a custom composition")
     _add_network(lr)
+    _add_sharing(lr)
     _add_frame_drop(lr)
     lr.add_argument("--out", metavar="DIR", help="default results/live-<scheme>-<trace>-s<seed>")
     lr.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")

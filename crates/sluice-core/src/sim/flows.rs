@@ -371,3 +371,131 @@ mod tests {
         assert_eq!(jain_index(&[0.0, 0.0]), None);
     }
 }
+
+/// What cross traffic sends toward the bottleneck, collected for the caller.
+#[derive(Debug, Default)]
+struct Outbox(std::collections::VecDeque<crate::packet::Datagram>);
+
+impl super::network::Node for Outbox {
+    fn handle_input(&mut self, _: Port, d: crate::packet::Datagram, _: Timestamp) {
+        self.0.push_back(d);
+    }
+    fn handle_timeout(&mut self, _: Timestamp) {}
+    fn poll_output(&mut self, _: Timestamp) -> Option<(Port, crate::packet::Datagram)> {
+        None
+    }
+    fn poll_timeout(&self) -> Timestamp {
+        Timestamp::INFINITY
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// The TCP cross traffic of a run (bulk and short flows) as one sans-IO state machine
+/// around a bottleneck it does not own: the live relay carries it inside its downlink
+/// (issue 29: "in live mode the relay carries the same cross traffic inside its
+/// bottleneck"). Each flow has the simulator's sender, receiver and return path (the
+/// uplink's delay and loss); their datagrams for the bottleneck come out of
+/// [`Self::poll_transmit`], and what the bottleneck delivers of their flows goes in with
+/// [`Self::deliver`]. Flow ids are the simulator's (competing flow `k` is `k + 1`).
+pub struct CrossTraffic {
+    net: Network,
+    outbox: NodeId,
+    /// The receiver of each flow, by flow id.
+    receivers: std::collections::BTreeMap<FlowId, NodeId>,
+}
+
+impl CrossTraffic {
+    /// The TCP flows of `cfg.competing` (`None` without any); `Err` for a competing media
+    /// flow, which needs a sender and a receiver of its own, not a relay.
+    pub fn for_run(cfg: &RunConfig) -> Result<Option<CrossTraffic>, ConfigError> {
+        if cfg.competing.is_empty() {
+            return Ok(None);
+        }
+        let capture_end = Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s);
+        let mut net = Network::default();
+        let outbox = net.add("cross-outbox", Box::new(Outbox::default()));
+        let mut receivers = std::collections::BTreeMap::new();
+        for (k, c) in cfg.competing.iter().enumerate() {
+            let flow = (k + 1) as FlowId;
+            let start = Timestamp::ZERO + TimeDelta::from_secs_f64(c.start_s);
+            let until = c
+                .stop_s
+                .map_or(Timestamp::INFINITY, |s| Timestamp::ZERO + TimeDelta::from_secs_f64(s));
+            let s = match &c.kind {
+                CompetingKind::Media { .. } => {
+                    return Err(ConfigError(format!(
+                        "competing flow '{}': a media flow needs its own sender and receiver; \
+                         live mode carries TCP cross traffic only (tcp:..., short-tcp)",
+                        c.spec()
+                    )))
+                }
+                CompetingKind::Tcp(cc) => {
+                    net.add("tcp-sender", Box::new(TcpSender::new(flow, *cc, start, until)))
+                }
+                CompetingKind::ShortTcp => net.add(
+                    "short-tcp-sender",
+                    Box::new(ShortTcpSender::new(
+                        flow,
+                        ShortTcpConfig::default(),
+                        Rng::fork(cfg.seed, &format!("competing-{flow}-short-tcp")),
+                        start,
+                        capture_end,
+                    )),
+                ),
+            };
+            let mut back = Link::new(
+                LinkConfig {
+                    delay: TimeDelta::from_ms_f64(cfg.uplink.delay_ms),
+                    loss_rate: cfg.uplink.loss,
+                    ..LinkConfig::default()
+                },
+                Rng::fork(cfg.seed, &format!("competing-{flow}-uplink")),
+            );
+            back.set_drop_log(false);
+            let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
+            let b = net.add("tcp-ack-path", Box::new(back));
+            net.connect(s, OUT, outbox, IN);
+            net.connect(r, OUT, b, IN);
+            net.connect(b, OUT, s, IN);
+            receivers.insert(flow, r);
+        }
+        Ok(Some(CrossTraffic { net, outbox, receivers }))
+    }
+
+    /// Runs the flows' timers due at `now`.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        assert!(self.net.settle(now, 1_000_000), "cross traffic livelock at {now:?}");
+    }
+
+    /// A datagram of a cross-traffic flow that the bottleneck delivered at `now` (others are
+    /// ignored).
+    pub fn deliver(&mut self, d: crate::packet::Datagram, now: Timestamp) {
+        use super::network::Node;
+        let Some(&r) = self.receivers.get(&d.flow()) else { return };
+        if let Some(rx) = self.net.get_mut::<TcpReceiver>(r) {
+            rx.handle_input(IN, d, now);
+        }
+        self.handle_timeout(now);
+    }
+
+    /// Whether `flow` is one of these flows.
+    pub fn carries(&self, flow: FlowId) -> bool {
+        self.receivers.contains_key(&flow)
+    }
+
+    /// The next datagram for the bottleneck.
+    pub fn poll_transmit(&mut self, now: Timestamp) -> Option<crate::packet::Datagram> {
+        self.handle_timeout(now);
+        self.net.get_mut_for_events::<Outbox>(self.outbox)?.0.pop_front()
+    }
+
+    /// When the flows next have something to do.
+    pub fn poll_timeout(&self) -> Timestamp {
+        self.net.poll_timeout()
+    }
+}
