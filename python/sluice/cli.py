@@ -165,7 +165,7 @@ def _competing(s: str) -> str:
         raise argparse.ArgumentTypeError(f"'{s}': {e}") from None
     if spec.startswith("media:"):
         scheme = spec.removeprefix("media:").split("@")[0]
-        if scheme not in scheme_names():
+        if scheme != "self" and scheme not in scheme_names():
             raise argparse.ArgumentTypeError(
                 f"'{s}': unknown scheme '{scheme}' (known: {', '.join(scheme_names())})"
             )
@@ -181,7 +181,8 @@ def _add_sharing(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--competing", action="append", default=[], type=_competing, metavar="SPEC",
         help="a flow sharing the bottleneck (repeatable): media:SCHEME[@START_S[-STOP_S]] "
-        "(a media flow of any scheme), tcp:newreno|cubic|bbr[@START_S[-STOP_S]] (a bulk flow) or "
+        "(a media flow of any scheme; self: the session's own), "
+        "tcp:newreno|cubic|bbr[@START_S[-STOP_S]] (a bulk flow) or "
         "short-tcp[@START_S] (RFC 8867's short flow: 30-50 KB downloads, 10 s mean idle); "
         "the summary gains flows and jain_index",
     )  # fmt: skip

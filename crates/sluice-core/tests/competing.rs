@@ -306,3 +306,32 @@ fn bbr_keeps_the_queue_below_cubics_and_ignores_codels_drops() {
         loss(&cubic_fq, 1)
     );
 }
+
+/// `media:self` is the session's own scheme, its composition included.
+#[test]
+fn media_self_competes_with_the_sessions_own_composition() {
+    let mut scheme = sluice_core::scheme::lookup("webrtc").unwrap().config;
+    scheme.feedback_interval_ms = Some(100.0);
+    let cfg = RunConfig {
+        scheme_name: "my-webrtc".into(),
+        scheme: Some(scheme),
+        duration_s: 30.0,
+        downlink: accept_path(QueueDisciplineKind::Droptail),
+        competing: vec![CompetingFlow::parse("media:self@5").unwrap()],
+        ..Default::default()
+    };
+    let t = Arc::new(Trace::constant(DataRate::from_mbps(4), TimeDelta::from_secs(35)));
+    let r =
+        Simulation::new(&cfg, Some(t.clone()), None, build_encoder(&cfg).unwrap()).unwrap().run();
+    let flows = r.summary.flows.unwrap();
+    assert_eq!(flows[1].scheme, "my-webrtc");
+    assert!(flows[1].mean_rate_bps > 0.5e6, "{}", flows[1].mean_rate_bps);
+    // The same flow spelled by its registry name differs only in the feedback interval,
+    // which shows in the run.
+    let named = RunConfig {
+        competing: vec![CompetingFlow::parse("media:webrtc@5").unwrap()],
+        ..cfg.clone()
+    };
+    let r2 = Simulation::new(&named, Some(t), None, build_encoder(&named).unwrap()).unwrap().run();
+    assert_ne!(r2.summary.flows.unwrap()[1].mean_rate_bps, flows[1].mean_rate_bps);
+}

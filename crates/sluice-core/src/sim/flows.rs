@@ -32,6 +32,10 @@ use crate::rng::Rng;
 use crate::sender::Sender;
 use crate::units::{DataSize, TimeDelta, Timestamp};
 
+/// `media:self`: a competing media flow of the session's own scheme (its composition too:
+/// a custom scheme or a plan's variant), for suites that run every scheme against itself.
+pub const SELF: &str = "self";
+
 /// The most competing flows a session takes (flow ids are the demultiplexer's ports).
 pub const MAX_COMPETING: usize = 64;
 /// Jain's index leaves out this much after the last flow started (issue 29: "after a 10 s
@@ -66,15 +70,21 @@ pub(super) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
             ));
         }
         if let CompetingKind::Media { scheme } = &c.kind {
-            let Some(info) = crate::scheme::lookup(scheme) else {
-                let names: Vec<&str> = crate::scheme::registry().iter().map(|s| s.name).collect();
-                return Err(format!(
-                    "competing flow '{spec}': unknown scheme '{scheme}' (known: {}; specs: \
-                     {SPEC_GRAMMAR})",
-                    names.join(", ")
-                ));
+            let config = if scheme == SELF {
+                main.clone()
+            } else {
+                let Some(info) = crate::scheme::lookup(scheme) else {
+                    let names: Vec<&str> =
+                        crate::scheme::registry().iter().map(|s| s.name).collect();
+                    return Err(format!(
+                        "competing flow '{spec}': unknown scheme '{scheme}' (known: {}, or \
+                         self; specs: {SPEC_GRAMMAR})",
+                        names.join(", ")
+                    ));
+                };
+                info.config
             };
-            let b = &info.config.bottleneck;
+            let b = &config.bottleneck;
             if b.reports() || b.drops_frames() || b.header_extension() > DataSize::ZERO {
                 return Err(format!(
                     "competing flow '{spec}': scheme '{scheme}' needs its own bottleneck \
@@ -155,8 +165,11 @@ impl Flows {
             let nodes = match &c.kind {
                 CompetingKind::Media { scheme } => {
                     let mut fc = cfg.clone();
-                    fc.scheme_name = scheme.clone();
-                    fc.scheme = None;
+                    if scheme != SELF {
+                        // `self` keeps the session's scheme, its composition included.
+                        fc.scheme_name = scheme.clone();
+                        fc.scheme = None;
+                    }
                     fc.competing = Vec::new();
                     fc.seed = Rng::fork(cfg.seed, &format!("competing-{flow}")).next_u64();
                     fc.duration_s = (until.min(capture_end) - start).as_secs_f64();
@@ -218,7 +231,10 @@ impl Flows {
             entries.push(FlowEntry {
                 flow,
                 kind: c.kind_name(),
-                scheme: c.scheme_name(),
+                scheme: match &c.kind {
+                    CompetingKind::Media { scheme } if scheme == SELF => cfg.scheme_name.clone(),
+                    _ => c.scheme_name(),
+                },
                 start,
                 stop,
                 nodes,
