@@ -197,6 +197,9 @@ pub struct FlowSummary {
     pub start_s: f64,
     /// When it stopped (null: it ran to the end).
     pub stop_s: Option<f64>,
+    /// Its one-way delay between its sender and the bottleneck, each way, on top of the
+    /// path's (the session's `downlink.access_delay_ms` for flow 0).
+    pub access_delay_ms: f64,
     /// Bytes delivered by the bottleneck over the flow's active time, as a rate.
     pub mean_rate_bps: f64,
     /// Its share of all bytes the bottleneck delivered (sampled part of the session).

@@ -119,14 +119,35 @@ pub enum CompetingKind {
     ShortTcp,
 }
 
-/// One competing flow of a session: what it is, and when it runs (seconds from the start;
-/// `stop_s` `None`: to the end). Written and read as its spec string.
+/// One competing flow of a session: what it is, when it runs (seconds from the start;
+/// `stop_s` `None`: to the end) and its own one-way delay between its sender and the
+/// bottleneck, each way (`access_delay_ms`, added to the path's: RFC 8867 §5.5's flows of
+/// different RTTs). Written and read as its spec string, or with an access delay as
+/// `{"spec": SPEC, "access_delay_ms": D}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[serde(try_from = "CompetingRepr", into = "CompetingRepr")]
 pub struct CompetingFlow {
     pub kind: CompetingKind,
     pub start_s: f64,
     pub stop_s: Option<f64>,
+    pub access_delay_ms: f64,
+}
+
+/// How a [`CompetingFlow`] is written: its spec, or its spec and an access delay.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CompetingRepr {
+    Spec(String),
+    WithDelay(CompetingWithDelay),
+}
+
+/// `{"spec": SPEC, "access_delay_ms": D}`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompetingWithDelay {
+    pub spec: String,
+    #[serde(default)]
+    pub access_delay_ms: f64,
 }
 
 /// The spec grammar, for error messages.
@@ -178,7 +199,7 @@ impl CompetingFlow {
                 return Err(format!("stop ({stop} s) must be after start ({start_s} s)"));
             }
         }
-        Ok(CompetingFlow { kind, start_s, stop_s })
+        Ok(CompetingFlow { kind, start_s, stop_s, access_delay_ms: 0.0 })
     }
 
     /// The spec string (what [`Self::parse`] reads).
@@ -221,9 +242,31 @@ impl TryFrom<String> for CompetingFlow {
     }
 }
 
-impl From<CompetingFlow> for String {
-    fn from(c: CompetingFlow) -> String {
-        c.spec()
+impl TryFrom<CompetingRepr> for CompetingFlow {
+    type Error = String;
+    fn try_from(r: CompetingRepr) -> Result<Self, String> {
+        match r {
+            CompetingRepr::Spec(s) => CompetingFlow::try_from(s),
+            CompetingRepr::WithDelay(w) => {
+                let mut c = CompetingFlow::try_from(w.spec.clone())?;
+                // Its range is checked with the config's other delays (`validate`).
+                c.access_delay_ms = w.access_delay_ms;
+                Ok(c)
+            }
+        }
+    }
+}
+
+impl From<CompetingFlow> for CompetingRepr {
+    fn from(c: CompetingFlow) -> CompetingRepr {
+        if c.access_delay_ms == 0.0 {
+            CompetingRepr::Spec(c.spec())
+        } else {
+            CompetingRepr::WithDelay(CompetingWithDelay {
+                spec: c.spec(),
+                access_delay_ms: c.access_delay_ms,
+            })
+        }
     }
 }
 
@@ -241,8 +284,26 @@ mod tests {
             ("tcp:bbr@1-2", CompetingKind::Tcp(TcpCc::Bbr), 1.0, Some(2.0)),
         ] {
             let c = CompetingFlow::parse(spec).unwrap();
-            assert_eq!(c, CompetingFlow { kind, start_s: start, stop_s: stop });
+            assert_eq!(
+                c,
+                CompetingFlow { kind, start_s: start, stop_s: stop, access_delay_ms: 0.0 }
+            );
             assert_eq!(c.spec(), spec);
+        }
+    }
+
+    #[test]
+    fn a_flow_with_an_access_delay_is_written_as_an_object() {
+        let c: CompetingFlow =
+            serde_json::from_str(r#"{"spec": "media:self@1", "access_delay_ms": 40}"#).unwrap();
+        assert_eq!(c.access_delay_ms, 40.0);
+        assert_eq!(c.start_s, 1.0);
+        let back = serde_json::to_string(&c).unwrap();
+        assert_eq!(back, r#"{"spec":"media:self@1","access_delay_ms":40.0}"#);
+        let plain: CompetingFlow = serde_json::from_str(r#""tcp:cubic""#).unwrap();
+        assert_eq!(serde_json::to_string(&plain).unwrap(), r#""tcp:cubic""#);
+        for bad in [r#"{"spec": "tcp:vegas"}"#, r#"{"spec": "tcp:cubic", "delay": 3}"#, "5"] {
+            assert!(serde_json::from_str::<CompetingFlow>(bad).is_err(), "{bad}");
         }
     }
 

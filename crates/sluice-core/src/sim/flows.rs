@@ -62,6 +62,13 @@ pub(super) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
     }
     for c in &cfg.competing {
         let spec = c.spec();
+        crate::check_range(
+            &format!("competing flow '{spec}': access_delay_ms"),
+            c.access_delay_ms,
+            0.0,
+            false,
+            crate::limits::MAX_DELAY_MS,
+        )?;
         if c.start_s >= cfg.duration_s {
             return Err(format!(
                 "competing flow '{spec}' starts at {} s, not before the end of the session \
@@ -96,6 +103,30 @@ pub(super) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// Connects a competing flow's sender to the bottleneck (`to`): directly, or through a
+/// delay line of its own access delay.
+fn connect_to_bottleneck(
+    net: &mut Network,
+    sender: NodeId,
+    to: NodeId,
+    access_delay_ms: f64,
+    seed: u64,
+    flow: FlowId,
+) {
+    if access_delay_ms <= 0.0 {
+        net.connect(sender, OUT, to, IN);
+        return;
+    }
+    let mut access = Link::new(
+        LinkConfig { delay: TimeDelta::from_ms_f64(access_delay_ms), ..LinkConfig::default() },
+        Rng::fork(seed, &format!("competing-{flow}-access")),
+    );
+    access.set_drop_log(false);
+    let a = net.add("competing-access", Box::new(access));
+    net.connect(sender, OUT, a, IN);
+    net.connect(a, OUT, to, IN);
+}
+
 /// The nodes of one flow.
 #[derive(Clone, Copy, Debug)]
 enum FlowNodes {
@@ -115,6 +146,7 @@ struct FlowEntry {
     scheme: String,
     start: Timestamp,
     stop: Option<Timestamp>,
+    access_delay_ms: f64,
     nodes: FlowNodes,
 }
 
@@ -145,6 +177,7 @@ impl Flows {
             scheme: cfg.scheme_name.clone(),
             start: Timestamp::ZERO,
             stop: None,
+            access_delay_ms: cfg.downlink.access_delay_ms,
             nodes: FlowNodes::Main,
         }];
         for (k, c) in cfg.competing.iter().enumerate() {
@@ -154,7 +187,7 @@ impl Flows {
             let until = stop.unwrap_or(Timestamp::INFINITY);
             let mut back = Link::new(
                 LinkConfig {
-                    delay: TimeDelta::from_ms_f64(cfg.uplink.delay_ms),
+                    delay: TimeDelta::from_ms_f64(cfg.uplink.delay_ms + c.access_delay_ms),
                     loss_rate: cfg.uplink.loss,
                     ..LinkConfig::default()
                 },
@@ -193,7 +226,7 @@ impl Flows {
                         Box::new(Scheduled::new(receiver, start, until)),
                     );
                     let b = net.add("competing-uplink", Box::new(back));
-                    net.connect(s, OUT, downlink, IN);
+                    connect_to_bottleneck(net, s, downlink, c.access_delay_ms, cfg.seed, flow);
                     net.connect(demux, port, r, IN);
                     net.connect(r, OUT, b, IN);
                     net.connect(b, OUT, s, IN);
@@ -210,7 +243,7 @@ impl Flows {
                     let s = net.add("short-tcp-sender", Box::new(sender));
                     let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
                     let b = net.add("tcp-ack-path", Box::new(back));
-                    net.connect(s, OUT, downlink, IN);
+                    connect_to_bottleneck(net, s, downlink, c.access_delay_ms, cfg.seed, flow);
                     net.connect(demux, port, r, IN);
                     net.connect(r, OUT, b, IN);
                     net.connect(b, OUT, s, IN);
@@ -221,7 +254,7 @@ impl Flows {
                         net.add("tcp-sender", Box::new(TcpSender::new(flow, *cc, start, until)));
                     let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
                     let b = net.add("tcp-ack-path", Box::new(back));
-                    net.connect(s, OUT, downlink, IN);
+                    connect_to_bottleneck(net, s, downlink, c.access_delay_ms, cfg.seed, flow);
                     net.connect(demux, port, r, IN);
                     net.connect(r, OUT, b, IN);
                     net.connect(b, OUT, s, IN);
@@ -237,6 +270,7 @@ impl Flows {
                 },
                 start,
                 stop,
+                access_delay_ms: c.access_delay_ms,
                 nodes,
             });
         }
@@ -325,6 +359,7 @@ impl Flows {
                     scheme: e.scheme.clone(),
                     start_s: e.start.as_secs_f64(),
                     stop_s: e.stop.map(|t| t.as_secs_f64()),
+                    access_delay_ms: e.access_delay_ms,
                     mean_rate_bps: self.rate_between(i, e.start, end),
                     share: if total > 0 {
                         self.delivered_at(i, sampled_until) as f64 / total as f64
@@ -466,7 +501,7 @@ impl CrossTraffic {
             };
             let mut back = Link::new(
                 LinkConfig {
-                    delay: TimeDelta::from_ms_f64(cfg.uplink.delay_ms),
+                    delay: TimeDelta::from_ms_f64(cfg.uplink.delay_ms + c.access_delay_ms),
                     loss_rate: cfg.uplink.loss,
                     ..LinkConfig::default()
                 },
@@ -475,7 +510,7 @@ impl CrossTraffic {
             back.set_drop_log(false);
             let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
             let b = net.add("tcp-ack-path", Box::new(back));
-            net.connect(s, OUT, outbox, IN);
+            connect_to_bottleneck(&mut net, s, outbox, c.access_delay_ms, cfg.seed, flow);
             net.connect(r, OUT, b, IN);
             net.connect(b, OUT, s, IN);
             receivers.insert(flow, r);
