@@ -263,8 +263,9 @@ def write_report(results_root: str | Path, report_dir: str | Path, command: str)
              "(model encoder, one seed; RFC 8869's wireless cases on measured traces, as "
              "stand-ins for the simulated networks it specifies). A cell passes when the "
              "case's expected behaviour holds by the threshold written under the table "
-             "(RFC 8867 gives the behaviour in words; the thresholds are Sluice's reading). n/a: the scheme cannot run the "
-             "case (Co-RTV's frame-dropping bottleneck cannot be shared).", "",
+             "(RFC 8867 gives the behaviour in words; the thresholds are Sluice's reading). "
+             "n/a: the scheme cannot run the case (Co-RTV's frame-dropping bottleneck cannot "
+             "be shared).", "",
              "| case | " + " | ".join(schemes) + " |",
              "|---|" + "---|" * len(schemes)]  # fmt: skip
     for case in ALL:
