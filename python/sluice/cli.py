@@ -191,6 +191,11 @@ def _add_sharing(p: argparse.ArgumentParser) -> None:
         help="the bottleneck's queue discipline (default droptail; CoDel: RFC 8289, "
         "FQ-CoDel: RFC 8290) at the --queue-bytes/--queue-packets limit",
     )  # fmt: skip
+    g.add_argument(
+        "--ecn", action="store_true", default=None,
+        help="with --queue codel or fq-codel: mark ECN-capable packets CE instead of dropping "
+        "them (the TCP cross traffic is ECN-capable; the media flows are not)",
+    )  # fmt: skip
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
@@ -504,6 +509,8 @@ def _overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
         out.append(("downlink.loss", args.loss))
     if getattr(args, "queue", None) is not None:
         out.append(("downlink.queue_discipline", args.queue))
+    if getattr(args, "ecn", None):
+        out.append(("downlink.ecn", True))
     if getattr(args, "competing", None):
         out.append(("competing", list(args.competing)))
     if args.duration is not None:

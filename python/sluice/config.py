@@ -55,6 +55,8 @@ OPTIONAL_FIELDS: dict[str, Any] = {
     "competing": [],
     "downlink.queue_discipline": "droptail",
     "uplink.queue_discipline": "droptail",
+    "downlink.ecn": False,
+    "uplink.ecn": False,
 }
 
 

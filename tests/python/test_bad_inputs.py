@@ -428,6 +428,7 @@ CASES += [
          '"access_delay_ms": -5}]'), "access_delay_ms", "-5"),
     case("set-competing-object-typo", run_with("--set", 'competing=[{"spec": "tcp:cubic", '
          '"delay_ms": 5}]'), "competing"),
+    case("ecn-with-droptail", run_with("--ecn"), "downlink.ecn", "codel or fq-codel"),
     case("queue-unknown", run_with("--queue", "red"), "--queue", "red", "fq-codel"),
     case("queue-codel-cortv", run_with("--scheme", "co-rtv", "--queue", "codel"),
          "queue_discipline", "codel", "drop-tail bottleneck"),
@@ -507,7 +508,7 @@ def test_the_table_is_big_enough():
     # Issue 16's table had 97 cases; issue 30 adds at least 30 of its classes (outputs,
     # names that become paths and plan size, keys, trace sizes and rates, faults, live
     # spoofing), each with cases the issue did not name.
-    assert len(CASES) >= 97 + 30 + 22  # issue 29: competing flows and queue disciplines
+    assert len(CASES) >= 97 + 30 + 23  # issue 29: competing flows and queue disciplines
     assert len({c.id for c in CASES}) == len(CASES)
 
 

@@ -1353,6 +1353,7 @@ mod tests {
                 arrival_time: Some(Timestamp::from_ms(500)),
             }],
             hold_time: TimeDelta::ZERO,
+            ecn_ce_count: 0,
         };
         pair.tx.handle_feedback(Feedback::Transport(forged), Timestamp::from_ms(500));
         assert_eq!(pair.tx.bytes_in_flight(), before);

@@ -366,3 +366,29 @@ fn a_competing_flows_access_delay_delays_its_packets_to_the_bottleneck() {
 fn flows_spec(s: &str) -> CompetingFlow {
     CompetingFlow::parse(s).unwrap()
 }
+
+/// ECN (issue 29, item 2): under FQ-CoDel with `ecn`, the CUBIC flow's packets (ECT(0))
+/// are marked instead of dropped and CUBIC backs off on the marks as on losses; the media
+/// flow (Not-ECT) is dropped as before.
+#[test]
+fn fq_codel_with_ecn_marks_the_tcp_flow_instead_of_dropping_it() {
+    let mut path = accept_path(QueueDisciplineKind::FqCodel);
+    let plain = run_with("webrtc", &["tcp:cubic@10"], 60.0, path.clone());
+    path.ecn = true;
+    let ecn = run_with("webrtc", &["tcp:cubic@10"], 60.0, path);
+    let f = |r: &RunResult| r.summary.flows.clone().unwrap();
+    assert!(f(&plain)[1].loss_rate > 0.005, "without ECN CoDel drops: {}", f(&plain)[1].loss_rate);
+    assert!(f(&ecn)[1].loss_rate < 0.1 * f(&plain)[1].loss_rate, "{}", f(&ecn)[1].loss_rate);
+    // CUBIC still responds (to the marks): its queue stays near CoDel's target and the
+    // two still share.
+    assert!(f(&ecn)[1].queue_delay_ms_p95.unwrap() < 40.0, "{:?}", f(&ecn)[1]);
+    assert!(ecn.summary.jain_index.unwrap() > 0.9, "{:?}", ecn.summary.jain_index);
+    let marks = ecn.samples.last().unwrap().columns.get("bn_codel_marks");
+    assert!(matches!(marks, Some(Value::Int(n)) if *n > 10), "{marks:?}");
+    // ECN needs an AQM.
+    let bad = RunConfig {
+        downlink: PathConfig { ecn: true, ..Default::default() },
+        ..Default::default()
+    };
+    assert!(bad.validate().unwrap_err().0.contains("downlink.ecn marks with an AQM"));
+}

@@ -60,6 +60,8 @@ pub struct ShortTcpSender {
     conn_started: Timestamp,
     next_start: Timestamp,
     next_pn: u64,
+    /// The receiver's CE count as the last connection saw it.
+    ce_count: u64,
     stats: ShortTcpStats,
 }
 
@@ -82,6 +84,7 @@ impl ShortTcpSender {
             conn_started: start,
             next_start: start,
             next_pn: 0,
+            ce_count: 0,
             stats: ShortTcpStats::default(),
         }
     }
@@ -99,7 +102,8 @@ impl ShortTcpSender {
         let size = lo + (self.rng.uniform() * (hi - lo + 1) as f64) as i64;
         let per = self.config.payload_per_datagram.as_bytes().max(1);
         let packets = ((size.min(hi) + per - 1) / per) as u64;
-        let c = TcpSender::download(self.flow, self.config.cc, now, packets, self.next_pn);
+        let mut c = TcpSender::download(self.flow, self.config.cc, now, packets, self.next_pn);
+        c.set_ce_count(self.ce_count);
         self.conn = Some(c);
         self.conn_started = now;
         self.stats.downloads_started += 1;
@@ -113,6 +117,7 @@ impl ShortTcpSender {
         // Invariant: checked just above.
         let c = self.conn.take().expect("a download in progress");
         self.next_pn = c.next_packet_number();
+        self.ce_count = c.ce_count();
         self.stats.downloads_completed += 1;
         self.stats.download_time += now - self.conn_started;
         let idle = self.rng.exponential(self.config.mean_idle.as_secs_f64());

@@ -11,7 +11,7 @@
 //! receive window and no application-limited marking (a bulk flow never is).
 
 use super::{TcpCc, TcpCongestion};
-use crate::packet::{Datagram, Feedback, FlowId, Packet, PacketReport, TransportFeedback};
+use crate::packet::{Datagram, Ecn, Feedback, FlowId, Packet, PacketReport, TransportFeedback};
 use crate::sim::network::{Node, Port, OUT};
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use std::any::Any;
@@ -95,6 +95,8 @@ pub struct TcpStats {
     pub lost_packets: u64,
     pub congestion_events: u64,
     pub ptos: u64,
+    /// The receiver's CE count as last echoed.
+    pub ce_marks: u64,
 }
 
 /// The sending side of a bulk flow (see the module documentation).
@@ -127,6 +129,9 @@ pub struct TcpSender {
     first_sent_time: Timestamp,
     /// When the pacer lets the next datagram go (the controller's pacing rate, if any).
     next_send: Timestamp,
+    /// The peer's CE count seen so far, and when the newest acknowledged packet was sent.
+    ce_count: u64,
+    last_acked_sent: Option<Timestamp>,
     stats: TcpStats,
 }
 
@@ -154,6 +159,8 @@ impl TcpSender {
             delivered_time: start,
             first_sent_time: start,
             next_send: start,
+            ce_count: 0,
+            last_acked_sent: None,
             stats: TcpStats::default(),
         }
     }
@@ -178,6 +185,15 @@ impl TcpSender {
     /// Whether a finite transfer has been acknowledged in full.
     pub fn is_complete(&self) -> bool {
         self.limit_packets.is_some_and(|n| self.stats.acked_packets >= n)
+    }
+
+    /// The peer's CE count this connection has seen (a flow's next connection starts from
+    /// it: the receiver's count is the flow's).
+    pub fn ce_count(&self) -> u64 {
+        self.ce_count
+    }
+    pub fn set_ce_count(&mut self, n: u64) {
+        self.ce_count = n;
     }
 
     /// The packet number the next packet would take.
@@ -217,6 +233,7 @@ impl TcpSender {
         };
         self.stats.acked_packets += 1;
         self.in_flight -= sent.size;
+        self.last_acked_sent = Some(self.last_acked_sent.map_or(sent.time, |t| t.max(sent.time)));
         if self.largest_acked.is_none_or(|l| pn > l) {
             self.largest_acked = Some(pn);
             self.rtt.update(now - sent.time);
@@ -242,6 +259,21 @@ impl TcpSender {
         self.cc.on_ack(sent.time, sent.size, now, self.rtt.smoothed_or_initial());
         self.cc.on_rate_sample(&rs, now);
         self.detect_lost(now);
+    }
+
+    /// RFC 9002 §7.1 and Appendix B.7 (`ProcessECN`): an increase of the peer's CE count
+    /// is a congestion event, dated by the newest packet acknowledged (one per recovery
+    /// period, as a loss).
+    fn handle_ecn_ce_count(&mut self, ce_count: u64, now: Timestamp) {
+        if ce_count <= self.ce_count {
+            return;
+        }
+        self.ce_count = ce_count;
+        self.stats.ce_marks = ce_count;
+        if let Some(sent) = self.last_acked_sent {
+            self.stats.congestion_events += 1;
+            self.cc.on_congestion_event(sent, now);
+        }
     }
 
     /// RFC 9002 §6.1 `DetectAndRemoveLostPackets`.
@@ -297,6 +329,7 @@ impl Node for TcpSender {
                         self.handle_ack(r.transport_seq, now);
                     }
                 }
+                self.handle_ecn_ce_count(fb.ecn_ce_count, now);
             }
         }
     }
@@ -353,6 +386,7 @@ impl Node for TcpSender {
         let mut p = Packet::padding(self.datagram, now);
         p.flow = self.flow;
         p.transport_seq = pn;
+        p.ecn = Ecn::Ect0;
         Some((OUT, Datagram::Media(p)))
     }
 
@@ -390,6 +424,8 @@ pub struct TcpReceiver {
     flow: FlowId,
     acks: std::collections::VecDeque<Datagram>,
     seq: u64,
+    /// Datagrams that arrived marked CE (echoed cumulatively in every ACK).
+    pub ce_packets: u64,
     pub received_packets: u64,
     pub received_bytes: i64,
 }
@@ -407,11 +443,15 @@ impl Node for TcpReceiver {
         };
         self.received_packets += 1;
         self.received_bytes += p.size.as_bytes();
+        if p.ecn == Ecn::Ce {
+            self.ce_packets += 1;
+        }
         self.acks.push_back(Datagram::Feedback(Feedback::Transport(TransportFeedback {
             flow: self.flow,
             feedback_seq: self.seq,
             packets: vec![PacketReport { transport_seq: p.transport_seq, arrival_time: Some(now) }],
             hold_time: TimeDelta::ZERO,
+            ecn_ce_count: self.ce_packets,
         })));
         self.seq += 1;
     }

@@ -162,3 +162,48 @@ fn fq_codel_on_overflow_drops_from_the_fattest_queue() {
     assert!(delivered[2].len() >= 1499, "{}", delivered[2].len());
     assert!(link.queue_bytes().as_bytes() <= 20_000);
 }
+
+#[test]
+fn codel_with_ecn_marks_capable_packets_on_the_same_schedule_and_drops_the_others() {
+    // The overload of `codel_drops_after_an_interval_above_target_then_by_its_control_law`,
+    // with ECT(0) packets: CoDel marks where it dropped (100 ms after the standing queue
+    // began, then 100 / sqrt(count) apart), and drops nothing. Not-ECT packets of a second
+    // flow at the same time are still dropped.
+    let ecn = CodelConfig { ecn: true, ..CodelConfig::default() };
+    let mut link = link_with(Box::new(Codel::new(ecn, QueueLimit::Unlimited)));
+    let mut marks = Vec::new();
+    let mut seq = 0;
+    for us in (0..400_000).step_by(100) {
+        let now = Timestamp::from_us(us);
+        if us % 500 == 0 {
+            let Datagram::Media(mut p) = packet(0, seq, 1500, now) else { unreachable!() };
+            p.ecn = crate::packet::Ecn::Ect0;
+            link.handle_datagram(Datagram::Media(p), now);
+            seq += 1;
+        }
+        link.handle_timeout(now);
+        while let Some(d) = link.poll_datagram(now) {
+            if let Datagram::Media(p) = d {
+                if p.ecn == crate::packet::Ecn::Ce {
+                    marks.push(now.as_us() as f64 / 1e3);
+                }
+            }
+        }
+    }
+    assert_eq!(link.stats().dropped_packets(), 0, "ECT packets are marked, not dropped");
+    let codel = link.discipline_as::<Codel>().unwrap();
+    assert_eq!(codel.drops(), 0);
+    assert!(marks.len() >= 5, "{marks:?}");
+    assert_eq!(codel.marks() as usize, marks.len());
+    // Marked at dequeue, delivered one serialisation later: the first about 110-125 ms in.
+    assert!((105.0..130.0).contains(&marks[0]), "{marks:?}");
+    for (k, w) in marks.windows(2).take(4).enumerate() {
+        let want = 100.0 / ((k + 1) as f64).sqrt();
+        assert!((w[1] - w[0] - want).abs() <= 1.5, "gap {k}: {} ms, want {want:.1}", w[1] - w[0]);
+    }
+    // The same load of Not-ECT packets is dropped, ECN or not.
+    let mut plain = link_with(Box::new(Codel::new(ecn, QueueLimit::Unlimited)));
+    let (_, drops) = drive(&mut plain, &[Source { flow: 0, bytes: 1500, period_us: 500 }], 400);
+    assert!(drops.len() >= 5);
+    assert_eq!(plain.discipline_as::<Codel>().unwrap().marks(), 0);
+}

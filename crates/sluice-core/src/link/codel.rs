@@ -11,6 +11,7 @@
 
 use super::{DropReason, DropTail, PacketQueue, QueueDiscipline, QueueLimit, QueueView, Queued};
 use crate::columns::Columns;
+use crate::packet::{Datagram, Ecn};
 use crate::units::{DataSize, TimeDelta, Timestamp};
 
 /// CoDel's parameters (RFC 8289 §4.2-4.4 and its pseudocode's constants).
@@ -24,6 +25,9 @@ pub struct CodelConfig {
     /// A queue holding at most this many bytes is never dropped from (the pseudocode's
     /// `maxpacket`: one MTU).
     pub max_packet: DataSize,
+    /// Mark ECN-capable packets CE instead of dropping them (RFC 8289 §5.6's note, RFC 8290
+    /// §5.2.7; Linux's `ecn`). Off by default, as the path's `ecn` setting.
+    pub ecn: bool,
 }
 
 impl Default for CodelConfig {
@@ -32,6 +36,7 @@ impl Default for CodelConfig {
             target: TimeDelta::from_ms(5),
             interval: TimeDelta::from_ms(100),
             max_packet: super::MTU,
+            ecn: false,
         }
     }
 }
@@ -50,6 +55,8 @@ pub struct CodelState {
     dropping: bool,
     /// Drops since the start (for the time series and tests).
     pub drops: u64,
+    /// Packets marked CE instead of dropped.
+    pub marks: u64,
 }
 
 impl CodelState {
@@ -105,11 +112,20 @@ impl CodelState {
                 self.dropping = false;
             }
             while self.dropping && now >= self.drop_next {
+                self.count += 1;
+                if cfg.ecn {
+                    if let Some(it) = item.as_mut().filter(|it| ect(it)) {
+                        // Marked instead of dropped: it goes out, the schedule goes on.
+                        mark_ce(it);
+                        self.marks += 1;
+                        self.drop_next = Self::control_law(cfg, self.drop_next, self.count);
+                        return item;
+                    }
+                }
                 if let Some(it) = item.take() {
                     dropped.push((it, DropReason::QueueFull));
                     self.drops += 1;
                 }
-                self.count += 1;
                 let (next, ok) = self.do_dequeue(cfg, now, &mut pop);
                 item = next;
                 if !ok {
@@ -119,12 +135,20 @@ impl CodelState {
                 }
             }
         } else if ok_to_drop {
-            if let Some(it) = item.take() {
-                dropped.push((it, DropReason::QueueFull));
-                self.drops += 1;
+            match item.as_mut() {
+                Some(it) if cfg.ecn && ect(it) => {
+                    mark_ce(it);
+                    self.marks += 1;
+                }
+                _ => {
+                    if let Some(it) = item.take() {
+                        dropped.push((it, DropReason::QueueFull));
+                        self.drops += 1;
+                    }
+                    let (next, _) = self.do_dequeue(cfg, now, &mut pop);
+                    item = next;
+                }
             }
-            let (next, _) = self.do_dequeue(cfg, now, &mut pop);
-            item = next;
             self.dropping = true;
             // Start from the count of the last dropping state if it ended recently (the drop
             // rate that controlled the queue then is likely about right now).
@@ -139,6 +163,17 @@ impl CodelState {
 
     pub fn is_dropping(&self) -> bool {
         self.dropping
+    }
+}
+
+/// Whether a queued packet is ECN-capable (ECT or already CE).
+fn ect(it: &Queued) -> bool {
+    matches!(&it.datagram, Datagram::Media(p) if p.ecn != Ecn::NotEct)
+}
+
+fn mark_ce(it: &mut Queued) {
+    if let Datagram::Media(p) = &mut it.datagram {
+        p.ecn = Ecn::Ce;
     }
 }
 
@@ -157,6 +192,10 @@ impl Codel {
     /// Packets CoDel dropped (not counting drop-tail at the limit).
     pub fn drops(&self) -> u64 {
         self.state.drops
+    }
+    /// Packets CoDel marked CE instead.
+    pub fn marks(&self) -> u64 {
+        self.state.marks
     }
 }
 
@@ -182,6 +221,9 @@ impl QueueDiscipline for Codel {
 
     fn debug_columns(&self, out: &mut Columns) {
         out.int("bn_codel_drops", Some(self.state.drops as i64));
+        if self.config.ecn {
+            out.int("bn_codel_marks", Some(self.state.marks as i64));
+        }
         out.bool("bn_codel_dropping", self.state.dropping);
     }
 

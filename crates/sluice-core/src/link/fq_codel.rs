@@ -200,6 +200,10 @@ impl QueueDiscipline for FqCodel {
     fn debug_columns(&self, out: &mut Columns) {
         let codel: u64 = self.flows.values().map(|q| q.codel.drops).sum();
         out.int("bn_codel_drops", Some(codel as i64));
+        if self.config.codel.ecn {
+            let marks: u64 = self.flows.values().map(|q| q.codel.marks).sum();
+            out.int("bn_codel_marks", Some(marks as i64));
+        }
         out.int("bn_fq_overflow_drops", Some(self.overflow_drops as i64));
         out.int(
             "bn_fq_active_flows",

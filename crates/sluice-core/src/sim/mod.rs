@@ -60,6 +60,10 @@ pub struct PathConfig {
     /// written when it is not drop-tail, so configs without it read and print as before.
     #[serde(skip_serializing_if = "QueueDisciplineKind::is_drop_tail")]
     pub queue_discipline: QueueDisciplineKind,
+    /// An AQM discipline (CoDel, FQ-CoDel) marks ECN-capable packets CE instead of dropping
+    /// them (only the TCP cross traffic is ECN-capable). Only written when on.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
 }
 
 /// The queue discipline of a path (`--queue`).
@@ -86,17 +90,18 @@ impl QueueDisciplineKind {
             QueueDisciplineKind::FqCodel => "fq-codel",
         }
     }
-    /// The discipline for a queue limited to `limit`.
-    pub fn build(self, limit: QueueLimit) -> Box<dyn crate::link::QueueDiscipline> {
+    /// The discipline for a queue limited to `limit` (marking ECN-capable packets CE
+    /// instead of dropping them with `ecn`, for the AQMs).
+    pub fn build(self, limit: QueueLimit, ecn: bool) -> Box<dyn crate::link::QueueDiscipline> {
         use crate::link::{codel, fq_codel, DropTail};
+        let codel = codel::CodelConfig { ecn, ..codel::CodelConfig::default() };
         match self {
             QueueDisciplineKind::Droptail => Box::new(DropTail { limit }),
-            QueueDisciplineKind::Codel => {
-                Box::new(codel::Codel::new(codel::CodelConfig::default(), limit))
-            }
-            QueueDisciplineKind::FqCodel => {
-                Box::new(fq_codel::FqCodel::new(fq_codel::FqCodelConfig::default(), limit))
-            }
+            QueueDisciplineKind::Codel => Box::new(codel::Codel::new(codel, limit)),
+            QueueDisciplineKind::FqCodel => Box::new(fq_codel::FqCodel::new(
+                fq_codel::FqCodelConfig { codel, ..fq_codel::FqCodelConfig::default() },
+                limit,
+            )),
         }
     }
 }
@@ -111,6 +116,7 @@ impl Default for PathConfig {
             access_delay_ms: 0.0,
             loss: 0.0,
             queue_discipline: QueueDisciplineKind::Droptail,
+            ecn: false,
         }
     }
 }
@@ -331,6 +337,14 @@ impl RunConfig {
                 self.downlink.queue_discipline.name(),
                 self.scheme_name
             ));
+        }
+        for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
+            if p.ecn && p.queue_discipline.is_drop_tail() {
+                return err(format!(
+                    "{name}.ecn marks with an AQM: set {name}.queue_discipline to codel or \
+                     fq-codel (drop-tail has no marking)"
+                ));
+            }
         }
         flows::validate_competing(self).map_err(ConfigError)?;
         if self.uplink.access_delay_ms != 0.0 {
@@ -583,7 +597,7 @@ pub fn build_links(
     let discipline = if cfg.downlink.queue_discipline.is_drop_tail() {
         scheme.bottleneck.build_in(downlink_limit, 0, env)
     } else {
-        cfg.downlink.queue_discipline.build(downlink_limit)
+        cfg.downlink.queue_discipline.build(downlink_limit, cfg.downlink.ecn)
     };
     let mut downlink = Link::with_discipline(
         RunConfig::link_config(&cfg.downlink, downlink_trace),
@@ -595,7 +609,7 @@ pub fn build_links(
     let mut uplink = Link::with_discipline(
         uplink_config,
         Rng::fork(cfg.seed, "uplink"),
-        cfg.uplink.queue_discipline.build(uplink_limit),
+        cfg.uplink.queue_discipline.build(uplink_limit, cfg.uplink.ecn),
     );
     // Drops are counted in the link stats; the per-packet log is needed only to mark the
     // frames a bottleneck drops on purpose.
