@@ -93,6 +93,8 @@ _KNOWN = [
     Metric("loss_rate", "loss", _pct, "low"),
     Metric("video_bitrate_bps", "bitrate Mbps", _mbps),
     Metric("utilization", "utilisation", _pct, "high"),
+    Metric("jain_index", "Jain", lambda v: f"{v:.3f}", "high"),
+    Metric("flows_0_share", "own share", _pct),
     Metric("bwe_ratio", "bwe ratio", _ratio),
     Metric("vmaf_mean", "VMAF", lambda v: f"{v:.2f}", "high"),
     Metric("vmaf_p5", "VMAF p5", lambda v: f"{v:.2f}", "high"),
