@@ -58,6 +58,9 @@ pub struct LinkSnapshot {
     pub dropped_packets: u64,
     pub columns: Columns,
     pub link_capacity_bps: i64,
+    /// With cross traffic: every flow's bytes delivered so far, by flow id (0: the session's
+    /// own), for the samples' `flow<ID>_rate_bps` columns as in the simulator.
+    pub flow_delivered_bytes: Vec<(u32, i64)>,
 }
 
 pub type SharedLink = Arc<Mutex<LinkSnapshot>>;
@@ -77,6 +80,8 @@ pub struct SenderEndpoint {
     sent_bytes: i64,
     last_sent_bytes: i64,
     last_delivered_bytes: i64,
+    /// Each flow's delivered bytes at the last sample (cross traffic in the relay).
+    last_flow_delivered: std::collections::BTreeMap<u32, i64>,
     link: Option<SharedLink>,
     malformed: u64,
     pub feedback_messages: u64,
@@ -183,6 +188,7 @@ impl SenderEndpoint {
             sent_bytes: 0,
             last_sent_bytes: 0,
             last_delivered_bytes: 0,
+            last_flow_delivered: std::collections::BTreeMap::new(),
             link,
             malformed: 0,
             feedback_messages: 0,
@@ -308,6 +314,11 @@ impl SenderEndpoint {
         let link = self.link.as_ref().and_then(|l| l.lock().ok().map(|s| s.clone()));
         let link = link.unwrap_or_default();
         columns.set_all(&link.columns);
+        for &(flow, bytes) in &link.flow_delivered_bytes {
+            let last = self.last_flow_delivered.insert(flow, bytes).unwrap_or(0);
+            let rate = DataSize::from_bytes(bytes - last) / interval;
+            columns.rate(format!("flow{flow}_rate_bps"), Some(rate));
+        }
         let sent = self.sent_bytes;
         self.samples.push(Sample {
             t_us: now.as_us(),
@@ -1144,6 +1155,12 @@ impl RelayEndpoint {
             Some(t) => (t.delivered_bytes(0), t.dropped_packets(0)),
             None => (stats.delivered_bytes, stats.dropped_packets()),
         };
+        let flow_delivered_bytes = match (self.downlink.flow_stats(), &self.cross) {
+            (Some(t), Some(c)) => {
+                std::iter::once(0).chain(c.flows()).map(|f| (f, t.delivered_bytes(f))).collect()
+            }
+            _ => Vec::new(),
+        };
         if let Ok(mut s) = shared.lock() {
             *s = LinkSnapshot {
                 queue_bytes: self.downlink.queue_bytes().as_bytes(),
@@ -1151,6 +1168,7 @@ impl RelayEndpoint {
                 queue_delay_us: self.downlink.last_queue_delay().as_us(),
                 delivered_bytes,
                 dropped_packets,
+                flow_delivered_bytes,
                 columns,
                 link_capacity_bps: capacity,
             };

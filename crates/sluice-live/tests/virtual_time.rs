@@ -33,15 +33,19 @@ fn run_endpoints(
     let scheme = cfg.resolve_scheme().unwrap();
     let (down, up) = build_links(cfg, &scheme, Some(trace.clone()), None);
     let relay = RelayEndpoint::new(down, up, Faults::default(), cfg.seed, Some(trace), None);
-    let (frames, malformed, _) = run_with_relay(cfg, relay);
+    let (frames, malformed, _, _) = run_with_relay(cfg, relay, None);
     (frames, malformed)
 }
 
-/// [`run_endpoints`] with a given relay; also returns the relay.
+/// [`run_endpoints`] with a given relay (and the link snapshot it shares with the sender,
+/// if any); also returns the relay and the sender's samples.
+#[allow(clippy::type_complexity)]
 fn run_with_relay(
     cfg: &RunConfig,
     mut relay: RelayEndpoint,
-) -> (Vec<sluice_core::metrics::FrameRecord>, u64, RelayEndpoint) {
+    link: Option<sluice_live::endpoint::SharedLink>,
+) -> (Vec<sluice_core::metrics::FrameRecord>, u64, RelayEndpoint, Vec<sluice_core::metrics::Sample>)
+{
     let scheme = cfg.resolve_scheme().unwrap();
     let now = Timestamp::ZERO;
     let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
@@ -51,7 +55,7 @@ fn run_with_relay(
         build_sender(cfg, &scheme, enc, now),
         TimeDelta::from_ms(20),
         capture_end,
-        None,
+        link,
         now,
     );
     let mut rx = ReceiverEndpoint::new(build_receiver(cfg, &scheme, now));
@@ -98,7 +102,7 @@ fn run_with_relay(
     for e in &rx.events {
         rec.on_receiver_event(e.clone());
     }
-    (rec.frames(), malformed, relay)
+    (rec.frames(), malformed, relay, tx.samples.clone())
 }
 
 #[test]
@@ -141,9 +145,16 @@ fn the_relay_carries_tcp_cross_traffic_in_its_bottleneck() {
     cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("tcp:cubic@3").unwrap()];
     let trace = Arc::new(Trace::constant(DataRate::from_mbps(4), TimeDelta::from_secs(1)));
     let scheme = cfg.resolve_scheme().unwrap();
-    let relay =
-        RelayEndpoint::for_run(&cfg, &scheme, Some(trace.clone()), None, Faults::default(), None);
-    let (frames, malformed, relay) = run_with_relay(&cfg, relay);
+    let link: sluice_live::endpoint::SharedLink = Arc::default();
+    let relay = RelayEndpoint::for_run(
+        &cfg,
+        &scheme,
+        Some(trace.clone()),
+        None,
+        Faults::default(),
+        Some(link.clone()),
+    );
+    let (frames, malformed, relay, samples) = run_with_relay(&cfg, relay, Some(link));
     assert_eq!(malformed, 0);
     let table = relay.downlink().flow_stats().expect("per-flow counters");
     let (media, tcp) = (table.get(0), table.get(1));
@@ -161,6 +172,17 @@ fn the_relay_carries_tcp_cross_traffic_in_its_bottleneck() {
     eprintln!("media share over the wire {live_share:.3}, simulated {:.3}", flows[0].share);
     assert!((live_share - flows[0].share).abs() < 0.1, "{live_share} vs {}", flows[0].share);
     assert!(frames.iter().any(|f| f.displayed_us.is_some()));
+    // The sender's samples carry every flow's rate, as the simulator's; flow 0's is the
+    // session's delivered rate (its own bytes, not the link's).
+    let col = |s: &sluice_core::metrics::Sample, n: &str| match s.columns.get(n) {
+        Some(sluice_core::columns::Value::Int(v)) => *v,
+        other => panic!("{n}: {other:?}"),
+    };
+    let late: Vec<_> = samples.iter().filter(|s| s.t_us > 10_000_000).collect();
+    assert!(late.iter().map(|s| col(s, "flow1_rate_bps")).sum::<i64>() > 0);
+    for s in &late {
+        assert_eq!(col(s, "flow0_rate_bps"), s.delivered_rate_bps);
+    }
 }
 
 #[test]

@@ -539,6 +539,11 @@ impl CrossTraffic {
         self.receivers.contains_key(&flow)
     }
 
+    /// The flows' ids, in order.
+    pub fn flows(&self) -> impl Iterator<Item = FlowId> + '_ {
+        self.receivers.keys().copied()
+    }
+
     /// The next datagram for the bottleneck.
     pub fn poll_transmit(&mut self, now: Timestamp) -> Option<crate::packet::Datagram> {
         self.handle_timeout(now);
