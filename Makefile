@@ -141,6 +141,16 @@ combined-report: build
 chrome-report: build
 	$(PY) -m sluice.analysis.chrome experiments/chrome-fidelity.toml --report-dir docs/results
 
+# The RMCAT evaluation test cases (RFC 8867 §5; issue 29): every plan of experiments/rmcat/
+# (the baseline and the four systems, model encoder; resumable; under a minute), then
+# docs/results/rmcat.md (pass/fail matrix, numbers, img/rmcat-*.png). RMCAT_ARGS go to
+# `sluice matrix`.
+.PHONY: rmcat
+RMCAT_ARGS ?= --jobs 1
+rmcat: build
+	for p in experiments/rmcat/*.toml; do $(SLUICE) matrix $$p --no-report $(RMCAT_ARGS) || exit 1; done
+	$(PY) -m sluice.analysis.rmcat results --report-dir docs/results
+
 # The leaderboard (issue 27): experiments/leaderboard.toml's 864 cells (16 schemes, 18 trace
 # windows in 6 families, 3 clips; resumable; about 3 hours with 2 jobs on 2 cores, see
 # `make bench` for this machine's estimate), then docs/results/leaderboard.md and .html.

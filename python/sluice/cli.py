@@ -154,6 +154,50 @@ def _add_link(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _competing(s: str) -> str:
+    """A --competing spec in its canonical form (the media scheme must be registered)."""
+    from .config import scheme_names
+    from .errors import core
+
+    try:
+        spec = str(core().competing_spec(s))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"'{s}': {e}") from None
+    if spec.startswith("media:"):
+        scheme = spec.removeprefix("media:").split("@")[0]
+        if scheme != "self" and scheme not in scheme_names():
+            raise argparse.ArgumentTypeError(
+                f"'{s}': unknown scheme '{scheme}' (known: {', '.join(scheme_names())})"
+            )
+    return spec
+
+
+_competing.__name__ = "competing flow"
+
+
+def _add_sharing(p: argparse.ArgumentParser) -> None:
+    """--competing and --queue: what shares the bottleneck and its queue discipline."""
+    g = p.add_argument_group("competing traffic")
+    g.add_argument(
+        "--competing", action="append", default=[], type=_competing, metavar="SPEC",
+        help="a flow sharing the bottleneck (repeatable): media:SCHEME[@START_S[-STOP_S]] "
+        "(a media flow of any scheme; self: the session's own), "
+        "tcp:newreno|cubic|bbr[@START_S[-STOP_S]] (a bulk flow) or "
+        "short-tcp[@START_S] (RFC 8867's short flow: 30-50 KB downloads, 10 s mean idle); "
+        "the summary gains flows and jain_index",
+    )  # fmt: skip
+    g.add_argument(
+        "--queue", choices=("droptail", "codel", "fq-codel"), default=None,
+        help="the bottleneck's queue discipline (default droptail; CoDel: RFC 8289, "
+        "FQ-CoDel: RFC 8290) at the --queue-bytes/--queue-packets limit",
+    )  # fmt: skip
+    g.add_argument(
+        "--ecn", action="store_true", default=None,
+        help="with --queue codel or fq-codel: mark ECN-capable packets CE instead of dropping "
+        "them (the TCP cross traffic is ECN-capable; the media flows are not)",
+    )  # fmt: skip
+
+
 def _add_run(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("run")
     r.add_argument(
@@ -241,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a custom composition (SchemeConfig JSON); named after the file stem",
     )  # fmt: skip
     _add_network(p)
+    _add_sharing(p)
     _add_seeds_and_frame_drop(p)
     p.add_argument(
         "--out", type=_out_path, metavar="DIR",
@@ -259,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="add a custom composition (repeatable)",
     )  # fmt: skip
     _add_network(p)
+    _add_sharing(p)
     _add_seeds_and_frame_drop(p)
     p.add_argument("--jobs", type=_jobs, metavar="N", help="parallel runs (default: CPUs)")
     p.add_argument("--backend", choices=("process", "ray"), default="process")
@@ -367,6 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scheme", default="webrtc", metavar="S", help="scheme (see: sluice schemes)")
     s.add_argument("--scheme-file", metavar="FILE.json", help="a custom composition")
     _add_network(lr)
+    _add_sharing(lr)
     _add_frame_drop(lr)
     lr.add_argument("--out", metavar="DIR", help="default results/live-<scheme>-<trace>-s<seed>")
     lr.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
@@ -460,6 +507,12 @@ def _overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
         out.append(("downlink.queue_packets", args.queue_packets))
     if args.loss is not None:
         out.append(("downlink.loss", args.loss))
+    if getattr(args, "queue", None) is not None:
+        out.append(("downlink.queue_discipline", args.queue))
+    if getattr(args, "ecn", None):
+        out.append(("downlink.ecn", True))
+    if getattr(args, "competing", None):
+        out.append(("competing", list(args.competing)))
     if args.duration is not None:
         out.append(("duration_s", args.duration))
     if args.seed is not None:

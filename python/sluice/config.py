@@ -49,6 +49,36 @@ Override = tuple[str, Any]
 
 _MISSING = object()
 
+#: Fields the core writes only when they are not their default (so that configs without them
+#: read and print as before): a path to one of them exists with this default.
+OPTIONAL_FIELDS: dict[str, Any] = {
+    "competing": [],
+    "downlink.queue_discipline": "droptail",
+    "uplink.queue_discipline": "droptail",
+    "downlink.ecn": False,
+    "uplink.ecn": False,
+}
+
+
+def _with_optional(cfg: dict[str, Any], path: str) -> dict[str, Any]:
+    """``cfg``, or a copy with the optional field at ``path`` filled in with its default."""
+    if path not in OPTIONAL_FIELDS:
+        return cfg
+    keys = split_path(path)
+    node: Any = cfg
+    for k in keys[:-1]:
+        if not isinstance(node, dict) or k not in node:
+            return cfg
+        node = node[k]
+    if not isinstance(node, dict) or keys[-1] in node:
+        return cfg
+    cfg = copy.deepcopy(cfg)
+    node = cfg
+    for k in keys[:-1]:
+        node = node[k]
+    node[keys[-1]] = copy.deepcopy(OPTIONAL_FIELDS[path])
+    return cfg
+
 
 # --- the registry ---------------------------------------------------------------------------
 
@@ -191,6 +221,7 @@ def get_path(cfg: dict[str, Any], path: str, default: Any = _MISSING) -> Any:
     """The value at ``path`` in a resolved config (e.g. a result header's ``config``);
     ``default`` if given and the path does not exist, else :class:`SluiceError`."""
     keys = split_path(path)
+    cfg = _with_optional(cfg, path)
     try:
         return _locate(cfg, keys, path)[keys[-1]]
     except SluiceError:
@@ -243,6 +274,7 @@ def set_path(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     """A copy of the resolved config ``cfg`` with ``path`` set to ``value`` (see the module
     doc for objects and ``kind``), resolved again."""
     keys = split_path(path)
+    cfg = _with_optional(cfg, path)
     parent = _locate(cfg, keys, path)
     last, old = keys[-1], parent[keys[-1]]
     if isinstance(value, dict) and isinstance(old, dict) and "kind" not in value:

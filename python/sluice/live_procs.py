@@ -198,6 +198,7 @@ def add_commands(lsub: Any) -> None:
                         "between --sender and --receiver")  # fmt: skip
     _add_scheme(p)
     cli._add_link(p)
+    cli._add_sharing(p)
     cli._add_run(p)
     f = p.add_argument_group("faults")
     f.add_argument("--duplicate", type=_probability, default=0.0, metavar="P",

@@ -93,6 +93,8 @@ _KNOWN = [
     Metric("loss_rate", "loss", _pct, "low"),
     Metric("video_bitrate_bps", "bitrate Mbps", _mbps),
     Metric("utilization", "utilisation", _pct, "high"),
+    Metric("jain_index", "Jain", lambda v: f"{v:.3f}", "high"),
+    Metric("flows_0_share", "own share", _pct),
     Metric("bwe_ratio", "bwe ratio", _ratio),
     Metric("vmaf_mean", "VMAF", lambda v: f"{v:.2f}", "high"),
     Metric("vmaf_p5", "VMAF p5", lambda v: f"{v:.2f}", "high"),
@@ -128,13 +130,22 @@ def metric(name: str) -> Metric:
 
 def summary_row(summary: dict[str, Any] | None) -> dict[str, Any]:
     """A summary flattened to metric names: nested keys joined with ``_``
-    (``{"latency_ms": {"p95": 1}}`` -> ``{"latency_ms_p95": 1}``), in the summary's order."""
+    (``{"latency_ms": {"p95": 1}}`` -> ``{"latency_ms_p95": 1}``), in the summary's order.
+    The per-flow list of a run with competing flows becomes one column per flow and number,
+    by flow id (``flows_1_share``, ``flows_1_mean_rate_bps``); its text fields (``kind``,
+    ``scheme``) are left out, so every column stays numeric."""
     out: dict[str, Any] = {}
 
     def walk(prefix: str, v: Any) -> None:
         if isinstance(v, dict):
             for k, x in v.items():
                 walk(f"{prefix}_{k}" if prefix else str(k), x)
+        elif isinstance(v, list) and prefix == "flows":
+            for f in v:
+                if isinstance(f, dict):
+                    fid = f.get("flow")
+                    walk(f"flows_{fid}", {k: x for k, x in f.items()
+                                          if k != "flow" and not isinstance(x, str)})
         else:
             out[prefix] = v
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 import colorsys
 import hashlib
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -115,8 +117,26 @@ def plot_latency_cdf(runs: Sequence[Run], out: str | os.PathLike[str], logx: boo
     return save(fig, out)
 
 
+def competing_rates(run: Run) -> list[tuple[int, str, Any]]:
+    """The competing flows' delivered rates at the bottleneck (the samples'
+    ``flow<ID>_rate_bps`` columns, ID >= 1), with each flow's name from the summary's
+    ``flows`` (``tcp:cubic``, ``media:webrtc``); empty for a run without competing flows."""
+    names = {}
+    for f in (run.summary or {}).get("flows") or []:
+        if isinstance(f, dict):
+            names[f.get("flow")] = f"{f.get('kind')}:{f.get('scheme')}"
+    out = []
+    for c in run.samples.columns:
+        m = re.fullmatch(r"flow(\d+)_rate_bps", str(c))
+        if m and int(m.group(1)) > 0:
+            flow = int(m.group(1))
+            out.append((flow, names.get(flow, "?"), run.samples[c].to_numpy(dtype=float)))
+    return sorted(out, key=lambda x: x[0])
+
+
 def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
-    """Per run (column): rates, bottleneck queue delay, pacer delay, frame latency."""
+    """Per run (column): rates (and every competing flow's), bottleneck queue delay, pacer
+    delay, frame latency."""
     n = max(1, len(runs))
     fig, axes = plt.subplots(
         4, n, figsize=(4.8 * n + 0.6, 10), sharex="col", sharey="row", squeeze=False,
@@ -135,6 +155,11 @@ def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
             ax_rate.plot(
                 t, s["delivered_rate_bps"] / 1e6, color="k", lw=0.8, alpha=0.7, label="delivered"
             )
+            for flow, name, rate in competing_rates(run):
+                ax_rate.plot(
+                    t, rate / 1e6, color=f"C{(flow + 1) % 10}", lw=0.9, alpha=0.85,
+                    label=f"flow {flow}: {name}",
+                )  # fmt: skip
             ax_q.plot(t, s["queue_delay_us"] / 1e3, color=color, lw=1)
             ax_p.plot(t, s["pacer_delay_us"] / 1e3, color=color, lw=1)
         f = run.frames

@@ -28,6 +28,9 @@ TABLE_METRICS = (
 )  # fmt: skip
 #: Added when some run was scored (runs on real video with --quality).
 QUALITY_METRICS = ("vmaf_mean", "vmaf_p5", "ssim_mean")
+#: Added when some run had competing flows (--competing): Jain's index and the session's
+#: own share of the bottleneck.
+SHARING_METRICS = ("jain_index", "flows_0_share")
 
 #: (name, summary) of one run, or (name, [summaries]) of several (seeds).
 Named = Sequence[tuple[str, Any]]
@@ -71,6 +74,8 @@ def rows(named: Named, markdown_marks: bool = False) -> tuple[list[str], list[li
     names = list(TABLE_METRICS)
     if any(_finite(r.get("vmaf_mean")) for r in flat):
         names += QUALITY_METRICS
+    if any(_finite(r.get("flows_0_share")) for r in flat):
+        names += SHARING_METRICS
     table = spreads(named, names)
     several = any(n > 1 for _, n, _ in table)
     marks = {m: _marks(table, m) for m in names}

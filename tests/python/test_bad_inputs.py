@@ -393,6 +393,53 @@ CASES += [
                           '"pacing_factor": NaN}}'}),
 ]  # fmt: skip
 
+# --- competing traffic and queue disciplines (issue 29) ------------------------------------
+CASES += [
+    case("competing-unknown-cc", run_with("--competing", "tcp:vegas"), "--competing",
+         "tcp:vegas", "unknown TCP congestion control"),
+    case("competing-unknown-kind", run_with("--competing", "udp:cbr"), "--competing",
+         "udp:cbr", "expected media:SCHEME"),
+    case("competing-unknown-scheme", run_with("--competing", "media:nosuch"), "--competing",
+         "unknown scheme 'nosuch'"),
+    case("competing-start-not-number", run_with("--competing", "tcp:cubic@soon"),
+         "--competing", "start 'soon' is not a number"),
+    case("competing-stop-before-start", run_with("--competing", "tcp:cubic@5-2"),
+         "--competing", "stop (2 s) must be after start (5 s)"),
+    case("competing-start-infinite", run_with("--competing", "tcp:cubic@inf"), "--competing",
+         "finite"),
+    case("competing-after-the-end", run_with("--competing", "tcp:cubic@50"),
+         "tcp:cubic@50", "starts at 50 s", "(2 s)"),
+    case("competing-bbr2", run_with("--competing", "tcp:bbr2"), "--competing", "tcp:bbr2",
+         "newreno, cubic, bbr"),
+    case("competing-short-tcp-stop", run_with("--competing", "short-tcp@3-9"), "--competing",
+         "short-tcp@3-9", "start time only"),
+    case("competing-cortv-main", run_with("--scheme", "co-rtv", "--competing", "tcp:cubic"),
+         "co-rtv", "frame-dropping bottleneck"),
+    case("competing-cortv-flow", run_with("--competing", "media:co-rtv"), "media:co-rtv",
+         "its own bottleneck"),
+    case("competing-compare-unknown-cc", ["compare", "--schemes", "webrtc", "--trace", T,
+         "--competing", "tcp:reno"], "--competing", "tcp:reno"),
+    case("set-competing-not-a-list", run_with("--set", "competing=5"), "competing", "array"),
+    case("set-competing-bad-spec", run_with("--set", 'competing=["tcp:vegas"]'),
+         "competing", "tcp:vegas"),
+    case("live-competing-media", ["live", "run", "--trace", T, "--duration", "2", "--out",
+         "out", "--competing", "media:webrtc"], "media:webrtc", "TCP cross traffic only"),
+    case("set-competing-access-negative", run_with("--set", 'competing=[{"spec": "tcp:cubic", '
+         '"access_delay_ms": -5}]'), "access_delay_ms", "-5"),
+    case("set-competing-object-typo", run_with("--set", 'competing=[{"spec": "tcp:cubic", '
+         '"delay_ms": 5}]'), "competing"),
+    case("ecn-with-droptail", run_with("--ecn"), "downlink.ecn", "codel or fq-codel"),
+    case("queue-unknown", run_with("--queue", "red"), "--queue", "red", "fq-codel"),
+    case("queue-codel-cortv", run_with("--scheme", "co-rtv", "--queue", "codel"),
+         "queue_discipline", "codel", "drop-tail bottleneck"),
+    case("set-queue-discipline-unknown", run_with("--set", "downlink.queue_discipline=pie"),
+         "queue_discipline", "pie"),
+    case("plan-competing-bad", MATRIX, "p.toml", "tcp:vegas",
+         files={"p.toml": _plan('competing = ["tcp:vegas"]')}),
+    case("plan-queue-discipline-bad", MATRIX, "p.toml", "pie",
+         files={"p.toml": _plan('"downlink.queue_discipline" = "pie"')}),
+]  # fmt: skip
+
 
 def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
@@ -461,7 +508,7 @@ def test_the_table_is_big_enough():
     # Issue 16's table had 97 cases; issue 30 adds at least 30 of its classes (outputs,
     # names that become paths and plan size, keys, trace sizes and rates, faults, live
     # spoofing), each with cases the issue did not name.
-    assert len(CASES) >= 97 + 30
+    assert len(CASES) >= 97 + 30 + 23  # issue 29: competing flows and queue disciplines
     assert len({c.id for c in CASES}) == len(CASES)
 
 

@@ -12,6 +12,7 @@
 
 pub mod cc;
 pub mod columns;
+pub mod cross;
 pub mod encoder;
 pub mod encoder_controller;
 pub mod link;

@@ -175,6 +175,39 @@ pub struct Summary {
     pub rtt_ms_mean: Option<f64>,
     pub pacer_delay_ms_p95: f64,
     pub queue_delay_ms_p95: f64,
+    /// Every flow at the bottleneck, the session's media flow first (only with competing
+    /// flows; `sim/flows.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flows: Option<Vec<FlowSummary>>,
+    /// Jain's fairness index of the flows' rates over the interval in which all are active,
+    /// after a 10 s warm-up (only with competing flows; null if that interval is empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jain_index: Option<f64>,
+}
+
+/// One flow's share of the bottleneck (`flows` in the summary).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FlowSummary {
+    /// The flow id (0: the session's media flow).
+    pub flow: u32,
+    /// `media`, `tcp` or `short-tcp`.
+    pub kind: String,
+    /// The media flow's scheme, or the TCP flow's congestion control.
+    pub scheme: String,
+    pub start_s: f64,
+    /// When it stopped (null: it ran to the end).
+    pub stop_s: Option<f64>,
+    /// Its one-way delay between its sender and the bottleneck, each way, on top of the
+    /// path's (the session's `downlink.access_delay_ms` for flow 0).
+    pub access_delay_ms: f64,
+    /// Bytes delivered by the bottleneck over the flow's active time, as a rate.
+    pub mean_rate_bps: f64,
+    /// Its share of all bytes the bottleneck delivered (sampled part of the session).
+    pub share: f64,
+    /// P95 of its packets' queueing delay at the bottleneck (null: none left the queue).
+    pub queue_delay_ms_p95: Option<f64>,
+    /// Its packets dropped at the bottleneck over its packets that reached it.
+    pub loss_rate: f64,
 }
 
 /// Collects sender and receiver events into per-frame records.
@@ -567,6 +600,8 @@ pub fn summarize(
         },
         pacer_delay_ms_p95: percentile(&pacer, 95.0),
         queue_delay_ms_p95: percentile(&queue, 95.0),
+        flows: None,
+        jain_index: None,
     }
 }
 

@@ -60,6 +60,18 @@ pub struct Packet {
     pub probe_cluster_id: Option<u32>,
     /// When the packet entered the pacer queue (for pacer-delay metrics).
     pub enqueue_time: Timestamp,
+    /// Its ECN codepoint (RFC 3168): the media flows send Not-ECT (libwebrtc M119 does not
+    /// use ECN); the bulk cross traffic sends ECT(0); an AQM with ECN marks CE.
+    pub ecn: Ecn,
+}
+
+/// The ECN field of a packet (RFC 3168 §5; ECT(1) is not used).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Ecn {
+    #[default]
+    NotEct,
+    Ect0,
+    Ce,
 }
 
 impl Packet {
@@ -80,6 +92,7 @@ impl Packet {
             send_time: now,
             probe_cluster_id: None,
             enqueue_time: now,
+            ecn: Ecn::NotEct,
         }
     }
 }
@@ -106,6 +119,9 @@ pub struct TransportFeedback {
     /// measured by the receiver (the DLSR of an RTCP receiver report; lets the sender compute
     /// RTT without sharing a clock).
     pub hold_time: TimeDelta,
+    /// Packets the receiver got marked CE so far, cumulative (QUIC's ECN-CE count, RFC 9000
+    /// §19.3.2; the media receivers, which do not read ECN, send 0).
+    pub ecn_ce_count: u64,
 }
 
 /// A bottleneck node's report to the sender, on its own path (Co-RTV §III-B5: {Bw, QLen, D};

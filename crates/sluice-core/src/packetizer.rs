@@ -72,6 +72,7 @@ impl Packetizer {
                     send_time: now,
                     probe_cluster_id: None,
                     enqueue_time: now,
+                    ecn: crate::packet::Ecn::NotEct,
                 }
             })
             .collect::<Vec<_>>()

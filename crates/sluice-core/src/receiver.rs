@@ -475,6 +475,7 @@ impl Receiver {
             feedback_seq: self.feedback_seq,
             packets,
             hold_time: now - newest_arrival,
+            ecn_ce_count: 0,
         }))
     }
 

@@ -70,6 +70,9 @@ pub struct SenderConfig {
     /// The application's highest video bitrate: the controller's target and every frame's
     /// rate control are capped at it (`None`: no cap).
     pub max_video_rate: Option<DataRate>,
+    /// The flow id its packets carry (0: the session's media flow; a competing media flow
+    /// has its own).
+    pub flow: crate::packet::FlowId,
 }
 
 impl Default for SenderConfig {
@@ -83,6 +86,7 @@ impl Default for SenderConfig {
             capture_until: Timestamp::INFINITY,
             packet_overhead: crate::packet::PACKET_OVERHEAD,
             max_video_rate: None,
+            flow: 0,
         }
     }
 }
@@ -384,7 +388,8 @@ impl Sender {
         controller: Box<dyn EncoderController>,
         now: Timestamp,
     ) -> Self {
-        let packetizer = Packetizer::with_overhead(0, config.max_payload, config.packet_overhead);
+        let packetizer =
+            Packetizer::with_overhead(config.flow, config.max_payload, config.packet_overhead);
         let mut s = Sender {
             config,
             cc,
@@ -956,6 +961,8 @@ impl Sender {
         }
         p.transport_seq = self.next_transport_seq;
         self.next_transport_seq += 1;
+        // Padding and probes are made by the pacer with no flow of their own.
+        p.flow = self.config.flow;
         p.send_time = now;
         let sent = SentPacket {
             transport_seq: p.transport_seq,
@@ -1346,6 +1353,7 @@ mod tests {
                 arrival_time: Some(Timestamp::from_ms(500)),
             }],
             hold_time: TimeDelta::ZERO,
+            ecn_ce_count: 0,
         };
         pair.tx.handle_feedback(Feedback::Transport(forged), Timestamp::from_ms(500));
         assert_eq!(pair.tx.bytes_in_flight(), before);

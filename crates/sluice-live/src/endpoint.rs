@@ -58,6 +58,9 @@ pub struct LinkSnapshot {
     pub dropped_packets: u64,
     pub columns: Columns,
     pub link_capacity_bps: i64,
+    /// With cross traffic: every flow's bytes delivered so far, by flow id (0: the session's
+    /// own), for the samples' `flow<ID>_rate_bps` columns as in the simulator.
+    pub flow_delivered_bytes: Vec<(u32, i64)>,
 }
 
 pub type SharedLink = Arc<Mutex<LinkSnapshot>>;
@@ -77,6 +80,8 @@ pub struct SenderEndpoint {
     sent_bytes: i64,
     last_sent_bytes: i64,
     last_delivered_bytes: i64,
+    /// Each flow's delivered bytes at the last sample (cross traffic in the relay).
+    last_flow_delivered: std::collections::BTreeMap<u32, i64>,
     link: Option<SharedLink>,
     malformed: u64,
     pub feedback_messages: u64,
@@ -183,6 +188,7 @@ impl SenderEndpoint {
             sent_bytes: 0,
             last_sent_bytes: 0,
             last_delivered_bytes: 0,
+            last_flow_delivered: std::collections::BTreeMap::new(),
             link,
             malformed: 0,
             feedback_messages: 0,
@@ -308,6 +314,11 @@ impl SenderEndpoint {
         let link = self.link.as_ref().and_then(|l| l.lock().ok().map(|s| s.clone()));
         let link = link.unwrap_or_default();
         columns.set_all(&link.columns);
+        for &(flow, bytes) in &link.flow_delivered_bytes {
+            let last = self.last_flow_delivered.insert(flow, bytes).unwrap_or(0);
+            let rate = DataSize::from_bytes(bytes - last) / interval;
+            columns.rate(format!("flow{flow}_rate_bps"), Some(rate));
+        }
         let sent = self.sent_bytes;
         self.samples.push(Sample {
             t_us: now.as_us(),
@@ -812,6 +823,8 @@ pub struct RelayEndpoint {
     snapshot_interval: TimeDelta,
     /// Every datagram's way through the relay, if asked for ([`Self::log_datagrams`]).
     log: Option<DatagramLog>,
+    /// TCP cross traffic inside the downlink (`--competing tcp:...`, `short-tcp`).
+    cross: Option<sluice_core::sim::flows::CrossTraffic>,
 }
 
 /// One datagram's way through the relay (its clock): when it came, its size, which way it
@@ -898,6 +911,23 @@ impl RelayEndpoint {
             last_snapshot: Timestamp::ZERO,
             snapshot_interval: TimeDelta::from_ms(5),
             log: None,
+            cross: None,
+        }
+    }
+
+    /// Carries `cross` (TCP cross traffic, [`sluice_core::sim::flows::CrossTraffic`]) inside
+    /// the downlink, sharing its queue and capacity with the media; the downlink then counts
+    /// per flow ([`Link::flow_stats`]).
+    pub fn set_cross_traffic(&mut self, cross: sluice_core::sim::flows::CrossTraffic) {
+        self.downlink.enable_flow_stats();
+        self.cross = Some(cross);
+    }
+
+    /// Moves what the cross traffic sends at `now` into the downlink.
+    fn pump_cross(&mut self, now: Timestamp) {
+        let Some(cross) = self.cross.as_mut() else { return };
+        while let Some(d) = cross.poll_transmit(now) {
+            self.downlink.handle_datagram(d, now);
         }
     }
 
@@ -932,6 +962,11 @@ impl RelayEndpoint {
         if let Some(links) = sluice_core::sim::build_access_links(cfg) {
             relay.set_access_path(links);
         }
+        // A media flow among them is refused by the caller's check
+        // (`CrossTraffic::for_run` before this); none is built here then.
+        if let Ok(Some(cross)) = sluice_core::sim::flows::CrossTraffic::for_run(cfg) {
+            relay.set_cross_traffic(cross);
+        }
         relay
     }
 
@@ -942,6 +977,25 @@ impl RelayEndpoint {
 
     pub fn downlink(&self) -> &Link {
         &self.downlink
+    }
+
+    /// The downlink's counters of the session's own packets: all of them, or with cross
+    /// traffic flow 0's (arrivals, drops as queue drops, deliveries), so the summary's keys
+    /// stay the session's own as in the simulator.
+    pub fn media_stats(&self) -> sluice_core::link::LinkStats {
+        let stats = *self.downlink.stats();
+        let Some(t) = self.downlink.flow_stats() else { return stats };
+        let f = t.get(0);
+        sluice_core::link::LinkStats {
+            arrived_packets: f.arrived_packets,
+            arrived_bytes: f.arrived_bytes,
+            dropped_loss_packets: 0,
+            dropped_queue_packets: f.dropped_packets - stats.dropped_policy_packets,
+            dropped_policy_packets: stats.dropped_policy_packets,
+            dropped_bytes: f.dropped_bytes,
+            delivered_packets: f.delivered_packets,
+            delivered_bytes: f.delivered_bytes,
+        }
     }
 
     /// Puts the access path between the sender and the bottleneck: `(to the bottleneck, back
@@ -1058,6 +1112,9 @@ impl RelayEndpoint {
     fn drain_drops(&mut self) {
         while let Some((d, why)) = self.downlink.poll_drop() {
             if let Datagram::Media(p) = d {
+                if p.flow != 0 {
+                    continue; // cross traffic: its own loss detection finds out
+                }
                 self.down_bytes.remove(&p.transport_seq);
                 if let Some(log) = self.log.as_mut() {
                     log.dropped(p.transport_seq);
@@ -1093,13 +1150,25 @@ impl RelayEndpoint {
             .trace
             .as_ref()
             .map_or(0, |t| (t.capacity_between(now - window, now) / window).as_bps());
+        // With cross traffic the session's keys stay its own (flow 0), as in the simulator.
+        let (delivered_bytes, dropped_packets) = match self.downlink.flow_stats() {
+            Some(t) => (t.delivered_bytes(0), t.dropped_packets(0)),
+            None => (stats.delivered_bytes, stats.dropped_packets()),
+        };
+        let flow_delivered_bytes = match (self.downlink.flow_stats(), &self.cross) {
+            (Some(t), Some(c)) => {
+                std::iter::once(0).chain(c.flows()).map(|f| (f, t.delivered_bytes(f))).collect()
+            }
+            _ => Vec::new(),
+        };
         if let Ok(mut s) = shared.lock() {
             *s = LinkSnapshot {
                 queue_bytes: self.downlink.queue_bytes().as_bytes(),
                 queue_packets: self.downlink.queue_packets() as u64,
                 queue_delay_us: self.downlink.last_queue_delay().as_us(),
-                delivered_bytes: stats.delivered_bytes,
-                dropped_packets: stats.dropped_packets(),
+                delivered_bytes,
+                dropped_packets,
+                flow_delivered_bytes,
                 columns,
                 link_capacity_bps: capacity,
             };
@@ -1155,12 +1224,14 @@ impl Endpoint for RelayEndpoint {
                 self.uplink.handle_datagram(Datagram::Media(p), now);
             }
         }
+        self.pump_cross(now);
         self.drain_drops();
         self.snapshot(now);
     }
 
     fn handle_timeout(&mut self, now: Timestamp) {
         self.forward_access(now);
+        self.pump_cross(now);
         if self.downlink.poll_timeout() <= now {
             self.downlink.handle_timeout(now);
         }
@@ -1186,6 +1257,11 @@ impl Endpoint for RelayEndpoint {
             }
         }
         while let Some(d) = self.downlink.poll_datagram(now) {
+            if let Some(cross) = self.cross.as_mut().filter(|c| c.carries(d.flow())) {
+                cross.deliver(d, now);
+                self.pump_cross(now);
+                continue;
+            }
             let Datagram::Media(p) = d else { continue };
             let Some(b) = self.down_bytes.remove(&p.transport_seq) else { continue };
             if let Some(log) = self.log.as_mut() {
@@ -1226,12 +1302,14 @@ impl Endpoint for RelayEndpoint {
             .access
             .as_ref()
             .map_or(Timestamp::INFINITY, |(a, b)| a.poll_timeout().min(b.poll_timeout()));
+        let cross = self.cross.as_ref().map_or(Timestamp::INFINITY, |c| c.poll_timeout());
         self.downlink
             .poll_timeout()
             .min(self.uplink.poll_timeout())
             .min(held)
             .min(extra)
             .min(access)
+            .min(cross)
     }
 
     fn malformed(&self) -> u64 {

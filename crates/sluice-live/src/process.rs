@@ -309,6 +309,8 @@ impl EndpointProcess {
         options: &ProcessOptions,
     ) -> Result<EndpointProcess, ConfigError> {
         cfg.validate()?;
+        // Live mode carries TCP cross traffic inside the relay, not competing media flows.
+        sluice_core::sim::flows::CrossTraffic::for_run(cfg)?;
         let scheme = cfg.resolve_scheme()?;
         let peer = need(options.peer, "peer (the relay or the receiver)")?;
         let socket = bind(options.listen)?;
@@ -377,6 +379,8 @@ impl EndpointProcess {
         options: &ProcessOptions,
     ) -> Result<EndpointProcess, ConfigError> {
         cfg.validate()?;
+        // Live mode carries TCP cross traffic inside the relay, not competing media flows.
+        sluice_core::sim::flows::CrossTraffic::for_run(cfg)?;
         let scheme = cfg.resolve_scheme()?;
         let peer = need(options.peer, "peer (the relay or the sender)")?;
         let socket = bind(options.listen)?;
@@ -426,6 +430,8 @@ impl EndpointProcess {
         options: &ProcessOptions,
     ) -> Result<EndpointProcess, ConfigError> {
         cfg.validate()?;
+        // Live mode carries TCP cross traffic inside the relay, not competing media flows.
+        sluice_core::sim::flows::CrossTraffic::for_run(cfg)?;
         let scheme = cfg.resolve_scheme()?;
         let sender = need(options.sender, "sender")?;
         let receiver = need(options.receiver, "receiver")?;
@@ -462,7 +468,7 @@ impl EndpointProcess {
         let thread = spawn("relay", move || {
             let info = serve(&mut ep, socket, &peers, sender, end, &c, start_timeout)?;
             let r = &ep.inner;
-            let stats = r.downlink().stats();
+            let stats = r.media_stats();
             Ok(Part::Relay(RelayPart {
                 info: PartInfo { role: "relay".into(), ..info },
                 malformed: r.malformed(),

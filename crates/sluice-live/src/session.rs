@@ -169,6 +169,8 @@ impl LiveRun {
         options: &LiveOptions,
     ) -> Result<LiveRun, ConfigError> {
         cfg.validate()?;
+        // Live mode carries TCP cross traffic inside the relay, not competing media flows.
+        sluice_core::sim::flows::CrossTraffic::for_run(cfg)?;
         let scheme = cfg.resolve_scheme()?;
         let (s_sock, r_sock, x_sock) =
             (bind(options.bind)?, bind(options.bind)?, bind(options.bind)?);
@@ -285,7 +287,7 @@ impl LiveRun {
             std::fs::write(path, &receiver.stream)
                 .map_err(|e| format!("writing {}: {e}", path.display()))?;
         }
-        let stats = relay.downlink().stats();
+        let stats = relay.media_stats();
         let trace = self.trace.clone();
         let capacity_until = move |t: Timestamp| match &trace {
             Some(tr) => tr.capacity_between(Timestamp::ZERO, t).as_bytes(),

@@ -751,6 +751,7 @@ fn read_twcc(cc: &TransportLayerCc, sent: &SentNumbers) -> Result<TransportFeedb
         feedback_seq: cc.fb_pkt_count as u64,
         packets,
         hold_time: TimeDelta::ZERO,
+        ecn_ce_count: 0,
     })
 }
 

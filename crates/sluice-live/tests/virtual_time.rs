@@ -31,6 +31,22 @@ fn run_endpoints(
     trace: Arc<Trace>,
 ) -> (Vec<sluice_core::metrics::FrameRecord>, u64) {
     let scheme = cfg.resolve_scheme().unwrap();
+    let (down, up) = build_links(cfg, &scheme, Some(trace.clone()), None);
+    let relay = RelayEndpoint::new(down, up, Faults::default(), cfg.seed, Some(trace), None);
+    let (frames, malformed, _, _) = run_with_relay(cfg, relay, None);
+    (frames, malformed)
+}
+
+/// [`run_endpoints`] with a given relay (and the link snapshot it shares with the sender,
+/// if any); also returns the relay and the sender's samples.
+#[allow(clippy::type_complexity)]
+fn run_with_relay(
+    cfg: &RunConfig,
+    mut relay: RelayEndpoint,
+    link: Option<sluice_live::endpoint::SharedLink>,
+) -> (Vec<sluice_core::metrics::FrameRecord>, u64, RelayEndpoint, Vec<sluice_core::metrics::Sample>)
+{
+    let scheme = cfg.resolve_scheme().unwrap();
     let now = Timestamp::ZERO;
     let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
     let end = capture_end + TimeDelta::from_secs_f64(cfg.drain_s);
@@ -39,12 +55,10 @@ fn run_endpoints(
         build_sender(cfg, &scheme, enc, now),
         TimeDelta::from_ms(20),
         capture_end,
-        None,
+        link,
         now,
     );
     let mut rx = ReceiverEndpoint::new(build_receiver(cfg, &scheme, now));
-    let (down, up) = build_links(cfg, &scheme, Some(trace.clone()), None);
-    let mut relay = RelayEndpoint::new(down, up, Faults::default(), cfg.seed, Some(trace), None);
     let mut t = now;
     let mut malformed = 0;
     while t <= end {
@@ -88,7 +102,7 @@ fn run_endpoints(
     for e in &rx.events {
         rec.on_receiver_event(e.clone());
     }
-    (rec.frames(), malformed)
+    (rec.frames(), malformed, relay, tx.samples.clone())
 }
 
 #[test]
@@ -117,4 +131,64 @@ fn endpoints_over_the_wire_match_the_simulator_closely_in_virtual_time() {
         f.iter().map(|f| f.size_bytes).sum::<i64>() as f64
     };
     assert!((bytes(&frames) / bytes(&sim.frames) - 1.0).abs() < 0.1);
+}
+
+/// The relay carries TCP cross traffic inside its downlink (issue 29): a CUBIC flow from
+/// 3 s shares the 4 Mbps bottleneck with the media over the wire, as in the simulator.
+#[test]
+fn the_relay_carries_tcp_cross_traffic_in_its_bottleneck() {
+    let mut cfg = config();
+    cfg.duration_s = 30.0;
+    cfg.downlink.queue_bytes = Some(60_000);
+    cfg.downlink.delay_ms = 25.0;
+    cfg.uplink.delay_ms = 25.0;
+    cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("tcp:cubic@3").unwrap()];
+    let trace = Arc::new(Trace::constant(DataRate::from_mbps(4), TimeDelta::from_secs(1)));
+    let scheme = cfg.resolve_scheme().unwrap();
+    let link: sluice_live::endpoint::SharedLink = Arc::default();
+    let relay = RelayEndpoint::for_run(
+        &cfg,
+        &scheme,
+        Some(trace.clone()),
+        None,
+        Faults::default(),
+        Some(link.clone()),
+    );
+    let (frames, malformed, relay, samples) = run_with_relay(&cfg, relay, Some(link));
+    assert_eq!(malformed, 0);
+    let table = relay.downlink().flow_stats().expect("per-flow counters");
+    let (media, tcp) = (table.get(0), table.get(1));
+    // Over 27 s the CUBIC flow delivers megabytes and the two fill the link (13.5 MB).
+    assert!(tcp.delivered_bytes > 4_000_000, "{tcp:?}");
+    let total = (media.delivered_bytes + tcp.delivered_bytes) as f64;
+    assert!(total > 0.85 * 4e6 / 8.0 * 30.0 - 1.5e6, "{total}");
+    // CUBIC fills the queue: the media's packets wait about the full 120 ms.
+    let q = media.queue_delay_quantile(0.95).unwrap().as_ms();
+    assert!((90..=125).contains(&q), "media P95 queueing {q} ms");
+    // The same run in the simulator: the media's share of the bytes is alike.
+    let sim = Simulation::new(&cfg, Some(trace), None, build_encoder(&cfg).unwrap()).unwrap().run();
+    let flows = sim.summary.flows.unwrap();
+    let live_share = media.delivered_bytes as f64 / total;
+    eprintln!("media share over the wire {live_share:.3}, simulated {:.3}", flows[0].share);
+    assert!((live_share - flows[0].share).abs() < 0.1, "{live_share} vs {}", flows[0].share);
+    assert!(frames.iter().any(|f| f.displayed_us.is_some()));
+    // The sender's samples carry every flow's rate, as the simulator's; flow 0's is the
+    // session's delivered rate (its own bytes, not the link's).
+    let col = |s: &sluice_core::metrics::Sample, n: &str| match s.columns.get(n) {
+        Some(sluice_core::columns::Value::Int(v)) => *v,
+        other => panic!("{n}: {other:?}"),
+    };
+    let late: Vec<_> = samples.iter().filter(|s| s.t_us > 10_000_000).collect();
+    assert!(late.iter().map(|s| col(s, "flow1_rate_bps")).sum::<i64>() > 0);
+    for s in &late {
+        assert_eq!(col(s, "flow0_rate_bps"), s.delivered_rate_bps);
+    }
+}
+
+#[test]
+fn a_competing_media_flow_is_refused_in_live_mode() {
+    let mut cfg = config();
+    cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("media:webrtc").unwrap()];
+    let e = sluice_core::sim::flows::CrossTraffic::for_run(&cfg).err().unwrap();
+    assert!(e.0.contains("live mode carries TCP cross traffic only"), "{e}");
 }

@@ -268,6 +268,14 @@ fn schemes_json() -> PyResult<String> {
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// A competing flow's spec (`media:SCHEME[@START_S[-STOP_S]]`,
+/// `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]`, `short-tcp[@START_S]`) in its canonical form; `ValueError` saying what
+/// is wrong with it (the scheme is checked when the run config is validated).
+#[pyfunction]
+fn competing_spec(spec: &str) -> PyResult<String> {
+    sluice_core::cross::CompetingFlow::parse(spec).map(|c| c.spec()).map_err(PyValueError::new_err)
+}
+
 /// The default run config as JSON.
 #[pyfunction]
 fn default_config_json() -> PyResult<String> {
@@ -337,6 +345,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<live::PyLiveRun>()?;
     live_procs::register(m)?;
     m.add_function(wrap_pyfunction!(schemes_json, m)?)?;
+    m.add_function(wrap_pyfunction!(competing_spec, m)?)?;
     m.add_function(wrap_pyfunction!(default_config_json, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config_json, m)?)?;
     encode::register(m)?;

@@ -19,6 +19,9 @@
 
 pub mod bandwidth;
 pub mod bottleneck;
+pub mod codel;
+pub mod flow_stats;
+pub mod fq_codel;
 pub mod frame_drop;
 pub mod oracle;
 pub mod trace;
@@ -150,6 +153,14 @@ impl PacketQueue {
     pub fn iter(&self) -> impl Iterator<Item = &Queued> {
         self.items.iter()
     }
+    /// Removes and returns the oldest waiting packet for which `pred` is true (a scheduler
+    /// that serves its flows in its own order, as FQ-CoDel; O(length)).
+    pub fn remove_first(&mut self, mut pred: impl FnMut(&Queued) -> bool) -> Option<Queued> {
+        let i = self.items.iter().position(&mut pred)?;
+        let item = self.items.remove(i)?;
+        self.bytes -= item.size;
+        Some(item)
+    }
     /// Removes the waiting packets for which `pred` is true, oldest first, appending them to
     /// `out` (for policies that drop queued packets, e.g. the rest of a frame).
     pub fn remove_where(&mut self, mut pred: impl FnMut(&Queued) -> bool, out: &mut Vec<Queued>) {
@@ -238,6 +249,19 @@ pub trait QueueDiscipline: std::fmt::Debug + Send {
         item: Queued,
         dropped: &mut Vec<(Queued, DropReason)>,
     );
+    /// The packet to serialise next, taken out of `queue` at `now` (the time of the
+    /// opportunity it starts at; every waiting packet arrived at or before it). A discipline
+    /// that drops at dequeue (CoDel) pushes what it drops onto `dropped`; one that schedules
+    /// flows (FQ-CoDel) may take any waiting packet. `None`: nothing to send (the queue is
+    /// empty or the discipline dropped all of it). The default serves the head (FIFO).
+    fn dequeue(
+        &mut self,
+        queue: &mut PacketQueue,
+        _now: Timestamp,
+        _dropped: &mut Vec<(Queued, DropReason)>,
+    ) -> Option<Queued> {
+        queue.pop_front()
+    }
     /// A packet finished serialisation at `at` (in order).
     fn on_departure(&mut self, _datagram: &Datagram, _arrival: Timestamp, _at: Timestamp) {}
     /// Timer work; may remove queued packets onto `dropped`. A spurious call does nothing.
@@ -320,6 +344,8 @@ pub struct Link {
     drop_log: bool,
     scratch: Vec<(Queued, DropReason)>,
     stats: LinkStats,
+    /// Per-flow counters, when asked for ([`Link::enable_flow_stats`]).
+    flow_stats: Option<flow_stats::FlowStatsTable>,
     last_queue_delay: TimeDelta,
     now: Timestamp,
 }
@@ -357,6 +383,7 @@ impl Link {
             drop_log: true,
             scratch: Vec::new(),
             stats: LinkStats::default(),
+            flow_stats: None,
             last_queue_delay: TimeDelta::ZERO,
             now: Timestamp::ZERO,
         }
@@ -369,6 +396,17 @@ impl Link {
         if !enabled {
             self.drops.clear();
         }
+    }
+
+    /// Keeps counters per flow (arrivals, drops, deliveries, queueing delays) from now on:
+    /// a bottleneck that several flows share ([`Link::flow_stats`]).
+    pub fn enable_flow_stats(&mut self) {
+        self.flow_stats.get_or_insert_with(flow_stats::FlowStatsTable::default);
+    }
+
+    /// The per-flow counters, if enabled.
+    pub fn flow_stats(&self) -> Option<&flow_stats::FlowStatsTable> {
+        self.flow_stats.as_ref()
     }
 
     /// Changes the one-way delay for packets that leave the queue from now on (packets
@@ -391,6 +429,9 @@ impl Link {
         let size = datagram.size();
         self.stats.arrived_packets += 1;
         self.stats.arrived_bytes += size.as_bytes();
+        if let Some(f) = &mut self.flow_stats {
+            f.on_arrival(datagram.flow(), size);
+        }
         if self.rng.bernoulli(self.loss_rate) {
             self.record_drop(datagram, size, DropReason::RandomLoss);
             return;
@@ -470,6 +511,9 @@ impl Link {
         let (_, d) = self.in_flight.pop_front()?;
         self.stats.delivered_packets += 1;
         self.stats.delivered_bytes += d.size().as_bytes();
+        if let Some(f) = &mut self.flow_stats {
+            f.on_delivery(d.flow(), d.size());
+        }
         Some(d)
     }
 
@@ -532,6 +576,9 @@ impl Link {
             DropReason::Policy => self.stats.dropped_policy_packets += 1,
         }
         self.stats.dropped_bytes += size.as_bytes();
+        if let Some(f) = &mut self.flow_stats {
+            f.on_drop(datagram.flow(), size);
+        }
         if self.drop_log {
             self.drops.push_back((datagram, reason));
         }
@@ -576,11 +623,19 @@ impl Link {
                     return;
                 };
                 // Only start the head if an opportunity it may use is due.
-                if self.next_usable_in(trace, head.arrival) > now {
+                let start = self.next_usable_in(trace, head.arrival);
+                if start > now {
                     return;
                 }
-                // Invariant: front() was Some just above.
-                let item = self.queue.pop_front().expect("queue head exists");
+                // The discipline picks the packet (the head for FIFO ones; every waiting
+                // packet arrived by `start`) and may drop at dequeue (CoDel).
+                let mut dropped = std::mem::take(&mut self.scratch);
+                let item = self.discipline.dequeue(&mut self.queue, start, &mut dropped);
+                self.record_drops(&mut dropped);
+                self.scratch = dropped;
+                let Some(item) = item else {
+                    continue;
+                };
                 let remaining = item.size;
                 self.in_transit = Some(InTransit { item, remaining });
             }
@@ -609,6 +664,9 @@ impl Link {
                 // Invariant: in_transit is Some (borrowed as `transit` above).
                 let done = self.in_transit.take().expect("in transit");
                 self.last_queue_delay = self.cur_opp_time - done.item.arrival;
+                if let Some(f) = &mut self.flow_stats {
+                    f.on_departure(done.item.datagram.flow(), self.last_queue_delay);
+                }
                 self.discipline.on_departure(
                     &done.item.datagram,
                     done.item.arrival,
@@ -622,3 +680,6 @@ impl Link {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod aqm_tests;

@@ -18,8 +18,10 @@
 //! Without it the network is the four nodes it always was, in the same order, so results do
 //! not change.
 
+pub mod flows;
 pub mod network;
 
+use crate::cross::CompetingFlow;
 use crate::encoder::model::{ModelEncoder, ModelEncoderConfig};
 use crate::encoder::{Encoder, InlineEncoder};
 use crate::link::bottleneck::BottleneckEnv;
@@ -54,6 +56,54 @@ pub struct PathConfig {
     pub access_delay_ms: f64,
     /// IID random loss probability.
     pub loss: f64,
+    /// The queue discipline (drop-tail, CoDel, FQ-CoDel) at the limit above. Only
+    /// written when it is not drop-tail, so configs without it read and print as before.
+    #[serde(skip_serializing_if = "QueueDisciplineKind::is_drop_tail")]
+    pub queue_discipline: QueueDisciplineKind,
+    /// An AQM discipline (CoDel, FQ-CoDel) marks ECN-capable packets CE instead of dropping
+    /// them (only the TCP cross traffic is ECN-capable). Only written when on.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
+}
+
+/// The queue discipline of a path (`--queue`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueDisciplineKind {
+    /// Drop-tail at the queue limit (Mahimahi), or the scheme's own bottleneck behaviour.
+    #[default]
+    Droptail,
+    /// CoDel (RFC 8289; `link/codel.rs`).
+    Codel,
+    /// FQ-CoDel (RFC 8290; `link/fq_codel.rs`).
+    FqCodel,
+}
+
+impl QueueDisciplineKind {
+    pub fn is_drop_tail(&self) -> bool {
+        *self == QueueDisciplineKind::Droptail
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueDisciplineKind::Droptail => "droptail",
+            QueueDisciplineKind::Codel => "codel",
+            QueueDisciplineKind::FqCodel => "fq-codel",
+        }
+    }
+    /// The discipline for a queue limited to `limit` (marking ECN-capable packets CE
+    /// instead of dropping them with `ecn`, for the AQMs).
+    pub fn build(self, limit: QueueLimit, ecn: bool) -> Box<dyn crate::link::QueueDiscipline> {
+        use crate::link::{codel, fq_codel, DropTail};
+        let codel = codel::CodelConfig { ecn, ..codel::CodelConfig::default() };
+        match self {
+            QueueDisciplineKind::Droptail => Box::new(DropTail { limit }),
+            QueueDisciplineKind::Codel => Box::new(codel::Codel::new(codel, limit)),
+            QueueDisciplineKind::FqCodel => Box::new(fq_codel::FqCodel::new(
+                fq_codel::FqCodelConfig { codel, ..fq_codel::FqCodelConfig::default() },
+                limit,
+            )),
+        }
+    }
 }
 
 impl Default for PathConfig {
@@ -65,6 +115,8 @@ impl Default for PathConfig {
             delay_ms: 20.0,
             access_delay_ms: 0.0,
             loss: 0.0,
+            queue_discipline: QueueDisciplineKind::Droptail,
+            ecn: false,
         }
     }
 }
@@ -108,6 +160,10 @@ pub struct RunConfig {
     pub encoder: EncoderConfig,
     pub downlink: PathConfig,
     pub uplink: PathConfig,
+    /// Flows that share the downlink (the bottleneck) with the session's media flow
+    /// (`--competing`; [`crate::cross`]). Only written when there are some.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub competing: Vec<CompetingFlow>,
 }
 
 impl Default for RunConfig {
@@ -126,6 +182,7 @@ impl Default for RunConfig {
             encoder: EncoderConfig::default(),
             downlink: PathConfig::default(),
             uplink: PathConfig::default(),
+            competing: Vec::new(),
         }
     }
 }
@@ -271,6 +328,25 @@ impl RunConfig {
                 return err(format!("{name}: queue limit must hold at least one packet"));
             }
         }
+        if !self.downlink.queue_discipline.is_drop_tail()
+            && scheme.bottleneck != crate::link::bottleneck::BottleneckConfig::default()
+        {
+            return err(format!(
+                "downlink.queue_discipline {} needs a scheme with a plain drop-tail bottleneck \
+                 ('{}' brings its own bottleneck behaviour)",
+                self.downlink.queue_discipline.name(),
+                self.scheme_name
+            ));
+        }
+        for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
+            if p.ecn && p.queue_discipline.is_drop_tail() {
+                return err(format!(
+                    "{name}.ecn marks with an AQM: set {name}.queue_discipline to codel or \
+                     fq-codel (drop-tail has no marking)"
+                ));
+            }
+        }
+        flows::validate_competing(self).map_err(ConfigError)?;
         if self.uplink.access_delay_ms != 0.0 {
             return err("the access delay is a downlink setting (sender to bottleneck)".into());
         }
@@ -416,6 +492,8 @@ pub struct Simulation {
     downlink_trace: Option<Arc<Trace>>,
     last_sent_bytes: i64,
     last_delivered_bytes: i64,
+    /// The competing flows and their per-flow series (`None`: the media flow alone).
+    flows: Option<flows::Flows>,
 }
 
 /// Builds the encoder a config asks for, if the core can: the model encoder. A real encoder
@@ -451,6 +529,17 @@ pub fn build_sender(
     encoder: Box<dyn crate::encoder::EncoderDriver>,
     now: Timestamp,
 ) -> Sender {
+    build_flow_sender(cfg, scheme, encoder, now, 0)
+}
+
+/// [`build_sender`] for the media flow `flow` (a competing media flow has its own id).
+pub fn build_flow_sender(
+    cfg: &RunConfig,
+    scheme: &SchemeConfig,
+    encoder: Box<dyn crate::encoder::EncoderDriver>,
+    now: Timestamp,
+    flow: crate::packet::FlowId,
+) -> Sender {
     let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
     let cc = scheme.cc.build(now);
     Sender::new(
@@ -460,6 +549,7 @@ pub fn build_sender(
             capture_until: capture_end,
             packet_overhead: crate::packet::PACKET_OVERHEAD + scheme.bottleneck.header_extension(),
             max_video_rate: cfg.max_video_rate_bps.map(crate::units::DataRate::from_bps_f64),
+            flow,
             ..Default::default()
         },
         cc,
@@ -472,12 +562,22 @@ pub fn build_sender(
 
 /// The receiver of a run.
 pub fn build_receiver(cfg: &RunConfig, scheme: &SchemeConfig, now: Timestamp) -> Receiver {
+    build_flow_receiver(cfg, scheme, now, 0)
+}
+
+/// [`build_receiver`] for the media flow `flow`.
+pub fn build_flow_receiver(
+    cfg: &RunConfig,
+    scheme: &SchemeConfig,
+    now: Timestamp,
+    flow: crate::packet::FlowId,
+) -> Receiver {
     Receiver::new(
         ReceiverConfig {
             feedback_interval: TimeDelta::from_ms_f64(cfg.feedback_interval_ms(scheme)),
             ..Default::default()
         },
-        0,
+        flow,
         now,
     )
 }
@@ -494,13 +594,23 @@ pub fn build_links(
     let downlink_limit = RunConfig::link_config(&cfg.downlink, None).queue;
     let access = TimeDelta::from_ms_f64(cfg.downlink.access_delay_ms);
     let env = BottleneckEnv { fps: cfg.fps, rtt_to_sender: access * 2 };
+    let discipline = if cfg.downlink.queue_discipline.is_drop_tail() {
+        scheme.bottleneck.build_in(downlink_limit, 0, env)
+    } else {
+        cfg.downlink.queue_discipline.build(downlink_limit, cfg.downlink.ecn)
+    };
     let mut downlink = Link::with_discipline(
         RunConfig::link_config(&cfg.downlink, downlink_trace),
         Rng::fork(cfg.seed, "downlink"),
-        scheme.bottleneck.build_in(downlink_limit, 0, env),
+        discipline,
     );
-    let mut uplink =
-        Link::new(RunConfig::link_config(&cfg.uplink, uplink_trace), Rng::fork(cfg.seed, "uplink"));
+    let uplink_config = RunConfig::link_config(&cfg.uplink, uplink_trace);
+    let uplink_limit = uplink_config.queue;
+    let mut uplink = Link::with_discipline(
+        uplink_config,
+        Rng::fork(cfg.seed, "uplink"),
+        cfg.uplink.queue_discipline.build(uplink_limit, cfg.uplink.ecn),
+    );
     // Drops are counted in the link stats; the per-packet log is needed only to mark the
     // frames a bottleneck drops on purpose.
     downlink.set_drop_log(scheme.bottleneck.drops_frames());
@@ -546,12 +656,26 @@ impl Simulation {
         let (downlink, uplink) = build_links(cfg, &scheme, downlink_trace.clone(), uplink_trace);
         let bottleneck_drops = scheme.bottleneck.drops_frames();
 
+        let mut downlink = downlink;
+        if !cfg.competing.is_empty() {
+            downlink.enable_flow_stats();
+        }
         let mut net = Network::default();
         let tx = net.add("sender", Box::new(sender));
         let down = net.add("downlink", Box::new(downlink));
         let rx = net.add("receiver", Box::new(receiver));
         let up = net.add("uplink", Box::new(uplink));
-        net.connect(down, OUT, rx, IN);
+        let flows = if cfg.competing.is_empty() {
+            net.connect(down, OUT, rx, IN);
+            None
+        } else {
+            // The bottleneck's far end sorts datagrams by flow: flow 0 to the session's
+            // receiver, each competing flow to its own.
+            let demux = net.add("demux", Box::new(network::Demux::default()));
+            net.connect(down, OUT, demux, IN);
+            net.connect(demux, 0, rx, IN);
+            Some(flows::Flows::build(cfg, &mut net, down, demux)?)
+        };
         net.connect(rx, OUT, up, IN);
         if let Some((access, report_path)) = build_access_links(cfg) {
             let a = net.add("access", Box::new(access));
@@ -589,6 +713,7 @@ impl Simulation {
             downlink_trace,
             last_sent_bytes: 0,
             last_delivered_bytes: 0,
+            flows,
         })
     }
 
@@ -643,6 +768,9 @@ impl Simulation {
                 self.recorder.on_receiver_event(e);
             }
         }
+        if let Some(f) = &self.flows {
+            f.drain_events(&mut self.network);
+        }
         let down = self.downlink;
         if let Some(link) = self.network.get_mut_for_events::<Link>(down) {
             while let Some((d, why)) = link.poll_drop() {
@@ -656,6 +784,7 @@ impl Simulation {
     }
 
     fn take_sample(&mut self) {
+        let mut flows = self.flows.take();
         let now = self.now;
         let interval = self.sample_interval;
         let sender = self.sender();
@@ -670,7 +799,13 @@ impl Simulation {
             None => 0,
         };
         let sent = self.recorder.sent_bytes_total;
-        let delivered = stats.delivered_bytes;
+        // With competing flows the media flow's keys stay its own (flow 0 at the bottleneck).
+        let flow0 = down.flow_stats().filter(|_| flows.is_some());
+        let delivered = flow0.map_or(stats.delivered_bytes, |t| t.delivered_bytes(0));
+        let lost_packets = flow0.map_or(stats.dropped_packets(), |t| t.dropped_packets(0));
+        if let (Some(f), Some(table)) = (&mut flows, down.flow_stats()) {
+            f.sample(now, interval, table, &mut columns);
+        }
         let sample = Sample {
             t_us: now.as_us(),
             target_rate_bps: control.target_rate.as_bps(),
@@ -691,12 +826,13 @@ impl Simulation {
             rtt_us: sender.smoothed_rtt().map(|r| r.as_us()),
             in_flight_bytes: sender.bytes_in_flight().as_bytes(),
             cwnd_bytes: control.congestion_window.map(|w| w.as_bytes()),
-            lost_packets: stats.dropped_packets(),
+            lost_packets,
             columns,
         };
         self.last_sent_bytes = sent;
         self.last_delivered_bytes = delivered;
         self.samples.push(sample);
+        self.flows = flows;
     }
 
     /// Why the run cannot go on (the encoder failed), if it cannot.
@@ -754,14 +890,26 @@ impl Simulation {
             Some(t) => t.capacity_between(Timestamp::ZERO, sampled_until).as_bytes(),
             None => 0,
         };
-        let totals = LinkTotals {
+        let mut totals = LinkTotals {
             arrived_packets: stats.arrived_packets,
             dropped_packets: stats.dropped_packets(),
             policy_dropped_packets: stats.dropped_policy_packets,
             delivered_bytes: self.last_delivered_bytes,
             capacity_bytes,
         };
-        let summary = metrics::summarize(
+        let table = self.link(self.downlink).flow_stats();
+        if let (Some(_), Some(table)) = (&self.flows, table) {
+            // The media flow's own packets (drops at the shared queue are all congestion
+            // drops: a policy-dropping bottleneck is not combined with competing flows).
+            let f0 = table.get(0);
+            totals.arrived_packets = f0.arrived_packets;
+            totals.dropped_packets = f0.dropped_packets;
+        }
+        let flow_summaries = match (&self.flows, table) {
+            (Some(f), Some(table)) => Some(f.summarize(table, sampled_until)),
+            _ => None,
+        };
+        let mut summary = metrics::summarize(
             &frames,
             &skips,
             &self.samples,
@@ -770,6 +918,10 @@ impl Simulation {
             self.capture_end,
             self.end,
         );
+        if let Some((flows, jain)) = flow_summaries {
+            summary.flows = Some(flows);
+            summary.jain_index = Some(jain.unwrap_or(f64::NAN));
+        }
         RunResult {
             frames,
             skips,

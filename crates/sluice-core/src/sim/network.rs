@@ -121,6 +121,88 @@ impl Node for Link {
     }
 }
 
+/// Routes each datagram to the output port of its flow id (a shared bottleneck's far end,
+/// in front of one receiver per flow). Flow ids above 255 share port 255.
+#[derive(Debug, Default)]
+pub struct Demux {
+    out: std::collections::VecDeque<(Port, Datagram)>,
+}
+
+impl Node for Demux {
+    fn handle_input(&mut self, _port: Port, datagram: Datagram, _now: Timestamp) {
+        let port = Port::try_from(datagram.flow()).unwrap_or(Port::MAX);
+        self.out.push_back((port, datagram));
+    }
+    fn handle_timeout(&mut self, _now: Timestamp) {}
+    fn poll_output(&mut self, _now: Timestamp) -> Option<(Port, Datagram)> {
+        self.out.pop_front()
+    }
+    fn poll_timeout(&self) -> Timestamp {
+        Timestamp::INFINITY
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// A node that exists only from `start` to `stop` (a competing flow with start and stop
+/// times): before `start` it ignores input and waits; from `stop` on it swallows input and
+/// output and has no timeout. In between it is the inner node.
+pub struct Scheduled<N: Node> {
+    pub inner: N,
+    start: Timestamp,
+    stop: Timestamp,
+}
+
+impl<N: Node> Scheduled<N> {
+    pub fn new(inner: N, start: Timestamp, stop: Timestamp) -> Self {
+        Scheduled { inner, start, stop }
+    }
+    fn active(&self, now: Timestamp) -> bool {
+        now >= self.start && now < self.stop
+    }
+}
+
+impl<N: Node + 'static> Node for Scheduled<N> {
+    fn polled_at_every_event(&self) -> bool {
+        self.inner.polled_at_every_event()
+    }
+    fn handle_input(&mut self, port: Port, datagram: Datagram, now: Timestamp) {
+        if self.active(now) {
+            self.inner.handle_input(port, datagram, now);
+        }
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if self.active(now) {
+            self.inner.handle_timeout(now);
+        }
+    }
+    fn poll_output(&mut self, now: Timestamp) -> Option<(Port, Datagram)> {
+        if self.active(now) {
+            self.inner.poll_output(now)
+        } else {
+            None
+        }
+    }
+    fn poll_timeout(&self) -> Timestamp {
+        let t = self.inner.poll_timeout().max(self.start);
+        if t >= self.stop {
+            Timestamp::INFINITY
+        } else {
+            t
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
 /// An index of a node in its [`Network`].
 pub type NodeId = usize;
 

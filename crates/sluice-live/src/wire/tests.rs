@@ -90,6 +90,7 @@ fn feedback_round_trip() {
             })
             .collect(),
         hold_time: TimeDelta::from_us(12_345),
+        ecn_ce_count: 0,
     };
     let bytes = write_feedback(&Feedback::Transport(fb.clone()), 0).unwrap();
     let got = read_feedback(&bytes, &sent).unwrap();
@@ -142,6 +143,7 @@ fn corpus() -> Vec<Vec<u8>> {
             })
             .collect(),
         hold_time: TimeDelta::from_ms(3),
+        ecn_ce_count: 0,
     };
     out.push(write_feedback(&Feedback::Transport(fb), 0).unwrap());
     out.push(
@@ -346,6 +348,7 @@ fn a_restarted_senders_stream_replaces_the_old_one_and_feedback_names_its_stream
         feedback_seq: 1,
         packets: vec![PacketReport { transport_seq: 5, arrival_time: Some(Timestamp::ZERO) }],
         hold_time: TimeDelta::ZERO,
+        ecn_ce_count: 0,
     };
     let stale = write_feedback(&Feedback::Transport(fb.clone()), 0).unwrap();
     assert!(read_feedback(&stale, &sent).unwrap().is_empty());

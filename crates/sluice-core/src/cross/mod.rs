@@ -1,0 +1,327 @@
+//! Cross traffic: the flows that share the bottleneck with the session's media flow
+//! (issue 29; RFC 8867 §5's competing flows). A [`CompetingFlow`] is parsed from the
+//! command line's and plan files' spec (`media:SCHEME[@START_S[-STOP_S]]`,
+//! `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]`, `short-tcp[@START_S]`); media flows are
+//! built by the simulator from the scheme registry (their own sender, receiver and feedback
+//! path), bulk TCP-like flows by [`tcp`], short ones (RFC 8867 §5.7) by [`short_tcp`].
+//!
+//! Why not quinn-proto's congestion controllers: its `Controller` trait takes
+//! `std::time::Instant`, which the core cannot make without reading a clock (the only
+//! constructor is `Instant::now()`), and its `RttEstimator` cannot be built outside the
+//! crate. NewReno (RFC 9002 §7), CUBIC (RFC 9438) and BBR (v1,
+//! draft-cardwell-iccrg-bbr-congestion-control-00) are therefore written here as small
+//! sans-IO state machines over the core's unit types, with QUIC's loss detection (RFC 9002
+//! §6) and delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation) in the
+//! sender ([`tcp::TcpSender`]).
+
+pub mod bbr;
+pub mod cubic;
+pub mod newreno;
+pub mod short_tcp;
+pub mod tcp;
+
+use crate::units::{DataSize, TimeDelta, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// A congestion controller of a bulk flow: a window in bytes, grown on acknowledgements and
+/// cut on congestion events (RFC 9002 §7's interface, with explicit times).
+pub trait TcpCongestion: std::fmt::Debug + Send {
+    /// `bytes` of a packet sent at `sent` were acknowledged at `now`; `srtt` is the smoothed
+    /// RTT.
+    fn on_ack(&mut self, sent: Timestamp, bytes: DataSize, now: Timestamp, srtt: TimeDelta);
+    /// Packets were declared lost at `now`, the newest of them sent at `sent`.
+    fn on_congestion_event(&mut self, sent: Timestamp, now: Timestamp);
+    /// The congestion window.
+    fn window(&self) -> DataSize;
+    /// The slow-start threshold (`DataSize` of `i64::MAX` bytes until the first loss).
+    fn ssthresh(&self) -> DataSize;
+    /// A delivery-rate sample for the acknowledgement just given to
+    /// [`on_ack`](Self::on_ack) (model-based controllers: BBR). Default: ignored.
+    fn on_rate_sample(&mut self, _rs: &tcp::RateSample, _now: Timestamp) {}
+    /// The rate to pace at (`None`: send as the window allows, unpaced).
+    fn pacing_rate(&self) -> Option<crate::units::DataRate> {
+        None
+    }
+}
+
+/// What every window-based controller here keeps (RFC 9002 Appendix B.2).
+#[derive(Clone, Debug)]
+pub struct TcpCcState {
+    pub max_datagram: DataSize,
+    pub cwnd: DataSize,
+    pub ssthresh: DataSize,
+    /// The start of the current recovery period (`congestion_recovery_start_time`).
+    pub recovery_start: Option<Timestamp>,
+}
+
+impl TcpCcState {
+    /// RFC 9002 §7.2: the initial window is `min(10 * max_datagram, max(14720, 2 *
+    /// max_datagram))`.
+    pub fn new(max_datagram: DataSize) -> TcpCcState {
+        let md = max_datagram.as_bytes();
+        TcpCcState {
+            max_datagram,
+            cwnd: DataSize::from_bytes((10 * md).min(14_720.max(2 * md))),
+            ssthresh: DataSize::from_bytes(i64::MAX / 4),
+            recovery_start: None,
+        }
+    }
+    /// `kMinimumWindow`: two maximum datagrams (RFC 9002 §7.2).
+    pub fn min_window(&self) -> DataSize {
+        self.max_datagram * 2
+    }
+    /// Whether a packet sent at `sent` belongs to the current recovery period (RFC 9002
+    /// §7.3.2: one reduction per round trip of losses).
+    pub fn in_recovery(&self, sent: Timestamp) -> bool {
+        self.recovery_start.is_some_and(|r| sent <= r)
+    }
+}
+
+/// The congestion control of a bulk flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpCc {
+    NewReno,
+    Cubic,
+    Bbr,
+}
+
+impl TcpCc {
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpCc::NewReno => "newreno",
+            TcpCc::Cubic => "cubic",
+            TcpCc::Bbr => "bbr",
+        }
+    }
+    /// The controller with its RFC defaults, for datagrams of `max_datagram` bytes.
+    pub fn build(self, max_datagram: DataSize) -> Box<dyn TcpCongestion> {
+        match self {
+            TcpCc::NewReno => {
+                Box::new(newreno::NewReno::new(newreno::NewRenoConfig::default(), max_datagram))
+            }
+            TcpCc::Cubic => {
+                Box::new(cubic::Cubic::new(cubic::CubicConfig::default(), max_datagram))
+            }
+            TcpCc::Bbr => Box::new(bbr::Bbr::new(bbr::BbrConfig::default(), max_datagram)),
+        }
+    }
+}
+
+/// What a competing flow is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CompetingKind {
+    /// A media flow of a registered scheme.
+    Media { scheme: String },
+    /// A long-lived bulk flow with this congestion control.
+    Tcp(TcpCc),
+    /// A short TCP flow: downloads of 30-50 KB files and exponential idle times
+    /// (RFC 8867 §5.7; [`short_tcp`]).
+    ShortTcp,
+}
+
+/// One competing flow of a session: what it is, when it runs (seconds from the start;
+/// `stop_s` `None`: to the end) and its own one-way delay between its sender and the
+/// bottleneck, each way (`access_delay_ms`, added to the path's: RFC 8867 §5.5's flows of
+/// different RTTs). Written and read as its spec string, or with an access delay as
+/// `{"spec": SPEC, "access_delay_ms": D}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "CompetingRepr", into = "CompetingRepr")]
+pub struct CompetingFlow {
+    pub kind: CompetingKind,
+    pub start_s: f64,
+    pub stop_s: Option<f64>,
+    pub access_delay_ms: f64,
+}
+
+/// How a [`CompetingFlow`] is written: its spec, or its spec and an access delay.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CompetingRepr {
+    Spec(String),
+    WithDelay(CompetingWithDelay),
+}
+
+/// `{"spec": SPEC, "access_delay_ms": D}`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompetingWithDelay {
+    pub spec: String,
+    #[serde(default)]
+    pub access_delay_ms: f64,
+}
+
+/// The spec grammar, for error messages.
+pub const SPEC_GRAMMAR: &str =
+    "media:SCHEME[@START_S[-STOP_S]], tcp:newreno|cubic|bbr[@START_S[-STOP_S]], short-tcp[@START_S]";
+
+impl CompetingFlow {
+    /// Parses `media:SCHEME[@START_S[-STOP_S]]`, `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]` or
+    /// `short-tcp[@START_S]`;
+    /// `Err` says what is wrong with it (the caller names the spec). The scheme is checked
+    /// against the registry by [`crate::sim::RunConfig::validate`].
+    pub fn parse(spec: &str) -> Result<CompetingFlow, String> {
+        let (what, when) = match spec.split_once('@') {
+            Some((w, t)) => (w, Some(t)),
+            None => (spec, None),
+        };
+        let kind = match what.split_once(':') {
+            Some(("media", scheme)) if !scheme.is_empty() => {
+                CompetingKind::Media { scheme: scheme.to_owned() }
+            }
+            Some(("tcp", "newreno")) => CompetingKind::Tcp(TcpCc::NewReno),
+            Some(("tcp", "cubic")) => CompetingKind::Tcp(TcpCc::Cubic),
+            Some(("tcp", "bbr")) => CompetingKind::Tcp(TcpCc::Bbr),
+            Some(("tcp", cc)) => {
+                return Err(format!("unknown TCP congestion control '{cc}' (newreno, cubic, bbr)"))
+            }
+            _ if what == "short-tcp" => CompetingKind::ShortTcp,
+            _ => return Err(format!("expected {SPEC_GRAMMAR}")),
+        };
+        let seconds = |s: &str, what: &str| -> Result<f64, String> {
+            let v: f64 = s.parse().map_err(|_| format!("{what} '{s}' is not a number"))?;
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{what} must be a finite number of seconds >= 0, got {s}"));
+            }
+            Ok(v)
+        };
+        let (start_s, stop_s) = match when {
+            None => (0.0, None),
+            Some(t) => match t.split_once('-') {
+                Some((a, b)) => (seconds(a, "start")?, Some(seconds(b, "stop")?)),
+                None => (seconds(t, "start")?, None),
+            },
+        };
+        if kind == CompetingKind::ShortTcp && stop_s.is_some() {
+            return Err("a short-tcp flow takes a start time only (short-tcp[@START_S])".into());
+        }
+        if let Some(stop) = stop_s {
+            if stop <= start_s {
+                return Err(format!("stop ({stop} s) must be after start ({start_s} s)"));
+            }
+        }
+        Ok(CompetingFlow { kind, start_s, stop_s, access_delay_ms: 0.0 })
+    }
+
+    /// The spec string (what [`Self::parse`] reads).
+    pub fn spec(&self) -> String {
+        let what = match &self.kind {
+            CompetingKind::Media { scheme } => format!("media:{scheme}"),
+            CompetingKind::Tcp(cc) => format!("tcp:{}", cc.name()),
+            CompetingKind::ShortTcp => "short-tcp".to_owned(),
+        };
+        match self.stop_s {
+            Some(stop) => format!("{what}@{}-{}", self.start_s, stop),
+            None if self.start_s > 0.0 => format!("{what}@{}", self.start_s),
+            None => what,
+        }
+    }
+
+    /// `media`, `tcp` or `short-tcp`.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            CompetingKind::Media { .. } => "media",
+            CompetingKind::Tcp(_) => "tcp",
+            CompetingKind::ShortTcp => "short-tcp",
+        }
+    }
+
+    /// The scheme's name, or the TCP congestion control's.
+    pub fn scheme_name(&self) -> String {
+        match &self.kind {
+            CompetingKind::Media { scheme } => scheme.clone(),
+            CompetingKind::Tcp(cc) => cc.name().to_owned(),
+            CompetingKind::ShortTcp => short_tcp::ShortTcpConfig::default().cc.name().to_owned(),
+        }
+    }
+}
+
+impl TryFrom<String> for CompetingFlow {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        CompetingFlow::parse(&s).map_err(|e| format!("bad competing flow '{s}': {e}"))
+    }
+}
+
+impl TryFrom<CompetingRepr> for CompetingFlow {
+    type Error = String;
+    fn try_from(r: CompetingRepr) -> Result<Self, String> {
+        match r {
+            CompetingRepr::Spec(s) => CompetingFlow::try_from(s),
+            CompetingRepr::WithDelay(w) => {
+                let mut c = CompetingFlow::try_from(w.spec.clone())?;
+                // Its range is checked with the config's other delays (`validate`).
+                c.access_delay_ms = w.access_delay_ms;
+                Ok(c)
+            }
+        }
+    }
+}
+
+impl From<CompetingFlow> for CompetingRepr {
+    fn from(c: CompetingFlow) -> CompetingRepr {
+        if c.access_delay_ms == 0.0 {
+            CompetingRepr::Spec(c.spec())
+        } else {
+            CompetingRepr::WithDelay(CompetingWithDelay {
+                spec: c.spec(),
+                access_delay_ms: c.access_delay_ms,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_print_back() {
+        for (spec, kind, start, stop) in [
+            ("media:webrtc", CompetingKind::Media { scheme: "webrtc".into() }, 0.0, None),
+            ("tcp:cubic@10", CompetingKind::Tcp(TcpCc::Cubic), 10.0, None),
+            ("tcp:newreno@5-60.5", CompetingKind::Tcp(TcpCc::NewReno), 5.0, Some(60.5)),
+            ("short-tcp@12.5", CompetingKind::ShortTcp, 12.5, None),
+            ("tcp:bbr@1-2", CompetingKind::Tcp(TcpCc::Bbr), 1.0, Some(2.0)),
+        ] {
+            let c = CompetingFlow::parse(spec).unwrap();
+            assert_eq!(
+                c,
+                CompetingFlow { kind, start_s: start, stop_s: stop, access_delay_ms: 0.0 }
+            );
+            assert_eq!(c.spec(), spec);
+        }
+    }
+
+    #[test]
+    fn a_flow_with_an_access_delay_is_written_as_an_object() {
+        let c: CompetingFlow =
+            serde_json::from_str(r#"{"spec": "media:self@1", "access_delay_ms": 40}"#).unwrap();
+        assert_eq!(c.access_delay_ms, 40.0);
+        assert_eq!(c.start_s, 1.0);
+        let back = serde_json::to_string(&c).unwrap();
+        assert_eq!(back, r#"{"spec":"media:self@1","access_delay_ms":40.0}"#);
+        let plain: CompetingFlow = serde_json::from_str(r#""tcp:cubic""#).unwrap();
+        assert_eq!(serde_json::to_string(&plain).unwrap(), r#""tcp:cubic""#);
+        for bad in [r#"{"spec": "tcp:vegas"}"#, r#"{"spec": "tcp:cubic", "delay": 3}"#, "5"] {
+            assert!(serde_json::from_str::<CompetingFlow>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        for (spec, says) in [
+            ("tcp:vegas", "unknown TCP congestion control 'vegas'"),
+            ("udp:x", "expected media:SCHEME"),
+            ("media:", "expected media:SCHEME"),
+            ("tcp:cubic@x", "start 'x' is not a number"),
+            ("tcp:cubic@-3", "start '' is not a number"),
+            ("tcp:cubic@5-2", "stop (2 s) must be after start (5 s)"),
+            ("tcp:cubic@inf", "start must be a finite number"),
+            ("short-tcp@3-9", "start time only"),
+            ("short-tcp:cubic", "expected media:SCHEME"),
+        ] {
+            let e = CompetingFlow::parse(spec).unwrap_err();
+            assert!(e.contains(says), "{spec}: {e}");
+        }
+    }
+}

@@ -1,0 +1,557 @@
+//! Competing flows in a simulated session (issue 29): the nodes of each flow that shares
+//! the bottleneck with the session's media flow, their per-flow time series, and their part
+//! of the summary (`flows`, `jain_index`).
+//!
+//! ```text
+//! sender (flow 0) ----+                                  +--> receiver (flow 0) -> uplink -> sender
+//! media sender i -----+--> downlink (bottleneck) --> demux --> media receiver i -> uplink i -> sender i
+//! TCP sender j -------+                                  +--> TCP receiver j -> ACK path j -> sender j
+//! (bulk or short)
+//! ```
+//!
+//! Every competing flow has its own return path with the uplink's delay and loss (not its
+//! trace: the feedback paths do not share a bottleneck) and no access delay. A competing
+//! media flow runs the model encoder (the session's model settings, its own seed) whatever
+//! the session's encoder. Flow ids: 0 is the session's media flow, competing flow `k` (from
+//! 0, in the order given) is `k + 1`.
+
+use super::network::{Network, NodeId, Port, Scheduled, IN, OUT};
+use super::RunConfig;
+use super::{build_encoder, build_flow_receiver, build_flow_sender, ConfigError, EncoderConfig};
+use crate::columns::Columns;
+use crate::cross::short_tcp::{ShortTcpConfig, ShortTcpSender};
+use crate::cross::tcp::{TcpReceiver, TcpSender};
+use crate::cross::{CompetingKind, SPEC_GRAMMAR};
+use crate::encoder::InlineEncoder;
+use crate::link::flow_stats::FlowStatsTable;
+use crate::link::{Link, LinkConfig};
+use crate::metrics::FlowSummary;
+use crate::packet::FlowId;
+use crate::receiver::Receiver;
+use crate::rng::Rng;
+use crate::sender::Sender;
+use crate::units::{DataSize, TimeDelta, Timestamp};
+
+/// `media:self`: a competing media flow of the session's own scheme (its composition too:
+/// a custom scheme or a plan's variant), for suites that run every scheme against itself.
+pub const SELF: &str = "self";
+
+/// The most competing flows a session takes (flow ids are the demultiplexer's ports).
+pub const MAX_COMPETING: usize = 64;
+/// Jain's index leaves out this much after the last flow started (issue 29: "after a 10 s
+/// warm-up").
+pub const JAIN_WARMUP: TimeDelta = TimeDelta::from_secs(10);
+
+/// The checks on `cfg.competing` (called by [`RunConfig::validate`]).
+pub(super) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
+    if cfg.competing.is_empty() {
+        return Ok(());
+    }
+    if cfg.competing.len() > MAX_COMPETING {
+        return Err(format!(
+            "at most {MAX_COMPETING} competing flows, got {}",
+            cfg.competing.len()
+        ));
+    }
+    let main = cfg.resolve_scheme().map_err(|e| e.0)?;
+    if main.bottleneck.drops_frames() {
+        return Err(format!(
+            "competing flows cannot share scheme '{}''s frame-dropping bottleneck",
+            cfg.scheme_name
+        ));
+    }
+    for c in &cfg.competing {
+        let spec = c.spec();
+        crate::check_range(
+            &format!("competing flow '{spec}': access_delay_ms"),
+            c.access_delay_ms,
+            0.0,
+            false,
+            crate::limits::MAX_DELAY_MS,
+        )?;
+        if c.start_s >= cfg.duration_s {
+            return Err(format!(
+                "competing flow '{spec}' starts at {} s, not before the end of the session \
+                 ({} s)",
+                c.start_s, cfg.duration_s
+            ));
+        }
+        if let CompetingKind::Media { scheme } = &c.kind {
+            let config = if scheme == SELF {
+                main.clone()
+            } else {
+                let Some(info) = crate::scheme::lookup(scheme) else {
+                    let names: Vec<&str> =
+                        crate::scheme::registry().iter().map(|s| s.name).collect();
+                    return Err(format!(
+                        "competing flow '{spec}': unknown scheme '{scheme}' (known: {}, or \
+                         self; specs: {SPEC_GRAMMAR})",
+                        names.join(", ")
+                    ));
+                };
+                info.config
+            };
+            let b = &config.bottleneck;
+            if b.reports() || b.drops_frames() || b.header_extension() > DataSize::ZERO {
+                return Err(format!(
+                    "competing flow '{spec}': scheme '{scheme}' needs its own bottleneck \
+                     behaviour, which a competing flow cannot have"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Connects a competing flow's sender to the bottleneck (`to`): directly, or through a
+/// delay line of its own access delay.
+fn connect_to_bottleneck(
+    net: &mut Network,
+    sender: NodeId,
+    to: NodeId,
+    access_delay_ms: f64,
+    seed: u64,
+    flow: FlowId,
+) {
+    if access_delay_ms <= 0.0 {
+        net.connect(sender, OUT, to, IN);
+        return;
+    }
+    let mut access = Link::new(
+        LinkConfig { delay: TimeDelta::from_ms_f64(access_delay_ms), ..LinkConfig::default() },
+        Rng::fork(seed, &format!("competing-{flow}-access")),
+    );
+    access.set_drop_log(false);
+    let a = net.add("competing-access", Box::new(access));
+    net.connect(sender, OUT, a, IN);
+    net.connect(a, OUT, to, IN);
+}
+
+/// The nodes of one flow.
+#[derive(Clone, Copy, Debug)]
+enum FlowNodes {
+    /// The session's media flow (its nodes are the simulation's own).
+    Main,
+    Media {
+        sender: NodeId,
+        receiver: NodeId,
+    },
+    Tcp,
+}
+
+#[derive(Clone, Debug)]
+struct FlowEntry {
+    flow: FlowId,
+    kind: &'static str,
+    scheme: String,
+    start: Timestamp,
+    stop: Option<Timestamp>,
+    access_delay_ms: f64,
+    nodes: FlowNodes,
+}
+
+/// The flows of a session with competing traffic and their delivered bytes over time.
+#[derive(Debug)]
+pub struct Flows {
+    entries: Vec<FlowEntry>,
+    capture_end: Timestamp,
+    /// Sample times, and each flow's bytes delivered by the bottleneck up to each.
+    times: Vec<Timestamp>,
+    delivered: Vec<Vec<i64>>,
+    last: Vec<i64>,
+}
+
+impl Flows {
+    /// Adds the competing flows of `cfg` to `net`: their senders feed `downlink`, `demux`
+    /// hands each its datagrams (port = flow id).
+    pub(super) fn build(
+        cfg: &RunConfig,
+        net: &mut Network,
+        downlink: NodeId,
+        demux: NodeId,
+    ) -> Result<Flows, ConfigError> {
+        let capture_end = Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s);
+        let mut entries = vec![FlowEntry {
+            flow: 0,
+            kind: "media",
+            scheme: cfg.scheme_name.clone(),
+            start: Timestamp::ZERO,
+            stop: None,
+            access_delay_ms: cfg.downlink.access_delay_ms,
+            nodes: FlowNodes::Main,
+        }];
+        for (k, c) in cfg.competing.iter().enumerate() {
+            let flow = (k + 1) as FlowId;
+            let start = Timestamp::ZERO + TimeDelta::from_secs_f64(c.start_s);
+            let stop = c.stop_s.map(|s| Timestamp::ZERO + TimeDelta::from_secs_f64(s));
+            let until = stop.unwrap_or(Timestamp::INFINITY);
+            let mut back = Link::new(
+                LinkConfig {
+                    delay: TimeDelta::from_ms_f64(cfg.uplink.delay_ms + c.access_delay_ms),
+                    loss_rate: cfg.uplink.loss,
+                    ..LinkConfig::default()
+                },
+                Rng::fork(cfg.seed, &format!("competing-{flow}-uplink")),
+            );
+            back.set_drop_log(false);
+            let port = flow as Port;
+            let nodes = match &c.kind {
+                CompetingKind::Media { scheme } => {
+                    let mut fc = cfg.clone();
+                    if scheme != SELF {
+                        // `self` keeps the session's scheme, its composition included.
+                        fc.scheme_name = scheme.clone();
+                        fc.scheme = None;
+                    }
+                    fc.competing = Vec::new();
+                    fc.seed = Rng::fork(cfg.seed, &format!("competing-{flow}")).next_u64();
+                    fc.duration_s = (until.min(capture_end) - start).as_secs_f64();
+                    if let EncoderConfig::X264(_) = fc.encoder {
+                        fc.encoder = EncoderConfig::default();
+                    }
+                    let scheme_cfg = fc.resolve_scheme()?;
+                    let encoder = build_encoder(&fc)?;
+                    let sender = build_flow_sender(
+                        &fc,
+                        &scheme_cfg,
+                        Box::new(InlineEncoder::new(encoder)),
+                        start,
+                        flow,
+                    );
+                    let receiver = build_flow_receiver(&fc, &scheme_cfg, start, flow);
+                    let s =
+                        net.add("competing-sender", Box::new(Scheduled::new(sender, start, until)));
+                    let r = net.add(
+                        "competing-receiver",
+                        Box::new(Scheduled::new(receiver, start, until)),
+                    );
+                    let b = net.add("competing-uplink", Box::new(back));
+                    connect_to_bottleneck(net, s, downlink, c.access_delay_ms, cfg.seed, flow);
+                    net.connect(demux, port, r, IN);
+                    net.connect(r, OUT, b, IN);
+                    net.connect(b, OUT, s, IN);
+                    FlowNodes::Media { sender: s, receiver: r }
+                }
+                CompetingKind::ShortTcp => {
+                    let sender = ShortTcpSender::new(
+                        flow,
+                        ShortTcpConfig::default(),
+                        Rng::fork(cfg.seed, &format!("competing-{flow}-short-tcp")),
+                        start,
+                        capture_end,
+                    );
+                    let s = net.add("short-tcp-sender", Box::new(sender));
+                    let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
+                    let b = net.add("tcp-ack-path", Box::new(back));
+                    connect_to_bottleneck(net, s, downlink, c.access_delay_ms, cfg.seed, flow);
+                    net.connect(demux, port, r, IN);
+                    net.connect(r, OUT, b, IN);
+                    net.connect(b, OUT, s, IN);
+                    FlowNodes::Tcp
+                }
+                CompetingKind::Tcp(cc) => {
+                    let s =
+                        net.add("tcp-sender", Box::new(TcpSender::new(flow, *cc, start, until)));
+                    let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
+                    let b = net.add("tcp-ack-path", Box::new(back));
+                    connect_to_bottleneck(net, s, downlink, c.access_delay_ms, cfg.seed, flow);
+                    net.connect(demux, port, r, IN);
+                    net.connect(r, OUT, b, IN);
+                    net.connect(b, OUT, s, IN);
+                    FlowNodes::Tcp
+                }
+            };
+            entries.push(FlowEntry {
+                flow,
+                kind: c.kind_name(),
+                scheme: match &c.kind {
+                    CompetingKind::Media { scheme } if scheme == SELF => cfg.scheme_name.clone(),
+                    _ => c.scheme_name(),
+                },
+                start,
+                stop,
+                access_delay_ms: c.access_delay_ms,
+                nodes,
+            });
+        }
+        let n = entries.len();
+        Ok(Flows {
+            entries,
+            capture_end,
+            times: Vec::new(),
+            delivered: vec![Vec::new(); n],
+            last: vec![0; n],
+        })
+    }
+
+    /// Drops what the competing media flows' senders and receivers recorded (their frames
+    /// are not the session's).
+    pub(super) fn drain_events(&self, net: &mut Network) {
+        for e in &self.entries {
+            if let FlowNodes::Media { sender, receiver } = e.nodes {
+                if let Some(s) = net.get_mut_for_events::<Scheduled<Sender>>(sender) {
+                    while s.inner.poll_event().is_some() {}
+                }
+                if let Some(r) = net.get_mut_for_events::<Scheduled<Receiver>>(receiver) {
+                    while r.inner.poll_event().is_some() {}
+                }
+            }
+        }
+    }
+
+    /// Records every flow's delivered bytes at `now` and writes each flow's rate over the
+    /// last `interval` as the column `flow<ID>_rate_bps`.
+    pub(super) fn sample(
+        &mut self,
+        now: Timestamp,
+        interval: TimeDelta,
+        table: &FlowStatsTable,
+        columns: &mut Columns,
+    ) {
+        self.times.push(now);
+        for (i, e) in self.entries.iter().enumerate() {
+            let d = table.delivered_bytes(e.flow);
+            let rate = DataSize::from_bytes(d - self.last[i]) / interval;
+            columns.rate(format!("flow{}_rate_bps", e.flow), Some(rate));
+            self.last[i] = d;
+            self.delivered[i].push(d);
+        }
+    }
+
+    /// Bytes of flow `i` delivered by the last sample at or before `t`.
+    fn delivered_at(&self, i: usize, t: Timestamp) -> i64 {
+        let n = self.times.partition_point(|&x| x <= t);
+        if n == 0 {
+            0
+        } else {
+            self.delivered[i][n - 1]
+        }
+    }
+
+    fn rate_between(&self, i: usize, t0: Timestamp, t1: Timestamp) -> f64 {
+        if t1 <= t0 {
+            return 0.0;
+        }
+        let bytes = self.delivered_at(i, t1) - self.delivered_at(i, t0);
+        bytes as f64 * 8.0 / (t1 - t0).as_secs_f64()
+    }
+
+    /// Every flow's summary, and Jain's index over the interval in which all flows are
+    /// active (from [`JAIN_WARMUP`] after the last start to the first stop or the end of
+    /// capture; `None` if that is empty; short TCP flows left out). Rates and shares cover the sampled part of the
+    /// session (up to `sampled_until`).
+    pub(super) fn summarize(
+        &self,
+        table: &FlowStatsTable,
+        sampled_until: Timestamp,
+    ) -> (Vec<FlowSummary>, Option<f64>) {
+        let total: i64 = (0..self.entries.len()).map(|i| self.delivered_at(i, sampled_until)).sum();
+        let flows = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let end = e.stop.unwrap_or(Timestamp::INFINITY).min(sampled_until);
+                let stats = table.get(e.flow);
+                FlowSummary {
+                    flow: e.flow,
+                    kind: e.kind.to_owned(),
+                    scheme: e.scheme.clone(),
+                    start_s: e.start.as_secs_f64(),
+                    stop_s: e.stop.map(|t| t.as_secs_f64()),
+                    access_delay_ms: e.access_delay_ms,
+                    mean_rate_bps: self.rate_between(i, e.start, end),
+                    share: if total > 0 {
+                        self.delivered_at(i, sampled_until) as f64 / total as f64
+                    } else {
+                        0.0
+                    },
+                    queue_delay_ms_p95: stats.queue_delay_quantile(0.95).map(|d| d.as_ms_f64()),
+                    loss_rate: stats.loss_rate(),
+                }
+            })
+            .collect();
+        // Short TCP flows are on and off with a finite demand: not part of the index.
+        let long: Vec<usize> =
+            (0..self.entries.len()).filter(|&i| self.entries[i].kind != "short-tcp").collect();
+        let last_start =
+            long.iter().map(|&i| self.entries[i].start).max().unwrap_or(Timestamp::ZERO);
+        let first_stop = long
+            .iter()
+            .filter_map(|&i| self.entries[i].stop)
+            .min()
+            .unwrap_or(self.capture_end)
+            .min(self.capture_end)
+            .min(sampled_until);
+        let t0 = last_start + JAIN_WARMUP;
+        let jain = if first_stop > t0 {
+            let rates: Vec<f64> =
+                long.iter().map(|&i| self.rate_between(i, t0, first_stop)).collect();
+            jain_index(&rates)
+        } else {
+            None
+        };
+        (flows, jain)
+    }
+}
+
+/// Jain's fairness index `(sum x)^2 / (n sum x^2)` (Jain, Chiu and Hawe, 1984): 1 when all
+/// rates are equal, 1/n when one flow has everything; `None` for no flows or all zero.
+pub fn jain_index(rates: &[f64]) -> Option<f64> {
+    let n = rates.len() as f64;
+    let sum: f64 = rates.iter().sum();
+    let sum_sq: f64 = rates.iter().map(|x| x * x).sum();
+    if rates.is_empty() || sum_sq <= 0.0 {
+        None
+    } else {
+        Some(sum * sum / (n * sum_sq))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_is_one_for_equal_rates_and_one_over_n_for_a_hog() {
+        assert_eq!(jain_index(&[2.0, 2.0, 2.0]), Some(1.0));
+        assert!((jain_index(&[5.0, 0.0, 0.0, 0.0]).unwrap() - 0.25).abs() < 1e-12);
+        // Two flows at 3 and 1: 16 / (2 * 10).
+        assert!((jain_index(&[3.0, 1.0]).unwrap() - 0.8).abs() < 1e-12);
+        assert_eq!(jain_index(&[]), None);
+        assert_eq!(jain_index(&[0.0, 0.0]), None);
+    }
+}
+
+/// What cross traffic sends toward the bottleneck, collected for the caller.
+#[derive(Debug, Default)]
+struct Outbox(std::collections::VecDeque<crate::packet::Datagram>);
+
+impl super::network::Node for Outbox {
+    fn handle_input(&mut self, _: Port, d: crate::packet::Datagram, _: Timestamp) {
+        self.0.push_back(d);
+    }
+    fn handle_timeout(&mut self, _: Timestamp) {}
+    fn poll_output(&mut self, _: Timestamp) -> Option<(Port, crate::packet::Datagram)> {
+        None
+    }
+    fn poll_timeout(&self) -> Timestamp {
+        Timestamp::INFINITY
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// The TCP cross traffic of a run (bulk and short flows) as one sans-IO state machine
+/// around a bottleneck it does not own: the live relay carries it inside its downlink
+/// (issue 29: "in live mode the relay carries the same cross traffic inside its
+/// bottleneck"). Each flow has the simulator's sender, receiver and return path (the
+/// uplink's delay and loss); their datagrams for the bottleneck come out of
+/// [`Self::poll_transmit`], and what the bottleneck delivers of their flows goes in with
+/// [`Self::deliver`]. Flow ids are the simulator's (competing flow `k` is `k + 1`).
+pub struct CrossTraffic {
+    net: Network,
+    outbox: NodeId,
+    /// The receiver of each flow, by flow id.
+    receivers: std::collections::BTreeMap<FlowId, NodeId>,
+}
+
+impl CrossTraffic {
+    /// The TCP flows of `cfg.competing` (`None` without any); `Err` for a competing media
+    /// flow, which needs a sender and a receiver of its own, not a relay.
+    pub fn for_run(cfg: &RunConfig) -> Result<Option<CrossTraffic>, ConfigError> {
+        if cfg.competing.is_empty() {
+            return Ok(None);
+        }
+        let capture_end = Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s);
+        let mut net = Network::default();
+        let outbox = net.add("cross-outbox", Box::new(Outbox::default()));
+        let mut receivers = std::collections::BTreeMap::new();
+        for (k, c) in cfg.competing.iter().enumerate() {
+            let flow = (k + 1) as FlowId;
+            let start = Timestamp::ZERO + TimeDelta::from_secs_f64(c.start_s);
+            let until = c
+                .stop_s
+                .map_or(Timestamp::INFINITY, |s| Timestamp::ZERO + TimeDelta::from_secs_f64(s));
+            let s = match &c.kind {
+                CompetingKind::Media { .. } => {
+                    return Err(ConfigError(format!(
+                        "competing flow '{}': a media flow needs its own sender and receiver; \
+                         live mode carries TCP cross traffic only (tcp:..., short-tcp)",
+                        c.spec()
+                    )))
+                }
+                CompetingKind::Tcp(cc) => {
+                    net.add("tcp-sender", Box::new(TcpSender::new(flow, *cc, start, until)))
+                }
+                CompetingKind::ShortTcp => net.add(
+                    "short-tcp-sender",
+                    Box::new(ShortTcpSender::new(
+                        flow,
+                        ShortTcpConfig::default(),
+                        Rng::fork(cfg.seed, &format!("competing-{flow}-short-tcp")),
+                        start,
+                        capture_end,
+                    )),
+                ),
+            };
+            let mut back = Link::new(
+                LinkConfig {
+                    delay: TimeDelta::from_ms_f64(cfg.uplink.delay_ms + c.access_delay_ms),
+                    loss_rate: cfg.uplink.loss,
+                    ..LinkConfig::default()
+                },
+                Rng::fork(cfg.seed, &format!("competing-{flow}-uplink")),
+            );
+            back.set_drop_log(false);
+            let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
+            let b = net.add("tcp-ack-path", Box::new(back));
+            connect_to_bottleneck(&mut net, s, outbox, c.access_delay_ms, cfg.seed, flow);
+            net.connect(r, OUT, b, IN);
+            net.connect(b, OUT, s, IN);
+            receivers.insert(flow, r);
+        }
+        Ok(Some(CrossTraffic { net, outbox, receivers }))
+    }
+
+    /// Runs the flows' timers due at `now`.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        assert!(self.net.settle(now, 1_000_000), "cross traffic livelock at {now:?}");
+    }
+
+    /// A datagram of a cross-traffic flow that the bottleneck delivered at `now` (others are
+    /// ignored).
+    pub fn deliver(&mut self, d: crate::packet::Datagram, now: Timestamp) {
+        use super::network::Node;
+        let Some(&r) = self.receivers.get(&d.flow()) else { return };
+        if let Some(rx) = self.net.get_mut::<TcpReceiver>(r) {
+            rx.handle_input(IN, d, now);
+        }
+        self.handle_timeout(now);
+    }
+
+    /// Whether `flow` is one of these flows.
+    pub fn carries(&self, flow: FlowId) -> bool {
+        self.receivers.contains_key(&flow)
+    }
+
+    /// The flows' ids, in order.
+    pub fn flows(&self) -> impl Iterator<Item = FlowId> + '_ {
+        self.receivers.keys().copied()
+    }
+
+    /// The next datagram for the bottleneck.
+    pub fn poll_transmit(&mut self, now: Timestamp) -> Option<crate::packet::Datagram> {
+        self.handle_timeout(now);
+        self.net.get_mut_for_events::<Outbox>(self.outbox)?.0.pop_front()
+    }
+
+    /// When the flows next have something to do.
+    pub fn poll_timeout(&self) -> Timestamp {
+        self.net.poll_timeout()
+    }
+}

@@ -1,0 +1,321 @@
+"""The RMCAT evaluation test cases (RFC 8867 §5) in Sluice: the report of the plans in
+``experiments/rmcat/`` (one per test case). Reads each case's results and writes
+``<report-dir>/rmcat.md``: a pass/fail matrix of scheme x test case against each case's
+expected behaviour, the numbers behind every cell, and per case the figure RFC 8868 §4 asks
+for (every flow's rate over time, with the capacity), ``img/rmcat-<case>.png``::
+
+    for p in experiments/rmcat/*.toml; do sluice matrix $p; done && \\
+        python -m sluice.analysis.rmcat results --report-dir docs/results      # make rmcat
+
+RFC 8867 states each case's expected behaviour in words; the thresholds that make them a
+pass or a fail are Sluice's reading, written next to each case (:data:`CASES`). Rates are
+bytes the bottleneck delivered per flow (headers included), from the time series'
+``flow<ID>_rate_bps`` columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import results
+from ..errors import SluiceError
+from ..plots import plt, save, scheme_color
+from . import ANALYSIS_SLOT, existing_analysis, figure, provenance, write_markdown
+
+PROG = "python -m sluice.analysis.rmcat"
+#: The baseline first, then the four systems.
+SCHEMES = ("webrtc", "ace", "mae", "vidaptive", "co-rtv")
+#: Colours of the competing flows (flow 0 has its scheme's).
+OTHERS = ("0.25", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f")
+
+
+def _rates(run: results.Run, t0: float, t1: float) -> dict[int, float]:
+    """Each flow's mean delivered rate (bps) over ``(t0, t1]`` seconds; flow 0 is the
+    session's own (``delivered_rate_bps`` without competing flows)."""
+    s = run.samples
+    t = s["t_us"].to_numpy(dtype=float) / 1e6
+    m = (t > t0) & (t <= t1)
+    out = {}
+    for c in s.columns:
+        name = str(c)
+        if name.startswith("flow") and name.endswith("_rate_bps"):
+            out[int(name[4:-9])] = float(np.nanmean(s[c].to_numpy(dtype=float)[m]))
+    if not out:
+        out[0] = float(np.nanmean(s["delivered_rate_bps"].to_numpy(dtype=float)[m]))
+    return out
+
+
+def _capacity(run: results.Run, t0: float, t1: float) -> float:
+    s = run.samples
+    t = s["t_us"].to_numpy(dtype=float) / 1e6
+    m = (t > t0) & (t <= t1)
+    return float(np.nanmean(s["link_capacity_bps"].to_numpy(dtype=float)[m]))
+
+
+def _jain(xs: Sequence[float]) -> float:
+    sq = sum(x * x for x in xs)
+    return sum(xs) ** 2 / (len(xs) * sq) if xs and sq > 0 else math.nan
+
+
+def _media(run: results.Run) -> list[int]:
+    """The media flows' ids (the session's and the competing media flows)."""
+    flows = (run.summary or {}).get("flows") or [{"flow": 0, "kind": "media"}]
+    return [f["flow"] for f in flows if f.get("kind") == "media"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test case: its plan's name, title, the expected behaviour (RFC 8867's words and
+    Sluice's threshold) and the check: a run -> (pass, the numbers shown)."""
+
+    plan: str
+    section: str
+    title: str
+    expected: str
+    check: Callable[[results.Run], tuple[bool, str]]
+
+
+def _check_51(run: results.Run) -> tuple[bool, str]:
+    s = run.summary or {}
+    util, q = s.get("utilization", math.nan), s.get("queue_delay_ms_p95", math.nan)
+    return util >= 0.7 and q <= 150, f"utilisation {util:.2f}, queue P95 {q:.0f} ms"
+
+
+def _check_jain(t0: float, what: str) -> Callable[[results.Run], tuple[bool, str]]:
+    def check(run: results.Run) -> tuple[bool, str]:
+        end = float((run.summary or {}).get("duration_s", 0))
+        r = _rates(run, t0, end)
+        media = [r[i] for i in _media(run) if i in r]
+        j = _jain(media)
+        used = sum(r.values()) / _capacity(run, t0, end)
+        shares = "/".join(f"{x / 1e6:.2f}" for x in media)
+        return j >= 0.8, f"Jain {j:.2f} ({shares} Mbps, {what}), link use {used:.2f}"
+
+    return check
+
+
+def _check_56(run: results.Run) -> tuple[bool, str]:
+    r = _rates(run, 70.0, 240.0)
+    share = r.get(0, 0.0) / max(sum(r.values()), 1e-9)
+    return share >= 0.2, f"media share {share:.2f} of {sum(r.values()) / 1e6:.2f} Mbps (70-240 s)"
+
+
+def _check_57(run: results.Run) -> tuple[bool, str]:
+    end = float((run.summary or {}).get("duration_s", 0))
+    r = _rates(run, 10.0, end)
+    media = [r[i] for i in _media(run) if i in r]
+    share = sum(media) / max(sum(r.values()), 1e-9)
+    j = _jain(media)
+    return j >= 0.8 and share >= 0.5, f"media Jain {j:.2f}, media share {share:.2f}"
+
+
+def _check_58(run: results.Run) -> tuple[bool, str]:
+    during = _rates(run, 45.0, 60.0)
+    use = (during.get(0, 0.0) + during.get(1, 0.0)) / _capacity(run, 45.0, 60.0)
+    after = _rates(run, 80.0, 120.0)
+    j = _jain([after.get(i, 0.0) for i in (0, 1, 3)])
+    return j >= 0.8 and use >= 0.7, f"paused: link use {use:.2f}; resumed: Jain {j:.2f}"
+
+
+CASES = (
+    Case("rmcat-5.1", "5.1", "Variable available capacity, one flow",
+         "detect the capacity and converge to it without excessive queueing: utilisation "
+         ">= 0.7 and bottleneck queue P95 <= 150 ms (half the 300 ms buffer)", _check_51),
+    Case("rmcat-5.2", "5.2", "Variable available capacity, two flows",
+         "both flows adapt and share: Jain's index of the two flows' rates >= 0.8 from 10 s",
+         _check_jain(10.0, "two flows")),
+    Case("rmcat-5.4", "5.4", "Three flows of the same scheme",
+         "converge to a fair share: Jain's index of the three rates >= 0.8 from 10 s",
+         _check_jain(10.0, "three flows")),
+    Case("rmcat-5.5", "5.5", "Round-trip time fairness",
+         "flows of one-way delays 10-150 ms are not starved and share: Jain's index of the "
+         "five rates >= 0.8 from 14 s (the last start plus 10 s)",
+         _check_jain(14.0, "one-way 10/25/50/100/150 ms")),
+    Case("rmcat-5.6", "5.6", "A long TCP (CUBIC) flow",
+         "no starvation by the TCP flow: the media flow keeps >= 20 % of the delivered bytes "
+         "while TCP runs (70-240 s, after 10 s of warm-up)", _check_56),
+    Case("rmcat-5.7", "5.7", "Ten short TCP flows",
+         "the two media flows are not starved and share fairly: Jain's index of the two >= 0.8 "
+         "and >= 50 % of the delivered bytes together, from 10 s", _check_57),
+    Case("rmcat-5.8", "5.8", "Pause and resume",
+         "the other flows take the freed capacity (link use >= 0.7 during 45-60 s) and the "
+         "resumed flow regains its share (Jain's index of the three >= 0.8 during 80-120 s)",
+         _check_58),
+)
+
+def _check_w1(run: results.Run) -> tuple[bool, str]:
+    s = run.summary or {}
+    q = s.get("queue_delay_ms_p95", math.nan)
+    end = float(s.get("duration_s", 0))
+    alone = _rates(run, 10.0, 60.0)
+    use = alone.get(0, 0.0) / _capacity(run, 10.0, 60.0)
+    both = _rates(run, 70.0, end)
+    j = _jain([both.get(0, 0.0), both.get(1, 0.0)])
+    ok = use >= 0.5 and q <= 300 and j >= 0.8
+    return ok, f"alone: link use {use:.2f}; queue P95 {q:.0f} ms; two flows: Jain {j:.2f}"
+
+
+NOT_RUN = (
+    ("5.3", "Congested feedback link, bi-directional media", "the uplink carries no media"),
+    ("5.9", "Multiple bottlenecks", "one bottleneck per session"),
+)
+
+
+WIRELESS = (
+    Case("rmcat-w1", "RFC 8869 §4", "Cellular (a measured LTE trace)",
+         "follow the varying capacity without excessive delay and share it when a second "
+         "flow joins: link use >= 0.5 alone (10-60 s), queue P95 <= 300 ms, Jain's index of "
+         "the two >= 0.8 from 70 s", _check_w1),
+    Case("rmcat-w2", "RFC 8869 §5", "Wi-Fi (a measured Wi-Fi trace), two flows",
+         "share the varying capacity: Jain's index of the two rates >= 0.8 from 10 s",
+         _check_jain(10.0, "two flows")),
+)
+
+#: Every case the report covers: RFC 8867's, then RFC 8869's by real traces (the issue's
+#: "RFC 8868 wireless cases" are RFC 8869's; RFC 8868 is the evaluation criteria).
+ALL = CASES + WIRELESS
+
+
+def _runs(case_dir: Path) -> dict[str, results.Run]:
+    """The first seed's run of every scheme of a case's results."""
+    out: dict[str, results.Run] = {}
+    for summary in sorted(case_dir.glob("*/*/*/s*/summary.json")):
+        run_dir = summary.parent
+        scheme = run_dir.parent.name
+        if scheme not in out:
+            out[scheme] = results.load_run(run_dir)
+    return out
+
+
+def _where(section: str) -> str:
+    """A section as the table shows it: ``§5.1`` (RFC 8867's), ``RFC 8869 §4`` as is."""
+    return section if section.startswith("RFC") else f"§{section}"
+
+
+def _long(section: str) -> str:
+    return section if section.startswith("RFC") else f"RFC 8867 §{section}"
+
+
+def _plot(case: Case, runs: dict[str, results.Run], out: Path) -> Path:
+    schemes = [s for s in SCHEMES if s in runs] + [s for s in runs if s not in SCHEMES]
+    fig, axes = plt.subplots(1, len(schemes), figsize=(4.2 * len(schemes) + 0.6, 3.2),
+                             sharey=True, squeeze=False, layout="constrained")  # fmt: skip
+    for ax, scheme in zip(axes[0], schemes):
+        s = runs[scheme].samples
+        t = s["t_us"].to_numpy(dtype=float) / 1e6
+        cap = s["link_capacity_bps"].to_numpy(dtype=float) / 1e6
+        ax.fill_between(t, np.convolve(cap, np.ones(50) / 50, mode="same"), color="0.88",
+                        label="capacity")  # fmt: skip
+        cols = sorted((c for c in s.columns if str(c).startswith("flow")),
+                      key=lambda c: int(str(c)[4:-9])) or ["delivered_rate_bps"]  # fmt: skip
+        names = {f["flow"]: f"{f['kind']}:{f['scheme']}"
+                 for f in (runs[scheme].summary or {}).get("flows") or []}  # fmt: skip
+        for k, c in enumerate(cols):
+            v = s[c].to_numpy(dtype=float) / 1e6
+            smooth = np.convolve(v, np.ones(50) / 50, mode="same")  # 1 s at 20 ms
+            color = scheme_color(scheme) if k == 0 else OTHERS[(k - 1) % len(OTHERS)]
+            ax.plot(t, smooth, lw=1.0, color=color,
+                    label=names.get(k, "media") if len(cols) <= 4 or k < 3 else None)
+        ax.set_title(scheme, fontsize=10)
+        ax.set_xlabel("time (s)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6, loc="upper right")
+    axes[0, 0].set_ylabel("delivered rate, 1 s mean (Mbit/s)")
+    fig.suptitle(f"{_long(case.section)}: {case.title}", fontsize=10)
+    return save(fig, out)
+
+
+def write_report(results_root: str | Path, report_dir: str | Path, command: str) -> Path:
+    root, out_dir = Path(results_root), Path(report_dir)
+    img = out_dir / "img"
+    img.mkdir(parents=True, exist_ok=True)
+    matrix: dict[str, dict[str, tuple[bool, str] | None]] = {}
+    figures: list[str] = []
+    shas: list[str] = []
+    missing: list[Case] = []
+    for case in ALL:
+        case_dir = root / case.plan
+        runs = _runs(case_dir) if case_dir.is_dir() else {}
+        if not runs:
+            # A plan whose trace is optional and missing (w1: ../shared/traces).
+            missing.append(case)
+            matrix[case.plan] = {}
+            continue
+        matrix[case.plan] = {s: case.check(r) for s, r in runs.items()}
+        shas += [str(r.header.get("git_sha", "?")) for r in runs.values()]
+        png = _plot(case, runs, img / f"{case.plan}.png")
+        figures.append(figure(png, f"{_long(case.section)}, {case.title.lower()}: every "
+                              "flow's delivered rate", out_dir))  # fmt: skip
+    if len(missing) == len(ALL):
+        raise SluiceError(f"no RMCAT results in {root} (run `make rmcat`, or `sluice matrix` "
+                          "on experiments/rmcat/*.toml, first)")  # fmt: skip
+    schemes = [s for s in SCHEMES if any(s in m for m in matrix.values())]
+    lines = ["# The RMCAT test cases (RFC 8867) in Sluice", "",
+             "Generated by `" + command + "` from the plans in `experiments/rmcat/` "
+             "(model encoder, one seed; RFC 8869's wireless cases on measured traces, as "
+             "stand-ins for the simulated networks it specifies). A cell passes when the "
+             "case's expected behaviour holds by the threshold written under the table "
+             "(RFC 8867 gives the behaviour in words; the thresholds are Sluice's reading). "
+             "n/a: the scheme cannot run the case (Co-RTV's frame-dropping bottleneck cannot "
+             "be shared).", "",
+             "| case | " + " | ".join(schemes) + " |",
+             "|---|" + "---|" * len(schemes)]  # fmt: skip
+    for case in ALL:
+        cells = []
+        for s in schemes:
+            r = matrix[case.plan].get(s)
+            if case in missing:
+                cells.append("no results")
+            else:
+                cells.append("n/a" if r is None else ("PASS" if r[0] else "FAIL"))
+        lines.append(f"| {_where(case.section)} {case.title} | " + " | ".join(cells) + " |")
+    for sec, title, _why in NOT_RUN:
+        lines.append(f"| {_where(sec)} {title} | " + " | ".join("not run" for _ in schemes) + " |")
+    lines += ["", "## The cases, their thresholds and numbers", ""]
+    for case in ALL:
+        lines += [f"### {_where(case.section)} {case.title}", "", f"Expected: {case.expected}.",
+                  ""]  # fmt: skip
+        for s in schemes:
+            r = matrix[case.plan].get(s)
+            if r is not None:
+                lines.append(f"- `{s}`: {'PASS' if r[0] else 'FAIL'}: {r[1]}")
+        lines.append("")
+    lines += ["### Not run", ""]
+    lines += [f"- {_where(sec)} {title}: {why}." for sec, title, why in NOT_RUN]
+    lines += ["", "## Figures", "", *figures, "## Analysis", "", ANALYSIS_SLOT, "## Provenance", "",
+              *provenance(shas, command)]  # fmt: skip
+    md = out_dir / "rmcat.md"
+    return write_markdown(md, lines, existing_analysis(md))
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument("results", metavar="RESULTS", help="the results root (results)")
+    p.add_argument("--report-dir", default="docs/results", metavar="DIR")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(args_list)
+    try:
+        md = write_report(args.results, args.report_dir,
+                          command=shlex.join([*PROG.split(), *args_list]))  # fmt: skip
+    except SluiceError as e:
+        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    print(f"report: {md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
