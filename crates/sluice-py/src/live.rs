@@ -34,6 +34,8 @@ struct OptionsJson {
     received_stream: Option<String>,
     /// IP:PORT that gets a copy of the received video RTP (an RTP player).
     forward_rtp: Option<String>,
+    /// "rtp" (default) or "webrtc".
+    transport: Option<String>,
 }
 
 /// A restart time in seconds (`None`: no restart).
@@ -96,6 +98,9 @@ pub(crate) fn options(json: Option<&str>) -> PyResult<LiveOptions> {
         out.forward_rtp = Some(a.parse().map_err(|_| {
             PyValueError::new_err(format!("not an IP:PORT to forward RTP to: {a:?}"))
         })?);
+    }
+    if let Some(t) = o.transport {
+        out.transport = t.parse().map_err(PyValueError::new_err)?;
     }
     if let Some(b) = o.bind {
         out.bind = b
