@@ -14,7 +14,8 @@
 //!   and assigns the transport-wide sequence number (its `RtpTx` raw event tells which).
 //!   Incoming transport-cc feedback, NACK and PLI become Sluice's feedback and are handed to
 //!   the endpoint as its RTCP, through the same parser and spoof screening as the plain
-//!   transport. Sluice's frame descriptor and Co-RTV's latest re-encoded number travel in
+//!   transport. Transport-cc has no hold time (Sluice's `SLFB`): it is estimated from the
+//!   reports' lag ([`WebRtc::on_twcc`]). Sluice's frame descriptor and Co-RTV's latest re-encoded number travel in
 //!   two header extensions of Sluice's own (`urn:x-sluice:*`), negotiated in SDP; padding
 //!   packets go on the video stream, marked as padding in that descriptor.
 //! * Receiver side: str0m's decrypted RTP packets are put together again as Sluice's RTP
@@ -32,6 +33,7 @@
 
 use crate::endpoint::{Endpoint, Role};
 use crate::wire::{self, MediaParts, SentNumbers, Unwrapper};
+use sluice_core::cc::rtt::WindowedMin;
 use sluice_core::packet::{Feedback, PacketReport, TransportFeedback};
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -183,6 +185,9 @@ pub struct WebRtcStats {
     pub plis_sent: u64,
 }
 
+/// The window of the minimum report lag the hold time is estimated against.
+const HOLD_WINDOW: TimeDelta = TimeDelta::from_secs(10);
+
 /// Datagrams kept to tell a replay from a forgery.
 const REPLAY_MEMORY: usize = 8192;
 /// Media packets held before the connection is up.
@@ -213,6 +218,11 @@ pub struct WebRtc {
     media_unwrap: Unwrapper,
     transport_unwrap: Unwrapper,
     wire_to_media: BTreeMap<u64, u64>,
+    /// Browser receivers: a retransmission repeats its original wire number (libwebrtc's
+    /// packet buffer assembles a frame from consecutive numbers) and padding goes out with
+    /// an empty payload (libwebrtc's padding); see [`WebRtc::for_browser`].
+    browser: bool,
+    media_to_wire: BTreeMap<u64, u64>,
     leaving: VecDeque<(u16, u64)>,
     twcc_unwrap: Unwrapper,
     twcc_to_sluice: BTreeMap<u64, u64>,
@@ -220,6 +230,10 @@ pub struct WebRtc {
     stream: u32,
     sent: SentNumbers,
     feedback_seq: u64,
+    /// Sender: `now - newest arrival` of the transport-cc reports, its running minimum, and
+    /// the hold time estimated for the report being handed on.
+    report_lag: WindowedMin,
+    hold_time: TimeDelta,
     /// Receiver: padding sequence numbers for the rebuilt padding packets.
     padding_seq: u16,
     /// Receiver: the SSRCs the offer declared (empty: any). An RTP datagram of another is
@@ -294,12 +308,16 @@ impl WebRtc {
             media_unwrap: Unwrapper::new(16),
             transport_unwrap: Unwrapper::new(16),
             wire_to_media: BTreeMap::new(),
+            browser: false,
+            media_to_wire: BTreeMap::new(),
             leaving: VecDeque::new(),
             twcc_unwrap: Unwrapper::new(16),
             twcc_to_sluice: BTreeMap::new(),
             stream: 0,
             sent: SentNumbers::default(),
             feedback_seq: 0,
+            report_lag: WindowedMin::default(),
+            hold_time: TimeDelta::ZERO,
             padding_seq: 0,
             ssrcs: HashSet::new(),
             accepted: HashSet::new(),
@@ -319,6 +337,7 @@ impl WebRtc {
         self.mid = Some(mid);
         self.pending_offer = Some(pending);
         self.drain(Timestamp::ZERO);
+        self.due_now();
         Ok(offer.to_sdp_string())
     }
 
@@ -333,6 +352,7 @@ impl WebRtc {
         let answer =
             self.rtc.sdp_api().accept_offer(offer).map_err(|e| format!("SDP offer: {e}"))?;
         self.drain(Timestamp::ZERO);
+        self.due_now();
         Ok(answer.to_sdp_string())
     }
 
@@ -351,7 +371,20 @@ impl WebRtc {
         let c = Candidate::host(self.remote, "udp").map_err(|e| format!("ICE candidate: {e}"))?;
         self.rtc.add_remote_candidate(c);
         self.drain(Timestamp::ZERO);
+        self.due_now();
         Ok(())
+    }
+
+    /// Sends to a browser (libwebrtc) instead of Sluice's receiver: a retransmission goes
+    /// out with its original RTP sequence number, padding with an empty payload (a
+    /// browser's padding packet; the core still accounts for the size it asked for).
+    pub fn for_browser(&mut self) {
+        self.browser = true;
+    }
+
+    /// The peer's address (where datagrams go and come from), once known.
+    pub fn set_remote(&mut self, remote: SocketAddr) {
+        self.remote = remote;
     }
 
     /// Sets the session's time zero (after [`handshake`], which runs before it).
@@ -371,6 +404,12 @@ impl WebRtc {
     /// Whether ICE and DTLS are up.
     pub fn is_connected(&self) -> bool {
         self.connected
+    }
+
+    /// After an SDP change (which carries no time), str0m's next timeout may say "never"
+    /// until it is given one: it is due at once.
+    fn due_now(&mut self) {
+        self.deadline = self.deadline.min(self.origin);
     }
 
     /// Drains str0m's output until its next timeout (after every mutation).
@@ -414,7 +453,7 @@ impl WebRtc {
                 RawPacket::RtcpRx(fb) => {
                     self.rx_seen += 1;
                     match fb {
-                        Rtcp::Twcc(t) => self.on_twcc(t),
+                        Rtcp::Twcc(t) => self.on_twcc(t, now),
                         Rtcp::Nack(n) => self.on_nack(&n),
                         _ => {}
                     }
@@ -450,7 +489,7 @@ impl WebRtc {
         }
     }
 
-    fn on_twcc(&mut self, t: str0m::rtp::rtcp::Twcc) {
+    fn on_twcc(&mut self, t: str0m::rtp::rtcp::Twcc, now: Timestamp) {
         self.stats.twcc_reports += 1;
         let extend = self.twcc_to_sluice.last_key_value().map_or(0, |(k, _)| *k);
         let mut reports: Vec<PacketReport> = Vec::new();
@@ -465,6 +504,20 @@ impl WebRtc {
         }
         reports.sort_by_key(|r| r.transport_seq);
         reports.dedup_by_key(|r| r.transport_seq);
+        // The hold time (from the newest arrival to the report's sending, which Sluice's
+        // SLFB carries and transport-cc does not): the excess of `now - newest arrival`
+        // (the arrival in the receiver's clock) over its minimum in the last 10 s. That
+        // difference is the clocks' offset plus the way back plus the hold time; its minimum
+        // is a report sent right after an arrival. A browser reports every 50 to 250 ms;
+        // without this the RTT of every packet of a report would include its wait.
+        let hold = match reports.iter().filter_map(|r| r.arrival_time).max() {
+            Some(newest) => {
+                let d = now - newest;
+                d - self.report_lag.update(d, now, HOLD_WINDOW)
+            }
+            None => TimeDelta::ZERO,
+        };
+        self.hold_time = hold;
         // Sluice's feedback covers contiguous numbers: one message per run.
         let mut run: Vec<PacketReport> = Vec::new();
         for r in reports {
@@ -481,13 +534,12 @@ impl WebRtc {
             return;
         }
         self.feedback_seq += 1;
-        // str0m's transport-cc carries no hold time (Sluice's SLFB): zero, so the RTT
-        // includes the receiver's wait until its next report (at most its interval).
+        // The report's estimated hold time ([`Self::on_twcc`]).
         let fb = TransportFeedback {
             flow: 0,
             feedback_seq: self.feedback_seq,
             packets,
-            hold_time: TimeDelta::ZERO,
+            hold_time: self.hold_time,
         };
         self.give_inner(&Feedback::Transport(fb));
     }
@@ -624,13 +676,27 @@ impl WebRtc {
         // Every transmission gets the next number of str0m's stream, a retransmission too:
         // str0m's receiver refuses a number more than 100 behind its newest (its replay and
         // NACK window), which a retransmission at video rates often is. The NACKs of either
-        // number map back to Sluice's media sequence number.
-        let wire_seq = self.next_wire_seq;
-        self.next_wire_seq += 1;
+        // number map back to Sluice's media sequence number. A browser gets a retransmission
+        // under its original number.
+        let original = if self.browser {
+            media_seq.and_then(|s| self.media_to_wire.get(&s).copied())
+        } else {
+            None
+        };
+        let wire_seq = original.unwrap_or_else(|| {
+            self.next_wire_seq += 1;
+            self.next_wire_seq - 1
+        });
         if let Some(s) = media_seq {
             self.wire_to_media.insert(wire_seq, s);
             while self.wire_to_media.len() > MAP_KEPT {
                 self.wire_to_media.pop_first();
+            }
+            if self.browser {
+                self.media_to_wire.entry(s).or_insert(wire_seq);
+                while self.media_to_wire.len() > MAP_KEPT {
+                    self.media_to_wire.pop_first();
+                }
             }
         }
         let mut ext = vec![kind];
@@ -649,8 +715,10 @@ impl WebRtc {
             self.stats.rejected += 1;
             return;
         };
+        let payload =
+            if self.browser && kind == KIND_PADDING { Vec::new() } else { m.payload.to_vec() };
         tx.write_rtp(
-            RtpWrite::new(pt, SeqNo::from(wire_seq), m.timestamp, at, m.payload.to_vec())
+            RtpWrite::new(pt, SeqNo::from(wire_seq), m.timestamp, at, payload)
                 .marker(m.marker)
                 .nackable(false)
                 .ext_vals(ev),
@@ -801,6 +869,57 @@ pub fn handshake(
     for s in [a_sock, b_sock, relay] {
         s.set_nonblocking(false).map_err(|e| format!("socket: {e}"))?;
     }
+    result
+}
+
+/// Connects a WebRTC layer (ICE, DTLS) with a peer that runs on its own (a browser)
+/// through `sock`, before a session's clock starts. Runtime code: reads the clock and the
+/// socket. Fails if not connected within `timeout`.
+pub fn connect(
+    w: &mut WebRtc,
+    sock: &std::net::UdpSocket,
+    timeout: Duration,
+) -> Result<(), String> {
+    let start = Instant::now();
+    sock.set_read_timeout(Some(Duration::from_millis(1))).map_err(|e| format!("socket: {e}"))?;
+    let mut buf = vec![0u8; 65_536];
+    let (mut sent, mut got) = (0u64, 0u64);
+    let result = loop {
+        if w.connected {
+            break Ok(());
+        }
+        if start.elapsed() > timeout {
+            break Err(format!(
+                "WebRTC: not connected to {} after {:.1} s ({sent} datagrams sent, {got} received)",
+                w.remote,
+                timeout.as_secs_f64()
+            ));
+        }
+        let now = Instant::now();
+        if now >= w.deadline {
+            let _ = w.rtc.handle_input(Input::Timeout(now));
+            w.drain(Timestamp::ZERO);
+        }
+        while let Some(d) = w.outbox.pop_front() {
+            if sock.send_to(&d, w.remote).is_ok() {
+                sent += 1;
+            }
+        }
+        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            if from != w.remote {
+                continue;
+            }
+            got += 1;
+            let Ok(contents) = buf[..n].try_into() else { continue };
+            let input = Input::Receive(
+                Instant::now(),
+                Receive { proto: Protocol::Udp, source: w.remote, destination: w.local, contents },
+            );
+            let _ = w.rtc.handle_input(input);
+            w.drain(Timestamp::ZERO);
+        }
+    };
+    sock.set_read_timeout(None).map_err(|e| format!("socket: {e}"))?;
     result
 }
 

@@ -261,3 +261,73 @@ impl PyLiveRun {
         ))
     }
 }
+
+/// A scheme's sender towards a browser over WebRTC (`sluice browser run --scheme`): made,
+/// `offer()`, `start(answer, relay_port)` (connects, then starts the clock), `wait()`,
+/// `finish()`.
+#[pyclass(name = "BrowserSender", module = "sluice._core", unsendable)]
+pub struct PyBrowserSender {
+    sender: sluice_live::browser::BrowserSender,
+}
+
+#[pymethods]
+impl PyBrowserSender {
+    #[new]
+    fn new(config_json: &str) -> PyResult<Self> {
+        let config = parse_config(config_json)?;
+        config.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let (encoder, frames) = live_encoder(&config)?;
+        let sender = sluice_live::browser::BrowserSender::new(&config, encoder, frames)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyBrowserSender { sender })
+    }
+
+    #[getter]
+    fn port(&self) -> u16 {
+        self.sender.local_addr().port()
+    }
+
+    fn offer(&mut self) -> PyResult<String> {
+        self.sender.offer().map_err(PyRuntimeError::new_err)
+    }
+
+    /// Connects through the relay on 127.0.0.1:`relay_port` (at most `timeout_s`), then
+    /// starts; returns the session clock's origin in µs since the Unix epoch.
+    fn start(
+        &mut self,
+        py: Python<'_>,
+        answer: &str,
+        relay_port: u16,
+        timeout_s: f64,
+    ) -> PyResult<i64> {
+        let relay = std::net::SocketAddr::from(([127, 0, 0, 1], relay_port));
+        let timeout = Duration::from_secs_f64(timeout_s.clamp(0.1, 600.0));
+        py.allow_threads(|| self.sender.start(answer, relay, timeout))
+            .map_err(PyRuntimeError::new_err)
+    }
+
+    #[getter]
+    fn now_s(&self) -> f64 {
+        self.sender.now_s()
+    }
+
+    #[getter]
+    fn end_s(&self) -> f64 {
+        self.sender.end_s()
+    }
+
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
+        let done = self.sender.done_flag();
+        wait_for(py, timeout_s, || done.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn stop(&self) {
+        self.sender.stop();
+    }
+
+    /// Waits for the end; what the sender recorded, as JSON.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
+        let r = py.allow_threads(|| self.sender.finish()).map_err(PyRuntimeError::new_err)?;
+        serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+}

@@ -77,3 +77,40 @@ fn forged_datagrams_are_counted_and_dropped_in_virtual_time() {
     r.receive(&[7, 7, 7], now);
     assert_eq!(r.stats.rtp_received, 0);
 }
+
+#[test]
+fn connects_when_the_answer_comes_late() {
+    // A browser answers seconds after the offer.
+    let origin = Instant::now();
+    let (s_addr, r_addr) = ("127.0.0.1:40000".parse().unwrap(), "127.0.0.1:40001".parse().unwrap());
+    let mut s = WebRtc::new(Side::Sender, s_addr, r_addr, origin).unwrap();
+    let mut r = WebRtc::new(Side::Receiver, r_addr, s_addr, origin).unwrap();
+    let offer = s.offer().unwrap();
+    let answer = r.answer(&offer).unwrap();
+    let mut now = Timestamp::from_ms(8000);
+    s.accept_answer(&answer).unwrap();
+    while !(s.is_connected() && r.is_connected()) {
+        assert!(now < Timestamp::from_ms(11000), "not connected: {:?}", s.stats);
+        pump(&mut s, &mut r, now);
+        now += TimeDelta::from_ms(5);
+    }
+}
+
+#[test]
+fn a_full_ice_answerer_connects() {
+    let origin = Instant::now();
+    let (s_addr, r_addr) = ("127.0.0.1:40000".parse().unwrap(), "127.0.0.1:40001".parse().unwrap());
+    let mut s = WebRtc::new(Side::Sender, s_addr, r_addr, origin).unwrap();
+    let mut r = WebRtc::new(Side::Receiver, r_addr, s_addr, origin).unwrap();
+    r.rtc.direct_api().set_ice_lite(false);
+    let offer = s.offer().unwrap();
+    let answer = r.answer(&offer).unwrap();
+    eprintln!("{answer}");
+    s.accept_answer(&answer).unwrap();
+    let mut now = Timestamp::ZERO;
+    while !(s.is_connected() && r.is_connected()) {
+        assert!(now < Timestamp::from_ms(3000), "not connected: {:?} {}", s.stats, s.outbox.len());
+        pump(&mut s, &mut r, now);
+        now += TimeDelta::from_ms(5);
+    }
+}
