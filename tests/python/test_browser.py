@@ -100,3 +100,26 @@ def test_a_sluice_sender_sends_to_chromium_over_webrtc(tmp_path, capsys, scheme)
     assert (shown["latency_us"] > 0).all()
     fps = run.header["browser"]["fps"]
     print(f"{scheme}: {len(shown)} of {round(10 * fps)} slots displayed, {sent}")
+
+
+def test_chromium_sends_to_a_sluice_receiver_over_webrtc(tmp_path, capsys) -> None:
+    # Issue 28: Chromium's sender page (H.264) to Sluice's receiver (ICE-lite, DTLS-SRTP);
+    # str0m gives Chromium's GCC its transport-cc feedback and receiver reports.
+    out = tmp_path / "to-sluice"
+    rc = cli(["browser", "run", "--receiver", "sluice", "--trace", "gen:constant:6",
+              "--duration", "10", "--width", "320", "--out", str(out), "--json"])  # fmt: skip
+    assert rc == 0, capsys.readouterr().err
+    summary = json.loads(capsys.readouterr().out)
+    run = results.load_run(out)
+    assert run.header["browser"]["receiver"] == "sluice"
+    got = run.header["browser"]["sluice_receiver"]
+    assert got["webrtc"]["srtp_auth_failed"] == 0 and got["malformed"] == 0, got
+    # At least 90 % of the 300 capture slots displayed by Sluice's receiver.
+    shown = run.frames[run.frames["displayed_us"].notna()]
+    assert len(shown) >= 270, (len(shown), got)
+    assert summary["frames_displayed"] == len(shown)
+    assert (shown["latency_us"] > 0).all()
+    # Chromium's congestion controller ran on that feedback: a target rate, and an RTT from
+    # str0m's receiver reports.
+    assert run.samples["target_rate_bps"].max() >= 300_000
+    assert run.samples["rtt_us"].notna().any()

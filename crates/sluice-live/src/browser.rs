@@ -5,11 +5,12 @@
 //! sender's controllers. The harness (python/sluice/browser) runs the relay and the page
 //! and records the frames the page displays.
 
-use crate::endpoint::{FrameStore, SenderEndpoint, Spoofed};
+use crate::endpoint::{FrameStore, ReceiverEndpoint, SenderEndpoint, Spoofed};
 use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
-use crate::webrtc::{Side, Transported, WebRtc, WebRtcStats};
+use crate::webrtc::{BrowserFrame, Side, Transported, WebRtc, WebRtcStats};
 use sluice_core::encoder::Encoder;
 use sluice_core::metrics::Sample;
+use sluice_core::receiver::ReceiverEvent;
 use sluice_core::sender::SenderEvent;
 use sluice_core::sim::{build_sender, ConfigError, RunConfig};
 use sluice_core::units::{TimeDelta, Timestamp};
@@ -199,6 +200,141 @@ impl BrowserSender {
 }
 
 impl Drop for BrowserSender {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+type JoinedReceiver = JoinHandle<(Transported<ReceiverEndpoint>, std::io::Result<IoStats>)>;
+
+/// What the receiver recorded: its events (its clock: µs since its origin, `wall_origin_us`
+/// since the Unix epoch), the browser's frames as it described them, and its counters.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BrowserReceiverResult {
+    pub wall_origin_us: i64,
+    pub events: Vec<ReceiverEvent>,
+    pub frames: Vec<BrowserFrame>,
+    pub io: IoStats,
+    pub webrtc: Option<WebRtcStats>,
+    pub media_packets: u64,
+    pub malformed: u64,
+}
+
+/// A scheme's receiver of a browser's stream (`browser run --receiver sluice`): made,
+/// answers the browser's offer, then started with the relay's address. Its WebRTC layer is
+/// ICE-lite; str0m sends the browser transport-cc feedback and NACKs, the receiver's
+/// keyframe requests go out as PLI.
+pub struct BrowserReceiver {
+    cfg: RunConfig,
+    socket: Option<UdpSocket>,
+    addr: SocketAddr,
+    webrtc: Option<WebRtc>,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+    clock: Option<Clock>,
+    end: Timestamp,
+    wall_origin_us: i64,
+    thread: Option<JoinedReceiver>,
+}
+
+impl BrowserReceiver {
+    pub fn new(cfg: &RunConfig) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        cfg.resolve_scheme()?;
+        let socket = UdpSocket::bind("127.0.0.1:0")
+            .map_err(|e| ConfigError(format!("cannot bind a UDP socket: {e}")))?;
+        let addr = socket.local_addr().map_err(|e| ConfigError(format!("socket: {e}")))?;
+        let mut w = WebRtc::new(Side::Receiver, addr, addr, Instant::now()).map_err(ConfigError)?;
+        w.for_browser();
+        Ok(BrowserReceiver {
+            cfg: cfg.clone(),
+            socket: Some(socket),
+            addr,
+            webrtc: Some(w),
+            stop: Arc::new(AtomicBool::new(false)),
+            done: Arc::new(AtomicBool::new(false)),
+            clock: None,
+            end: Timestamp::ZERO,
+            wall_origin_us: 0,
+            thread: None,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The answer to the browser's offer (a host candidate on the socket).
+    pub fn answer(&mut self, offer: &str) -> Result<String, String> {
+        self.webrtc.as_mut().ok_or("already started")?.answer(offer)
+    }
+
+    /// Connects (the browser's ICE checks come through the relay at `relay`), then starts
+    /// the clock and the receiver. Returns the clock's origin in µs since the Unix epoch.
+    pub fn start(&mut self, relay: SocketAddr, timeout: Duration) -> Result<i64, String> {
+        let mut w = self.webrtc.take().ok_or("already started")?;
+        let socket = self.socket.take().ok_or("already started")?;
+        w.set_remote(relay);
+        crate::webrtc::connect(&mut w, &socket, timeout)?;
+        let scheme = self.cfg.resolve_scheme().map_err(|e| e.to_string())?;
+        let origin = Instant::now();
+        self.wall_origin_us = wall_now_us();
+        let clock = Clock::new(origin);
+        w.set_origin(origin);
+        let now = Timestamp::ZERO;
+        self.end = now
+            + TimeDelta::from_secs_f64(self.cfg.duration_s)
+            + TimeDelta::from_secs_f64(self.cfg.drain_s);
+        let receiver = ReceiverEndpoint::for_run(&self.cfg, &scheme, now);
+        let mut ep = Transported::webrtc(receiver, w);
+        let peers = Peers { sender: Some(relay), ..Peers::default() };
+        let (stop, done, end) = (self.stop.clone(), self.done.clone(), self.end);
+        let thread = std::thread::Builder::new()
+            .name("sluice-browser-receiver".into())
+            .spawn(move || {
+                let r = drive(&mut ep, socket, &peers, clock, end, &stop, None);
+                done.store(true, Ordering::Relaxed);
+                (ep, r)
+            })
+            .map_err(|e| format!("cannot start the receiver thread: {e}"))?;
+        self.thread = Some(thread);
+        self.clock = Some(clock);
+        Ok(self.wall_origin_us)
+    }
+
+    pub fn now_s(&self) -> f64 {
+        self.clock.map_or(f64::NAN, |c| c.now().as_secs_f64())
+    }
+    pub fn end_s(&self) -> f64 {
+        self.end.as_secs_f64()
+    }
+    pub fn done_flag(&self) -> Arc<AtomicBool> {
+        self.done.clone()
+    }
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    pub fn finish(&mut self) -> Result<BrowserReceiverResult, String> {
+        let t = self.thread.take().ok_or("the receiver was not started")?;
+        let (ep, io) = t.join().map_err(|_| "the receiver thread panicked".to_string())?;
+        let io = io.map_err(|e| format!("the receiver's socket failed: {e}"))?;
+        let webrtc = ep.webrtc_stats().cloned();
+        let frames = ep.webrtc_frames();
+        let r = ep.inner;
+        Ok(BrowserReceiverResult {
+            wall_origin_us: self.wall_origin_us,
+            events: r.events.clone(),
+            frames,
+            io,
+            webrtc,
+            media_packets: r.media_packets,
+            malformed: crate::endpoint::Endpoint::malformed(&r),
+        })
+    }
+}
+
+impl Drop for BrowserReceiver {
     fn drop(&mut self) {
         self.stop();
     }

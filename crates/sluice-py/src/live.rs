@@ -331,3 +331,64 @@ impl PyBrowserSender {
         serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 }
+
+/// A scheme's receiver of a browser's stream over WebRTC (`sluice browser run --receiver
+/// sluice`): made, `answer(offer)`, `start(relay_port)` (connects, then starts the clock),
+/// `wait()`, `finish()`.
+#[pyclass(name = "BrowserReceiver", module = "sluice._core", unsendable)]
+pub struct PyBrowserReceiver {
+    receiver: sluice_live::browser::BrowserReceiver,
+}
+
+#[pymethods]
+impl PyBrowserReceiver {
+    #[new]
+    fn new(config_json: &str) -> PyResult<Self> {
+        let config = parse_config(config_json)?;
+        let receiver = sluice_live::browser::BrowserReceiver::new(&config)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyBrowserReceiver { receiver })
+    }
+
+    #[getter]
+    fn port(&self) -> u16 {
+        self.receiver.local_addr().port()
+    }
+
+    fn answer(&mut self, offer: &str) -> PyResult<String> {
+        self.receiver.answer(offer).map_err(PyRuntimeError::new_err)
+    }
+
+    /// Connects through the relay on 127.0.0.1:`relay_port` (at most `timeout_s`), then
+    /// starts; returns the session clock's origin in µs since the Unix epoch.
+    fn start(&mut self, py: Python<'_>, relay_port: u16, timeout_s: f64) -> PyResult<i64> {
+        let relay = std::net::SocketAddr::from(([127, 0, 0, 1], relay_port));
+        let timeout = Duration::from_secs_f64(timeout_s.clamp(0.1, 600.0));
+        py.allow_threads(|| self.receiver.start(relay, timeout)).map_err(PyRuntimeError::new_err)
+    }
+
+    #[getter]
+    fn now_s(&self) -> f64 {
+        self.receiver.now_s()
+    }
+
+    #[getter]
+    fn end_s(&self) -> f64 {
+        self.receiver.end_s()
+    }
+
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
+        let done = self.receiver.done_flag();
+        wait_for(py, timeout_s, || done.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn stop(&self) {
+        self.receiver.stop();
+    }
+
+    /// Waits for the end; what the receiver recorded, as JSON.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
+        let r = py.allow_threads(|| self.receiver.finish()).map_err(PyRuntimeError::new_err)?;
+        serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+}

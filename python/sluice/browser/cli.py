@@ -57,6 +57,11 @@ def add_commands(sub: Any) -> None:
         "page over WebRTC, Chromium's transport-cc, NACK and PLI driving it; without it "
         "Chromium sends to Chromium",
     )  # fmt: skip
+    r.add_argument(
+        "--receiver", choices=("chromium", "sluice"), default="chromium",
+        help="who receives: a Chromium receiver page (default) or Sluice's receiver (of the "
+        "webrtc scheme) over WebRTC, Chromium's sender page sending H.264 to it",
+    )  # fmt: skip
     r.add_argument("--out", metavar="DIR", help="default results/chrome-<codec>-<trace>-s<seed> "
                    "(with --scheme: results/browser-<scheme>-<trace>-s<seed>)")  # fmt: skip
     r.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
@@ -79,6 +84,8 @@ def cmd_browser_run(args: argparse.Namespace) -> int:
     from ..cli import _overrides
     from ..runner import RunSpec
 
+    if args.receiver == "sluice":
+        return _sluice_receiver(args)
     if args.scheme is not None:
         return _sluice_sender(args)
     spec = RunSpec(
@@ -111,6 +118,7 @@ def _sluice_sender(args: argparse.Namespace) -> int:
     from ..runner import RunSpec
 
     _check_schemes([args.scheme])
+    harness.check_scheme(args.scheme)
     spec = RunSpec(
         scheme=args.scheme,
         overrides=_overrides(args),
@@ -127,5 +135,38 @@ def _sluice_sender(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
         return 0
     print(report.text_table([(f"{args.scheme} -> chrome", summary)]))
+    print(f"\nresults: {run_dir}")
+    return 0
+
+
+def _sluice_receiver(args: argparse.Namespace) -> int:
+    """``browser run --receiver sluice``: Chromium's sender page to Sluice's receiver."""
+    from .. import report, results
+    from ..cli import _overrides
+    from ..errors import SluiceError
+    from ..runner import RunSpec
+
+    if args.scheme is not None:
+        raise SluiceError("--receiver sluice takes no --scheme: Chromium sends (for Sluice's "
+                          "sender use --scheme S with the Chromium receiver)")  # fmt: skip
+    if args.codec != "vp8":
+        raise SluiceError("--receiver sluice takes no --codec: Chromium sends H.264 to it")
+    spec = RunSpec(
+        scheme="webrtc",  # Sluice's receiver of the webrtc scheme; the relay's links
+        overrides=_overrides(args),
+        trace=args.trace,
+        uplink_trace=args.uplink_trace,
+        trace_format=args.trace_format,
+        out_dir=args.out,
+        video=args.video,
+        width=args.width,
+    )
+    run_dir = harness.run_to_sluice(spec, keep_work=args.keep_work, quiet=args.json,
+                                    max_kbps=args.max_bitrate_kbps)  # fmt: skip
+    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(report.text_table([("chrome -> sluice", summary)]))
     print(f"\nresults: {run_dir}")
     return 0
