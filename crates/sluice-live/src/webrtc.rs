@@ -998,11 +998,35 @@ const ASSEMBLY_FRAMES: usize = 64;
 
 impl Assembler {
     fn push(&mut self, p: &str0m::rtp::RtpPacket) {
+        let capture_us = p.header.ext_vals.abs_capture_time.as_ref().and_then(|c| {
+            c.capture_time.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_micros() as i64)
+        });
+        self.push_parts(
+            p.header.timestamp,
+            p.header.sequence_number,
+            p.header.marker,
+            bytes::Bytes::copy_from_slice(&p.payload),
+            p.header.ext_vals.transport_cc.unwrap_or(0),
+            capture_us,
+        );
+    }
+
+    /// One packet: RTP timestamp, sequence number, marker, payload, transport-wide number,
+    /// capture time (µs since the Unix epoch) if it carried one.
+    fn push_parts(
+        &mut self,
+        timestamp: u32,
+        sequence: u16,
+        marker: bool,
+        payload: bytes::Bytes,
+        transport_seq: u16,
+        capture_us: Option<i64>,
+    ) {
         let ts = self.ts.get_or_insert_with(|| Unwrapper::new(32));
-        let t = ts.peek(p.header.timestamp as u64);
+        let t = ts.peek(timestamp as u64);
         ts.accept(t);
         let seq = self.seq.get_or_insert_with(|| Unwrapper::new(16));
-        let s = seq.peek(p.header.sequence_number as u64);
+        let s = seq.peek(sequence as u64);
         seq.accept(s);
         if self.passed.contains(&t) {
             return; // a late copy of a packet of a frame already passed on
@@ -1012,19 +1036,8 @@ impl Assembler {
             *next_id += 1;
             (*next_id - 1, BTreeMap::new())
         });
-        let capture_us = p.header.ext_vals.abs_capture_time.as_ref().and_then(|c| {
-            c.capture_time.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_micros() as i64)
-        });
-        entry.1.insert(
-            s,
-            Pending {
-                payload: bytes::Bytes::copy_from_slice(&p.payload),
-                marker: p.header.marker,
-                transport_seq: p.header.ext_vals.transport_cc.unwrap_or(0),
-                capture_us,
-            },
-        );
-        if p.header.marker {
+        entry.1.insert(s, Pending { payload, marker, transport_seq, capture_us });
+        if marker {
             self.markers.insert(t, s);
             while self.markers.len() > 4 * ASSEMBLY_FRAMES {
                 self.markers.pop_first();

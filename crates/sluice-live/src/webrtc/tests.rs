@@ -96,21 +96,41 @@ fn connects_when_the_answer_comes_late() {
     }
 }
 
+/// Pushes packet `seq` of the frame at RTP time `ts` (payload: an H.264 NAL header of
+/// `nal` type).
+fn push(a: &mut Assembler, ts: u32, seq: u16, marker: bool, nal: u8) {
+    a.push_parts(ts, seq, marker, bytes::Bytes::from(vec![nal, 0, 0]), seq, None);
+}
+
+fn drain(a: &mut Assembler) -> Vec<(u64, u16, u16, bool)> {
+    std::iter::from_fn(|| a.pop())
+        .map(|m| {
+            let f = m.frame.unwrap();
+            let id = u32::from_be_bytes([f[0], f[1], f[2], f[3]]) as u64;
+            let (i, n) = (u16::from_be_bytes([f[4], f[5]]), u16::from_be_bytes([f[6], f[7]]));
+            (id, i, n, f[10] & 1 != 0)
+        })
+        .collect()
+}
+
 #[test]
-fn a_full_ice_answerer_connects() {
-    let origin = Instant::now();
-    let (s_addr, r_addr) = ("127.0.0.1:40000".parse().unwrap(), "127.0.0.1:40001".parse().unwrap());
-    let mut s = WebRtc::new(Side::Sender, s_addr, r_addr, origin).unwrap();
-    let mut r = WebRtc::new(Side::Receiver, r_addr, s_addr, origin).unwrap();
-    r.rtc.direct_api().set_ice_lite(false);
-    let offer = s.offer().unwrap();
-    let answer = r.answer(&offer).unwrap();
-    eprintln!("{answer}");
-    s.accept_answer(&answer).unwrap();
-    let mut now = Timestamp::ZERO;
-    while !(s.is_connected() && r.is_connected()) {
-        assert!(now < Timestamp::from_ms(3000), "not connected: {:?} {}", s.stats, s.outbox.len());
-        pump(&mut s, &mut r, now);
-        now += TimeDelta::from_ms(5);
-    }
+fn a_browsers_frames_are_described_once_complete() {
+    let mut a = Assembler::default();
+    // Frame 0: a keyframe (STAP-A with an SPS, then FU-A), seqs 10-12.
+    a.push_parts(0, 10, false, bytes::Bytes::from(vec![24, 0, 1, 0x67]), 10, Some(5));
+    push(&mut a, 0, 11, false, 28);
+    push(&mut a, 0, 12, true, 28);
+    assert_eq!(drain(&mut a), vec![(0, 0, 3, true), (0, 1, 3, true), (0, 2, 3, true)]);
+    // Frame 1 (seqs 13-14) loses 13; frame 2 (seq 15) is complete: it goes first.
+    push(&mut a, 3000, 14, true, 1);
+    push(&mut a, 6000, 15, true, 1);
+    assert_eq!(drain(&mut a), vec![(2, 0, 1, false)]);
+    // The retransmission of 13 completes frame 1; a late copy of it changes nothing.
+    push(&mut a, 3000, 13, false, 1);
+    assert_eq!(drain(&mut a), vec![(1, 0, 2, false), (1, 1, 2, false)]);
+    push(&mut a, 3000, 13, false, 1);
+    assert!(drain(&mut a).is_empty());
+    let d: Vec<(u64, bool, Option<i64>)> =
+        a.described.iter().map(|f| (f.frame_id, f.is_keyframe, f.capture_us)).collect();
+    assert_eq!(d, vec![(0, true, Some(5)), (2, false, None), (1, false, None)]);
 }
