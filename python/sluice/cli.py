@@ -606,15 +606,17 @@ def cmd_live_run(args: argparse.Namespace) -> int:
         _check_schemes([name])
     spec = live.with_default_out(_spec_from_args(args, name, cfg, args.out))
     run_dir = live.run_live(spec, live.faults_from_args(args), bind=args.bind,
-                            forward_rtp=args.forward_rtp, restarts=live.restarts_from_args(args))
+                            forward_rtp=args.forward_rtp, restarts=live.restarts_from_args(args),
+                            transport=args.transport)  # fmt: skip
     summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
-    note = live.spoof_note(summary)  # the run's end line says when spoofed datagrams came
+    # The run's end lines say when spoofed or forged datagrams came.
+    notes = [n for n in (live.spoof_note(summary), live.srtp_note(summary)) if n]
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         print(report.text_table([(name, summary)]))
         print(f"\nresults: {run_dir}")
-    if note:
+    for note in notes:
         print(note, file=sys.stderr)
     return 0
 

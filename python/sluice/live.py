@@ -145,6 +145,12 @@ def add_live_options(p: argparse.ArgumentParser) -> None:
         "the sender a NACK of numbers never sent or a keyframe request (counted and ignored)",
     )  # fmt: skip
     g.add_argument(
+        "--transport", choices=TRANSPORTS, default="rtp",
+        help="how the sender and the receiver talk: rtp (plain RTP/RTCP, the default, which "
+        "ffmpeg can play) or webrtc (ICE, DTLS-SRTP and SDP through str0m: every packet "
+        "authenticated; the transport for anything beyond loopback)",
+    )  # fmt: skip
+    g.add_argument(
         "--forward-rtp", type=int, default=None, metavar="PORT",
         help="copy the received video RTP to this port (x264 runs; writes stream.sdp for "
         "ffmpeg or another RTP player)",
@@ -232,6 +238,28 @@ def spoof_note(summary: dict[str, Any]) -> str | None:
             f"{seen['plis_rate_limited']} keyframe requests beyond one in 500 ms")  # fmt: skip
 
 
+#: The transports of ``sluice live run``.
+TRANSPORTS = ("rtp", "webrtc")
+
+
+def with_srtp(summary_json: str, stats: dict[str, Any]) -> str:
+    """The summary with the WebRTC transport's count of datagrams that failed SRTP
+    authentication (``srtp_auth_failed``; only with ``--transport webrtc``)."""
+    if stats.get("transport") != "webrtc":
+        return summary_json
+    return json.dumps({**json.loads(summary_json),
+                       "srtp_auth_failed": int(stats.get("srtp_auth_failed", 0))})  # fmt: skip
+
+
+def srtp_note(summary: dict[str, Any]) -> str | None:
+    """One line saying how many datagrams failed SRTP authentication, or None."""
+    n = summary.get("srtp_auth_failed", 0)
+    if not n:
+        return None
+    return (f"live: {n} datagrams failed SRTP authentication (forged or damaged), "
+            "counted and dropped")  # fmt: skip
+
+
 SDP_FILE = "stream.sdp"
 
 
@@ -261,10 +289,11 @@ class LiveSession:
 
     def __init__(self, _core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path,
                  faults: LiveFaults, restarts: Restarts, bind: str,
-                 forward_rtp: int | None) -> None:  # fmt: skip
+                 forward_rtp: int | None, transport: str = "rtp") -> None:  # fmt: skip
         self.files: dict[str, Path] = {}
         self.interrupt: KeyboardInterrupt | None = None  # Ctrl-C, or SIGTERM (Terminated)
-        self.options = {"bind": bind, **faults.options(), **restarts.options()}
+        self.options = {"bind": bind, "transport": transport, **faults.options(),
+                        **restarts.options()}  # fmt: skip
         if json.loads(cfg_json)["encoder"]["kind"] == "x264":
             # The receiver writes the bytes of the frames it displayed, in display order.
             received = results.temp_path(run_dir.resolve() / RECEIVED_STREAM)
@@ -300,7 +329,7 @@ class LiveSession:
             # session (missing frames as stalls): say so in it.
             summary = json.dumps({**json.loads(summary), "interrupted": True})
         stats = json.loads(stats_json)
-        summary = with_spoofed(summary, stats)
+        summary = with_srtp(with_spoofed(summary, stats), stats)
         stats["mode"] = "live"
         stats["faults"] = {k: v for k, v in self.options.items()
                            if k not in ("received_stream", "forward_rtp")}  # fmt: skip
@@ -320,12 +349,15 @@ def run_live(
     bind: str = "127.0.0.1",
     forward_rtp: int | None = None,
     restarts: Restarts | None = None,
+    transport: str = "rtp",
 ) -> Path:
     """Runs ``spec`` live on loopback and writes its results as one result (the simulated
     run's files, through the same :func:`sluice.runner.simulate`, plus the live session's,
     :class:`LiveSession`); returns the run directory. ``forward_rtp``: a port on ``bind``
     that gets a copy of the received video RTP (an RTP player; ``stream.sdp`` in the run
-    directory describes it). Ctrl-C stops the run, writes what it has, then re-raises."""
+    directory describes it). ``transport``: ``rtp`` or ``webrtc`` (DTLS-SRTP through str0m;
+    ICE and DTLS are set up before the run's clock starts). Ctrl-C stops the run, writes
+    what it has, then re-raises."""
     from .runner import resolve_encoder, simulate
 
     faults = faults or LiveFaults()
@@ -341,11 +373,16 @@ def run_live(
         raise SluiceError("--restart-sender-at with x264 needs --quality none: the restarted "
                           "encoder's frames are not in stream.264, so the run cannot be "
                           "scored")  # fmt: skip
+    if transport not in TRANSPORTS:
+        raise SluiceError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+    if transport == "webrtc" and restarts.sender_at_s is not None:
+        raise SluiceError("--restart-sender-at is not supported with --transport webrtc (the "
+                          "restarted sender's new SSRCs are not negotiated)")  # fmt: skip
     sessions: list[LiveSession] = []
 
     def session(_core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path) -> LiveSession:
         sessions.append(LiveSession(_core, cfg_json, down, up, run_dir, faults, restarts, bind,
-                                    forward_rtp))  # fmt: skip
+                                    forward_rtp, transport))  # fmt: skip
         return sessions[-1]
 
     out = simulate(spec, session).write()

@@ -320,6 +320,21 @@ CASES += [
     case("live-send-idle-timeout-nan", ["live", "send", "--peer", PEER, "--idle-timeout-s",
          "nan", "--out", "o"], "--idle-timeout-s", "nan"),
 ]  # fmt: skip
+# --- the WebRTC transport (#28): an unknown transport, what it cannot carry ----------------
+CASES += [
+    case("live-run-transport-unknown", ["live", "run", "--trace", T, "--transport", "quic",
+         "--out", "o"], "--transport", "quic"),
+    case("live-run-webrtc-sender-restart", ["live", "run", "--trace", T, "--transport", "webrtc",
+         "--restart-sender-at", "1", "--out", "o"], "--restart-sender-at", "--transport webrtc"),
+    case("live-run-webrtc-bottleneck-reports", ["live", "run", "--trace", T, "--transport",
+         "webrtc", "--scheme", "co-rtv", "--out", "o"], "co-rtv", "--transport rtp"),
+    case("browser-scheme-bottleneck-reports", ["browser", "run", "--trace", T, "--scheme",
+         "co-rtv", "--out", "o"], "co-rtv", "bottleneck's reports"),
+    case("browser-receiver-sluice-with-scheme", ["browser", "run", "--trace", T, "--receiver",
+         "sluice", "--scheme", "ace", "--out", "o"], "--receiver sluice", "--scheme"),
+    case("browser-receiver-unknown", ["browser", "run", "--trace", T, "--receiver", "nobody",
+         "--out", "o"], "--receiver", "nobody"),
+]  # fmt: skip
 # --- keys: unknown at any depth, given twice, `config` as strict as `run` (#30) ------------
 DUP_SCHEME = ('{"pacer": {"kind": "leaky-bucket"}, "cc": {"kind": "gcc", "max_rate": 1000000, '
               '"max_rate": 2000000}}')

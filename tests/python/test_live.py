@@ -42,6 +42,29 @@ def test_live_run_of_webrtc_displays_frames_and_writes_results_plot_draws(tmp_pa
         assert (out / png).stat().st_size > 10_000
 
 
+def test_live_run_over_webrtc_counts_forged_datagrams_and_displays_every_frame(tmp_path, capsys):
+    # Issue 28: DTLS-SRTP between the sender and the receiver (str0m); the relay forges SRTP
+    # packets to the receiver and sends plain NACKs and keyframe requests to the sender.
+    out = tmp_path / "webrtc"
+    args = ["live", "run", "--scheme", "webrtc", "--transport", "webrtc", "--trace",
+            "gen:constant:12", "--duration", "4", "--queue-bytes", "100000", "--spoof", "0.3",
+            "--out", str(out), "--json"]  # fmt: skip
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    live_json = json.loads((out / "live.json").read_text())
+    assert live_json["transport"] == "webrtc"
+    forged = live_json["relay_spoof_sent"]
+    assert forged > 300
+    # Every forged datagram that arrived was counted and dropped: none reached an endpoint.
+    assert 0.98 * forged <= summary["srtp_auth_failed"] <= forged
+    assert not any(v for v in live_json["spoofed"].values())
+    assert live_json["sender_webrtc"]["nacks"] == 0
+    assert "failed SRTP authentication" in captured.err
+    slots = 120
+    assert summary["frames_displayed"] >= 0.9 * slots, summary
+
+
 def test_live_run_rejects_bad_options_in_one_line(tmp_path, capsys):
     rc = main(["live", "run", "--trace", "gen:constant:12", "--duration", "1",
                "--bind", "not-an-ip", "--out", str(tmp_path / "x")])  # fmt: skip

@@ -759,6 +759,28 @@ impl Endpoint for ReceiverEndpoint {
     }
 }
 
+/// A forged copy of an SRTP packet `b` (WebRTC transport; the relay cannot read it as
+/// Sluice's RTP): a later sequence number and a payload byte changed, or another SSRC, so
+/// it is not authentic. `None` for anything else (Sluice's plain RTP, RTCP, STUN, DTLS).
+fn forged_srtp(b: &[u8], r: u64) -> Option<Vec<u8>> {
+    let rtp = b.len() > 40 && (128..192).contains(&b[0]) && !(192..=223).contains(&b[1]);
+    if !rtp {
+        return None;
+    }
+    let mut f = b.to_vec();
+    if r & 4 == 0 {
+        // A sequence number ahead (so the receiver authenticates it) and a changed byte.
+        let seq = u16::from_be_bytes([f[2], f[3]]).wrapping_add(500 + (r >> 8) as u16 % 500);
+        f[2..4].copy_from_slice(&seq.to_be_bytes());
+        let i = 32 + (r >> 16) as usize % (f.len() - 32);
+        f[i] ^= 0x5a;
+    } else {
+        // Another SSRC: a new stream of the same media.
+        f[11] ^= 0x5a;
+    }
+    Some(f)
+}
+
 /// Faults the relay injects on top of the link model (the link's own loss is
 /// `PathConfig::loss`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -776,8 +798,9 @@ pub struct Faults {
     pub garbage: f64,
     /// Probability that the relay, forwarding a datagram, also sends the same peer a
     /// spoofed one (issue 30): to the receiver a copy of a video packet claiming another
-    /// stream, not valid as a whole; to the sender a NACK of numbers it never sent or a
-    /// keyframe request.
+    /// stream, not valid as a whole (with WebRTC, a copy of an SRTP packet with a byte
+    /// changed); to the sender a NACK of numbers it never sent or a keyframe request (plain
+    /// RTCP: with WebRTC, not authentic).
     pub spoof: f64,
 }
 
@@ -1088,19 +1111,37 @@ impl RelayEndpoint {
         let spoofed = match to {
             Role::Receiver => {
                 let other = (stream + 1 + (r % 64) as u32) % wire::MAX_STREAMS;
-                wire::spoofed_media(b, other)
+                match wire::media_parts(b) {
+                    Ok(_) => wire::spoofed_media(b, other),
+                    Err(_) => {
+                        // WebRTC (SRTP): a forged copy to the receiver, and feedback to the
+                        // sender at the media's rate (a NACK flood; its own feedback is
+                        // too rare to carry one).
+                        if let Some(f) = self.spoofed_feedback(r >> 1, stream) {
+                            self.spoof_sent += 1;
+                            self.extra.push_back((Role::Sender, f));
+                        }
+                        forged_srtp(b, r)
+                    }
+                }
             }
-            _ if r.is_multiple_of(2) => {
-                // Numbers far ahead of anything the sender sent (within the unwrap window).
-                let ahead = self.last_media_seq + 5000 + (r >> 8) % 1000;
-                let f = Feedback::Nack { flow: 0, media_seqs: vec![ahead, ahead + 1, ahead + 2] };
-                wire::write_feedback(&f, stream).ok()
-            }
-            _ => wire::write_feedback(&Feedback::KeyframeRequest { flow: 0 }, stream).ok(),
+            _ => self.spoofed_feedback(r, stream),
         };
         if let Some(s) = spoofed {
             self.spoof_sent += 1;
             self.extra.push_back((to, s));
+        }
+    }
+
+    /// A spoofed NACK of numbers the sender never sent, or a keyframe request.
+    fn spoofed_feedback(&self, r: u64, stream: u32) -> Option<Vec<u8>> {
+        if r.is_multiple_of(2) {
+            // Numbers far ahead of anything the sender sent (within the unwrap window).
+            let ahead = self.last_media_seq + 5000 + (r >> 8) % 1000;
+            let f = Feedback::Nack { flow: 0, media_seqs: vec![ahead, ahead + 1, ahead + 2] };
+            wire::write_feedback(&f, stream).ok()
+        } else {
+            wire::write_feedback(&Feedback::KeyframeRequest { flow: 0 }, stream).ok()
         }
     }
 

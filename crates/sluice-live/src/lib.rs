@@ -4,12 +4,15 @@
 //! * [`wire`]: the wire formats, sans-IO (bytes in, core datagrams out, and back).
 //! * [`endpoint`]: sender, receiver and relay endpoints, sans-IO.
 //! * [`runtime`]: the clock, sockets, tokio loop and encoder thread that drive them.
+//! * [`browser`]: a sender over WebRTC to a browser (`sluice browser run --scheme`).
+//! * [`webrtc`]: the WebRTC transport (str0m: ICE, DTLS-SRTP, SDP) around an endpoint.
 //! * [`session`]: `live run`, all three on loopback, results in the simulator's format.
 //! * [`process`]: `live send`, `recv`, `relay`: one endpoint per process, each writing its
 //!   part ([`part`]); `live merge` merges the parts through the same code as `live run`
 //!   ([`merge`]).
 
 pub mod bench;
+pub mod browser;
 pub mod endpoint;
 pub mod h264;
 pub mod merge;
@@ -17,4 +20,5 @@ pub mod part;
 pub mod process;
 pub mod runtime;
 pub mod session;
+pub mod webrtc;
 pub mod wire;

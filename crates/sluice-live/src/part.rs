@@ -341,6 +341,11 @@ pub fn merge_parts(
         feedback_messages: sender.feedback_messages,
         sender_unsendable: sender.unsendable,
         media_packets_received: receiver.media_packets,
+        // Separate processes speak plain RTP (live send/recv/relay have no WebRTC yet).
+        transport: crate::webrtc::Transport::Rtp,
+        sender_webrtc: None,
+        receiver_webrtc: None,
+        srtp_auth_failed: 0,
         stopped_early: stopped(&sender.info)
             || stopped(&receiver.info)
             || relay.is_some_and(|r| stopped(&r.info)),

@@ -4,6 +4,7 @@
 
 use crate::endpoint::{Faults, LinkSnapshot, ReceiverEndpoint, RelayEndpoint, SenderEndpoint};
 use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
+use crate::webrtc::{Side, Transport, Transported, WebRtc, WebRtcStats};
 use sluice_core::encoder::Encoder;
 use sluice_core::link::trace::Trace;
 use sluice_core::metrics::LinkTotals;
@@ -34,6 +35,8 @@ pub struct LiveOptions {
     pub received_stream: Option<std::path::PathBuf>,
     /// Copies of the received video RTP go to this address (an RTP player).
     pub forward_rtp: Option<SocketAddr>,
+    /// How the sender and the receiver talk: plain RTP/RTCP or WebRTC (DTLS-SRTP).
+    pub transport: Transport,
 }
 
 impl Default for LiveOptions {
@@ -47,6 +50,7 @@ impl Default for LiveOptions {
             frames: None,
             received_stream: None,
             forward_rtp: None,
+            transport: Transport::Rtp,
         }
     }
 }
@@ -96,6 +100,13 @@ pub struct LiveStats {
     /// Packets the wire format could not carry (dropped at the sender).
     pub sender_unsendable: u64,
     pub media_packets_received: u64,
+    /// The transport, and with WebRTC what its layers counted at the sender and the
+    /// receiver (datagrams that failed SRTP authentication among them).
+    pub transport: Transport,
+    pub sender_webrtc: Option<WebRtcStats>,
+    pub receiver_webrtc: Option<WebRtcStats>,
+    /// With WebRTC: datagrams that failed SRTP/SRTCP authentication, at both ends (dropped).
+    pub srtp_auth_failed: u64,
     /// The run was stopped before its end (Ctrl-C).
     pub stopped_early: bool,
     /// Wall-clock seconds the run took.
@@ -120,9 +131,10 @@ pub struct LiveRun {
     trace: Option<Arc<Trace>>,
     bottleneck_drops: bool,
     received_stream: Option<std::path::PathBuf>,
-    sender: Option<Joined<SenderEndpoint>>,
+    sender: Option<Joined<Transported<SenderEndpoint>>>,
     relay: Option<Joined<RelayEndpoint>>,
-    receiver: Option<Joined<ReceiverEndpoint>>,
+    receiver: Option<Joined<Transported<ReceiverEndpoint>>>,
+    transport: Transport,
 }
 
 fn bind(ip: IpAddr) -> Result<UdpSocket, ConfigError> {
@@ -175,6 +187,41 @@ impl LiveRun {
         let (s_sock, r_sock, x_sock) =
             (bind(options.bind)?, bind(options.bind)?, bind(options.bind)?);
         let (s_addr, r_addr, x_addr) = (addr(&s_sock)?, addr(&r_sock)?, addr(&x_sock)?);
+        // With WebRTC, ICE and DTLS are done before the clock starts (a call is set up
+        // before its media flows).
+        let webrtc = match options.transport {
+            Transport::Rtp => None,
+            Transport::Webrtc => {
+                if scheme.bottleneck.drops_frames() {
+                    return Err(ConfigError(format!(
+                        "scheme {} needs the bottleneck's reports, which a relay cannot send \
+                         over WebRTC (DTLS-SRTP): use --transport rtp",
+                        cfg.scheme_name
+                    )));
+                }
+                if options.restart_sender_at.is_some() {
+                    return Err(ConfigError(
+                        "a sender restart is not supported with --transport webrtc".into(),
+                    ));
+                }
+                let origin = Instant::now();
+                let mut s =
+                    WebRtc::new(Side::Sender, s_addr, x_addr, origin).map_err(ConfigError)?;
+                let mut r =
+                    WebRtc::new(Side::Receiver, r_addr, x_addr, origin).map_err(ConfigError)?;
+                // SDP offer/answer in process; both sides see the relay as their peer.
+                let offer = s.offer().map_err(ConfigError)?;
+                let answer = r.answer(&offer).map_err(ConfigError)?;
+                s.accept_answer(&answer).map_err(ConfigError)?;
+                crate::webrtc::handshake(
+                    [(&mut s, &s_sock), (&mut r, &r_sock)],
+                    &x_sock,
+                    std::time::Duration::from_secs(10),
+                )
+                .map_err(ConfigError)?;
+                Some((s, r))
+            }
+        };
         let clock = Clock::new(Instant::now());
         let now = Timestamp::ZERO;
         let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
@@ -227,6 +274,14 @@ impl LiveRun {
             options.faults.clone(),
             Some(link_snapshot),
         );
+        let (sender, receiver) = match webrtc {
+            None => (Transported::plain(sender), Transported::plain(receiver)),
+            Some((mut s, mut r)) => {
+                s.set_origin(clock.instant(Timestamp::ZERO));
+                r.set_origin(clock.instant(Timestamp::ZERO));
+                (Transported::webrtc(sender, s), Transported::webrtc(receiver, r))
+            }
+        };
         let relay_peers = Peers { sender: Some(s_addr), receiver: Some(r_addr), monitor: None };
         let sender_peers = Peers { receiver: Some(x_addr), ..Peers::default() };
         let receiver_peers =
@@ -247,6 +302,7 @@ impl LiveRun {
             sender: Some(sender),
             relay: Some(relay),
             receiver: Some(receiver),
+            transport: options.transport,
         })
     }
 
@@ -276,9 +332,12 @@ impl LiveRun {
 
     /// Waits for the endpoints and builds the results.
     pub fn finish(mut self) -> Result<LiveResult, String> {
-        let (sender, sender_io) = join(self.sender.take(), "sender")?;
+        let (sender_t, sender_io) = join(self.sender.take(), "sender")?;
         let (relay, relay_io) = join(self.relay.take(), "relay")?;
-        let (receiver, receiver_io) = join(self.receiver.take(), "receiver")?;
+        let (receiver_t, receiver_io) = join(self.receiver.take(), "receiver")?;
+        let sender_webrtc = sender_t.webrtc_stats().cloned();
+        let receiver_webrtc = receiver_t.webrtc_stats().cloned();
+        let (sender, receiver) = (sender_t.inner, receiver_t.inner);
         if let Some(why) = sender.failure() {
             return Err(why.to_owned());
         }
@@ -334,6 +393,13 @@ impl LiveRun {
             feedback_messages: sender.feedback_messages,
             sender_unsendable: sender.unsendable,
             media_packets_received: receiver.media_packets,
+            transport: self.transport,
+            srtp_auth_failed: [&sender_webrtc, &receiver_webrtc]
+                .iter()
+                .filter_map(|w| w.as_ref().map(|w| w.srtp_auth_failed))
+                .sum(),
+            sender_webrtc,
+            receiver_webrtc,
             stopped_early,
             wall_s: self.started.elapsed().as_secs_f64(),
         };

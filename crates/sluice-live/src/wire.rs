@@ -296,6 +296,93 @@ pub fn write_media(
     Ok(out)
 }
 
+/// A media datagram taken apart without interpretation: the RTP header fields and Sluice's
+/// extensions as raw bytes. The WebRTC transport ([`crate::webrtc`]) carries these through
+/// another RTP stack and puts them together again ([`media_datagram`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MediaParts {
+    pub payload_type: u8,
+    pub ssrc: u32,
+    pub sequence: u16,
+    pub timestamp: u32,
+    pub marker: bool,
+    /// Sluice's transport-wide sequence number (low 16 bits).
+    pub transport_seq: u16,
+    /// The frame descriptor (video packets): 11 bytes.
+    pub frame: Option<Vec<u8>>,
+    /// Co-RTV's latest re-encoded frame number: 4 bytes.
+    pub latest_reencoded: Option<Vec<u8>>,
+    pub payload: Bytes,
+}
+
+/// Takes a media datagram apart ([`MediaParts`]).
+pub fn media_parts(buf: &[u8]) -> Result<MediaParts, WireError> {
+    precheck_rtp(buf)?;
+    let pkt = guarded(|| {
+        let mut b = Bytes::copy_from_slice(buf);
+        rtp::packet::Packet::unmarshal(&mut b).map_err(|e| WireError::Parse(e.to_string()))
+    })?;
+    let h = &pkt.header;
+    let transport_seq = h
+        .get_extension(EXT_TRANSPORT_SEQ)
+        .filter(|e| e.len() == 2)
+        .map(|e| u16::from_be_bytes([e[0], e[1]]))
+        .ok_or(WireError::MissingExtension("transport-wide sequence number"))?;
+    Ok(MediaParts {
+        payload_type: h.payload_type,
+        ssrc: h.ssrc,
+        sequence: h.sequence_number,
+        timestamp: h.timestamp,
+        marker: h.marker,
+        transport_seq,
+        frame: h.get_extension(EXT_FRAME).filter(|e| e.len() == FRAME_EXT_LEN).map(|e| e.to_vec()),
+        latest_reencoded: h
+            .get_extension(EXT_LATEST_REENCODED)
+            .filter(|e| e.len() == 4)
+            .map(|e| e.to_vec()),
+        payload: pkt.payload.clone(),
+    })
+}
+
+/// Puts a media datagram together from its parts (the inverse of [`media_parts`]).
+pub fn media_datagram(m: &MediaParts) -> Result<Vec<u8>, WireError> {
+    use webrtc_util::marshal::MarshalSize;
+    let mut h = rtp::header::Header {
+        version: 2,
+        payload_type: m.payload_type,
+        ssrc: m.ssrc,
+        sequence_number: m.sequence,
+        timestamp: m.timestamp,
+        marker: m.marker,
+        extension: true,
+        extension_profile: rtp::header::EXTENSION_PROFILE_ONE_BYTE,
+        ..Default::default()
+    };
+    let mut ext = |id: u8, bytes: &[u8]| {
+        h.set_extension(id, Bytes::copy_from_slice(bytes))
+            .map_err(|e| WireError::Encode(e.to_string()))
+    };
+    ext(EXT_TRANSPORT_SEQ, &m.transport_seq.to_be_bytes())?;
+    if let Some(f) = &m.frame {
+        ext(EXT_FRAME, f)?;
+    }
+    if let Some(l) = &m.latest_reencoded {
+        ext(EXT_LATEST_REENCODED, l)?;
+    }
+    let mut out = vec![0u8; h.marshal_size()];
+    h.marshal_to(&mut out).map_err(|e| WireError::Encode(e.to_string()))?;
+    out.extend_from_slice(&m.payload);
+    if out.len() > MAX_DATAGRAM {
+        return Err(WireError::TooLong);
+    }
+    Ok(out)
+}
+
+/// The sender's stream of a video SSRC ([`video_ssrc`]), if it is one.
+pub fn stream_of_video_ssrc(ssrc: u32) -> Option<u32> {
+    stream_of(ssrc, SSRC_VIDEO)
+}
+
 /// Checks the RTP fixed header and the RFC 8285 extension block so that the `rtp` crate's
 /// parser stays inside the buffer. Returns the payload type.
 fn precheck_rtp(buf: &[u8]) -> Result<u8, WireError> {

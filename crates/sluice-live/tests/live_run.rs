@@ -7,6 +7,7 @@ use sluice_core::sim::{build_encoder, RunConfig};
 use sluice_core::units::{DataRate, TimeDelta, Timestamp};
 use sluice_live::endpoint::Faults;
 use sluice_live::session::{EncoderFactory, LiveOptions, LiveResult, LiveRun};
+use sluice_live::webrtc::Transport;
 use std::sync::{Arc, Mutex};
 
 /// One live run at a time (the tests of this file would otherwise run in parallel and
@@ -231,4 +232,61 @@ fn a_session_survives_spoofed_datagrams_and_counts_them() {
     eprintln!("spoofed: {s:?}, {keyframes} keyframes, {} displayed", displayed_share(&r));
     assert!(keyframes <= 10, "{keyframes} keyframes: {s:?}");
     assert!(displayed_share(&r) >= 0.9, "spoofed: {}", displayed_share(&r));
+}
+
+fn webrtc(f: Faults) -> LiveOptions {
+    LiveOptions { faults: f, transport: Transport::Webrtc, ..LiveOptions::default() }
+}
+
+#[test]
+fn over_webrtc_a_session_displays_nearly_every_frame() {
+    // Issue 28: the same endpoints over str0m (ICE, DTLS-SRTP), their feedback from str0m's
+    // transport-cc, NACK and PLI.
+    let r = run(4.0, webrtc(Faults::default()), |_| {});
+    let (s, x) = (r.stats.sender_webrtc.clone().unwrap(), r.stats.receiver_webrtc.clone().unwrap());
+    eprintln!("webrtc: {} displayed, sender {s:?}, receiver {x:?}", displayed_share(&r));
+    // ICE and DTLS were up before the session's clock started.
+    assert_eq!((s.connected_us, x.connected_us), (Some(0), Some(0)), "{s:?}");
+    assert_eq!(s.held_before_connect, 0, "{s:?}");
+    // The rate rises as over plain RTP (12 Mbps link): str0m's feedback drives GCC.
+    let late = &r.run.samples[r.run.samples.len() / 2..];
+    let mean = late.iter().map(|x| x.target_rate_bps as f64).sum::<f64>() / late.len() as f64;
+    assert!(mean > 6e6, "target {mean} bps");
+    assert!(displayed_share(&r) >= 0.9, "{}", displayed_share(&r));
+    assert_eq!(r.stats.srtp_auth_failed, 0, "{:?}", r.stats);
+    // Every packet str0m sent for Sluice was mapped, and its reports name only those.
+    assert_eq!(s.twcc_mapped, s.rtp_written, "{s:?}");
+    assert_eq!(s.twcc_unmapped, 0, "{s:?}");
+    assert!(s.twcc_reports > 40 && r.stats.feedback_messages > 40, "{s:?}");
+    assert_eq!(r.stats.sender_malformed + r.stats.receiver_malformed, 0, "{:?}", r.stats);
+    assert_eq!(x.rtp_undescribed, 0, "{x:?}");
+}
+
+#[test]
+fn over_webrtc_spoofed_datagrams_and_a_nack_flood_change_nothing_but_a_counter() {
+    // Issue 28: the relay's spoof fault against a WebRTC session, after half of the datagrams
+    // it forwards: to the receiver forged copies of SRTP packets, to the sender NACKs of
+    // numbers never sent and keyframe requests from the receiver's address (a flood: about
+    // 100 a second). None is authentic: each is counted as failing SRTP authentication and
+    // dropped; no endpoint sees any of them.
+    let r = run(3.0, webrtc(Faults { spoof: 0.5, ..Faults::default() }), |_| {});
+    let (s, x) = (r.stats.sender_webrtc.clone().unwrap(), r.stats.receiver_webrtc.clone().unwrap());
+    eprintln!(
+        "spoofed over webrtc: {} sent, sender {s:?}, receiver {x:?}, {} displayed",
+        r.stats.relay_spoof_sent,
+        displayed_share(&r)
+    );
+    let sent = r.stats.relay_spoof_sent;
+    assert!(sent >= 300, "{:?}", r.stats);
+    assert!(s.srtp_auth_failed > 50 && x.srtp_auth_failed > 50, "{s:?} {x:?}");
+    // Every spoofed datagram that arrived before the end was counted, and nothing else.
+    let failed = r.stats.srtp_auth_failed;
+    assert!(failed <= sent && failed as f64 >= 0.98 * sent as f64, "{failed} of {sent}");
+    // Nothing reached the endpoints: no NACK, no keyframe request, no spoof counted there.
+    assert_eq!((s.nacks, s.keyframe_requests), (0, 0), "{s:?}");
+    assert!(!r.stats.spoofed.any(), "{:?}", r.stats.spoofed);
+    let keyframes = r.run.frames.iter().filter(|f| f.is_keyframe).count();
+    assert_eq!(keyframes, 1);
+    assert_eq!(r.stats.sender_malformed + r.stats.receiver_malformed, 0, "{:?}", r.stats);
+    assert!(displayed_share(&r) >= 0.9, "{}", displayed_share(&r));
 }

@@ -343,6 +343,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTrace>()?;
     m.add_class::<PySimulation>()?;
     m.add_class::<live::PyLiveRun>()?;
+    m.add_class::<live::PyBrowserSender>()?;
+    m.add_class::<live::PyBrowserReceiver>()?;
     live_procs::register(m)?;
     m.add_function(wrap_pyfunction!(schemes_json, m)?)?;
     m.add_function(wrap_pyfunction!(competing_spec, m)?)?;

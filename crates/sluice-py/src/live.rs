@@ -34,6 +34,8 @@ struct OptionsJson {
     received_stream: Option<String>,
     /// IP:PORT that gets a copy of the received video RTP (an RTP player).
     forward_rtp: Option<String>,
+    /// "rtp" (default) or "webrtc".
+    transport: Option<String>,
 }
 
 /// A restart time in seconds (`None`: no restart).
@@ -96,6 +98,9 @@ pub(crate) fn options(json: Option<&str>) -> PyResult<LiveOptions> {
         out.forward_rtp = Some(a.parse().map_err(|_| {
             PyValueError::new_err(format!("not an IP:PORT to forward RTP to: {a:?}"))
         })?);
+    }
+    if let Some(t) = o.transport {
+        out.transport = t.parse().map_err(PyValueError::new_err)?;
     }
     if let Some(b) = o.bind {
         out.bind = b
@@ -254,5 +259,136 @@ impl PyLiveRun {
             to_json(serde_json::to_string(&result.run.summary))?,
             to_json(serde_json::to_string(&result.stats))?,
         ))
+    }
+}
+
+/// A scheme's sender towards a browser over WebRTC (`sluice browser run --scheme`): made,
+/// `offer()`, `start(answer, relay_port)` (connects, then starts the clock), `wait()`,
+/// `finish()`.
+#[pyclass(name = "BrowserSender", module = "sluice._core", unsendable)]
+pub struct PyBrowserSender {
+    sender: sluice_live::browser::BrowserSender,
+}
+
+#[pymethods]
+impl PyBrowserSender {
+    #[new]
+    fn new(config_json: &str) -> PyResult<Self> {
+        let config = parse_config(config_json)?;
+        config.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let (encoder, frames) = live_encoder(&config)?;
+        let sender = sluice_live::browser::BrowserSender::new(&config, encoder, frames)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyBrowserSender { sender })
+    }
+
+    #[getter]
+    fn port(&self) -> u16 {
+        self.sender.local_addr().port()
+    }
+
+    fn offer(&mut self) -> PyResult<String> {
+        self.sender.offer().map_err(PyRuntimeError::new_err)
+    }
+
+    /// Connects through the relay on 127.0.0.1:`relay_port` (at most `timeout_s`), then
+    /// starts; returns the session clock's origin in µs since the Unix epoch.
+    fn start(
+        &mut self,
+        py: Python<'_>,
+        answer: &str,
+        relay_port: u16,
+        timeout_s: f64,
+    ) -> PyResult<i64> {
+        let relay = std::net::SocketAddr::from(([127, 0, 0, 1], relay_port));
+        let timeout = Duration::from_secs_f64(timeout_s.clamp(0.1, 600.0));
+        py.allow_threads(|| self.sender.start(answer, relay, timeout))
+            .map_err(PyRuntimeError::new_err)
+    }
+
+    #[getter]
+    fn now_s(&self) -> f64 {
+        self.sender.now_s()
+    }
+
+    #[getter]
+    fn end_s(&self) -> f64 {
+        self.sender.end_s()
+    }
+
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
+        let done = self.sender.done_flag();
+        wait_for(py, timeout_s, || done.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn stop(&self) {
+        self.sender.stop();
+    }
+
+    /// Waits for the end; what the sender recorded, as JSON.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
+        let r = py.allow_threads(|| self.sender.finish()).map_err(PyRuntimeError::new_err)?;
+        serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+}
+
+/// A scheme's receiver of a browser's stream over WebRTC (`sluice browser run --receiver
+/// sluice`): made, `answer(offer)`, `start(relay_port)` (connects, then starts the clock),
+/// `wait()`, `finish()`.
+#[pyclass(name = "BrowserReceiver", module = "sluice._core", unsendable)]
+pub struct PyBrowserReceiver {
+    receiver: sluice_live::browser::BrowserReceiver,
+}
+
+#[pymethods]
+impl PyBrowserReceiver {
+    #[new]
+    fn new(config_json: &str) -> PyResult<Self> {
+        let config = parse_config(config_json)?;
+        let receiver = sluice_live::browser::BrowserReceiver::new(&config)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyBrowserReceiver { receiver })
+    }
+
+    #[getter]
+    fn port(&self) -> u16 {
+        self.receiver.local_addr().port()
+    }
+
+    fn answer(&mut self, offer: &str) -> PyResult<String> {
+        self.receiver.answer(offer).map_err(PyRuntimeError::new_err)
+    }
+
+    /// Connects through the relay on 127.0.0.1:`relay_port` (at most `timeout_s`), then
+    /// starts; returns the session clock's origin in µs since the Unix epoch.
+    fn start(&mut self, py: Python<'_>, relay_port: u16, timeout_s: f64) -> PyResult<i64> {
+        let relay = std::net::SocketAddr::from(([127, 0, 0, 1], relay_port));
+        let timeout = Duration::from_secs_f64(timeout_s.clamp(0.1, 600.0));
+        py.allow_threads(|| self.receiver.start(relay, timeout)).map_err(PyRuntimeError::new_err)
+    }
+
+    #[getter]
+    fn now_s(&self) -> f64 {
+        self.receiver.now_s()
+    }
+
+    #[getter]
+    fn end_s(&self) -> f64 {
+        self.receiver.end_s()
+    }
+
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
+        let done = self.receiver.done_flag();
+        wait_for(py, timeout_s, || done.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn stop(&self) {
+        self.receiver.stop();
+    }
+
+    /// Waits for the end; what the receiver recorded, as JSON.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
+        let r = py.allow_threads(|| self.receiver.finish()).map_err(PyRuntimeError::new_err)?;
+        serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 }

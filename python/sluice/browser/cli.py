@@ -51,7 +51,19 @@ def add_commands(sub: Any) -> None:
         "bandwidth (default maintain-resolution, as Sluice's encoders; `default` leaves "
         "Chromium's own, which scales the resolution down)",
     )  # fmt: skip
-    r.add_argument("--out", metavar="DIR", help="default results/chrome-<codec>-<trace>-s<seed>")
+    r.add_argument(
+        "--scheme", default=None, metavar="NAME",
+        help="Sluice's sender of this scheme sends (x264 on --video) to a Chromium receiver "
+        "page over WebRTC, Chromium's transport-cc, NACK and PLI driving it; without it "
+        "Chromium sends to Chromium",
+    )  # fmt: skip
+    r.add_argument(
+        "--receiver", choices=("chromium", "sluice"), default="chromium",
+        help="who receives: a Chromium receiver page (default) or Sluice's receiver (of the "
+        "webrtc scheme) over WebRTC, Chromium's sender page sending H.264 to it",
+    )  # fmt: skip
+    r.add_argument("--out", metavar="DIR", help="default results/chrome-<codec>-<trace>-s<seed> "
+                   "(with --scheme: results/browser-<scheme>-<trace>-s<seed>)")  # fmt: skip
     r.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
     r.add_argument(
         "--event-log", action="store_true",
@@ -72,6 +84,10 @@ def cmd_browser_run(args: argparse.Namespace) -> int:
     from ..cli import _overrides
     from ..runner import RunSpec
 
+    if args.receiver == "sluice":
+        return _sluice_receiver(args)
+    if args.scheme is not None:
+        return _sluice_sender(args)
     spec = RunSpec(
         scheme="webrtc",  # the relay's links only: drop-tail, as every WebRTC path
         overrides=_overrides(args),
@@ -91,5 +107,66 @@ def cmd_browser_run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
         return 0
     print(report.text_table([("chrome", summary)]))
+    print(f"\nresults: {run_dir}")
+    return 0
+
+
+def _sluice_sender(args: argparse.Namespace) -> int:
+    """``browser run --scheme S``: Sluice's sender to a Chromium receiver page."""
+    from .. import report, results
+    from ..cli import _check_schemes, _overrides
+    from ..runner import RunSpec
+
+    _check_schemes([args.scheme])
+    harness.check_scheme(args.scheme)
+    spec = RunSpec(
+        scheme=args.scheme,
+        overrides=_overrides(args),
+        trace=args.trace,
+        uplink_trace=args.uplink_trace,
+        trace_format=args.trace_format,
+        out_dir=args.out,
+        video=args.video,
+        width=args.width,
+    )
+    run_dir = harness.run_scheme(spec, keep_work=args.keep_work, quiet=args.json)
+    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(report.text_table([(f"{args.scheme} -> chrome", summary)]))
+    print(f"\nresults: {run_dir}")
+    return 0
+
+
+def _sluice_receiver(args: argparse.Namespace) -> int:
+    """``browser run --receiver sluice``: Chromium's sender page to Sluice's receiver."""
+    from .. import report, results
+    from ..cli import _overrides
+    from ..errors import SluiceError
+    from ..runner import RunSpec
+
+    if args.scheme is not None:
+        raise SluiceError("--receiver sluice takes no --scheme: Chromium sends (for Sluice's "
+                          "sender use --scheme S with the Chromium receiver)")  # fmt: skip
+    if args.codec != "vp8":
+        raise SluiceError("--receiver sluice takes no --codec: Chromium sends H.264 to it")
+    spec = RunSpec(
+        scheme="webrtc",  # Sluice's receiver of the webrtc scheme; the relay's links
+        overrides=_overrides(args),
+        trace=args.trace,
+        uplink_trace=args.uplink_trace,
+        trace_format=args.trace_format,
+        out_dir=args.out,
+        video=args.video,
+        width=args.width,
+    )
+    run_dir = harness.run_to_sluice(spec, keep_work=args.keep_work, quiet=args.json,
+                                    max_kbps=args.max_bitrate_kbps)  # fmt: skip
+    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(report.text_table([("chrome -> sluice", summary)]))
     print(f"\nresults: {run_dir}")
     return 0

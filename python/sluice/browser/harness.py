@@ -364,3 +364,468 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
         for tmp in extra.values():
             tmp.unlink(missing_ok=True)
     return run_dir
+
+
+# --- Sluice's sender to a Chromium receiver (`browser run --scheme S`, issue 28) ------------
+
+#: What a Chromium receiver needs of a Sluice sender: x264's H.264 (the model encoder's zero
+#: payloads do not decode).
+SCHEME_ENCODER = "x264"
+#: The relay keeps going this long past the sender's end (its clock starts at the first ICE
+#: check, before the sender's, which starts once DTLS is up).
+RELAY_EXTRA_S = 3.0
+
+
+@dataclass
+class SchemeSession:
+    """What a Sluice -> relay -> Chromium session collected."""
+
+    receiver_log: dict[str, list[Any]]
+    relay_counters: dict[str, Any]
+    relay_events: Path
+    sender: dict[str, Any]
+    errors: list[str] = field(default_factory=list)
+
+
+def run_scheme_session(
+    cfg: dict[str, Any], down: Any, up: Any, video: RawVideo, work: Path,
+    progress: Callable[[float], None] | None = None,
+) -> SchemeSession:  # fmt: skip
+    """Runs one session: Sluice's sender of ``cfg`` (its WebRTC layer offers; str0m) sends
+    to a Chromium receiver page through the trace relay for ``cfg["duration_s"]`` seconds of
+    capture plus the drain, both counted from the sender's start (once ICE and DTLS are up)."""
+    signal = Signal(token=secrets.token_urlsafe(16))
+    server = serve(signal)
+    port = server.server_address[1]
+    query = (f"token={signal.token}&codec=h264&width={video.width}&height={video.height}"
+             f"&fps={video.fps:g}&max_kbps=0&degradation=")  # fmt: skip
+    browsers: list[chromium.Browser] = []
+    sender = None
+    try:
+        with core_errors():
+            sender = core().BrowserSender(json.dumps(cfg))
+            offer = sender.offer()
+        (work / "offer.sdp").write_text(offer, encoding="utf-8")  # for --keep-work
+        signal.post("offer", {"sdp": offer})
+        browsers.append(chromium.Browser(
+            f"http://127.0.0.1:{port}/receiver.html?{query}", None, work / "receiver.log",
+            None))  # fmt: skip
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        while not signal.peers_known.wait(0.1):
+            if signal.errors:
+                raise SluiceError("browser run: " + signal.errors[0])
+            if not browsers[0].alive():
+                raise SluiceError("Chromium exited early (see receiver.log)")
+            if time.monotonic() > deadline:
+                raise SluiceError(
+                    f"the receiver page did not answer within {CONNECT_TIMEOUT_S:.0f} s "
+                    f"(Chromium's output: {work})")  # fmt: skip
+        sender_port, receiver_port = signal.peers
+        relay_port = free_udp_port()
+        relay_cfg = {**cfg, "drain_s": float(cfg["drain_s"]) + RELAY_EXTRA_S}
+        options = {
+            "listen": f"127.0.0.1:{relay_port}",
+            "sender": f"127.0.0.1:{sender_port}",
+            "receiver": f"127.0.0.1:{receiver_port}",
+            "idle_timeout_s": 5.0,
+            "start_timeout_s": CONNECT_TIMEOUT_S,
+            "log_datagrams": True,
+        }
+        with core_errors("relay: "):
+            ep = core().LiveEndpoint(
+                "relay", json.dumps(relay_cfg), json.dumps(options),
+                down.trace if down else None, up.trace if up else None,
+            )  # fmt: skip
+        signal.relay_at(relay_port)
+        answer = signal.get("answer")
+        if answer is None:
+            raise SluiceError("browser run: the receiver page's answer is missing")
+        (work / "answer.sdp").write_text(answer["sdp"], encoding="utf-8")
+        with core_errors("WebRTC: "):
+            sender.start(answer["sdp"], relay_port, CONNECT_TIMEOUT_S)
+        end = float(cfg["duration_s"]) + float(cfg["drain_s"])
+        while not sender.wait(0.2):
+            if progress is not None:
+                progress(min(1.0, sender.now_s / end))
+            if signal.errors:
+                raise SluiceError("browser run: " + signal.errors[0])
+        signal.stop()
+        signal.done["receiver"].wait(FLUSH_TIMEOUT_S)
+        ep.stop()
+        events = work / "relay-events.json"
+        with core_errors("relay: "):
+            counters = json.loads(ep.finish(str(events)))
+        with core_errors():
+            result = json.loads(sender.finish())
+    finally:
+        if sender is not None:
+            sender.stop()
+        for b in browsers:
+            b.stop()
+        server.shutdown()
+        server.server_close()
+    with signal.lock:
+        log = json.loads(json.dumps(signal.logs["receiver"]))
+        errors = list(signal.errors)
+    return SchemeSession(log, counters, work / "relay-events.json", result, errors)
+
+
+def sluice_frames(shown: list[dict[str, Any]], sender: dict[str, Any]) -> list[dict[str, Any]]:
+    """The page's displayed frames with their capture times from Sluice's RTP timestamps
+    (the sender's capture clock, 90 kHz from its origin: no abs-capture-time needed)."""
+    from .records import RTP_CLOCK_HZ, _unwrap
+
+    shown = [f for f in shown if isinstance(f.get("rtp_timestamp"), int)]
+    rtp = _unwrap([int(f["rtp_timestamp"]) for f in shown])
+    origin_ms = int(sender["wall_origin_us"]) / 1000
+    return [{**f, "capture_ms": origin_ms + r * 1000 / RTP_CLOCK_HZ} for f, r in zip(shown, rtp)]
+
+
+def _encoded_by_rtp(sender: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """Sluice's encoded frames by their RTP timestamp (as the wire carries it)."""
+    out = {}
+    for e in sender["events"]:
+        if e.get("event") == "FrameEncoded":
+            out[(int(e["capture_time"]) * 9 // 100) % (1 << 32)] = e
+    return out
+
+
+def check_scheme(name: str, scheme: dict[str, Any] | None = None) -> None:
+    """Refuses a scheme whose bottleneck reports to the sender (Co-RTV): a relay cannot
+    write SRTCP."""
+    from .. import config
+
+    scheme = scheme if scheme is not None else config.scheme_config(name)
+    if (scheme.get("bottleneck") or {}).get("kind", "drop-tail") != "drop-tail":
+        raise SluiceError(f"scheme {name} needs the bottleneck's reports, which a relay "
+                          "cannot send over WebRTC (DTLS-SRTP)")  # fmt: skip
+
+
+def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
+    """One browser run with Sluice's sender: ``spec``'s scheme (x264 on ``spec``'s clip,
+    default the shipped one) sends to a Chromium receiver page through the trace relay over
+    WebRTC (str0m); Chromium's transport-cc feedback, NACKs and PLIs drive the scheme. The
+    result files of a simulated run, scheme ``spec.scheme``; frames are those the page
+    displayed. Raises :class:`SluiceError`."""
+    from .. import config, results, video
+    from ..runner import load_traces, planned_config
+    from . import records
+
+    chromium.executable()
+    cfg = planned_config(spec, SCHEME_ENCODER)
+    config.resolve(cfg, validate=True)
+    check_scheme(spec.scheme, cfg["scheme"])
+    down, up = load_traces(spec, cfg)
+    cfg["downlink"]["trace"] = down.name if down else None
+    cfg["uplink"]["trace"] = up.name if up else None
+    clip = spec.video or str(DEFAULT_CLIP)
+    fps = float(cfg["fps"]) if any(config.short_path(p) == "fps" for p, _ in spec.overrides) \
+        else None  # fmt: skip
+    raw = video.prepare(clip, spec.cache_dir, width=spec.width or DEFAULT_WIDTH, fps=fps)
+    cfg["fps"] = raw.fps
+    cfg["encoder"].update(video_path=os.path.abspath(raw.path), width=raw.width,
+                          height=raw.height, video_frames=raw.frames,
+                          bitstream_path=None)  # fmt: skip
+    work = scratch_dir()
+    bar = None
+    if not quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=100, desc=f"{spec.scheme} -> chrome", unit="%", leave=False)
+
+    def progress(x: float) -> None:
+        if bar is not None:
+            bar.n = round(100 * x)
+            bar.refresh()
+
+    try:
+        session = run_scheme_session(cfg, down, up, raw, work, progress)
+        part = json.loads(session.relay_events.read_text(encoding="utf-8"))
+    finally:
+        if bar is not None:
+            bar.close()
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+    duration, drain = float(cfg["duration_s"]), float(cfg["drain_s"])
+    origin = int(session.sender["wall_origin_us"])
+    end_us = round(duration * 1e6)
+    shown = sluice_frames(session.receiver_log["frames"], session.sender)
+    frames, skips = records.frames_and_skips(shown, origin, raw.fps, end_us)
+    if not frames:
+        raise SluiceError("the receiver page displayed no frame (see its events in a run with "
+                          "--keep-work)")  # fmt: skip
+    encoded = _encoded_by_rtp(session.sender)
+    for fr in frames:
+        e = encoded.get(fr["chrome_rtp_timestamp"])
+        if e is not None:
+            fr.update(size_bytes=int(e["size"]), qp=e.get("qp"), is_keyframe=e["is_keyframe"],
+                      target_rate_bps=int(e["target_rate"]), packets=int(e["packet_count"]),
+                      encode_start_us=int(e["encode_start"]),
+                      encode_end_us=int(e["encode_end"]))  # fmt: skip
+    samples = session.sender["samples"]
+    trace = down.trace if down else None
+    capacity = trace.capacity_bytes(0, end_us) if trace else 0
+    summary = records.summary(frames, skips, samples, part, capacity, [],
+                              session.receiver_log["stats"], origin, duration, drain)  # fmt: skip
+    webrtc = session.sender.get("webrtc") or {}
+    summary["srtp_auth_failed"] = int(webrtc.get("srtp_auth_failed") or 0)
+    run_dir = Path(spec.out_dir or os.path.join(
+        "results", f"browser-{spec.scheme}-{trace_stem(spec.trace)}-s{cfg['seed']}"))  # fmt: skip
+    header = results.make_header(
+        seed=cfg["seed"], scheme=spec.scheme, config=cfg,
+        trace=down.header() if down else None, uplink_trace=up.header() if up else None,
+    )  # fmt: skip
+    header["browser"] = {
+        "chromium": chromium_version(), "sender": "sluice", "receiver": "chromium",
+        "codec": "h264", "width": raw.width, "height": raw.height, "fps": raw.fps,
+        "clip": str(clip),
+        "relay": {k: part.get(k) for k in ("arrived_packets", "dropped_packets", "opaque",
+                                           "delivered_bytes")},
+        "sluice_sender": {
+            **{k: session.sender.get(k) for k in ("webrtc", "spoofed", "feedback_messages",
+                                                   "transmitted", "unsendable", "io")},
+            "frames_encoded": len(encoded),
+            "frames_skipped": sum(e.get("event") == "FrameSkipped"
+                                  for e in session.sender["events"]),
+        },
+        "errors": session.errors,
+    }  # fmt: skip
+    tmp_log = results.temp_path(run_dir / results.RELAY_LOG_FILE)
+    tmp_browser = results.temp_path(run_dir / results.BROWSER_FILE)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    extra = {results.RELAY_LOG_FILE: tmp_log, results.BROWSER_FILE: tmp_browser}
+    try:
+        with open(tmp_log, "w", encoding="utf-8") as f:
+            for d in part.get("datagrams") or []:
+                f.write(json.dumps(d, separators=(",", ":")) + "\n")
+        pages = {"receiver": {"stats": session.receiver_log["stats"],
+                              "events": session.receiver_log["events"]}}  # fmt: skip
+        tmp_browser.write_text(json.dumps(pages, separators=(",", ":")), encoding="utf-8")
+        results.write_run(run_dir, header, frames, samples, summary, skips=skips, extra=extra)
+    finally:
+        for tmp in extra.values():
+            tmp.unlink(missing_ok=True)
+    return run_dir
+
+
+# --- Chromium's sender to Sluice's receiver (`browser run --receiver sluice`, issue 28) -----
+
+
+@dataclass
+class ReceiverSession:
+    """What a Chromium -> relay -> Sluice session collected."""
+
+    sender_log: dict[str, list[Any]]
+    relay_counters: dict[str, Any]
+    relay_events: Path
+    receiver: dict[str, Any]
+    errors: list[str] = field(default_factory=list)
+
+
+def run_receiver_session(
+    cfg: dict[str, Any], down: Any, up: Any, video: RawVideo, work: Path,
+    progress: Callable[[float], None] | None = None, max_kbps: int | None = None,
+) -> ReceiverSession:  # fmt: skip
+    """Runs one session: Chromium's sender page (H.264) sends to Sluice's receiver of
+    ``cfg`` (its WebRTC layer answers, ICE-lite; str0m gives Chromium transport-cc feedback
+    and NACKs, the receiver's keyframe requests go out as PLI) through the trace relay, for
+    the duration and the drain from the receiver's start (once ICE and DTLS are up)."""
+    camera = work / "camera.y4m"
+    write_y4m(video, camera)
+    signal = Signal(token=secrets.token_urlsafe(16))
+    server = serve(signal)
+    port = server.server_address[1]
+    query = (f"token={signal.token}&codec=h264&width={video.width}&height={video.height}"
+             f"&fps={video.fps:g}&max_kbps={max_kbps or 0}"
+             f"&degradation={DEFAULT_DEGRADATION}")  # fmt: skip
+    browsers: list[chromium.Browser] = []
+    receiver = None
+    try:
+        with core_errors():
+            receiver = core().BrowserReceiver(json.dumps(cfg))
+        browsers.append(chromium.Browser(
+            f"http://127.0.0.1:{port}/sender.html?{query}", camera, work / "sender.log",
+            None))  # fmt: skip
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        offer = None
+        while offer is None:
+            offer = signal.get("offer")
+            if signal.errors:
+                raise SluiceError("browser run: " + signal.errors[0])
+            if not browsers[0].alive():
+                raise SluiceError("Chromium exited early (see sender.log)")
+            if time.monotonic() > deadline:
+                raise SluiceError(
+                    f"the sender page did not offer within {CONNECT_TIMEOUT_S:.0f} s "
+                    f"(Chromium's output: {work})")  # fmt: skip
+            time.sleep(0.05)
+        with signal.lock:
+            raw_offer = signal.offer or ""
+        (work / "offer.sdp").write_text(raw_offer, encoding="utf-8")  # for --keep-work
+        with core_errors("WebRTC: "):
+            answer = receiver.answer(offer["sdp"])
+        (work / "answer.sdp").write_text(answer, encoding="utf-8")
+        signal.post("answer", {"sdp": answer})
+        sender_port, receiver_port = signal.peers
+        relay_port = free_udp_port()
+        relay_cfg = {**cfg, "drain_s": float(cfg["drain_s"]) + RELAY_EXTRA_S}
+        options = {
+            "listen": f"127.0.0.1:{relay_port}",
+            "sender": f"127.0.0.1:{sender_port}",
+            "receiver": f"127.0.0.1:{receiver_port}",
+            "idle_timeout_s": 5.0,
+            "start_timeout_s": CONNECT_TIMEOUT_S,
+            "log_datagrams": True,
+        }
+        with core_errors("relay: "):
+            ep = core().LiveEndpoint(
+                "relay", json.dumps(relay_cfg), json.dumps(options),
+                down.trace if down else None, up.trace if up else None,
+            )  # fmt: skip
+        signal.relay_at(relay_port)
+        with core_errors("WebRTC: "):
+            receiver.start(relay_port, CONNECT_TIMEOUT_S)
+        end = float(cfg["duration_s"]) + float(cfg["drain_s"])
+        while not receiver.wait(0.2):
+            if progress is not None:
+                progress(min(1.0, receiver.now_s / end))
+            if signal.errors:
+                raise SluiceError("browser run: " + signal.errors[0])
+        signal.stop()
+        signal.done["sender"].wait(FLUSH_TIMEOUT_S)
+        ep.stop()
+        events = work / "relay-events.json"
+        with core_errors("relay: "):
+            counters = json.loads(ep.finish(str(events)))
+        with core_errors():
+            result = json.loads(receiver.finish())
+    finally:
+        if receiver is not None:
+            receiver.stop()
+        for b in browsers:
+            b.stop()
+        server.shutdown()
+        server.server_close()
+    with signal.lock:
+        log = json.loads(json.dumps(signal.logs["sender"]))
+        errors = list(signal.errors)
+    return ReceiverSession(log, counters, work / "relay-events.json", result, errors)
+
+
+def sluice_receiver_frames(receiver: dict[str, Any]) -> list[dict[str, Any]]:
+    """The frames Sluice's receiver displayed, as the receiver page records them (times in
+    ms since the Unix epoch): the RTP timestamp, the capture time where abs-capture-time
+    gave one, the completion and display times from the receiver's events."""
+    origin_ms = int(receiver["wall_origin_us"]) / 1000
+    described = {int(f["frame_id"]): f for f in receiver["frames"]}
+    completed: dict[int, float] = {}
+    out = []
+    for e in receiver["events"]:
+        (kind, body), = e.items()
+        if kind == "FrameCompleted":
+            completed[int(body["frame_id"])] = origin_ms + int(body["time"]) / 1000
+        elif kind == "FrameDisplayed":
+            f = described.get(int(body["frame_id"]))
+            if f is None:
+                continue
+            shown = origin_ms + int(body["time"]) / 1000
+            cap = f.get("capture_us")
+            out.append({"rtp_timestamp": int(f["rtp_timestamp"]),
+                        "capture_ms": cap / 1000 if cap is not None else None,
+                        "receive_ms": completed.get(int(body["frame_id"]), shown),
+                        "expected_display_ms": shown})  # fmt: skip
+    return out
+
+
+def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
+                  max_kbps: int | None = None) -> Path:  # fmt: skip
+    """One browser run with Sluice's receiver: Chromium's sender page sends ``spec``'s clip
+    (H.264) to Sluice's receiver of ``spec``'s scheme through the trace relay over WebRTC;
+    the result files of a simulated run, scheme ``chrome``, receiver ``sluice``. Raises
+    :class:`SluiceError`."""
+    from .. import config, results, video
+    from ..runner import load_traces, planned_config
+    from . import records
+
+    chromium.executable()
+    cfg = planned_config(spec, "model")
+    config.resolve(cfg, validate=True)
+    fps = float(cfg["fps"]) if any(config.short_path(p) == "fps" for p, _ in spec.overrides) \
+        else DEFAULT_FPS  # fmt: skip
+    cfg["fps"] = fps
+    down, up = load_traces(spec, cfg)
+    cfg["downlink"]["trace"] = down.name if down else None
+    cfg["uplink"]["trace"] = up.name if up else None
+    clip = spec.video or str(DEFAULT_CLIP)
+    raw = video.prepare(clip, spec.cache_dir, width=spec.width or DEFAULT_WIDTH, fps=fps)
+    work = scratch_dir()
+    bar = None
+    if not quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=100, desc="chrome -> sluice", unit="%", leave=False)
+
+    def progress(x: float) -> None:
+        if bar is not None:
+            bar.n = round(100 * x)
+            bar.refresh()
+
+    try:
+        session = run_receiver_session(cfg, down, up, raw, work, progress, max_kbps)
+        part = json.loads(session.relay_events.read_text(encoding="utf-8"))
+    finally:
+        if bar is not None:
+            bar.close()
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+    duration, drain = float(cfg["duration_s"]), float(cfg["drain_s"])
+    origin = int(session.receiver["wall_origin_us"])
+    end_us = round(duration * 1e6)
+    shown = sluice_receiver_frames(session.receiver)
+    frames, skips = records.frames_and_skips(shown, origin, fps, end_us)
+    if not frames:
+        raise SluiceError("Sluice's receiver displayed no frame (see the pages' events in a "
+                          "run with --keep-work)")  # fmt: skip
+    trace = down.trace if down else None
+    cap = (lambda t0, t1: trace.capacity_bytes(t0, t1) * 8 / max(1e-6, (t1 - t0) / 1e6)) \
+        if trace else None  # fmt: skip
+    samples = records.samples(session.sender_log["stats"], [], part.get("link_samples") or [],
+                              origin, cap, end_us)  # fmt: skip
+    capacity = trace.capacity_bytes(0, end_us) if trace else 0
+    summary = records.summary(frames, skips, samples, part, capacity, session.sender_log["stats"],
+                              [], origin, duration, drain)  # fmt: skip
+    webrtc = session.receiver.get("webrtc") or {}
+    summary["srtp_auth_failed"] = int(webrtc.get("srtp_auth_failed") or 0)
+    run_dir = Path(spec.out_dir or os.path.join(
+        "results", f"chrome-to-sluice-{trace_stem(spec.trace)}-s{cfg['seed']}"))  # fmt: skip
+    header = results.make_header(
+        seed=cfg["seed"], scheme="chrome", config=cfg,
+        trace=down.header() if down else None, uplink_trace=up.header() if up else None,
+    )  # fmt: skip
+    header["browser"] = {
+        "chromium": chromium_version(), "sender": "chromium", "receiver": "sluice",
+        "codec": "h264", "width": raw.width, "height": raw.height, "fps": fps,
+        "clip": str(clip), "max_kbps": max_kbps,
+        "relay": {k: part.get(k) for k in ("arrived_packets", "dropped_packets", "opaque",
+                                           "delivered_bytes")},
+        "sluice_receiver": {**{k: session.receiver.get(k) for k in (
+            "webrtc", "media_packets", "malformed", "io")},
+            "frames_described": len(session.receiver["frames"])},
+        "errors": session.errors,
+    }  # fmt: skip
+    tmp_log = results.temp_path(run_dir / results.RELAY_LOG_FILE)
+    tmp_browser = results.temp_path(run_dir / results.BROWSER_FILE)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    extra = {results.RELAY_LOG_FILE: tmp_log, results.BROWSER_FILE: tmp_browser}
+    try:
+        with open(tmp_log, "w", encoding="utf-8") as f:
+            for d in part.get("datagrams") or []:
+                f.write(json.dumps(d, separators=(",", ":")) + "\n")
+        pages = {"sender": {"stats": session.sender_log["stats"],
+                            "events": session.sender_log["events"]}}  # fmt: skip
+        tmp_browser.write_text(json.dumps(pages, separators=(",", ":")), encoding="utf-8")
+        results.write_run(run_dir, header, frames, samples, summary, skips=skips, extra=extra)
+    finally:
+        for tmp in extra.values():
+            tmp.unlink(missing_ok=True)
+    return run_dir

@@ -1,0 +1,1245 @@
+//! The WebRTC transport (issue 28): Sluice's endpoints over ICE, DTLS-SRTP and SDP, with
+//! str0m (sans-IO, RTP mode) doing the WebRTC parts.
+//!
+//! [`Transported`] wraps a sans-IO endpoint ([`SenderEndpoint`](crate::endpoint::SenderEndpoint)
+//! or [`ReceiverEndpoint`](crate::endpoint::ReceiverEndpoint)) and is itself one: with the
+//! plain transport it passes everything through; with [`WebRtc`] it translates between the
+//! endpoint's plain RTP/RTCP ([`crate::wire`]) and str0m, so that the endpoints, their
+//! packetizer, pacer and controllers stay unchanged.
+//!
+//! * Sender side: each media datagram the endpoint sends is taken apart
+//!   ([`wire::media_parts`]) and written with `StreamTx::write_rtp` on the negotiated H.264
+//!   payload type. str0m numbers the RTP stream itself (this layer keeps the mapping to
+//!   Sluice's media sequence numbers, so a retransmission goes out with its original number)
+//!   and assigns the transport-wide sequence number (its `RtpTx` raw event tells which).
+//!   Incoming transport-cc feedback, NACK and PLI become Sluice's feedback and are handed to
+//!   the endpoint as its RTCP, through the same parser and spoof screening as the plain
+//!   transport. Transport-cc has no hold time (Sluice's `SLFB`): it is estimated from the
+//!   reports' lag ([`WebRtc::on_twcc`]). Sluice's frame descriptor and Co-RTV's latest re-encoded number travel in
+//!   two header extensions of Sluice's own (`urn:x-sluice:*`), negotiated in SDP; padding
+//!   packets go on the video stream, marked as padding in that descriptor.
+//! * Receiver side: str0m's decrypted RTP packets are put together again as Sluice's RTP
+//!   and given to the endpoint. str0m sends transport-cc feedback and NACKs itself (there is
+//!   no API to send one's own), so the endpoint's transport feedback and NACKs are dropped
+//!   (counted); its keyframe requests go out as PLI.
+//! * Every datagram str0m does not accept as authentic SRTP/SRTCP is counted and dropped
+//!   ([`WebRtcStats::srtp_auth_failed`]); an exact copy of one it accepted before counts as
+//!   replayed instead (the relay's duplication fault makes those).
+//!
+//! Time: str0m wants `Instant`s; the layer maps the session's [`Timestamp`]s onto an origin
+//! `Instant` it is given (arithmetic only: it reads no clock). Limits: no restarts of the
+//! sender's stream (its SSRC changes, str0m's does not), no bottleneck reports (a relay
+//! cannot write SRTCP).
+
+use crate::endpoint::{Endpoint, Role};
+use crate::wire::{self, MediaParts, SentNumbers, Unwrapper};
+use sluice_core::cc::rtt::WindowedMin;
+use sluice_core::packet::{Feedback, PacketReport, TransportFeedback};
+use sluice_core::units::{TimeDelta, Timestamp};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use str0m::change::{SdpAnswer, SdpOffer, SdpPendingOffer};
+use str0m::format::Codec;
+use str0m::media::{Direction, KeyframeRequestKind, MediaKind, Mid, Pt};
+use str0m::net::{Protocol, Receive};
+use str0m::rtp::rtcp::Rtcp;
+use str0m::rtp::{Extension, ExtensionSerializer, ExtensionValues, RawPacket, RtpWrite, SeqNo};
+use str0m::{Candidate, Event, Input, Output, Rtc, RtcConfig};
+
+/// The transport of a live endpoint's media and feedback.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// Plain RTP/RTCP (Sluice's wire format, ffmpeg can play it).
+    #[default]
+    Rtp,
+    /// WebRTC: ICE, DTLS-SRTP, SDP offer/answer (str0m).
+    Webrtc,
+}
+
+impl std::str::FromStr for Transport {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "rtp" => Ok(Transport::Rtp),
+            "webrtc" => Ok(Transport::Webrtc),
+            _ => Err(format!("unknown transport {s:?} (expected rtp or webrtc)")),
+        }
+    }
+}
+
+/// The URI of the frame-descriptor header extension.
+pub const EXT_URI_FRAME: &str = "urn:x-sluice:frame";
+/// The URI of the latest-re-encoded header extension.
+pub const EXT_URI_LATEST: &str = "urn:x-sluice:latest-reencoded";
+const EXT_ID_FRAME: u8 = 12;
+const EXT_ID_LATEST: u8 = 14;
+const EXT_ID_CAPTURE: u8 = 9;
+
+/// The frame-descriptor extension's value: a packet kind byte (0 video, 1 padding),
+/// Sluice's media sequence number (2 bytes) and, for video, its 11-byte frame descriptor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FrameExt(Vec<u8>);
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct LatestExt(Vec<u8>);
+
+const KIND_VIDEO: u8 = 0;
+const KIND_PADDING: u8 = 1;
+
+#[derive(Debug)]
+struct FrameSerializer;
+impl ExtensionSerializer for FrameSerializer {
+    fn write_to(&self, buf: &mut [u8], ev: &ExtensionValues) -> usize {
+        match ev.user_values.get::<FrameExt>() {
+            Some(v) if buf.len() >= v.0.len() => {
+                buf[..v.0.len()].copy_from_slice(&v.0);
+                v.0.len()
+            }
+            _ => 0,
+        }
+    }
+    fn parse_value(&self, buf: &[u8], ev: &mut ExtensionValues) -> bool {
+        if buf.len() != 3 && buf.len() != 14 {
+            return false;
+        }
+        ev.user_values.set(FrameExt(buf.to_vec()));
+        true
+    }
+    fn is_video(&self) -> bool {
+        true
+    }
+    fn is_audio(&self) -> bool {
+        false
+    }
+}
+
+#[derive(Debug)]
+struct LatestSerializer;
+impl ExtensionSerializer for LatestSerializer {
+    fn write_to(&self, buf: &mut [u8], ev: &ExtensionValues) -> usize {
+        match ev.user_values.get::<LatestExt>() {
+            Some(v) if buf.len() >= 4 && v.0.len() == 4 => {
+                buf[..4].copy_from_slice(&v.0);
+                4
+            }
+            _ => 0,
+        }
+    }
+    fn parse_value(&self, buf: &[u8], ev: &mut ExtensionValues) -> bool {
+        if buf.len() != 4 {
+            return false;
+        }
+        ev.user_values.set(LatestExt(buf.to_vec()));
+        true
+    }
+    fn is_video(&self) -> bool {
+        true
+    }
+    fn is_audio(&self) -> bool {
+        false
+    }
+}
+
+/// Which end of the media the layer serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Sends media, receives feedback; full ICE agent, offers.
+    Sender,
+    /// Receives media, sends feedback; ICE-lite, answers.
+    Receiver,
+}
+
+/// What the WebRTC layer counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WebRtcStats {
+    /// RTP/RTCP datagrams that str0m did not accept as authentic (SRTP/SRTCP authentication
+    /// failed, or an unknown stream): counted and dropped, never believed.
+    pub srtp_auth_failed: u64,
+    /// Exact copies of datagrams it accepted before (replays), dropped.
+    pub srtp_replayed: u64,
+    /// Datagrams str0m refused outright (not STUN, DTLS, RTP or RTCP) or failed on.
+    pub rejected: u64,
+    /// When ICE and DTLS were up (µs of session time).
+    pub connected_us: Option<i64>,
+    /// Media packets held until the connection was up, and those dropped (queue full).
+    pub held_before_connect: u64,
+    pub dropped_before_connect: u64,
+    /// Sender: packets written to str0m, and the transport-wide numbers mapped to Sluice's.
+    pub rtp_written: u64,
+    pub twcc_mapped: u64,
+    /// Sender: transport-cc reports received, and reported numbers that map to no packet
+    /// of Sluice's.
+    pub twcc_reports: u64,
+    pub twcc_unmapped: u64,
+    /// Sender: NACKs received, and NACKed numbers str0m never sent for Sluice.
+    pub nacks: u64,
+    pub nacked_unknown: u64,
+    /// Sender: keyframe requests received.
+    pub keyframe_requests: u64,
+    /// Receiver: RTP packets str0m delivered, and those without Sluice's descriptor.
+    pub rtp_received: u64,
+    pub rtp_undescribed: u64,
+    /// Receiver: the endpoint's feedback not sent because str0m sends its own (transport-cc,
+    /// NACK), and keyframe requests sent as PLI.
+    pub feedback_replaced: u64,
+    pub plis_sent: u64,
+}
+
+/// The window of the minimum report lag the hold time is estimated against.
+const HOLD_WINDOW: TimeDelta = TimeDelta::from_secs(10);
+
+/// Datagrams kept to tell a replay from a forgery.
+const REPLAY_MEMORY: usize = 8192;
+/// Media packets held before the connection is up.
+const HOLD_MAX: usize = 4096;
+/// Mappings kept (wire numbers to Sluice's).
+const MAP_KEPT: usize = 32_768;
+
+/// A str0m session serving one Sluice endpoint.
+pub struct WebRtc {
+    side: Side,
+    rtc: Rtc,
+    origin: Instant,
+    local: SocketAddr,
+    /// Where the peer's datagrams come from and ours go (the relay, on loopback).
+    remote: SocketAddr,
+    pending_offer: Option<SdpPendingOffer>,
+    mid: Option<Mid>,
+    pt: Option<Pt>,
+    connected: bool,
+    deadline: Instant,
+    outbox: VecDeque<Vec<u8>>,
+    /// Sender: media held until connected.
+    held: VecDeque<Vec<u8>>,
+    /// Sender: next RTP sequence number on the wire (str0m's stream), wire numbers to
+    /// Sluice's media sequence numbers, and the Sluice transport numbers written but not yet
+    /// seen leaving (wire number, Sluice's transport number).
+    next_wire_seq: u64,
+    media_unwrap: Unwrapper,
+    transport_unwrap: Unwrapper,
+    wire_to_media: BTreeMap<u64, u64>,
+    /// Browser receivers: a retransmission repeats its original wire number (libwebrtc's
+    /// packet buffer assembles a frame from consecutive numbers) and padding goes out with
+    /// an empty payload (libwebrtc's padding); see [`WebRtc::for_browser`].
+    browser: bool,
+    media_to_wire: BTreeMap<u64, u64>,
+    /// Receiver of a browser's stream: its frames, told apart by RTP timestamp and marker,
+    /// numbered and described as Sluice's ([`Assembler`]).
+    assembler: Option<Assembler>,
+    leaving: VecDeque<(u16, u64)>,
+    twcc_unwrap: Unwrapper,
+    twcc_to_sluice: BTreeMap<u64, u64>,
+    /// Sender: the Sluice stream (from the SSRC it sends), for the feedback it is given.
+    stream: u32,
+    sent: SentNumbers,
+    feedback_seq: u64,
+    /// Sender: `now - newest arrival` of the transport-cc reports, its running minimum, and
+    /// the hold time estimated for the report being handed on.
+    report_lag: WindowedMin,
+    hold_time: TimeDelta,
+    /// Receiver: padding sequence numbers for the rebuilt padding packets.
+    padding_seq: u16,
+    /// Receiver: the SSRCs the offer declared (empty: any). An RTP datagram of another is
+    /// dropped before str0m sees it: str0m maps a new SSRC to a stream by its mid header
+    /// extension before it authenticates the packet, so one forged packet would move the
+    /// stream to the forger's SSRC.
+    ssrcs: HashSet<u32>,
+    /// What str0m accepted lately: RTP by (SSRC, sequence number), RTCP by its bytes' hash;
+    /// to tell a replay (or a late duplicate) from a forgery.
+    accepted: HashSet<u64>,
+    accepted_order: VecDeque<u64>,
+
+    /// Raw RTP/RTCP receptions seen while draining (to tell whether an input was accepted).
+    rx_seen: u64,
+    /// Events for the wrapped endpoint, collected while draining.
+    to_inner: VecDeque<Vec<u8>>,
+    pub stats: WebRtcStats,
+}
+
+fn rtc_config(side: Side) -> RtcConfig {
+    let mut cfg = RtcConfig::new()
+        .clear_codecs()
+        .enable_h264(true)
+        .set_rtp_mode(true)
+        .enable_raw_packets(true)
+        .set_ice_lite(side == Side::Receiver);
+    let map = cfg.extension_map();
+    map.set(EXT_ID_FRAME, Extension::with_serializer(EXT_URI_FRAME, FrameSerializer));
+    map.set(EXT_ID_LATEST, Extension::with_serializer(EXT_URI_LATEST, LatestSerializer));
+    // A browser sender's capture times (the harness's sender page offers it).
+    map.set(EXT_ID_CAPTURE, Extension::AbsoluteCaptureTime);
+    cfg
+}
+
+fn rtp_key(ssrc: u32, seq: u16) -> u64 {
+    (1 << 63) | ((ssrc as u64) << 16) | seq as u64
+}
+
+fn hash(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+impl WebRtc {
+    /// A session for `side` on socket address `local`, whose peer's datagrams come from
+    /// (and go to) `remote`; `origin` is the session's time zero.
+    pub fn new(
+        side: Side,
+        local: SocketAddr,
+        remote: SocketAddr,
+        origin: Instant,
+    ) -> Result<Self, String> {
+        // The crypto provider (aws-lc-rs): installing it twice is harmless.
+        str0m::crypto::from_feature_flags().install_process_default();
+        let mut rtc = rtc_config(side).build(origin);
+        let c = Candidate::host(local, "udp").map_err(|e| format!("ICE candidate {local}: {e}"))?;
+        rtc.add_local_candidate(c);
+        Ok(WebRtc {
+            side,
+            rtc,
+            origin,
+            local,
+            remote,
+            pending_offer: None,
+            mid: None,
+            pt: None,
+            connected: false,
+            deadline: origin,
+            outbox: VecDeque::new(),
+            held: VecDeque::new(),
+            next_wire_seq: 1,
+            media_unwrap: Unwrapper::new(16),
+            transport_unwrap: Unwrapper::new(16),
+            wire_to_media: BTreeMap::new(),
+            browser: false,
+            media_to_wire: BTreeMap::new(),
+            assembler: None,
+            leaving: VecDeque::new(),
+            twcc_unwrap: Unwrapper::new(16),
+            twcc_to_sluice: BTreeMap::new(),
+            stream: 0,
+            sent: SentNumbers::default(),
+            feedback_seq: 0,
+            report_lag: WindowedMin::default(),
+            hold_time: TimeDelta::ZERO,
+            padding_seq: 0,
+            ssrcs: HashSet::new(),
+            accepted: HashSet::new(),
+            accepted_order: VecDeque::new(),
+
+            rx_seen: 0,
+            to_inner: VecDeque::new(),
+            stats: WebRtcStats::default(),
+        })
+    }
+
+    /// The sender's SDP offer (one send-only video m-line).
+    pub fn offer(&mut self) -> Result<String, String> {
+        let mut change = self.rtc.sdp_api();
+        let mid = change.add_media(MediaKind::Video, Direction::SendOnly, None, None, None);
+        let (offer, pending) = change.apply().ok_or("nothing to offer")?;
+        self.mid = Some(mid);
+        self.pending_offer = Some(pending);
+        self.drain(Timestamp::ZERO);
+        self.due_now();
+        Ok(offer.to_sdp_string())
+    }
+
+    /// The receiver's answer to `offer`.
+    pub fn answer(&mut self, offer: &str) -> Result<String, String> {
+        self.ssrcs = offer
+            .lines()
+            .filter_map(|l| l.strip_prefix("a=ssrc:"))
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        let offer = SdpOffer::from_sdp_string(offer).map_err(|e| format!("SDP offer: {e}"))?;
+        let answer =
+            self.rtc.sdp_api().accept_offer(offer).map_err(|e| format!("SDP offer: {e}"))?;
+        self.drain(Timestamp::ZERO);
+        self.due_now();
+        Ok(answer.to_sdp_string())
+    }
+
+    /// The sender takes the receiver's answer. Its candidates are replaced by `remote` (the
+    /// address the peer's datagrams come from: the relay), as the browser harness rewrites
+    /// candidates through its relay.
+    pub fn accept_answer(&mut self, answer: &str) -> Result<(), String> {
+        let pending = self.pending_offer.take().ok_or("no offer pending")?;
+        let answer: String =
+            answer.split_inclusive('\n').filter(|l| !l.starts_with("a=candidate")).collect();
+        let answer = SdpAnswer::from_sdp_string(&answer).map_err(|e| format!("SDP answer: {e}"))?;
+        self.rtc
+            .sdp_api()
+            .accept_answer(pending, answer)
+            .map_err(|e| format!("SDP answer: {e}"))?;
+        let c = Candidate::host(self.remote, "udp").map_err(|e| format!("ICE candidate: {e}"))?;
+        self.rtc.add_remote_candidate(c);
+        self.drain(Timestamp::ZERO);
+        self.due_now();
+        Ok(())
+    }
+
+    /// Sends to a browser (libwebrtc) instead of Sluice's receiver: a retransmission goes
+    /// out with its original RTP sequence number, padding with an empty payload (a
+    /// browser's padding packet; the core still accounts for the size it asked for).
+    pub fn for_browser(&mut self) {
+        self.browser = true;
+        if self.side == Side::Receiver {
+            self.assembler = Some(Assembler::default());
+        }
+    }
+
+    /// Receiver of a browser's stream: the frames it described so far (frame id -> RTP
+    /// timestamp and capture time from abs-capture-time, µs since the Unix epoch).
+    pub fn browser_frames(&self) -> Vec<BrowserFrame> {
+        self.assembler.as_ref().map_or_else(Vec::new, |a| a.described.clone())
+    }
+
+    /// The peer's address (where datagrams go and come from), once known.
+    pub fn set_remote(&mut self, remote: SocketAddr) {
+        self.remote = remote;
+    }
+
+    /// Sets the session's time zero (after [`handshake`], which runs before it).
+    pub fn set_origin(&mut self, origin: Instant) {
+        self.origin = origin;
+    }
+
+    fn instant(&self, t: Timestamp) -> Instant {
+        self.origin + Duration::from_micros(t.as_us().max(0) as u64)
+    }
+
+    fn timestamp(&self, i: Instant) -> Timestamp {
+        let d = i.saturating_duration_since(self.origin);
+        Timestamp::from_us(d.as_micros().min(i64::MAX as u128 / 2) as i64)
+    }
+
+    /// Whether ICE and DTLS are up.
+    pub fn is_connected(&self) -> bool {
+        self.connected
+    }
+
+    /// After an SDP change (which carries no time), str0m's next timeout may say "never"
+    /// until it is given one: it is due at once.
+    fn due_now(&mut self) {
+        self.deadline = self.deadline.min(self.origin);
+    }
+
+    /// Drains str0m's output until its next timeout (after every mutation).
+    fn drain(&mut self, now: Timestamp) {
+        loop {
+            match self.rtc.poll_output() {
+                Ok(Output::Timeout(t)) => {
+                    self.deadline = t;
+                    return;
+                }
+                Ok(Output::Transmit(t)) => self.outbox.push_back(t.contents.to_vec()),
+                Ok(Output::Event(e)) => self.on_event(e, now),
+                Err(_) => {
+                    self.stats.rejected += 1;
+                    self.deadline = self.instant(now) + Duration::from_millis(1);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_event(&mut self, e: Event, now: Timestamp) {
+        match e {
+            Event::Connected => {
+                self.connected = true;
+                self.stats.connected_us = Some(now.as_us());
+            }
+            Event::MediaAdded(m) => {
+                self.mid.get_or_insert(m.mid);
+            }
+            Event::KeyframeRequest(_) => {
+                self.stats.keyframe_requests += 1;
+                self.give_inner(&Feedback::KeyframeRequest { flow: 0 });
+            }
+            Event::RtpPacket(p) => self.on_rtp(&p),
+            Event::RawPacket(raw) => match *raw {
+                RawPacket::RtpTx(h, _) => {
+                    self.on_rtp_tx(h.sequence_number, h.ext_vals.transport_cc)
+                }
+                RawPacket::RtpRx(..) => self.rx_seen += 1,
+                RawPacket::RtcpRx(fb) => {
+                    self.rx_seen += 1;
+                    match fb {
+                        Rtcp::Twcc(t) => self.on_twcc(t, now),
+                        Rtcp::Nack(n) => self.on_nack(&n),
+                        _ => {}
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    /// Feedback for the wrapped sender, as its RTCP.
+    fn give_inner(&mut self, f: &Feedback) {
+        if let Ok(b) = wire::write_feedback(f, self.stream) {
+            self.to_inner.push_back(b);
+        }
+    }
+
+    fn on_rtp_tx(&mut self, wire_seq: u16, twcc: Option<u16>) {
+        let Some(twcc) = twcc else { return };
+        // Packets leave in the order they were written.
+        while let Some(&(w, sluice)) = self.leaving.front() {
+            self.leaving.pop_front();
+            if w == wire_seq {
+                let t = self.twcc_unwrap.peek(twcc as u64);
+                self.twcc_unwrap.accept(t);
+                self.twcc_to_sluice.insert(t, sluice);
+                self.stats.twcc_mapped += 1;
+                while self.twcc_to_sluice.len() > MAP_KEPT {
+                    self.twcc_to_sluice.pop_first();
+                }
+                return;
+            }
+        }
+    }
+
+    fn on_twcc(&mut self, t: str0m::rtp::rtcp::Twcc, now: Timestamp) {
+        self.stats.twcc_reports += 1;
+        let extend = self.twcc_to_sluice.last_key_value().map_or(0, |(k, _)| *k);
+        let mut reports: Vec<PacketReport> = Vec::new();
+        for (seq, _, arrival) in t.into_iter(self.origin, extend.into()) {
+            match self.twcc_to_sluice.get(&*seq) {
+                Some(&s) => reports.push(PacketReport {
+                    transport_seq: s,
+                    arrival_time: arrival.map(|a| self.timestamp(a)),
+                }),
+                None => self.stats.twcc_unmapped += 1,
+            }
+        }
+        reports.sort_by_key(|r| r.transport_seq);
+        reports.dedup_by_key(|r| r.transport_seq);
+        // The hold time (from the newest arrival to the report's sending, which Sluice's
+        // SLFB carries and transport-cc does not): the excess of `now - newest arrival`
+        // (the arrival in the receiver's clock) over its minimum in the last 10 s. That
+        // difference is the clocks' offset plus the way back plus the hold time; its minimum
+        // is a report sent right after an arrival. A browser reports every 50 to 250 ms;
+        // without this the RTT of every packet of a report would include its wait.
+        let hold = match reports.iter().filter_map(|r| r.arrival_time).max() {
+            Some(newest) => {
+                let d = now - newest;
+                d - self.report_lag.update(d, now, HOLD_WINDOW)
+            }
+            None => TimeDelta::ZERO,
+        };
+        self.hold_time = hold;
+        // Sluice's feedback covers contiguous numbers: one message per run.
+        let mut run: Vec<PacketReport> = Vec::new();
+        for r in reports {
+            if run.last().is_some_and(|l| l.transport_seq + 1 != r.transport_seq) {
+                self.give_transport(std::mem::take(&mut run));
+            }
+            run.push(r);
+        }
+        self.give_transport(run);
+    }
+
+    fn give_transport(&mut self, packets: Vec<PacketReport>) {
+        if packets.is_empty() {
+            return;
+        }
+        self.feedback_seq += 1;
+        // The report's estimated hold time ([`Self::on_twcc`]).
+        let fb = TransportFeedback {
+            flow: 0,
+            feedback_seq: self.feedback_seq,
+            packets,
+            hold_time: self.hold_time,
+        };
+        self.give_inner(&Feedback::Transport(fb));
+    }
+
+    fn on_nack(&mut self, n: &str0m::rtp::rtcp::Nack) {
+        self.stats.nacks += 1;
+        let top = self.next_wire_seq.saturating_sub(1);
+        let mut media = Vec::new();
+        for e in n.reports.iter() {
+            let mut seqs = vec![e.pid];
+            seqs.extend(
+                (0..16).filter(|b| e.blp & (1 << b) != 0).map(|b| e.pid.wrapping_add(b + 1)),
+            );
+            for s in seqs {
+                let w = wire::unwrap_near(s as u64, 16, top);
+                match self.wire_to_media.get(&w) {
+                    Some(&m) => media.push(m),
+                    None => self.stats.nacked_unknown += 1,
+                }
+            }
+        }
+        media.sort_unstable();
+        media.dedup();
+        if !media.is_empty() {
+            self.give_inner(&Feedback::Nack { flow: 0, media_seqs: media });
+        }
+    }
+
+    /// Receiver: a packet str0m delivered, as Sluice's RTP for the wrapped receiver.
+    fn on_rtp(&mut self, p: &str0m::rtp::RtpPacket) {
+        self.stats.rtp_received += 1;
+        let ext = p.header.ext_vals.user_values.get::<FrameExt>().map(|f| f.0.clone());
+        let latest = p.header.ext_vals.user_values.get::<LatestExt>().map(|f| f.0.clone());
+        let Some(ext) = ext else {
+            match self.assembler.as_mut() {
+                Some(a) => {
+                    a.push(p);
+                    while let Some(parts) = a.pop() {
+                        if let Ok(b) = wire::media_datagram(&parts) {
+                            self.to_inner.push_back(b);
+                        }
+                    }
+                }
+                None => self.stats.rtp_undescribed += 1,
+            }
+            return;
+        };
+        let media_seq = u16::from_be_bytes([ext[1], ext[2]]);
+        let transport_seq = p.header.ext_vals.transport_cc.unwrap_or(0);
+        let parts = if ext[0] == KIND_PADDING {
+            self.padding_seq = self.padding_seq.wrapping_add(1);
+            MediaParts {
+                payload_type: wire::PT_PADDING,
+                ssrc: wire::padding_ssrc(0),
+                sequence: self.padding_seq,
+                timestamp: p.header.timestamp,
+                marker: false,
+                transport_seq,
+                frame: None,
+                latest_reencoded: None,
+                payload: bytes::Bytes::copy_from_slice(&p.payload),
+            }
+        } else {
+            MediaParts {
+                payload_type: wire::PT_VIDEO,
+                ssrc: wire::video_ssrc(0),
+                sequence: media_seq,
+                timestamp: p.header.timestamp,
+                marker: p.header.marker,
+                transport_seq,
+                frame: Some(ext[3..].to_vec()),
+                latest_reencoded: latest,
+                payload: bytes::Bytes::copy_from_slice(&p.payload),
+            }
+        };
+        if let Ok(b) = wire::media_datagram(&parts) {
+            self.to_inner.push_back(b);
+        }
+    }
+
+    fn find_pt(&mut self) -> Option<Pt> {
+        if self.pt.is_none() {
+            let mid = self.mid?;
+            let remote = self.rtc.media(mid).map(|m| m.remote_pts().to_vec()).unwrap_or_default();
+            self.pt = self
+                .rtc
+                .codec_config()
+                .params()
+                .iter()
+                .filter(|p| {
+                    p.spec().codec == Codec::H264 && p.spec().format.packetization_mode == Some(1)
+                })
+                .map(|p| p.pt())
+                .find(|pt| remote.is_empty() || remote.contains(pt));
+        }
+        self.pt
+    }
+
+    /// Sender: one of the endpoint's media datagrams, held until the connection is up.
+    fn send_media(&mut self, bytes: &[u8], now: Timestamp) {
+        if !self.connected {
+            if self.held.len() < HOLD_MAX {
+                self.held.push_back(bytes.to_vec());
+                self.stats.held_before_connect += 1;
+            } else {
+                self.stats.dropped_before_connect += 1;
+            }
+            return;
+        }
+        self.flush_held(now);
+        self.write_media(bytes, now);
+    }
+
+    /// Connected: the media held so far goes out now.
+    fn flush_held(&mut self, now: Timestamp) {
+        if !self.connected {
+            return;
+        }
+        while let Some(b) = self.held.pop_front() {
+            self.write_media(&b, now);
+        }
+    }
+
+    /// Sender: writes one of the endpoint's media datagrams to str0m.
+    fn write_media(&mut self, bytes: &[u8], now: Timestamp) {
+        let (Ok(m), Some(mid), Some(pt)) = (wire::media_parts(bytes), self.mid, self.find_pt())
+        else {
+            self.stats.rejected += 1;
+            return;
+        };
+        let tseq = self.transport_unwrap.peek(m.transport_seq as u64);
+        self.transport_unwrap.accept(tseq);
+        let (kind, media_seq) = match m.frame {
+            Some(_) => {
+                if let Some(s) = wire::stream_of_video_ssrc(m.ssrc) {
+                    self.stream = s;
+                }
+                let seq = self.media_unwrap.peek(m.sequence as u64);
+                self.media_unwrap.accept(seq);
+                (KIND_VIDEO, Some(seq))
+            }
+            None => (KIND_PADDING, None),
+        };
+        // Every transmission gets the next number of str0m's stream, a retransmission too:
+        // str0m's receiver refuses a number more than 100 behind its newest (its replay and
+        // NACK window), which a retransmission at video rates often is. The NACKs of either
+        // number map back to Sluice's media sequence number. A browser gets a retransmission
+        // under its original number.
+        let original = if self.browser {
+            media_seq.and_then(|s| self.media_to_wire.get(&s).copied())
+        } else {
+            None
+        };
+        let wire_seq = original.unwrap_or_else(|| {
+            self.next_wire_seq += 1;
+            self.next_wire_seq - 1
+        });
+        if let Some(s) = media_seq {
+            self.wire_to_media.insert(wire_seq, s);
+            while self.wire_to_media.len() > MAP_KEPT {
+                self.wire_to_media.pop_first();
+            }
+            if self.browser {
+                self.media_to_wire.entry(s).or_insert(wire_seq);
+                while self.media_to_wire.len() > MAP_KEPT {
+                    self.media_to_wire.pop_first();
+                }
+            }
+        }
+        let mut ext = vec![kind];
+        ext.extend_from_slice(&m.sequence.to_be_bytes());
+        if let Some(f) = &m.frame {
+            ext.extend_from_slice(f);
+        }
+        let mut ev = ExtensionValues::default();
+        ev.user_values.set(FrameExt(ext));
+        if let Some(l) = m.latest_reencoded {
+            ev.user_values.set(LatestExt(l));
+        }
+        let at = self.instant(now);
+        let mut api = self.rtc.direct_api();
+        let Some(tx) = api.stream_tx_by_mid(mid, None) else {
+            self.stats.rejected += 1;
+            return;
+        };
+        let payload =
+            if self.browser && kind == KIND_PADDING { Vec::new() } else { m.payload.to_vec() };
+        tx.write_rtp(
+            RtpWrite::new(pt, SeqNo::from(wire_seq), m.timestamp, at, payload)
+                .marker(m.marker)
+                .nackable(false)
+                .ext_vals(ev),
+        );
+        self.leaving.push_back((wire_seq as u16, tseq));
+        self.stats.rtp_written += 1;
+        self.drain(now);
+    }
+
+    /// Receiver: one of the endpoint's feedback datagrams.
+    fn write_feedback(&mut self, bytes: &[u8], now: Timestamp) {
+        let Ok(fbs) = wire::read_feedback(bytes, &self.sent) else { return };
+        for f in fbs {
+            match f {
+                Feedback::KeyframeRequest { .. } => {
+                    let Some(mid) = self.mid else { continue };
+                    let mut api = self.rtc.direct_api();
+                    if let Some(rx) = api.stream_rx_by_mid(mid, None) {
+                        rx.request_keyframe(KeyframeRequestKind::Pli);
+                        self.stats.plis_sent += 1;
+                    }
+                    self.drain(now);
+                }
+                _ => self.stats.feedback_replaced += 1,
+            }
+        }
+    }
+
+    /// A datagram from the peer at `now`.
+    fn receive(&mut self, bytes: &[u8], now: Timestamp) {
+        let Ok(contents) = bytes.try_into() else {
+            self.stats.rejected += 1;
+            return;
+        };
+        let srtp = bytes.len() >= 12 && (128..192).contains(&bytes[0]);
+        let rtcp = srtp && (192..=223).contains(&bytes[1]);
+        let key = if srtp && !rtcp {
+            let ssrc = u32::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+            if self.connected && !self.ssrcs.is_empty() && !self.ssrcs.contains(&ssrc) {
+                // A stream nobody negotiated: never authentic (see `ssrcs`).
+                self.stats.srtp_auth_failed += 1;
+                return;
+            }
+            rtp_key(ssrc, u16::from_be_bytes([bytes[2], bytes[3]]))
+        } else {
+            hash(bytes)
+        };
+        let input = Input::Receive(
+            self.instant(now),
+            Receive {
+                proto: Protocol::Udp,
+                source: self.remote,
+                destination: self.local,
+                contents,
+            },
+        );
+        let before = self.rx_seen;
+        if self.rtc.handle_input(input).is_err() {
+            self.stats.rejected += 1;
+        }
+        self.drain(now);
+        if !srtp || !self.connected {
+            return;
+        }
+        if self.rx_seen > before {
+            self.remember(key);
+        } else if self.accepted.contains(&key) {
+            self.stats.srtp_replayed += 1;
+        } else {
+            self.stats.srtp_auth_failed += 1;
+        }
+    }
+
+    fn remember(&mut self, key: u64) {
+        if self.accepted.insert(key) {
+            self.accepted_order.push_back(key);
+            if self.accepted_order.len() > REPLAY_MEMORY {
+                if let Some(old) = self.accepted_order.pop_front() {
+                    self.accepted.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn tick(&mut self, now: Timestamp) {
+        if self.instant(now) >= self.deadline {
+            if self.rtc.handle_input(Input::Timeout(self.instant(now))).is_err() {
+                self.stats.rejected += 1;
+            }
+            self.drain(now);
+        }
+    }
+}
+
+/// Connects two WebRTC layers (ICE, DTLS) before a session starts, as a call is set up
+/// before its media flows: their datagrams go through `relay` (the relay's socket, as in
+/// the session) without its link model. Runtime code: reads the clock and the sockets.
+/// Fails if they are not connected within `timeout`.
+pub fn handshake(
+    ends: [(&mut WebRtc, &std::net::UdpSocket); 2],
+    relay: &std::net::UdpSocket,
+    timeout: Duration,
+) -> Result<(), String> {
+    let start = Instant::now();
+    let [(a, a_sock), (b, b_sock)] = ends;
+    let (a_addr, b_addr) = (a.local, b.local);
+    for s in [a_sock, b_sock, relay] {
+        s.set_nonblocking(true).map_err(|e| format!("socket: {e}"))?;
+    }
+    let mut buf = vec![0u8; 65_536];
+    let result = loop {
+        if a.connected && b.connected {
+            break Ok(());
+        }
+        if start.elapsed() > timeout {
+            break Err(format!("WebRTC: not connected after {:.1} s", timeout.as_secs_f64()));
+        }
+        let now = Instant::now();
+        for (w, sock) in [(&mut *a, a_sock), (&mut *b, b_sock)] {
+            if now >= w.deadline {
+                let _ = w.rtc.handle_input(Input::Timeout(now));
+                w.drain(Timestamp::ZERO);
+            }
+            while let Some(d) = w.outbox.pop_front() {
+                let _ = sock.send_to(&d, w.remote);
+            }
+            while let Ok((n, _)) = sock.recv_from(&mut buf) {
+                let Ok(contents) = buf[..n].try_into() else { continue };
+                let input = Input::Receive(
+                    Instant::now(),
+                    Receive {
+                        proto: Protocol::Udp,
+                        source: w.remote,
+                        destination: w.local,
+                        contents,
+                    },
+                );
+                let _ = w.rtc.handle_input(input);
+                w.drain(Timestamp::ZERO);
+            }
+        }
+        while let Ok((n, from)) = relay.recv_from(&mut buf) {
+            let to = if from == a_addr { b_addr } else { a_addr };
+            let _ = relay.send_to(&buf[..n], to);
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    };
+    for s in [a_sock, b_sock, relay] {
+        s.set_nonblocking(false).map_err(|e| format!("socket: {e}"))?;
+    }
+    result
+}
+
+/// Connects a WebRTC layer (ICE, DTLS) with a peer that runs on its own (a browser)
+/// through `sock`, before a session's clock starts. Runtime code: reads the clock and the
+/// socket. Fails if not connected within `timeout`.
+pub fn connect(
+    w: &mut WebRtc,
+    sock: &std::net::UdpSocket,
+    timeout: Duration,
+) -> Result<(), String> {
+    let start = Instant::now();
+    sock.set_read_timeout(Some(Duration::from_millis(1))).map_err(|e| format!("socket: {e}"))?;
+    let mut buf = vec![0u8; 65_536];
+    let (mut sent, mut got) = (0u64, 0u64);
+    let result = loop {
+        if w.connected {
+            break Ok(());
+        }
+        if start.elapsed() > timeout {
+            break Err(format!(
+                "WebRTC: not connected to {} after {:.1} s ({sent} datagrams sent, {got} received)",
+                w.remote,
+                timeout.as_secs_f64()
+            ));
+        }
+        let now = Instant::now();
+        if now >= w.deadline {
+            let _ = w.rtc.handle_input(Input::Timeout(now));
+            w.drain(Timestamp::ZERO);
+        }
+        while let Some(d) = w.outbox.pop_front() {
+            if sock.send_to(&d, w.remote).is_ok() {
+                sent += 1;
+            }
+        }
+        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            if from != w.remote {
+                continue;
+            }
+            got += 1;
+            let Ok(contents) = buf[..n].try_into() else { continue };
+            let input = Input::Receive(
+                Instant::now(),
+                Receive { proto: Protocol::Udp, source: w.remote, destination: w.local, contents },
+            );
+            let _ = w.rtc.handle_input(input);
+            w.drain(Timestamp::ZERO);
+        }
+    };
+    sock.set_read_timeout(None).map_err(|e| format!("socket: {e}"))?;
+    result
+}
+
+/// A frame of a browser's stream as the receiver described it to Sluice's receiver.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct BrowserFrame {
+    pub frame_id: u64,
+    pub rtp_timestamp: u32,
+    /// From the abs-capture-time header extension (µs since the Unix epoch), if a packet of
+    /// the frame carried it.
+    pub capture_us: Option<i64>,
+    pub is_keyframe: bool,
+    pub packets: u16,
+}
+
+/// One packet of a browser's frame waiting for the rest.
+struct Pending {
+    payload: bytes::Bytes,
+    marker: bool,
+    transport_seq: u16,
+    capture_us: Option<i64>,
+}
+
+/// Frames of a browser's H.264 stream, for Sluice's receiver, which needs each packet's
+/// frame, index and count (Sluice's frame descriptor): packets are collected by RTP
+/// timestamp; a frame's first packet follows the previous frame's marker packet and its
+/// last carries the marker; once all of them are in, the frame goes on as Sluice's RTP,
+/// numbered in timestamp order, a keyframe if it carries an IDR or SPS NAL unit, else
+/// referencing the previous frame.
+#[derive(Default)]
+pub struct Assembler {
+    ts: Option<Unwrapper>,
+    seq: Option<Unwrapper>,
+    /// Frames not yet passed on, by extended RTP timestamp: (frame id, packets by extended
+    /// sequence number).
+    frames: BTreeMap<u64, (u64, BTreeMap<u64, Pending>)>,
+    /// The marker packet's sequence number of frames, by timestamp (recent ones).
+    markers: BTreeMap<u64, u64>,
+    newest_ts: Option<u64>,
+    /// Frames passed on (recent ones), by timestamp.
+    passed: std::collections::BTreeSet<u64>,
+    next_id: u64,
+    out: VecDeque<MediaParts>,
+    pub described: Vec<BrowserFrame>,
+}
+
+/// Frames waiting longer than this many newer frames are given up (the receiver asks for
+/// a keyframe when it cannot decode).
+const ASSEMBLY_FRAMES: usize = 64;
+
+impl Assembler {
+    fn push(&mut self, p: &str0m::rtp::RtpPacket) {
+        let capture_us = p.header.ext_vals.abs_capture_time.as_ref().and_then(|c| {
+            c.capture_time.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_micros() as i64)
+        });
+        self.push_parts(
+            p.header.timestamp,
+            p.header.sequence_number,
+            p.header.marker,
+            bytes::Bytes::copy_from_slice(&p.payload),
+            p.header.ext_vals.transport_cc.unwrap_or(0),
+            capture_us,
+        );
+    }
+
+    /// One packet: RTP timestamp, sequence number, marker, payload, transport-wide number,
+    /// capture time (µs since the Unix epoch) if it carried one.
+    fn push_parts(
+        &mut self,
+        timestamp: u32,
+        sequence: u16,
+        marker: bool,
+        payload: bytes::Bytes,
+        transport_seq: u16,
+        capture_us: Option<i64>,
+    ) {
+        let ts = self.ts.get_or_insert_with(|| Unwrapper::new(32));
+        let t = ts.peek(timestamp as u64);
+        ts.accept(t);
+        let seq = self.seq.get_or_insert_with(|| Unwrapper::new(16));
+        let s = seq.peek(sequence as u64);
+        seq.accept(s);
+        if self.passed.contains(&t) {
+            return; // a late copy of a packet of a frame already passed on
+        }
+        let next_id = &mut self.next_id;
+        let entry = self.frames.entry(t).or_insert_with(|| {
+            *next_id += 1;
+            (*next_id - 1, BTreeMap::new())
+        });
+        entry.1.insert(s, Pending { payload, marker, transport_seq, capture_us });
+        if marker {
+            self.markers.insert(t, s);
+            while self.markers.len() > 4 * ASSEMBLY_FRAMES {
+                self.markers.pop_first();
+            }
+        }
+        self.newest_ts = Some(self.newest_ts.map_or(t, |n| n.max(t)));
+        self.assemble();
+    }
+
+    /// Passes on every frame whose packets are all in.
+    fn assemble(&mut self) {
+        let mut done = Vec::new();
+        for (&t, (id, pkts)) in &self.frames {
+            let Some(&last) = self.markers.get(&t) else { continue };
+            // The first packet follows the previous frame's marker; the very first frame
+            // starts with its lowest number.
+            let prev = self.markers.range(..t).next_back().map(|(_, &m)| m + 1);
+            let first = match prev {
+                Some(f) => f,
+                None if *id == 0 => *pkts.keys().next().unwrap_or(&last),
+                None => continue,
+            };
+            if first > last || (first..=last).any(|s| !pkts.contains_key(&s)) {
+                continue;
+            }
+            done.push((t, first, last));
+        }
+        for (t, first, last) in done {
+            let Some((id, pkts)) = self.frames.remove(&t) else { continue };
+            self.passed.insert(t);
+            while self.passed.len() > 4 * ASSEMBLY_FRAMES {
+                self.passed.pop_first();
+            }
+            let count = (last - first + 1) as u16;
+            let key = pkts.values().any(|p| h264_keyframe(&p.payload));
+            let capture_us = pkts.values().find_map(|p| p.capture_us);
+            let ref_delta: u16 = if key || id == 0 { 0 } else { 1 };
+            self.described.push(BrowserFrame {
+                frame_id: id,
+                rtp_timestamp: t as u32,
+                capture_us,
+                is_keyframe: key,
+                packets: count,
+            });
+            for (i, (s, p)) in
+                pkts.into_iter().filter(|(s, _)| (first..=last).contains(s)).enumerate()
+            {
+                let mut frame = Vec::with_capacity(11);
+                frame.extend_from_slice(&(id as u32).to_be_bytes());
+                frame.extend_from_slice(&(i as u16).to_be_bytes());
+                frame.extend_from_slice(&count.to_be_bytes());
+                frame.extend_from_slice(&ref_delta.to_be_bytes());
+                frame.push(u8::from(key));
+                self.out.push_back(MediaParts {
+                    payload_type: wire::PT_VIDEO,
+                    ssrc: wire::video_ssrc(0),
+                    sequence: s as u16,
+                    timestamp: t as u32,
+                    marker: p.marker,
+                    transport_seq: p.transport_seq,
+                    frame: Some(frame),
+                    latest_reencoded: None,
+                    payload: p.payload,
+                });
+            }
+        }
+        while self.frames.len() > ASSEMBLY_FRAMES {
+            self.frames.pop_first();
+        }
+    }
+
+    fn pop(&mut self) -> Option<MediaParts> {
+        self.out.pop_front()
+    }
+}
+
+/// Whether an RTP payload of H.264 (RFC 6184) starts or carries an IDR slice or an SPS.
+fn h264_keyframe(p: &[u8]) -> bool {
+    let key = |t: u8| t == 5 || t == 7;
+    match p.first().map(|b| b & 0x1f) {
+        Some(24) => {
+            // STAP-A: 2-byte sizes, then NAL units.
+            let mut i = 1;
+            while i + 2 < p.len() {
+                let n = u16::from_be_bytes([p[i], p[i + 1]]) as usize;
+                if key(p[i + 2] & 0x1f) {
+                    return true;
+                }
+                i += 2 + n;
+            }
+            false
+        }
+        Some(28) => p.len() > 1 && p[1] & 0x80 != 0 && key(p[1] & 0x1f),
+        Some(t) => key(t),
+        None => false,
+    }
+}
+
+/// A live endpoint over a transport: plain (passed through) or WebRTC.
+pub struct Transported<E> {
+    pub inner: E,
+    webrtc: Option<Box<WebRtc>>,
+}
+
+impl<E: Endpoint> Transported<E> {
+    pub fn plain(inner: E) -> Self {
+        Transported { inner, webrtc: None }
+    }
+    pub fn webrtc(inner: E, w: WebRtc) -> Self {
+        Transported { inner, webrtc: Some(Box::new(w)) }
+    }
+    /// The WebRTC layer's counts (`None` with the plain transport).
+    pub fn webrtc_stats(&self) -> Option<&WebRtcStats> {
+        self.webrtc.as_ref().map(|w| &w.stats)
+    }
+    /// A browser's frames as the WebRTC layer described them (receiver of a browser).
+    pub fn webrtc_frames(&self) -> Vec<BrowserFrame> {
+        self.webrtc.as_ref().map_or_else(Vec::new, |w| w.browser_frames())
+    }
+    /// The peer's role for the inner endpoint.
+    fn peer(side: Side) -> Role {
+        match side {
+            Side::Sender => Role::Receiver,
+            Side::Receiver => Role::Sender,
+        }
+    }
+    /// Hands what str0m gave for the endpoint to it.
+    fn feed_inner(&mut self, now: Timestamp) {
+        let Some(w) = self.webrtc.as_mut() else { return };
+        let from = Self::peer(w.side);
+        while let Some(b) = w.to_inner.pop_front() {
+            self.inner.handle_datagram(from, &b, now);
+        }
+    }
+}
+
+impl<E: Endpoint> Endpoint for Transported<E> {
+    fn handle_datagram(&mut self, from: Role, bytes: &[u8], now: Timestamp) {
+        let Some(w) = self.webrtc.as_mut() else {
+            return self.inner.handle_datagram(from, bytes, now);
+        };
+        if from != Self::peer(w.side) {
+            w.stats.rejected += 1;
+            return;
+        }
+        w.receive(bytes, now);
+        self.feed_inner(now);
+    }
+
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if let Some(w) = self.webrtc.as_mut() {
+            w.tick(now);
+            if !w.held.is_empty() {
+                w.flush_held(now);
+                w.deadline = w.deadline.min(w.instant(now));
+                w.tick(now);
+            }
+            self.feed_inner(now);
+        }
+        self.inner.handle_timeout(now);
+    }
+
+    fn poll_transmit(&mut self, now: Timestamp) -> Option<(Role, Vec<u8>)> {
+        let Some(side) = self.webrtc.as_ref().map(|w| w.side) else {
+            return self.inner.poll_transmit(now);
+        };
+        let peer = Self::peer(side);
+        loop {
+            if let Some(b) = self.webrtc.as_mut().and_then(|w| w.outbox.pop_front()) {
+                return Some((peer, b));
+            }
+            let (to, bytes) = self.inner.poll_transmit(now)?;
+            if to == Role::Monitor {
+                return Some((to, bytes));
+            }
+            let w = self.webrtc.as_mut()?;
+            match side {
+                Side::Sender => {
+                    w.send_media(&bytes, now);
+                    // write_rtp only queues: a timeout at `now` sends it.
+                    w.deadline = w.deadline.min(w.instant(now));
+                    w.tick(now);
+                }
+                Side::Receiver => w.write_feedback(&bytes, now),
+            }
+            self.feed_inner(now);
+        }
+    }
+
+    fn poll_timeout(&self) -> Timestamp {
+        let inner = self.inner.poll_timeout();
+        match &self.webrtc {
+            None => inner,
+            Some(w) if !w.outbox.is_empty() || !w.to_inner.is_empty() => Timestamp::ZERO,
+            Some(w) => inner.min(w.timestamp(w.deadline)),
+        }
+    }
+
+    fn malformed(&self) -> u64 {
+        self.inner.malformed()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,137 @@
+"""docs/results/browser.md: Sluice's schemes sending to real Chromium (``sluice browser run
+--scheme S``, WebRTC through the trace relay) next to the same scheme, encoder, clip and
+trace in the simulator (Sluice's receiver model).
+
+    python scripts/browser_report.py [--out results/browser-report] [--duration 20]
+
+Runs the missing cells (browser runs in real time, one at a time) and writes the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCHEMES = ("webrtc-x264", "ace", "vidaptive", "mae")
+TRACES = ("gen:constant:6", "data/traces/step-30-3.mahi", "data/traces/markov-24-6.mahi")
+CLIP = "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
+WIDTH = "320"
+
+
+#: What the cells of the committed report showed (2-core machine shared with other jobs,
+#: Chromium 156 headless, 2026-11-28); rewrite when the numbers change.
+NOTES = """## Where Chromium and the simulator differ, and why
+
+* **Latency.** Every cell shows Chromium's displayed frames later than the simulator's
+  receiver model shows them: median 60 to 137 ms against 28 to 48 ms. The simulator's
+  receiver displays a frame when it is complete and decodable; Chromium adds its jitter
+  buffer (`jitterBufferDelay`), decoding and rendering, and `expectedDisplayTime` is the
+  next vsync of the headless compositor. The live path also pays real encode time and the
+  pacer's real timing on a loaded machine.
+* **Frames shown.** The simulator shows every slot but vidaptive's own skips; Chromium
+  misses 2 to 7 % of slots for webrtc-x264, ace and mae (mae on markov-24-6 aside; not
+  broken down further here), and 2 to 17 % for vidaptive, whose own encoder controller
+  skips slots in real time (counted in the header's `browser.sluice_sender.frames_skipped`;
+  the same setting to Sluice's receiver over plain RTP showed 200 of 240 slots in a 10 s
+  test run).
+* **ace, constant 6 Mbps, P95 488 ms**: the clip opens on nearly black frames, the
+  controller's target climbs far above the link while it is application-limited (70 Mbps
+  in a test run), and the first detailed frames overshoot the 6 Mbps link and queue; the
+  simulator's run of the same scheme, encoder and clip stays at 57 ms (why the two differ
+  there was not isolated).
+* **mae, markov-24-6, median 2.1 s**: after about 6 s the target fell from far above the
+  link to 0.3 Mbps and stayed there; the pacer held 1.2 to 1.8 s of frames. Chromium's
+  feedback kept coming (286 transport-cc reports, 8 NACKs, no loss), so the difference is in
+  how MAE's controller reads the real feedback (its report timing, or the hold time
+  estimated from it); not diagnosed further. The simulator keeps mae at about 3 Mbps.
+* **Bitrates** agree within 10 % where the scheme is not stuck: the schemes are
+  application-limited by this low-resolution clip (320 px)."""
+
+
+def stem(trace: str) -> str:
+    return trace.replace("gen:", "").replace(":", "-").split("/")[-1].removesuffix(".mahi")
+
+
+def cell(kind: str, scheme: str, trace: str, out: Path, duration: str) -> dict:
+    d = out / f"{kind}-{scheme}-{stem(trace)}"
+    if not (d / "summary.json").is_file():
+        common = ["--trace", trace, "--duration", duration, "--video", CLIP, "--width", WIDTH,
+                  "--out", str(d), "--json"]  # fmt: skip
+        if kind == "browser":
+            argv = ["browser", "run", "--scheme", scheme, *common]
+        else:
+            argv = ["run", "--scheme", scheme, "--encoder", "x264", "--quality", "none", *common]
+        r = subprocess.run([sys.executable, "-m", "sluice", *argv], capture_output=True,
+                           text=True)  # fmt: skip
+        if r.returncode != 0:
+            return {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
+    from sluice import results
+
+    s = json.loads((d / "summary.json").read_text())
+    header = results.load_run(d).header
+    fps = float(header.get("config", {}).get("fps") or 24.0)
+    slots = round(float(duration) * fps)
+    lat = s.get("latency_ms") or {}
+    out_ = {"shown": s.get("frames_displayed"), "slots": slots, "p50": lat.get("p50"),
+            "p95": lat.get("p95"), "mbps": (s.get("video_bitrate_bps") or 0) / 1e6}  # fmt: skip
+    if kind == "browser":
+        b = header.get("browser") or {}
+        sent = b.get("sluice_sender") or {}
+        out_["encoded"] = sent.get("frames_encoded")
+        out_["twcc"] = (sent.get("webrtc") or {}).get("twcc_reports")
+    return out_
+
+
+def fmt(c: dict) -> str:
+    if "error" in c:
+        return f"error: {c['error'][:60]}"
+    p50 = "-" if c["p50"] is None else f"{c['p50']:.0f}"
+    p95 = "-" if c["p95"] is None else f"{c['p95']:.0f}"
+    return f"{c['shown']}/{c['slots']} | {p50} / {p95} | {c['mbps']:.2f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="results/browser-report")
+    ap.add_argument("--duration", default="20")
+    ap.add_argument("--report", default="docs/results/browser.md")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for trace in TRACES:
+        for scheme in SCHEMES:
+            b = cell("browser", scheme, trace, out, args.duration)
+            s = cell("sim", scheme, trace, out, args.duration)
+            rows.append((scheme, stem(trace), b, s))
+            print(scheme, stem(trace), fmt(b), "||", fmt(s), flush=True)
+    lines = [
+        "# Sluice's schemes sending to Chromium",
+        "",
+        "Generated by `python scripts/browser_report.py` (issue 28). Each scheme's unchanged "
+        "sender (x264, `superfast` or the scheme's preset, on the shipped clip "
+        f"`{CLIP}` at {WIDTH} px, 24 fps) sends for {args.duration} s over WebRTC (str0m, "
+        "DTLS-SRTP) through Sluice's trace relay to a headless Chromium receiver page "
+        "(`sluice browser run --scheme S`); Chromium's transport-cc feedback, NACKs and PLIs "
+        "drive the scheme. Next to it, the same scheme, encoder, clip and trace in the "
+        "simulator with Sluice's receiver model (`sluice run --encoder x264`). Cells: frames "
+        "displayed / capture slots | latency P50 / P95 of the displayed frames (ms) | video "
+        "bitrate (Mbps; Chromium's bytes received, the simulator's encoded bytes).",
+        "",
+        "| scheme | trace | Chromium: shown | P50 / P95 ms | Mbps | simulator: shown "
+        "| P50 / P95 ms | Mbps |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for scheme, trace, b, s in rows:
+        lines.append(f"| {scheme} | {trace} | {fmt(b)} | {fmt(s)} |")
+    lines += ["", NOTES, "", "Raw cells: " + json.dumps(
+        [{"scheme": a, "trace": t, "browser": b, "sim": s} for a, t, b, s in rows])]
+    Path(args.report).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
