@@ -556,6 +556,8 @@ impl WebRtc {
             feedback_seq: self.feedback_seq,
             packets,
             hold_time: self.hold_time,
+            // Chromium's transport-cc carries no ECN counts.
+            ecn_ce_count: 0,
         };
         self.give_inner(&Feedback::Transport(fb));
     }

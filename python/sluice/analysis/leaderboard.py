@@ -205,6 +205,33 @@ def plot(by_family: dict[str, list[Entry]], out: Path) -> Path:
     return save(fig, out)
 
 
+def completeness(plan: dict[str, Any], df: Any) -> str | None:
+    """A sentence naming what the plan has that the results do not (``None``: complete)."""
+    schemes = [s.get("name") for s in plan.get("schemes", [])]
+    traces = [(t.get("label"), t.get("network")) for t in plan.get("traces", [])]
+    clips = [c.get("label") for c in plan.get("clips", [])]
+    seeds = plan.get("seeds") or [1]
+    planned = len(schemes) * len(traces) * len(clips) * len(seeds) - len(plan.get("skipped", []))
+    if planned <= 0 or len(df) >= planned:
+        return None
+    done = df.groupby(df["network"].fillna("all")).size() if "network" in df else {}
+    per_run = len(schemes) * len(clips) * len(seeds)
+    short = []
+    for fam in dict.fromkeys(n or "all" for _, n in traces):
+        want = per_run * sum(1 for _, n in traces if (n or "all") == fam)
+        have = int(done.get(fam, 0)) if len(done) else 0
+        if have < want:
+            short.append(f"{fam} {have} of {want}")
+    missing_schemes = [s for s in schemes if s not in set(df["scheme"])]
+    parts = [f"**Incomplete: {len(df)} of the plan's {planned} runs have finished**"]
+    if short:
+        parts.append(f"runs per family: {', '.join(short)}")
+    if missing_schemes:
+        parts.append(f"none yet of {', '.join(f'`{s}`' for s in missing_schemes)}")
+    return "; ".join(parts) + (". The families below are ranked on the runs they have; "
+                               "rerun the report when the matrix is done.")  # fmt: skip
+
+
 def write_report(res_dir: Path, report_dir: Path, command: str) -> Path:
     from .. import htmlreport
 
@@ -217,7 +244,17 @@ def write_report(res_dir: Path, report_dir: Path, command: str) -> Path:
         raise SluiceError(f"{res_dir}: results without {', '.join(missing)} (the leaderboard "
                           "needs clips scored for quality)")  # fmt: skip
     families = list(dict.fromkeys(df["network"].fillna("all")))
-    by_family = {f: entries(df[df["network"].fillna("all") == f]) for f in families}
+    # A scheme is compared in a family only on as many cells as the family's most complete
+    # scheme (the plan runs every scheme on every cell; fewer means it has not finished):
+    # a mean over two cells is not set against a mean over nine.
+    behind: dict[str, list[str]] = {}
+    by_family = {}
+    for f in families:
+        fam_df = df[df["network"].fillna("all") == f]
+        counts = fam_df.groupby("scheme").size()
+        behind[f] = [f"`{s}` ({n} of {counts.max()})" for s, n in counts.items()
+                     if n < counts.max()]  # fmt: skip
+        by_family[f] = entries(fam_df[fam_df["scheme"].isin(counts[counts == counts.max()].index)])
     report_dir.mkdir(parents=True, exist_ok=True)
     img = report_dir / "img"
     img.mkdir(exist_ok=True)
@@ -234,6 +271,9 @@ def write_report(res_dir: Path, report_dir: Path, command: str) -> Path:
              f"[leaderboard.html]({html_out.name}).\n")  # fmt: skip
     L += provenance(df["git_sha"], command)
     L.append("")
+    incomplete = completeness(plan, df)
+    if incomplete:
+        L.append(incomplete + "\n")
     L.append(f"**How to read it.** Per family, the schemes whose mean VMAF is within "
              f"{VMAF_MARGIN:g} points of the family's best are ranked by their mean all-slot P95 "
              f"(the latency over every capture slot: a slot whose frame is not shown counts "
@@ -260,6 +300,9 @@ def write_report(res_dir: Path, report_dir: Path, command: str) -> Path:
         traces = sorted(df[df["network"].fillna("all") == fam]["trace"].unique())
         L.append(f"## {fam}\n")
         L.append(f"Traces: {', '.join(f'`{t}`' for t in traces)}.\n")
+        if behind[fam]:
+            L.append(f"Not compared yet (fewer cells finished than the others): "
+                     f"{', '.join(behind[fam])}.\n")  # fmt: skip
         L.append(family_table(by_family[fam]) + "\n")
     return write_markdown(md, L, analysis)
 
