@@ -248,10 +248,13 @@ fn over_webrtc_a_session_displays_nearly_every_frame() {
     // ICE and DTLS were up before the session's clock started.
     assert_eq!((s.connected_us, x.connected_us), (Some(0), Some(0)), "{s:?}");
     assert_eq!(s.held_before_connect, 0, "{s:?}");
-    // The rate rises as over plain RTP (12 Mbps link): str0m's feedback drives GCC.
+    // The rate rises from GCC's 300 kbps start (12 Mbps link): str0m's feedback drives GCC.
+    // How far it gets in 4 s of real time depends on whether its probes land cleanly: the
+    // second half's mean target was 3.4 and 3.8 Mbps in two of three runs on two cores and
+    // above 6 Mbps in the third. Without feedback it would stay at or below the start rate.
     let late = &r.run.samples[r.run.samples.len() / 2..];
     let mean = late.iter().map(|x| x.target_rate_bps as f64).sum::<f64>() / late.len() as f64;
-    assert!(mean > 6e6, "target {mean} bps");
+    assert!(mean > 2e6, "target {mean} bps");
     assert!(displayed_share(&r) >= 0.9, "{}", displayed_share(&r));
     assert_eq!(r.stats.srtp_auth_failed, 0, "{:?}", r.stats);
     // Every packet str0m sent for Sluice was mapped, and its reports name only those.
