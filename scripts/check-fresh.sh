@@ -15,6 +15,7 @@
 #   FRESH_DIR       where the root lives (default /var/tmp/sluice-fresh); rebuilt every run
 #   FRESH_SUITE     Debian suite (default bookworm)
 #   FRESH_MIRROR    Debian mirror (default http://deb.debian.org/debian)
+#   FRESH_SECURITY_MIRROR  its security archive (default http://deb.debian.org/debian-security)
 #   FRESH_PACKAGES  what the new user's machine has besides minbase (default below):
 #                   python3 and make (the README's requirements), ca-certificates (present
 #                   wherever rustup was installed over HTTPS), and libclang-cpp14, the library
@@ -82,6 +83,16 @@ else
     tar -C "$root" -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# A Debian installation takes packages from the suite, its updates and its security archive
+# (the installer writes all three); debootstrap writes only the first. Chromium's updates are
+# published in the security archive only, so without it a fresh root gets an old Chromium
+# (150 against 156 in November 2026).
+security=${FRESH_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+cat > "$root/etc/apt/sources.list" <<SOURCES
+deb $mirror $suite main
+deb $mirror $suite-updates main
+deb $security $suite-security main
+SOURCES
 say "base ready in $(( $(date +%s) - t0 )) s: Debian $(cat "$root/etc/debian_version"), $(chroot "$root" dpkg-query -W -f '.\n' | wc -l) packages"
 for pkg in libclang-dev libx264-dev build-essential python3-venv; do
     if chroot "$root" dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q "ok installed"; then

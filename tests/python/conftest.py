@@ -15,6 +15,13 @@ from pathlib import Path
 import pytest
 from sluice.cli import main
 
+# A test run started in the background (`make test &`, `nohup make check-fresh &`) inherits
+# SIGINT ignored, and an ignored signal stays ignored in every child it starts: the tests
+# that interrupt a child with SIGINT would then wait for nothing. A handler, unlike SIG_IGN,
+# is reset to the default in a child at exec, so the children get Python's usual SIGINT.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 @dataclass
 class Result:
