@@ -66,6 +66,17 @@ def test_verdict_pools_slots_and_applies_the_issues_tests(tmp_path, capsys):
     for fam in off:
         assert f"| {fam} | **no**" in front
 
+    # The whole report from the same runs (as leaderboard and as ablations): written, each
+    # scheme once per table.
+    rep = tmp_path / "rep"
+    assert combined.main([str(root / "combined-tiny"), "--ablations", str(root / "combined-tiny"),
+                          "--report-dir", str(rep)]) == 0  # fmt: skip
+    md = (rep / "combined.md").read_text()
+    assert "## Verdict (issue 31)" in md and "## Ablations" in md
+    pooled = md.split("## Ablations", 1)[1].split("\n\n")[2]
+    assert pooled.count("| `mae` |") == 1, pooled
+    assert (rep / "img" / "combined-ablations-cdf.png").is_file()
+
     # Without combined's runs: one line and exit 2.
     only = tmp_path / "only.toml"
     only.write_text(PLAN.replace('name = "combined-tiny"', 'name = "no-combined"').replace(

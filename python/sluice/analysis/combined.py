@@ -227,7 +227,7 @@ def write_report(lb_dir: Path, abl_dir: Path, heldout_dir: Path | None, report_d
              "dropping), `webrtc-b` (neither MAE nor frame dropping, GCC's default trendline) "
              "and `webrtc` (frame dropping, 1.1x) are the leaderboard's runs of the same "
              "cells.\n")  # fmt: skip
-    names = [SCHEME, *ABLATIONS, *SOURCES, *RIVALS]
+    names = list(dict.fromkeys([SCHEME, *ABLATIONS, *SOURCES, *RIVALS]))  # `mae` is in both
     L.append(pooled_table(abl_all, names, baseline=SCHEME) + "\n")
     L.append(means_table(abl_all, names, (*LATENCY_COLUMNS[:2], *STALL_COLUMNS[:2],
                                           *QUALITY_COLUMNS[:1], *RATE_COLUMNS)) + "\n")  # fmt: skip
