@@ -16,7 +16,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -443,30 +443,10 @@ def run_scheme_session(
         (work / "answer.sdp").write_text(answer["sdp"], encoding="utf-8")
         with core_errors("WebRTC: "):
             sender.start(answer["sdp"], relay_port, CONNECT_TIMEOUT_S)
-        end = float(cfg["duration_s"]) + float(cfg["drain_s"])
-        while not sender.wait(0.2):
-            if progress is not None:
-                progress(min(1.0, sender.now_s / end))
-            if signal.errors:
-                raise SluiceError("browser run: " + signal.errors[0])
-        signal.stop()
-        signal.done["receiver"].wait(FLUSH_TIMEOUT_S)
-        ep.stop()
-        events = work / "relay-events.json"
-        with core_errors("relay: "):
-            counters = json.loads(ep.finish(str(events)))
-        with core_errors():
-            result = json.loads(sender.finish())
+        counters, result = _drive_to_end(sender, ep, signal, "receiver", cfg, progress, work)
     finally:
-        if sender is not None:
-            sender.stop()
-        for b in browsers:
-            b.stop()
-        server.shutdown()
-        server.server_close()
-    with signal.lock:
-        log = json.loads(json.dumps(signal.logs["receiver"]))
-        errors = list(signal.errors)
+        _close(sender, browsers, server)
+    log, errors = _page_log(signal, "receiver")
     return SchemeSession(log, counters, work / "relay-events.json", result, errors)
 
 
@@ -685,30 +665,10 @@ def run_receiver_session(
         signal.relay_at(relay_port)
         with core_errors("WebRTC: "):
             receiver.start(relay_port, CONNECT_TIMEOUT_S)
-        end = float(cfg["duration_s"]) + float(cfg["drain_s"])
-        while not receiver.wait(0.2):
-            if progress is not None:
-                progress(min(1.0, receiver.now_s / end))
-            if signal.errors:
-                raise SluiceError("browser run: " + signal.errors[0])
-        signal.stop()
-        signal.done["sender"].wait(FLUSH_TIMEOUT_S)
-        ep.stop()
-        events = work / "relay-events.json"
-        with core_errors("relay: "):
-            counters = json.loads(ep.finish(str(events)))
-        with core_errors():
-            result = json.loads(receiver.finish())
+        counters, result = _drive_to_end(receiver, ep, signal, "sender", cfg, progress, work)
     finally:
-        if receiver is not None:
-            receiver.stop()
-        for b in browsers:
-            b.stop()
-        server.shutdown()
-        server.server_close()
-    with signal.lock:
-        log = json.loads(json.dumps(signal.logs["sender"]))
-        errors = list(signal.errors)
+        _close(receiver, browsers, server)
+    log, errors = _page_log(signal, "sender")
     return ReceiverSession(log, counters, work / "relay-events.json", result, errors)
 
 
@@ -829,3 +789,41 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
         for tmp in extra.values():
             tmp.unlink(missing_ok=True)
     return run_dir
+
+
+def _drive_to_end(endpoint: Any, ep: Any, signal: Any, page: str, cfg: dict[str, Any],
+                  progress: Any, work: Path) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """Waits for Sluice's ``endpoint`` to end its session (reporting progress, failing on a page
+    error), lets the Chromium ``page`` send its last log, stops the relay ``ep`` and returns
+    (the relay's counters, the endpoint's result); the relay's events go to
+    ``work/relay-events.json``."""
+    end = float(cfg["duration_s"]) + float(cfg["drain_s"])
+    while not endpoint.wait(0.2):
+        if progress is not None:
+            progress(min(1.0, endpoint.now_s / end))
+        if signal.errors:
+            raise SluiceError("browser run: " + signal.errors[0])
+    signal.stop()
+    signal.done[page].wait(FLUSH_TIMEOUT_S)
+    ep.stop()
+    with core_errors("relay: "):
+        counters = json.loads(ep.finish(str(work / "relay-events.json")))
+    with core_errors():
+        result = json.loads(endpoint.finish())
+    return counters, result
+
+
+def _close(endpoint: Any, browsers: Sequence[Any], server: Any) -> None:
+    """Stops Sluice's endpoint (if it started), the browsers and the signalling server."""
+    if endpoint is not None:
+        endpoint.stop()
+    for b in browsers:
+        b.stop()
+    server.shutdown()
+    server.server_close()
+
+
+def _page_log(signal: Any, page: str) -> tuple[Any, list[str]]:
+    """A copy of the Chromium ``page``'s log and the signalling errors so far."""
+    with signal.lock:
+        return json.loads(json.dumps(signal.logs[page])), list(signal.errors)
