@@ -37,7 +37,7 @@ TABLE_CSV = "results.csv"
 TABLE_PARQUET = "results.parquet"
 RERUN_MODES = ("missing", "stale", "all")
 # RunSpec fields that do not change a run's results.
-_NOT_IN_KEY = ("out_dir", "progress", "cache_dir")
+_NOT_IN_KEY = ("out_dir", "progress", "cache_dir", "keep_streams")
 
 #: The label columns of the results table; then one column per swept config path, the
 #: metrics (every one of :data:`sluice.metrics.METRICS`, then the rest of the summary,

@@ -11,7 +11,8 @@
     "downlink.queue_bytes" = 100000       # or, as TOML dotted keys: downlink.queue_bytes = ...
 
     [video]                               # front-end settings of the clip cells
-    width = 1280                          # also: quality, encode_time, preset, encoder
+    width = 1280                          # also: quality, encode_time, preset, encoder,
+                                          # keep_streams (false: no .264 files kept)
     encode_time = "modeled"
 
     [[scheme]]                            # a registered scheme
@@ -90,7 +91,7 @@ else:  # pragma: no cover - Python < 3.11
 
 TOP_KEYS = ("name", "description", "seeds", "set", "video", "scheme", "schemes", "trace",
             "clip", "sweep")  # fmt: skip
-VIDEO_KEYS = ("width", "quality", "encode_time", "preset", "encoder")
+VIDEO_KEYS = ("width", "quality", "encode_time", "preset", "encoder", "keep_streams")
 SCHEME_KEYS = ("name", "base", "file", "set", "encoder", "description")
 TRACE_KEYS = ("path", "label", "network", "uplink", "format", "optional", "set")
 CLIP_KEYS = ("path", "label", "optional", "set")
@@ -477,6 +478,8 @@ def plan_from_dict(data: dict[str, Any], path: Path) -> Plan:
             raise vctx.error(f"'{key}' must be one of {', '.join(allowed)}, got {video[key]!r}")
     if "preset" in video:
         vctx.str(video, "preset")
+    if "keep_streams" in video and not isinstance(video["keep_streams"], bool):
+        raise vctx.error(f"'keep_streams' must be true or false, got {video['keep_streams']!r}")
 
     schemes = _schemes(ctx, data, base)
     traces = _traces(ctx, data, base)

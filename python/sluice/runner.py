@@ -59,6 +59,9 @@ class RunSpec:
     out_dir: str | None = None  # None: default_out_dir()
     progress: bool = True
     cache_dir: str = os.path.join("results", ".video-cache")
+    # False: once quality is scored, the run's H.264 files (stream.264, its index and
+    # delivered.264) are not kept (a big matrix: about 60 MB a minute of 720p video)
+    keep_streams: bool = True
 
     def __post_init__(self) -> None:
         items = self.overrides.items() if isinstance(self.overrides, dict) else self.overrides
@@ -428,6 +431,11 @@ def _finish_run(sim: Any, spec: RunSpec, run_dir: Path, raw: Any, resolved: dict
             summary.update(qsummary)
         if not delivered.is_file():
             extra.pop(results.DELIVERED_FILE)
+        if not spec.keep_streams and quality_error is None:
+            for name in (results.STREAM_FILE, results.STREAM_INDEX_FILE, results.DELIVERED_FILE):
+                path = extra.pop(name, None)
+                if path is not None:
+                    Path(path).unlink(missing_ok=True)
 
     header = {
         "seed": resolved["seed"],

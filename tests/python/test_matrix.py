@@ -190,6 +190,8 @@ def test_changed_setting_reruns_its_cells(tiny, tmp_path, monkeypatch):
         (("[[scheme]]\nname = \"always-burst\"", "[[scheme]]\nname = \"always-burst\"\n"
           "set = { \"cc.pacing_factor\" = 2 }"), ["is a registered scheme"]),
         (("label = \"P\"", "label = \"P\"\n[video]\nwidth = 8"), ["'width' must be"]),
+        (("label = \"P\"", "label = \"P\"\n[video]\nkeep_streams = \"no\""),
+         ["'keep_streams' must be true or false"]),
         (("name = \"tiny\"", "name = tiny"), ["invalid TOML"]),
         (("name = \"tiny\"", "name = \"ti/ny\""), ["plain file name"]),
     ],

@@ -139,3 +139,20 @@ def test_delivered_stream_links_the_whole_stream_and_copies_a_subset(tmp_path: P
     first = quality.delivered_stream(stream, [0, 1], tmp_path / "first.264")
     assert first.read_bytes() == units[0] + units[1]
     assert first.stat().st_ino != stream.stat().st_ino
+
+
+def test_a_run_without_kept_streams_is_scored_complete_and_has_no_h264(tmp_path: Path) -> None:
+    from sluice import results
+    from sluice.runner import RunSpec, run_one
+
+    clip = _clip(tmp_path)
+    common = dict(scheme="webrtc-x264", video=str(clip), quality="fast", encode_time="modeled",
+                  overrides=(("duration_s", 1.5),), progress=False)  # fmt: skip
+    kept = run_one(RunSpec(out_dir=str(tmp_path / "kept"), **common))
+    dropped = run_one(RunSpec(out_dir=str(tmp_path / "dropped"), keep_streams=False, **common))
+    assert (kept / results.STREAM_FILE).is_file()
+    for name in (results.STREAM_FILE, results.STREAM_INDEX_FILE, results.DELIVERED_FILE):
+        assert not (dropped / name).exists()
+    assert results.incomplete_reason(dropped) is None
+    a, b = (results.load_run(d).summary for d in (kept, dropped))
+    assert b["vmaf_mean"] == a["vmaf_mean"] and b["latency_all_ms"] == a["latency_all_ms"]
