@@ -77,6 +77,22 @@ def test_verdict_pools_slots_and_applies_the_issues_tests(tmp_path, capsys):
     assert pooled.count("| `mae` |") == 1, pooled
     assert (rep / "img" / "combined-ablations-cdf.png").is_file()
 
+    # An ablation run on every cell is judged as `combined` is, in its place on the front.
+    every = tmp_path / "every.toml"
+    every.write_text(PLAN.replace('name = "combined-tiny"', 'name = "every"').replace(
+        '[[scheme]]\nname = "combined"\n[[scheme]]\nname = "mae"\n[[scheme]]\nname = "webrtc"\n',
+        '[[scheme]]\nname = "combined-no-mae"\n'))
+    assert cli(["matrix", str(every), "--jobs", "2", "--no-report", "--results", str(root)]) == 0
+    assert combined.main([str(root / "combined-tiny"), "--ablations", str(root / "combined-tiny"),
+                          "--ablations-all", str(root / "every"),
+                          "--report-dir", str(rep)]) == 0  # fmt: skip
+    md = (rep / "combined.md").read_text()
+    part = md.split("### Ablations on every leaderboard cell", 1)[1]
+    assert "`combined-no-mae` against the rivals" in part
+    assert "| `mae` | 2 |" in part.split("against the rivals", 1)[1]
+    fronts = part.split("| family |", 1)[1]
+    assert fronts.startswith(" combined-no-mae on the front") and "`combined`" not in fronts
+
     # Without combined's runs: one line and exit 2.
     only = tmp_path / "only.toml"
     only.write_text(PLAN.replace('name = "combined-tiny"', 'name = "no-combined"').replace(
