@@ -549,16 +549,16 @@ impl ReceiverEndpoint {
         }
     }
 
-    /// The receiver of a run ([`sluice_core::sim::build_receiver`] for `cfg` and `scheme`),
+    /// The receiver of a run ([`sluice_core::session::build_receiver`] for `cfg` and `scheme`),
     /// able to start fresh (a restart, or a new stream from a restarted sender).
     pub fn for_run(
-        cfg: &sluice_core::sim::RunConfig,
+        cfg: &sluice_core::session::RunConfig,
         scheme: &sluice_core::scheme::SchemeConfig,
         now: Timestamp,
     ) -> Self {
-        let mut r = ReceiverEndpoint::new(sluice_core::sim::build_receiver(cfg, scheme, now));
+        let mut r = ReceiverEndpoint::new(sluice_core::session::build_receiver(cfg, scheme, now));
         let (cfg, scheme) = (cfg.clone(), scheme.clone());
-        r.set_fresh(Box::new(move |now| sluice_core::sim::build_receiver(&cfg, &scheme, now)));
+        r.set_fresh(Box::new(move |now| sluice_core::session::build_receiver(&cfg, &scheme, now)));
         r
     }
 
@@ -806,7 +806,7 @@ pub struct Faults {
 
 /// The relay: downlink and uplink links of the simulator between sender and receiver, and
 /// with an access delay the simulator's delay lines between the sender and the bottleneck
-/// ([`sluice_core::sim::build_access_links`]).
+/// ([`sluice_core::session::build_access_links`]).
 pub struct RelayEndpoint {
     downlink: Link,
     uplink: Link,
@@ -969,9 +969,9 @@ impl RelayEndpoint {
     }
 
     /// The relay of a run: the simulator's downlink and uplink for `cfg` and `scheme`
-    /// ([`sluice_core::sim::build_links`]), and its access path if `cfg` has an access delay.
+    /// ([`sluice_core::session::build_links`]), and its access path if `cfg` has an access delay.
     pub fn for_run(
-        cfg: &sluice_core::sim::RunConfig,
+        cfg: &sluice_core::session::RunConfig,
         scheme: &sluice_core::scheme::SchemeConfig,
         downlink_trace: Option<Arc<sluice_core::link::trace::Trace>>,
         uplink_trace: Option<Arc<sluice_core::link::trace::Trace>>,
@@ -979,10 +979,10 @@ impl RelayEndpoint {
         shared: Option<SharedLink>,
     ) -> Self {
         let (downlink, uplink) =
-            sluice_core::sim::build_links(cfg, scheme, downlink_trace.clone(), uplink_trace);
+            sluice_core::session::build_links(cfg, scheme, downlink_trace.clone(), uplink_trace);
         let mut relay =
             RelayEndpoint::new(downlink, uplink, faults, cfg.seed, downlink_trace, shared);
-        if let Some(links) = sluice_core::sim::build_access_links(cfg) {
+        if let Some(links) = sluice_core::session::build_access_links(cfg) {
             relay.set_access_path(links);
         }
         // A media flow among them is refused by the caller's check
