@@ -9,7 +9,8 @@
 use sluice_core::columns::Value;
 use sluice_core::link::trace::Trace;
 use sluice_core::link::trace_gen::{generate, TraceSpec};
-use sluice_core::sim::{build_encoder, PathConfig, RunConfig, Simulation};
+use sluice_core::session::{build_encoder, PathConfig, RunConfig};
+use sluice_core::sim::Simulation;
 use sluice_core::units::TimeDelta;
 use std::process::exit;
 use std::sync::Arc;

@@ -4,7 +4,8 @@
 //! of the repeats) and the frames sent.
 
 use sluice_core::link::trace_gen::{generate, TraceSpec};
-use sluice_core::sim::{build_encoder, PathConfig, RunConfig, Simulation};
+use sluice_core::session::{build_encoder, PathConfig, RunConfig};
+use sluice_core::sim::Simulation;
 use sluice_core::units::TimeDelta;
 use std::sync::Arc;
 use std::time::Instant;

@@ -24,6 +24,7 @@ pub mod receiver;
 pub mod rng;
 pub mod scheme;
 pub mod sender;
+pub mod session;
 pub mod sim;
 pub mod units;
 

@@ -5,9 +5,8 @@ use sluice_core::columns::Value;
 use sluice_core::cross::CompetingFlow;
 use sluice_core::link::trace::Trace;
 use sluice_core::metrics::FlowSummary;
-use sluice_core::sim::{
-    build_encoder, PathConfig, QueueDisciplineKind, RunConfig, RunResult, Simulation,
-};
+use sluice_core::session::{build_encoder, PathConfig, QueueDisciplineKind, RunConfig};
+use sluice_core::sim::{RunResult, Simulation};
 use sluice_core::units::{DataRate, TimeDelta};
 use std::sync::Arc;
 

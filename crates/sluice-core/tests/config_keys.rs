@@ -5,7 +5,7 @@
 use serde_json::Value;
 use sluice_core::encoder::X264Settings;
 use sluice_core::scheme::registry;
-use sluice_core::sim::{EncoderConfig, RunConfig};
+use sluice_core::session::{EncoderConfig, RunConfig};
 
 const STRAY: &str = "zz_not_a_field";
 

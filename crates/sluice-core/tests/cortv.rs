@@ -10,9 +10,8 @@ use sluice_core::link::frame_drop::{CoRtvBottleneckConfig, Decision, FrameDroppi
 use sluice_core::link::trace::Trace;
 use sluice_core::link::trace_gen::{generate, TraceSpec};
 use sluice_core::metrics::FrameRecord;
-use sluice_core::sim::{
-    build_encoder, EncoderConfig, PathConfig, RunConfig, RunResult, Simulation,
-};
+use sluice_core::session::{build_encoder, EncoderConfig, PathConfig, RunConfig};
+use sluice_core::sim::{RunResult, Simulation};
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -8,7 +8,8 @@ use sluice_core::encoder::model::ModelEncoderConfig;
 use sluice_core::link::trace_gen::{generate, TraceSpec};
 use sluice_core::metrics::{FrameRecord, Sample};
 use sluice_core::scheme::{lookup, CcConfig, SchemeConfig};
-use sluice_core::sim::{EncoderConfig, PathConfig, RunConfig, Simulation};
+use sluice_core::session::{EncoderConfig, PathConfig, RunConfig};
+use sluice_core::sim::Simulation;
 use sluice_core::units::{DataRate, TimeDelta, Timestamp};
 use std::sync::Arc;
 
@@ -45,7 +46,7 @@ fn simulation(
     };
     let spec = TraceSpec::parse_cli(trace_spec).expect("valid spec");
     let trace = Arc::new(generate(&spec, TimeDelta::from_secs_f64(seconds + 5.0)).expect("trace"));
-    let encoder = sluice_core::sim::build_encoder(&cfg).expect("model encoder");
+    let encoder = sluice_core::session::build_encoder(&cfg).expect("model encoder");
     Simulation::new(&cfg, Some(trace), None, encoder).expect("valid config")
 }
 

@@ -11,9 +11,8 @@ use sluice_core::pacer::ace_n::AceNConfig;
 use sluice_core::pacer::leaky_bucket::LeakyBucketConfig;
 use sluice_core::pacer::PacerConfig;
 use sluice_core::scheme::{CcConfig, SchemeConfig};
-use sluice_core::sim::{
-    build_encoder, EncoderConfig, PathConfig, RunConfig, RunResult, Simulation,
-};
+use sluice_core::session::{build_encoder, EncoderConfig, PathConfig, RunConfig};
+use sluice_core::sim::{RunResult, Simulation};
 use sluice_core::units::{DataRate, TimeDelta};
 use std::sync::Arc;
 

@@ -4,7 +4,8 @@
 use sluice_core::link::trace_gen::{generate, TraceSpec};
 use sluice_core::metrics::Sample;
 use sluice_core::scheme::{lookup, SchemeConfig};
-use sluice_core::sim::{build_encoder, PathConfig, RunConfig, RunResult, Simulation};
+use sluice_core::session::{build_encoder, PathConfig, RunConfig};
+use sluice_core::sim::{RunResult, Simulation};
 use sluice_core::units::TimeDelta;
 use std::sync::Arc;
 

@@ -12,7 +12,7 @@ use sluice_core::encoder::Encoder;
 use sluice_core::metrics::Sample;
 use sluice_core::receiver::ReceiverEvent;
 use sluice_core::sender::SenderEvent;
-use sluice_core::sim::{build_sender, ConfigError, RunConfig};
+use sluice_core::session::{build_sender, ConfigError, RunConfig};
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -18,7 +18,7 @@ use sluice_core::columns::Columns;
 use sluice_core::metrics::{LinkTotals, Sample};
 use sluice_core::receiver::ReceiverEvent;
 use sluice_core::sender::SenderEvent;
-use sluice_core::sim::RunConfig;
+use sluice_core::session::RunConfig;
 use sluice_core::units::{DataSize, TimeDelta, Timestamp};
 
 /// The version of the part format (`events.json`): 2 since the records are the core's

@@ -22,7 +22,7 @@ use crate::part::{
 use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
 use sluice_core::encoder::Encoder;
 use sluice_core::link::trace::Trace;
-use sluice_core::sim::{build_sender, ConfigError, RunConfig};
+use sluice_core::session::{build_sender, ConfigError, RunConfig};
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -538,7 +538,7 @@ impl Drop for EndpointProcess {
 mod tests {
     use super::*;
     use crate::part::{merge_parts, Part};
-    use sluice_core::sim::build_encoder;
+    use sluice_core::session::build_encoder;
 
     fn free() -> SocketAddr {
         UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap()

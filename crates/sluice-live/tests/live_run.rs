@@ -3,7 +3,7 @@
 //! and for timing).
 
 use sluice_core::link::trace::Trace;
-use sluice_core::sim::{build_encoder, RunConfig};
+use sluice_core::session::{build_encoder, RunConfig};
 use sluice_core::units::{DataRate, TimeDelta, Timestamp};
 use sluice_live::endpoint::Faults;
 use sluice_live::session::{EncoderFactory, LiveOptions, LiveResult, LiveRun};

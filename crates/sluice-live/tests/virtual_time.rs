@@ -5,9 +5,8 @@
 use sluice_core::encoder::InlineEncoder;
 use sluice_core::link::trace::Trace;
 use sluice_core::metrics::Recorder;
-use sluice_core::sim::{
-    build_encoder, build_links, build_receiver, build_sender, RunConfig, Simulation,
-};
+use sluice_core::session::{build_encoder, build_links, build_receiver, build_sender, RunConfig};
+use sluice_core::sim::Simulation;
 use sluice_core::units::{DataRate, TimeDelta, Timestamp};
 use sluice_live::endpoint::{
     Endpoint, Faults, ReceiverEndpoint, RelayEndpoint, Role, SenderEndpoint,

@@ -8,7 +8,8 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use sluice_core::link::trace::{Trace, TraceFormat};
 use sluice_core::link::trace_gen::TraceSpec;
-use sluice_core::sim::{build_encoder, RunConfig, RunResult, Simulation};
+use sluice_core::session::{build_encoder, RunConfig};
+use sluice_core::sim::{RunResult, Simulation};
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::sync::Arc;
 
@@ -146,7 +147,7 @@ fn make_x264(config: &RunConfig) -> PyResult<Option<sluice_x264::sim_encoder::X2
 
 /// The x264 settings a config asks for, if any.
 fn x264_settings(config: &RunConfig) -> PyResult<Option<sluice_core::encoder::X264Settings>> {
-    let sluice_core::sim::EncoderConfig::X264(s) = &config.encoder else { return Ok(None) };
+    let sluice_core::session::EncoderConfig::X264(s) = &config.encoder else { return Ok(None) };
     let mut s = s.clone();
     // A controller that re-references past dropped frames keeps more references.
     let scheme = config.resolve_scheme().map_err(|e| PyValueError::new_err(e.to_string()))?;

@@ -5,7 +5,7 @@ use crate::{make_encoder, make_x264, parse_config, resolved_json, x264_settings,
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use serde::Deserialize;
-use sluice_core::sim::RunConfig;
+use sluice_core::session::RunConfig;
 use sluice_core::units::{TimeDelta, Timestamp};
 use sluice_live::endpoint::{Faults, FrameStore};
 use sluice_live::session::{EncoderFactory, LiveOptions, LiveRun};
@@ -152,7 +152,9 @@ fn encoder_factory(config: &RunConfig, frames: Option<FrameStore>) -> PyResult<E
         }
         None => {
             let config = config.clone();
-            Arc::new(move || sluice_core::sim::build_encoder(&config).map_err(|e| e.to_string()))
+            Arc::new(move || {
+                sluice_core::session::build_encoder(&config).map_err(|e| e.to_string())
+            })
         }
     };
     Ok(EncoderFactory(open))

@@ -82,7 +82,7 @@ impl PyLiveEndpoint {
         opts.log_datagrams = o.log_datagrams;
         opts.received_stream = o.received_stream.map(std::path::PathBuf::from);
         opts.forward_rtp = o.forward_rtp.as_deref().map(|a| addr("forward-rtp", a)).transpose()?;
-        let err = |e: sluice_core::sim::ConfigError| PyValueError::new_err(e.to_string());
+        let err = |e: sluice_core::session::ConfigError| PyValueError::new_err(e.to_string());
         let run = match role {
             "sender" => {
                 let (encoder, frames) = crate::live::live_encoder(&config)?;

@@ -586,7 +586,8 @@ fn co_rtv_delivered_stream_with_re_encoded_frames_decodes() {
     // ffmpeg: as many pictures as displayed frames, no error, no warning.
     use sluice_core::encoder::{EncodeTimeMode, X264Settings};
     use sluice_core::link::trace_gen::{generate, TraceSpec};
-    use sluice_core::sim::{EncoderConfig, PathConfig, RunConfig, Simulation};
+    use sluice_core::session::{EncoderConfig, PathConfig, RunConfig};
+    use sluice_core::sim::Simulation;
     use sluice_core::units::TimeDelta;
     use sluice_x264::sim_encoder::X264SimEncoder;
     use std::sync::Arc;

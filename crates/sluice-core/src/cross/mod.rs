@@ -158,7 +158,7 @@ impl CompetingFlow {
     /// Parses `media:SCHEME[@START_S[-STOP_S]]`, `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]` or
     /// `short-tcp[@START_S]`;
     /// `Err` says what is wrong with it (the caller names the spec). The scheme is checked
-    /// against the registry by [`crate::sim::RunConfig::validate`].
+    /// against the registry by [`crate::session::RunConfig::validate`].
     pub fn parse(spec: &str) -> Result<CompetingFlow, String> {
         let (what, when) = match spec.split_once('@') {
             Some((w, t)) => (w, Some(t)),

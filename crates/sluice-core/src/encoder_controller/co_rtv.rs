@@ -27,7 +27,7 @@
 //! before D"), the rest from the previous encode: no keyframe (the encoder keeps several
 //! references; with one it codes an IDR, counted in `keyframes`). The sender has purged the
 //! dropped frames, refuses their retransmission and stamps the new generation with LRF = `D`
-//! before this controller hears of the report (`sender.rs`).
+//! before this controller hears of the report (`sender/frames.rs`).
 //!
 //! **Rate control**: ABR at `R` with a VBV of one frame (`vbv_buffer_ms` `None`): the paper's
 //! encoder sets each frame's size ("each frame gets (SndRate tau - QLen) / (tau FR + N_d)

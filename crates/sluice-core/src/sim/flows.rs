@@ -17,7 +17,6 @@
 
 use super::network::{Network, NodeId, Port, Scheduled, IN, OUT};
 use super::RunConfig;
-use super::{build_encoder, build_flow_receiver, build_flow_sender, ConfigError, EncoderConfig};
 use crate::columns::Columns;
 use crate::cross::short_tcp::{ShortTcpConfig, ShortTcpSender};
 use crate::cross::tcp::{TcpReceiver, TcpSender};
@@ -30,6 +29,9 @@ use crate::packet::FlowId;
 use crate::receiver::Receiver;
 use crate::rng::Rng;
 use crate::sender::Sender;
+use crate::session::{
+    build_encoder, build_flow_receiver, build_flow_sender, ConfigError, EncoderConfig,
+};
 use crate::units::{DataSize, TimeDelta, Timestamp};
 
 /// `media:self`: a competing media flow of the session's own scheme (its composition too:
@@ -43,7 +45,7 @@ pub const MAX_COMPETING: usize = 64;
 pub const JAIN_WARMUP: TimeDelta = TimeDelta::from_secs(10);
 
 /// The checks on `cfg.competing` (called by [`RunConfig::validate`]).
-pub(super) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
+pub(crate) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
     if cfg.competing.is_empty() {
         return Ok(());
     }

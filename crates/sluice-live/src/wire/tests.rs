@@ -1,5 +1,9 @@
 use super::*;
+use sluice_core::packet::{
+    BottleneckReport, Feedback, Packet, PacketKind, PacketReport, TransportFeedback,
+};
 use sluice_core::rng::Rng;
+use sluice_core::units::{DataRate, DataSize, TimeDelta};
 
 fn video(frame_id: u64, index: u16, count: u16, media_seq: u64, tseq: u64) -> Packet {
     let mut p = Packet::padding(DataSize::from_bytes(1260), Timestamp::ZERO);

@@ -1,0 +1,439 @@
+//! A run's configuration: the network path in each direction, the encoder, the scheme and
+//! the session's length and seed, with the checks that turn a user's mistake into a
+//! [`ConfigError`] (units in key names, ranges, combinations). Both runtimes, the simulator
+//! and live mode, take a [`RunConfig`].
+
+use crate::cross::CompetingFlow;
+use crate::encoder::model::ModelEncoderConfig;
+use crate::link::trace::Trace;
+use crate::link::{LinkConfig, LinkRate, QueueLimit};
+use crate::scheme::SchemeConfig;
+use crate::sim::flows;
+use crate::units::TimeDelta;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// One direction of the network path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PathConfig {
+    /// Name of the trace file (informational; the trace itself is passed to
+    /// [`Simulation::new`]). `None`: unlimited rate.
+    pub trace: Option<String>,
+    /// Drop-tail limit in bytes (`queue_packets` and this are exclusive; neither: unlimited).
+    pub queue_bytes: Option<i64>,
+    pub queue_packets: Option<usize>,
+    /// One-way propagation delay, after the queue.
+    pub delay_ms: f64,
+    /// One-way delay from the sender to the bottleneck queue (Co-RTV's sender-bottleneck
+    /// delay); the bottleneck's reports and the receiver's feedback take the same delay back
+    /// (the uplink's `delay_ms` is then receiver to bottleneck). Downlink only.
+    pub access_delay_ms: f64,
+    /// IID random loss probability.
+    pub loss: f64,
+    /// The queue discipline (drop-tail, CoDel, FQ-CoDel) at the limit above. Only
+    /// written when it is not drop-tail, so configs without it read and print as before.
+    #[serde(skip_serializing_if = "QueueDisciplineKind::is_drop_tail")]
+    pub queue_discipline: QueueDisciplineKind,
+    /// An AQM discipline (CoDel, FQ-CoDel) marks ECN-capable packets CE instead of dropping
+    /// them (only the TCP cross traffic is ECN-capable). Only written when on.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
+}
+
+/// The queue discipline of a path (`--queue`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueDisciplineKind {
+    /// Drop-tail at the queue limit (Mahimahi), or the scheme's own bottleneck behaviour.
+    #[default]
+    Droptail,
+    /// CoDel (RFC 8289; `link/codel.rs`).
+    Codel,
+    /// FQ-CoDel (RFC 8290; `link/fq_codel.rs`).
+    FqCodel,
+}
+
+impl QueueDisciplineKind {
+    pub fn is_drop_tail(&self) -> bool {
+        *self == QueueDisciplineKind::Droptail
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueDisciplineKind::Droptail => "droptail",
+            QueueDisciplineKind::Codel => "codel",
+            QueueDisciplineKind::FqCodel => "fq-codel",
+        }
+    }
+    /// The discipline for a queue limited to `limit` (marking ECN-capable packets CE
+    /// instead of dropping them with `ecn`, for the AQMs).
+    pub fn build(self, limit: QueueLimit, ecn: bool) -> Box<dyn crate::link::QueueDiscipline> {
+        use crate::link::{codel, fq_codel, DropTail};
+        let codel = codel::CodelConfig { ecn, ..codel::CodelConfig::default() };
+        match self {
+            QueueDisciplineKind::Droptail => Box::new(DropTail { limit }),
+            QueueDisciplineKind::Codel => Box::new(codel::Codel::new(codel, limit)),
+            QueueDisciplineKind::FqCodel => Box::new(fq_codel::FqCodel::new(
+                fq_codel::FqCodelConfig { codel, ..fq_codel::FqCodelConfig::default() },
+                limit,
+            )),
+        }
+    }
+}
+
+impl Default for PathConfig {
+    fn default() -> Self {
+        PathConfig {
+            trace: None,
+            queue_bytes: None,
+            queue_packets: None,
+            delay_ms: 20.0,
+            access_delay_ms: 0.0,
+            loss: 0.0,
+            queue_discipline: QueueDisciplineKind::Droptail,
+            ecn: false,
+        }
+    }
+}
+
+/// Which encoder a run uses.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum EncoderConfig {
+    Model(ModelEncoderConfig),
+    /// libx264 on real video; built by the `sluice-x264` crate, not by [`build_encoder`].
+    X264(crate::encoder::X264Settings),
+}
+
+impl Default for EncoderConfig {
+    fn default() -> Self {
+        EncoderConfig::Model(ModelEncoderConfig::default())
+    }
+}
+
+/// Everything that defines a run (and goes into the result header).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunConfig {
+    pub scheme_name: String,
+    pub scheme: Option<SchemeConfig>,
+    pub seed: u64,
+    /// Capture duration.
+    pub duration_s: f64,
+    /// Extra time after the last capture so frames in flight can arrive.
+    pub drain_s: f64,
+    pub fps: f64,
+    pub sample_interval_ms: f64,
+    /// Transport feedback interval of the receiver; `None`: the scheme's
+    /// ([`SchemeConfig::feedback_interval_ms`]), else 50 ms.
+    pub feedback_interval_ms: Option<f64>,
+    pub max_payload_bytes: i64,
+    /// The application's highest video bitrate (WebRTC's `maxBitrate`), the same for every
+    /// scheme: the encoder controller never sees a target above it and the encoder is never
+    /// asked for more. `None` (the default): no cap.
+    pub max_video_rate_bps: Option<f64>,
+    pub encoder: EncoderConfig,
+    pub downlink: PathConfig,
+    pub uplink: PathConfig,
+    /// Flows that share the downlink (the bottleneck) with the session's media flow
+    /// (`--competing`; [`crate::cross`]). Only written when there are some.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub competing: Vec<CompetingFlow>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            scheme_name: "webrtc".into(),
+            scheme: None,
+            seed: 1,
+            duration_s: 30.0,
+            drain_s: 2.0,
+            fps: 30.0,
+            sample_interval_ms: 20.0,
+            feedback_interval_ms: None,
+            max_payload_bytes: crate::packetizer::DEFAULT_MAX_PAYLOAD,
+            max_video_rate_bps: None,
+            encoder: EncoderConfig::default(),
+            downlink: PathConfig::default(),
+            uplink: PathConfig::default(),
+            competing: Vec::new(),
+        }
+    }
+}
+
+fn check_range(field: &str, v: f64, lo: f64, open_lo: bool, hi: f64) -> Result<(), ConfigError> {
+    crate::check_range(field, v, lo, open_lo, hi).map_err(ConfigError)
+}
+
+/// The range a config number's unit allows, by the suffix of its name (the project's rule:
+/// plain numbers carry their unit in the name), and the typed rates (bits per second).
+fn unit_range(key: &str) -> Option<(f64, f64)> {
+    use crate::limits;
+    const RATES_BPS: [&str; 3] = ["start_rate", "min_rate", "max_rate"];
+    let max_bps = limits::MAX_RATE_BPS as f64;
+    if RATES_BPS.contains(&key) || key.ends_with("_bps") {
+        Some((0.0, max_bps))
+    } else if key.ends_with("_kbps") {
+        Some((0.0, max_bps / 1e3))
+    } else if key.ends_with("_mbps") {
+        Some((0.0, max_bps / 1e6))
+    } else if key.ends_with("_ms") {
+        Some((0.0, limits::MAX_TIME_MS))
+    } else if key.ends_with("_s") {
+        Some((0.0, limits::MAX_SESSION_S))
+    } else if key.ends_with("_bytes") || key.ends_with("_mtu") {
+        Some((0.0, limits::MAX_SIZE_BYTES))
+    } else if key.ends_with("_packets") || key.ends_with("_frames") {
+        Some((0.0, limits::MAX_PACKETS))
+    } else if SIGNED.contains(&key) || key == "seed" {
+        None
+    } else {
+        // Factors, fractions, counts and the typed times (microseconds): never negative, and
+        // small enough that no product with a time or a rate overflows.
+        Some((0.0, MAX_PLAIN))
+    }
+}
+
+/// Config numbers that may be negative.
+const SIGNED: [&str; 1] = ["initial_offset"];
+/// The largest value of a number without a unit in its name (a typed time in microseconds:
+/// about 11 days).
+const MAX_PLAIN: f64 = 1e12;
+
+/// Checks every number of a serialised config against [`unit_range`]; `Err` names the
+/// field's path (scheme components without `scheme.`).
+fn check_units(v: &serde_json::Value, path: &str) -> Result<(), String> {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, child) in m {
+                let p = if path.is_empty() || path == "scheme" {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                check_units(child, &p)?;
+            }
+            Ok(())
+        }
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                check_units(item, path)
+                    .map_err(|e| e.replacen(path, &format!("{path}[{i}]"), 1))?;
+            }
+            Ok(())
+        }
+        serde_json::Value::Number(n) => {
+            let key = path.rsplit('.').next().unwrap_or(path);
+            match (unit_range(key), n.as_f64()) {
+                (Some((lo, hi)), Some(x)) => crate::check_range(path, x, lo, false, hi),
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Transport feedback interval unless the run or the scheme sets one.
+pub const DEFAULT_FEEDBACK_MS: f64 = 50.0;
+
+/// A configuration mistake (user input), reported, never a panic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for ConfigError {}
+
+impl RunConfig {
+    /// The scheme's components: the explicit composition if given, else the registry entry.
+    pub fn resolve_scheme(&self) -> Result<SchemeConfig, ConfigError> {
+        if let Some(s) = &self.scheme {
+            return Ok(s.clone());
+        }
+        crate::scheme::lookup(&self.scheme_name).map(|s| s.config).ok_or_else(|| {
+            let names: Vec<&str> = crate::scheme::registry().iter().map(|s| s.name).collect();
+            ConfigError(format!(
+                "unknown scheme '{}' (known: {})",
+                self.scheme_name,
+                names.join(", ")
+            ))
+        })
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |m: String| Err(ConfigError(m));
+        if !(self.duration_s > 0.0 && self.duration_s.is_finite()) {
+            return err(format!("duration must be positive, got {}", self.duration_s));
+        }
+        if !(self.fps > 0.0 && self.fps <= 1000.0) {
+            // (NaN fails this comparison too.)
+            return err(format!("fps must be in (0, 1000], got {}", self.fps));
+        }
+        if !(self.drain_s >= 0.0 && self.drain_s.is_finite()) {
+            return err(format!(
+                "drain must be a finite number of seconds >= 0, got {}",
+                self.drain_s
+            ));
+        }
+        if let Some(cap) = self.max_video_rate_bps {
+            check_range("max_video_rate_bps", cap, 10_000.0, false, 10e9)?;
+        }
+        let scheme = self.resolve_scheme()?;
+        check_range("sample_interval_ms", self.sample_interval_ms, 1.0, false, 10_000.0)?;
+        let feedback_ms = self.feedback_interval_ms(&scheme);
+        check_range("feedback_interval_ms", feedback_ms, 1.0, false, 10_000.0)?;
+        if self.max_payload_bytes < 100 || self.max_payload_bytes > 1400 {
+            return err(format!(
+                "max_payload_bytes (max payload) must be 100..=1400 bytes, got {}",
+                self.max_payload_bytes
+            ));
+        }
+        for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
+            if !(0.0..1.0).contains(&p.loss) {
+                return err(format!("{name}.loss must be in [0, 1), got {}", p.loss));
+            }
+            if p.queue_bytes.is_some() && p.queue_packets.is_some() {
+                return err(format!("{name}: give a queue limit in bytes or in packets, not both"));
+            }
+            if p.queue_bytes.is_some_and(|b| b < 1504) || p.queue_packets == Some(0) {
+                return err(format!("{name}: queue limit must hold at least one packet"));
+            }
+        }
+        if !self.downlink.queue_discipline.is_drop_tail()
+            && scheme.bottleneck != crate::link::bottleneck::BottleneckConfig::default()
+        {
+            return err(format!(
+                "downlink.queue_discipline {} needs a scheme with a plain drop-tail bottleneck \
+                 ('{}' brings its own bottleneck behaviour)",
+                self.downlink.queue_discipline.name(),
+                self.scheme_name
+            ));
+        }
+        for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
+            if p.ecn && p.queue_discipline.is_drop_tail() {
+                return err(format!(
+                    "{name}.ecn marks with an AQM: set {name}.queue_discipline to codel or \
+                     fq-codel (drop-tail has no marking)"
+                ));
+            }
+        }
+        flows::validate_competing(self).map_err(ConfigError)?;
+        if self.uplink.access_delay_ms != 0.0 {
+            return err("the access delay is a downlink setting (sender to bottleneck)".into());
+        }
+        self.check_limits().map_err(ConfigError)?;
+        if let EncoderConfig::Model(m) = &self.encoder {
+            m.validate().map_err(ConfigError)?;
+        }
+        scheme.encoder_controller.validate().map_err(ConfigError)?;
+        scheme.pacer.validate().map_err(ConfigError)?;
+        scheme.cc.validate().map_err(ConfigError)?;
+        scheme.bottleneck.validate().map_err(ConfigError)?;
+        if let Some(f) = scheme.feedback_interval_ms {
+            check_range("feedback_interval_ms", f, 1.0, false, 10_000.0)?;
+        }
+        // Every other number of the resolved config, by the unit its name carries.
+        let value = serde_json::to_value(self.resolved()?)
+            .map_err(|e| ConfigError(format!("run config: {e}")))?;
+        check_units(&value, "").map_err(ConfigError)
+    }
+
+    /// The limits (docs/cli.md, "Limits") on the run's own settings (session length, delays, queues).
+    fn check_limits(&self) -> Result<(), String> {
+        use crate::limits;
+        crate::check_range("duration_s", self.duration_s, 0.0, true, limits::MAX_SESSION_S)?;
+        crate::check_range("drain_s", self.drain_s, 0.0, false, 3_600.0)?;
+        if self.duration_s + self.drain_s > limits::MAX_SESSION_S {
+            return Err(format!(
+                "duration_s + drain_s must be at most {} s (a day), got {} s",
+                limits::MAX_SESSION_S,
+                self.duration_s + self.drain_s
+            ));
+        }
+        let frames = self.fps * self.duration_s;
+        if frames > limits::MAX_RECORDS {
+            return Err(format!(
+                "fps x duration_s is {} frames, above the limit of {} per run",
+                crate::show(frames),
+                crate::show(limits::MAX_RECORDS)
+            ));
+        }
+        let samples = (self.duration_s + self.drain_s) * 1000.0 / self.sample_interval_ms;
+        if samples > limits::MAX_RECORDS {
+            return Err(format!(
+                "(duration_s + drain_s) / sample_interval_ms is {} samples, above the limit of \
+                 {} per run",
+                crate::show(samples.round()),
+                crate::show(limits::MAX_RECORDS)
+            ));
+        }
+        for (name, p) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
+            crate::check_range(
+                &format!("{name}.delay_ms"),
+                p.delay_ms,
+                0.0,
+                false,
+                limits::MAX_DELAY_MS,
+            )?;
+            crate::check_range(
+                &format!("{name}.access_delay_ms"),
+                p.access_delay_ms,
+                0.0,
+                false,
+                limits::MAX_DELAY_MS,
+            )?;
+            if let Some(b) = p.queue_bytes {
+                crate::check_range(
+                    &format!("{name}.queue_bytes"),
+                    b as f64,
+                    1504.0,
+                    false,
+                    limits::MAX_SIZE_BYTES,
+                )?;
+            }
+            if let Some(n) = p.queue_packets {
+                crate::check_range(
+                    &format!("{name}.queue_packets"),
+                    n as f64,
+                    1.0,
+                    false,
+                    limits::MAX_PACKETS,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The transport feedback interval in effect: the run's, else the scheme's, else 50 ms
+    /// (Sluice's default; libwebrtc's is 100 ms, adapted within 50-250 ms).
+    pub fn feedback_interval_ms(&self, scheme: &SchemeConfig) -> f64 {
+        self.feedback_interval_ms.or(scheme.feedback_interval_ms).unwrap_or(DEFAULT_FEEDBACK_MS)
+    }
+
+    /// The config with everything it leaves to defaults filled in: the scheme's components
+    /// and the feedback interval in effect (what a result header records).
+    pub fn resolved(&self) -> Result<RunConfig, ConfigError> {
+        let scheme = self.resolve_scheme()?;
+        let mut c = self.clone();
+        c.feedback_interval_ms = Some(self.feedback_interval_ms(&scheme));
+        c.scheme = Some(scheme);
+        Ok(c)
+    }
+
+    pub(crate) fn link_config(p: &PathConfig, trace: Option<Arc<Trace>>) -> LinkConfig {
+        LinkConfig {
+            rate: trace.map_or(LinkRate::Unlimited, LinkRate::Trace),
+            queue: match (p.queue_bytes, p.queue_packets) {
+                (Some(b), _) => QueueLimit::Bytes(b),
+                (None, Some(n)) => QueueLimit::Packets(n),
+                (None, None) => QueueLimit::Unlimited,
+            },
+            delay: TimeDelta::from_ms_f64(p.delay_ms),
+            loss_rate: p.loss,
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! What a session is, apart from the runtime that runs it: its configuration
+//! ([`config`]) and the components and links it builds ([`topology`]). The simulator
+//! ([`crate::sim`]) and live mode (the `sluice-live` crate) both start here.
+
+pub mod config;
+pub mod topology;
+
+pub use config::{
+    ConfigError, EncoderConfig, PathConfig, QueueDisciplineKind, RunConfig, DEFAULT_FEEDBACK_MS,
+};
+pub use topology::{
+    build_access_links, build_encoder, build_flow_receiver, build_flow_sender, build_links,
+    build_receiver, build_sender,
+};
