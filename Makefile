@@ -131,8 +131,10 @@ combined-report: build
 	$(SLUICE) matrix experiments/leaderboard.toml --no-report $(LEADERBOARD_ARGS)
 	$(SLUICE) matrix experiments/combined-ablations.toml --no-report $(LEADERBOARD_ARGS)
 	$(SLUICE) matrix experiments/checks/combined-heldout.toml --no-report $(LEADERBOARD_ARGS)
+	$(SLUICE) matrix experiments/combined-ablations-all.toml --no-report $(LEADERBOARD_ARGS)
 	$(PY) -m sluice.analysis.combined results/leaderboard --ablations results/combined-ablations \
-		--heldout results/combined-heldout --report-dir docs/results
+		--heldout results/combined-heldout --ablations-all results/combined-ablations-all \
+		--report-dir docs/results
 
 # Sluice's `webrtc` against real Chromium (issue 25): runs experiments/chrome-fidelity.toml's
 # missing cells (the live and browser ones in real time, one at a time: about 40 minutes) and

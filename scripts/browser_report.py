@@ -4,7 +4,9 @@ trace in the simulator (Sluice's receiver model).
 
     python scripts/browser_report.py [--out results/browser-report] [--duration 20]
 
-Runs the missing cells (browser runs in real time, one at a time) and writes the report.
+Runs the missing cells (browser runs in real time, one at a time) and writes the report. A
+cell whose run directory is gone keeps the raw numbers the committed report has for it
+(``--rerun`` runs it again instead); the report says which cells those are.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCHEMES = ("webrtc-x264", "ace", "vidaptive", "mae")
+SCHEMES = ("webrtc-x264", "ace", "vidaptive", "mae", "combined")
 TRACES = ("gen:constant:6", "data/traces/step-30-3.mahi", "data/traces/markov-24-6.mahi")
 CLIP = "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
 WIDTH = "320"
@@ -47,6 +49,11 @@ NOTES = """## Where Chromium and the simulator differ, and why
   feedback kept coming (286 transport-cc reports, 8 NACKs, no loss), so the difference is in
   how MAE's controller reads the real feedback (its report timing, or the hold time
   estimated from it); not diagnosed further. The simulator keeps mae at about 3 Mbps.
+* **combined** (issue 31; run on 2026-11-28 after the others, same machine, nothing else
+  running): the lowest Chromium P95 on the step (139 ms against 370 to 990 ms for the
+  others) and 79 to 102 ms on the other two traces. It runs MAE's pre-reaction too, yet did
+  not collapse on markov-24-6 as `mae` did; it differs from `mae` by libwebrtc's frame
+  dropping and the 2.5x pacing factor (not isolated further).
 * **Bitrates** agree within 10 % where the scheme is not stuck: the schemes are
   application-limited by this low-resolution clip (320 px)."""
 
@@ -85,6 +92,19 @@ def cell(kind: str, scheme: str, trace: str, out: Path, duration: str) -> dict:
     return out_
 
 
+def committed_cells(report: Path) -> dict[tuple[str, str], dict]:
+    """The raw cells of the committed report, by (scheme, trace)."""
+    try:
+        text = report.read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    line = next((x for x in text.splitlines() if x.startswith("Raw cells: ")), None)
+    if line is None:
+        return {}
+    return {(c["scheme"], c["trace"]): c for c in json.loads(line.removeprefix("Raw cells: "))
+            if "error" not in c["browser"]}  # fmt: skip
+
+
 def fmt(c: dict) -> str:
     if "error" in c:
         return f"error: {c['error'][:60]}"
@@ -98,14 +118,23 @@ def main() -> int:
     ap.add_argument("--out", default="results/browser-report")
     ap.add_argument("--duration", default="20")
     ap.add_argument("--report", default="docs/results/browser.md")
+    ap.add_argument("--rerun", action="store_true",
+                    help="run every cell without results, not only those the report lacks")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    committed = {} if args.rerun else committed_cells(Path(args.report))
+    rows, kept = [], []
     for trace in TRACES:
         for scheme in SCHEMES:
-            b = cell("browser", scheme, trace, out, args.duration)
-            s = cell("sim", scheme, trace, out, args.duration)
+            old = committed.get((scheme, stem(trace)))
+            fresh = not (out / f"browser-{scheme}-{stem(trace)}" / "summary.json").is_file()
+            if old is not None and fresh:
+                b, s = old["browser"], old["sim"]
+                kept.append(f"{scheme} on {stem(trace)}")
+            else:
+                b = cell("browser", scheme, trace, out, args.duration)
+                s = cell("sim", scheme, trace, out, args.duration)
             rows.append((scheme, stem(trace), b, s))
             print(scheme, stem(trace), fmt(b), "||", fmt(s), flush=True)
     lines = [
@@ -127,6 +156,9 @@ def main() -> int:
     ]
     for scheme, trace, b, s in rows:
         lines.append(f"| {scheme} | {trace} | {fmt(b)} | {fmt(s)} |")
+    if kept:
+        lines += ["", f"Kept from the report's earlier run (their run directories were gone): "
+                  f"{', '.join(kept)}."]
     lines += ["", NOTES, "", "Raw cells: " + json.dumps(
         [{"scheme": a, "trace": t, "browser": b, "sim": s} for a, t, b, s in rows])]
     Path(args.report).write_text("\n".join(lines) + "\n", encoding="utf-8")

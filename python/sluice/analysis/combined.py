@@ -202,8 +202,12 @@ def write_report(lb_dir: Path, abl_dir: Path, heldout_dir: Path | None, report_d
                  "from the development data (../shared) that were not used while `combined` "
                  "was built, in the leaderboard's network setting.\n")  # fmt: skip
         L.append(verdict_table(verdict(ho)) + "\n")
-        L.append(means_table(ho, [SCHEME, *RIVALS], (*LATENCY_COLUMNS[:2], *QUALITY_COLUMNS[:1],
-                                                      *RATE_COLUMNS[1:])) + "\n")  # fmt: skip
+        for v in (a for a in ABLATIONS if a in set(ho["scheme"])):
+            L.append(f"`{v}` (an ablation) on the same held-out cells:\n")
+            L.append(verdict_table(verdict(ho, scheme=v), scheme=v) + "\n")
+        shown = [s for s in (SCHEME, *ABLATIONS, *RIVALS) if s in set(ho["scheme"])]
+        L.append(means_table(ho, shown, (*LATENCY_COLUMNS[:2], *QUALITY_COLUMNS[:1],
+                                          *RATE_COLUMNS[1:])) + "\n")  # fmt: skip
     front, off = front_table(lb)
     L.append("### The Pareto front per family\n")
     L.append("The leaderboard's front of mean all-slot P95 against mean VMAF among the "
