@@ -258,6 +258,67 @@ def chromium_version() -> str:
     return lines[-1].strip() if lines else (out.stdout.strip() or "unknown")
 
 
+def _with_progress(desc: str, quiet: bool, keep_work: bool, work: Path,
+                   session: Callable[[Callable[[float], None]], Any],
+                   ) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+    """Runs ``session(progress)`` behind a progress bar (none when ``quiet``) and returns the
+    session and its relay's events; the work directory goes unless ``keep_work``."""
+    bar = None
+    if not quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=100, desc=desc, unit="%", leave=False)
+
+    def progress(x: float) -> None:
+        if bar is not None:
+            bar.n = round(100 * x)
+            bar.refresh()
+
+    try:
+        s = session(progress)
+        return s, json.loads(s.relay_events.read_text(encoding="utf-8"))
+    finally:
+        if bar is not None:
+            bar.close()
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _capacity_bps(trace: Any) -> Callable[[int, int], float] | None:
+    """The trace's capacity between two times (µs), for the samples; None without a trace."""
+    if trace is None:
+        return None
+    return lambda t0, t1: trace.capacity_bytes(t0, t1) * 8 / max(1e-6, (t1 - t0) / 1e6)
+
+
+def _relay_counters(part: dict[str, Any]) -> dict[str, Any]:
+    return {k: part.get(k) for k in ("arrived_packets", "dropped_packets", "opaque",
+                                     "delivered_bytes")}  # fmt: skip
+
+
+def _write_browser_run(run_dir: Path, header: dict[str, Any], frames: list[Any],
+                       samples: list[Any], summary: dict[str, Any], skips: list[Any],
+                       part: dict[str, Any], pages: dict[str, Any],
+                       more: dict[str, Path] | None = None) -> None:  # fmt: skip
+    """Writes a browser run: the records, the relay's datagram log, the pages' logs and
+    ``more`` files (name -> a temporary path, moved in by :func:`results.write_run`)."""
+    from .. import results
+
+    tmp_log = results.temp_path(run_dir / results.RELAY_LOG_FILE)
+    tmp_browser = results.temp_path(run_dir / results.BROWSER_FILE)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    extra = {results.RELAY_LOG_FILE: tmp_log, results.BROWSER_FILE: tmp_browser, **(more or {})}
+    try:
+        with open(tmp_log, "w", encoding="utf-8") as f:
+            for d in part.get("datagrams") or []:
+                f.write(json.dumps(d, separators=(",", ":")) + "\n")
+        tmp_browser.write_text(json.dumps(pages, separators=(",", ":")), encoding="utf-8")
+        results.write_run(run_dir, header, frames, samples, summary, skips=skips, extra=extra)
+    finally:
+        for tmp in (tmp_log, tmp_browser):
+            tmp.unlink(missing_ok=True)
+
+
 def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = False,
         max_kbps: int | None = None, degradation: str = DEFAULT_DEGRADATION,
         event_log: bool = False) -> Path:  # fmt: skip
@@ -287,26 +348,11 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
     clip = spec.video or str(DEFAULT_CLIP)
     raw = video.prepare(clip, spec.cache_dir, width=spec.width or DEFAULT_WIDTH, fps=fps)
     work = scratch_dir()
-    bar = None
-    if not quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=100, desc=f"chrome {codec}", unit="%", leave=False)
-
-    def progress(x: float) -> None:
-        if bar is not None:
-            bar.n = round(100 * x)
-            bar.refresh()
-
-    try:
-        session = run_session(cfg, down, up, raw, codec, work, progress, max_kbps, degradation,
-                              event_log)  # fmt: skip
-        part = json.loads(session.relay_events.read_text(encoding="utf-8"))
-    finally:
-        if bar is not None:
-            bar.close()
-        if not keep_work:
-            shutil.rmtree(work, ignore_errors=True)
+    session, part = _with_progress(
+        f"chrome {codec}", quiet, keep_work, work,
+        lambda p: run_session(cfg, down, up, raw, codec, work, p, max_kbps, degradation,
+                              event_log),
+    )  # fmt: skip
     duration = float(cfg["duration_s"])
     origin = session.wall_origin_us
     end_us = round(duration * 1e6)
@@ -316,8 +362,7 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
         raise SluiceError("the receiver page displayed no frame (see the sender's and the "
                           "receiver's events in a run with --keep-work)")  # fmt: skip
     trace = down.trace if down else None
-    cap = (lambda t0, t1: trace.capacity_bytes(t0, t1) * 8 / max(1e-6, (t1 - t0) / 1e6)) \
-        if trace else None  # fmt: skip
+    cap = _capacity_bps(trace)
     samples = records.samples(session.logs["sender"]["stats"], session.logs["receiver"]["stats"],
                               part.get("link_samples") or [], origin, cap, end_us)  # fmt: skip
     capacity = trace.capacity_bytes(0, end_us) if trace else 0
@@ -334,35 +379,28 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
         "chromium": chromium_version(), "codec": codec, "width": raw.width,
         "height": raw.height, "fps": fps, "clip": str(clip), "max_kbps": max_kbps,
         "degradation": degradation or "default",
-        "relay": {k: part.get(k) for k in ("arrived_packets", "dropped_packets", "opaque",
-                                           "delivered_bytes")},
+        "relay": _relay_counters(part),
         "errors": session.errors,
     }  # fmt: skip
-    tmp_log = results.temp_path(run_dir / results.RELAY_LOG_FILE)
-    tmp_browser = results.temp_path(run_dir / results.BROWSER_FILE)
+    pages = {r: {"stats": session.logs[r]["stats"], "events": session.logs[r]["events"]}
+             for r in ("sender", "receiver")}  # fmt: skip
+    event_logs: dict[str, Path] = {}
     run_dir.mkdir(parents=True, exist_ok=True)
-    extra = {results.RELAY_LOG_FILE: tmp_log, results.BROWSER_FILE: tmp_browser}
     try:
         if event_log:
             run_end_us = round((duration + float(cfg["drain_s"])) * 1e6)
-            el_files, header["browser"]["event_log"] = event_log_files(session, run_dir,
-                                                                       run_end_us)  # fmt: skip
-            extra.update(el_files)
-        with open(tmp_log, "w", encoding="utf-8") as f:
-            for d in part.get("datagrams") or []:
-                f.write(json.dumps(d, separators=(",", ":")) + "\n")
-        pages = {r: {"stats": session.logs[r]["stats"], "events": session.logs[r]["events"]}
-                 for r in ("sender", "receiver")}  # fmt: skip
-        tmp_browser.write_text(json.dumps(pages, separators=(",", ":")), encoding="utf-8")
-        results.write_run(run_dir, header, frames, samples, summary, skips=skips, extra=extra)
-        # An older result's event logs are not this one's.
-        for p in [*run_dir.glob("*.rtceventlog"), run_dir / "eventlog.jsonl",
-                  run_dir / "eventlog.csv"]:  # fmt: skip
-            if p.name not in extra:
-                p.unlink(missing_ok=True)
+            event_logs, header["browser"]["event_log"] = event_log_files(session, run_dir,
+                                                                         run_end_us)  # fmt: skip
+        _write_browser_run(run_dir, header, frames, samples, summary, skips, part, pages,
+                           event_logs)  # fmt: skip
     finally:
-        for tmp in extra.values():
+        for tmp in event_logs.values():
             tmp.unlink(missing_ok=True)
+    # An older result's event logs are not this one's.
+    for p in [*run_dir.glob("*.rtceventlog"), run_dir / "eventlog.jsonl",
+              run_dir / "eventlog.csv"]:  # fmt: skip
+        if p.name not in event_logs:
+            p.unlink(missing_ok=True)
     return run_dir
 
 
@@ -507,25 +545,10 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
                           height=raw.height, video_frames=raw.frames,
                           bitstream_path=None)  # fmt: skip
     work = scratch_dir()
-    bar = None
-    if not quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=100, desc=f"{spec.scheme} -> chrome", unit="%", leave=False)
-
-    def progress(x: float) -> None:
-        if bar is not None:
-            bar.n = round(100 * x)
-            bar.refresh()
-
-    try:
-        session = run_scheme_session(cfg, down, up, raw, work, progress)
-        part = json.loads(session.relay_events.read_text(encoding="utf-8"))
-    finally:
-        if bar is not None:
-            bar.close()
-        if not keep_work:
-            shutil.rmtree(work, ignore_errors=True)
+    session, part = _with_progress(
+        f"{spec.scheme} -> chrome", quiet, keep_work, work,
+        lambda p: run_scheme_session(cfg, down, up, raw, work, p),
+    )  # fmt: skip
     duration, drain = float(cfg["duration_s"]), float(cfg["drain_s"])
     origin = int(session.sender["wall_origin_us"])
     end_us = round(duration * 1e6)
@@ -559,8 +582,7 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
         "chromium": chromium_version(), "sender": "sluice", "receiver": "chromium",
         "codec": "h264", "width": raw.width, "height": raw.height, "fps": raw.fps,
         "clip": str(clip),
-        "relay": {k: part.get(k) for k in ("arrived_packets", "dropped_packets", "opaque",
-                                           "delivered_bytes")},
+        "relay": _relay_counters(part),
         "sluice_sender": {
             **{k: session.sender.get(k) for k in ("webrtc", "spoofed", "feedback_messages",
                                                    "transmitted", "unsendable", "io")},
@@ -570,21 +592,9 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
         },
         "errors": session.errors,
     }  # fmt: skip
-    tmp_log = results.temp_path(run_dir / results.RELAY_LOG_FILE)
-    tmp_browser = results.temp_path(run_dir / results.BROWSER_FILE)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    extra = {results.RELAY_LOG_FILE: tmp_log, results.BROWSER_FILE: tmp_browser}
-    try:
-        with open(tmp_log, "w", encoding="utf-8") as f:
-            for d in part.get("datagrams") or []:
-                f.write(json.dumps(d, separators=(",", ":")) + "\n")
-        pages = {"receiver": {"stats": session.receiver_log["stats"],
+    pages = {"receiver": {"stats": session.receiver_log["stats"],
                               "events": session.receiver_log["events"]}}  # fmt: skip
-        tmp_browser.write_text(json.dumps(pages, separators=(",", ":")), encoding="utf-8")
-        results.write_run(run_dir, header, frames, samples, summary, skips=skips, extra=extra)
-    finally:
-        for tmp in extra.values():
-            tmp.unlink(missing_ok=True)
+    _write_browser_run(run_dir, header, frames, samples, summary, skips, part, pages)
     return run_dir
 
 
@@ -719,25 +729,10 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
     clip = spec.video or str(DEFAULT_CLIP)
     raw = video.prepare(clip, spec.cache_dir, width=spec.width or DEFAULT_WIDTH, fps=fps)
     work = scratch_dir()
-    bar = None
-    if not quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=100, desc="chrome -> sluice", unit="%", leave=False)
-
-    def progress(x: float) -> None:
-        if bar is not None:
-            bar.n = round(100 * x)
-            bar.refresh()
-
-    try:
-        session = run_receiver_session(cfg, down, up, raw, work, progress, max_kbps)
-        part = json.loads(session.relay_events.read_text(encoding="utf-8"))
-    finally:
-        if bar is not None:
-            bar.close()
-        if not keep_work:
-            shutil.rmtree(work, ignore_errors=True)
+    session, part = _with_progress(
+        "chrome -> sluice", quiet, keep_work, work,
+        lambda p: run_receiver_session(cfg, down, up, raw, work, p, max_kbps),
+    )  # fmt: skip
     duration, drain = float(cfg["duration_s"]), float(cfg["drain_s"])
     origin = int(session.receiver["wall_origin_us"])
     end_us = round(duration * 1e6)
@@ -747,8 +742,7 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
         raise SluiceError("Sluice's receiver displayed no frame (see the pages' events in a "
                           "run with --keep-work)")  # fmt: skip
     trace = down.trace if down else None
-    cap = (lambda t0, t1: trace.capacity_bytes(t0, t1) * 8 / max(1e-6, (t1 - t0) / 1e6)) \
-        if trace else None  # fmt: skip
+    cap = _capacity_bps(trace)
     samples = records.samples(session.sender_log["stats"], [], part.get("link_samples") or [],
                               origin, cap, end_us)  # fmt: skip
     capacity = trace.capacity_bytes(0, end_us) if trace else 0
@@ -766,28 +760,15 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
         "chromium": chromium_version(), "sender": "chromium", "receiver": "sluice",
         "codec": "h264", "width": raw.width, "height": raw.height, "fps": fps,
         "clip": str(clip), "max_kbps": max_kbps,
-        "relay": {k: part.get(k) for k in ("arrived_packets", "dropped_packets", "opaque",
-                                           "delivered_bytes")},
+        "relay": _relay_counters(part),
         "sluice_receiver": {**{k: session.receiver.get(k) for k in (
             "webrtc", "media_packets", "malformed", "io")},
             "frames_described": len(session.receiver["frames"])},
         "errors": session.errors,
     }  # fmt: skip
-    tmp_log = results.temp_path(run_dir / results.RELAY_LOG_FILE)
-    tmp_browser = results.temp_path(run_dir / results.BROWSER_FILE)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    extra = {results.RELAY_LOG_FILE: tmp_log, results.BROWSER_FILE: tmp_browser}
-    try:
-        with open(tmp_log, "w", encoding="utf-8") as f:
-            for d in part.get("datagrams") or []:
-                f.write(json.dumps(d, separators=(",", ":")) + "\n")
-        pages = {"sender": {"stats": session.sender_log["stats"],
+    pages = {"sender": {"stats": session.sender_log["stats"],
                             "events": session.sender_log["events"]}}  # fmt: skip
-        tmp_browser.write_text(json.dumps(pages, separators=(",", ":")), encoding="utf-8")
-        results.write_run(run_dir, header, frames, samples, summary, skips=skips, extra=extra)
-    finally:
-        for tmp in extra.values():
-            tmp.unlink(missing_ok=True)
+    _write_browser_run(run_dir, header, frames, samples, summary, skips, part, pages)
     return run_dir
 
 
