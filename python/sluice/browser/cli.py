@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from . import harness
@@ -80,7 +81,6 @@ def add_commands(sub: Any) -> None:
 
 
 def cmd_browser_run(args: argparse.Namespace) -> int:
-    from .. import report, results
     from ..cli import _overrides
     from ..runner import RunSpec
 
@@ -102,18 +102,11 @@ def cmd_browser_run(args: argparse.Namespace) -> int:
                           max_kbps=args.max_bitrate_kbps,
                           degradation="" if args.degradation == "default" else args.degradation,
                           event_log=args.event_log)  # fmt: skip
-    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
-    if args.json:
-        print(json.dumps(summary, indent=2))
-        return 0
-    print(report.text_table([("chrome", summary)]))
-    print(f"\nresults: {run_dir}")
-    return 0
+    return _show(run_dir, "chrome", args.json)
 
 
 def _sluice_sender(args: argparse.Namespace) -> int:
     """``browser run --scheme S``: Sluice's sender to a Chromium receiver page."""
-    from .. import report, results
     from ..cli import _check_schemes, _overrides
     from ..runner import RunSpec
 
@@ -130,18 +123,11 @@ def _sluice_sender(args: argparse.Namespace) -> int:
         width=args.width,
     )
     run_dir = harness.run_scheme(spec, keep_work=args.keep_work, quiet=args.json)
-    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
-    if args.json:
-        print(json.dumps(summary, indent=2))
-        return 0
-    print(report.text_table([(f"{args.scheme} -> chrome", summary)]))
-    print(f"\nresults: {run_dir}")
-    return 0
+    return _show(run_dir, f"{args.scheme} -> chrome", args.json)
 
 
 def _sluice_receiver(args: argparse.Namespace) -> int:
     """``browser run --receiver sluice``: Chromium's sender page to Sluice's receiver."""
-    from .. import report, results
     from ..cli import _overrides
     from ..errors import SluiceError
     from ..runner import RunSpec
@@ -163,10 +149,17 @@ def _sluice_receiver(args: argparse.Namespace) -> int:
     )
     run_dir = harness.run_to_sluice(spec, keep_work=args.keep_work, quiet=args.json,
                                     max_kbps=args.max_bitrate_kbps)  # fmt: skip
+    return _show(run_dir, "chrome -> sluice", args.json)
+
+
+def _show(run_dir: Path, label: str, as_json: bool) -> int:
+    """Prints a browser run's summary: as JSON, or as a table and where the results are."""
+    from .. import report, results
+
     summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
-    if args.json:
+    if as_json:
         print(json.dumps(summary, indent=2))
         return 0
-    print(report.text_table([("chrome -> sluice", summary)]))
+    print(report.text_table([(label, summary)]))
     print(f"\nresults: {run_dir}")
     return 0

@@ -120,22 +120,7 @@ def run_session(
                 raise SluiceError(f"the pages did not negotiate within {CONNECT_TIMEOUT_S:.0f} s "
                                   f"(Chromium's output: {work})")  # fmt: skip
         # The relay lives in this thread (the endpoint object is not to be shared).
-        sender_port, receiver_port = signal.peers
-        port = free_udp_port()
-        options = {
-            "listen": f"127.0.0.1:{port}",
-            "sender": f"127.0.0.1:{sender_port}",
-            "receiver": f"127.0.0.1:{receiver_port}",
-            "idle_timeout_s": 5.0,
-            "start_timeout_s": CONNECT_TIMEOUT_S,
-            "log_datagrams": True,
-        }
-        with core_errors("relay: "):
-            ep = core().LiveEndpoint(
-                "relay", json.dumps(cfg), json.dumps(options),
-                down.trace if down else None, up.trace if up else None,
-            )  # fmt: skip
-        signal.relay_at(port)
+        ep, _ = start_relay(signal, cfg, down, up)
         # The session: the relay's clock starts at its first datagram (an ICE check, within
         # milliseconds); the pages run the duration and the drain from there.
         end = time.monotonic() + duration
@@ -171,6 +156,28 @@ def run_session(
                   for role, d in el_dirs.items() if d is not None}  # fmt: skip
     return Session(logs, counters, work / "relay-events.json", int(counters["wall_origin_us"]),
                    errors, event_logs)  # fmt: skip
+
+
+def start_relay(signal: Any, cfg: dict[str, Any], down: Any, up: Any) -> tuple[Any, int]:
+    """Starts the trace relay between the two peers ``signal`` knows, on a free port it is
+    told of; returns the relay endpoint and its port."""
+    sender_port, receiver_port = signal.peers
+    port = free_udp_port()
+    options = {
+        "listen": f"127.0.0.1:{port}",
+        "sender": f"127.0.0.1:{sender_port}",
+        "receiver": f"127.0.0.1:{receiver_port}",
+        "idle_timeout_s": 5.0,
+        "start_timeout_s": CONNECT_TIMEOUT_S,
+        "log_datagrams": True,
+    }
+    with core_errors("relay: "):
+        ep = core().LiveEndpoint(
+            "relay", json.dumps(cfg), json.dumps(options),
+            down.trace if down else None, up.trace if up else None,
+        )  # fmt: skip
+    signal.relay_at(port)
+    return ep, port
 
 
 def event_log_dir(work: Path, role: str) -> Path:
@@ -458,23 +465,8 @@ def run_scheme_session(
                 raise SluiceError(
                     f"the receiver page did not answer within {CONNECT_TIMEOUT_S:.0f} s "
                     f"(Chromium's output: {work})")  # fmt: skip
-        sender_port, receiver_port = signal.peers
-        relay_port = free_udp_port()
         relay_cfg = {**cfg, "drain_s": float(cfg["drain_s"]) + RELAY_EXTRA_S}
-        options = {
-            "listen": f"127.0.0.1:{relay_port}",
-            "sender": f"127.0.0.1:{sender_port}",
-            "receiver": f"127.0.0.1:{receiver_port}",
-            "idle_timeout_s": 5.0,
-            "start_timeout_s": CONNECT_TIMEOUT_S,
-            "log_datagrams": True,
-        }
-        with core_errors("relay: "):
-            ep = core().LiveEndpoint(
-                "relay", json.dumps(relay_cfg), json.dumps(options),
-                down.trace if down else None, up.trace if up else None,
-            )  # fmt: skip
-        signal.relay_at(relay_port)
+        ep, relay_port = start_relay(signal, relay_cfg, down, up)
         answer = signal.get("answer")
         if answer is None:
             raise SluiceError("browser run: the receiver page's answer is missing")
@@ -656,23 +648,8 @@ def run_receiver_session(
             answer = receiver.answer(offer["sdp"])
         (work / "answer.sdp").write_text(answer, encoding="utf-8")
         signal.post("answer", {"sdp": answer})
-        sender_port, receiver_port = signal.peers
-        relay_port = free_udp_port()
         relay_cfg = {**cfg, "drain_s": float(cfg["drain_s"]) + RELAY_EXTRA_S}
-        options = {
-            "listen": f"127.0.0.1:{relay_port}",
-            "sender": f"127.0.0.1:{sender_port}",
-            "receiver": f"127.0.0.1:{receiver_port}",
-            "idle_timeout_s": 5.0,
-            "start_timeout_s": CONNECT_TIMEOUT_S,
-            "log_datagrams": True,
-        }
-        with core_errors("relay: "):
-            ep = core().LiveEndpoint(
-                "relay", json.dumps(relay_cfg), json.dumps(options),
-                down.trace if down else None, up.trace if up else None,
-            )  # fmt: skip
-        signal.relay_at(relay_port)
+        ep, relay_port = start_relay(signal, relay_cfg, down, up)
         with core_errors("WebRTC: "):
             receiver.start(relay_port, CONNECT_TIMEOUT_S)
         counters, result = _drive_to_end(receiver, ep, signal, "sender", cfg, progress, work)
