@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,12 @@ class Results:
     @property
     def name(self) -> str:
         return str(self.plan.get("name") or self.path.name)
+
+
+def user_error(prog: str, e: Exception) -> int:
+    """What a report command does with a user's mistake: one line on stderr, exit status 2."""
+    print(f"{prog}: error: {' '.join(str(e).split())}", file=sys.stderr)
+    return 2
 
 
 def load(where: str | Path, results_root: str | Path = "results") -> Results:

@@ -46,6 +46,7 @@ from . import (
     pct,
     provenance,
     relative_to_cwd,
+    user_error,
     write_markdown,
 )
 from .cells import (
@@ -764,8 +765,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           detail_clip=args.detail_clip, hd=hd,
                           command=shlex.join([*PROG.split(), *args_list]))  # fmt: skip
     except SluiceError as e:
-        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        return user_error(PROG, e)
     print(f"{len(res.table)} runs; report: {md}")
     return 0
 

@@ -45,7 +45,16 @@ import numpy as np
 
 from .. import results
 from ..errors import SluiceError
-from . import ANALYSIS_SLOT, existing_analysis, figure, fmt, markdown, provenance, write_markdown
+from . import (
+    ANALYSIS_SLOT,
+    existing_analysis,
+    figure,
+    fmt,
+    markdown,
+    provenance,
+    user_error,
+    write_markdown,
+)
 from .pooled import slot_latencies_ms
 
 PROG = "python -m sluice.analysis.chrome"
@@ -426,8 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_dir = Path(args.report_dir) if args.report_dir else root / "report"
         md = write_report(plan, root, report_dir, shlex.join([*PROG.split(), *args_list]))
     except SluiceError as e:
-        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        return user_error(PROG, e)
     print(f"report: {md}")
     return 0
 

@@ -28,7 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SluiceError
-from . import ANALYSIS_SLOT, existing_analysis, figure, load, markdown, provenance, write_markdown
+from . import (
+    ANALYSIS_SLOT,
+    existing_analysis,
+    figure,
+    load,
+    markdown,
+    provenance,
+    user_error,
+    write_markdown,
+)
 from .cells import (
     LATENCY_COLUMNS,
     MEANS_LEGEND,
@@ -296,8 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           shlex.join([*PROG.split(), *args_list]),
                           Path(args.ablations_all) if args.ablations_all else None)  # fmt: skip
     except SluiceError as e:
-        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        return user_error(PROG, e)
     print(f"report: {md}")
     return 0
 

@@ -46,6 +46,7 @@ from . import (
     pct,
     provenance,
     relative_to_cwd,
+    user_error,
     write_markdown,
 )
 from .cells import (
@@ -698,8 +699,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             fig4_dir=args.fig4, heldout_dir=args.heldout,
         )
     except SluiceError as e:
-        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        return user_error(PROG, e)
     print(f"report: {md}")
     return 0
 

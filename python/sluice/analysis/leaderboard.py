@@ -33,7 +33,16 @@ from typing import Any
 
 from ..errors import SluiceError
 from ..spread import Spread, spread
-from . import ANALYSIS_SLOT, existing_analysis, figure, load, markdown, provenance, write_markdown
+from . import (
+    ANALYSIS_SLOT,
+    existing_analysis,
+    figure,
+    load,
+    markdown,
+    provenance,
+    user_error,
+    write_markdown,
+)
 
 PROG = "python -m sluice.analysis.leaderboard"
 #: A scheme is ranked when its mean VMAF is at most this far below the family's best.
@@ -318,8 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = Path(args.report_dir) if args.report_dir else res / "report"
         md = write_report(res, out, shlex.join([*PROG.split(), *args_list]))
     except SluiceError as e:
-        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        return user_error(PROG, e)
     print(f"report: {md}")
     return 0
 

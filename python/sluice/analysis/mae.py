@@ -48,6 +48,7 @@ from . import (
     pct,
     provenance,
     relative_to_cwd,
+    user_error,
     write_markdown,
 )
 from .cells import (
@@ -828,8 +829,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             heldout_res=load(args.heldout, args.results_root) if args.heldout else None,
         )
     except SluiceError as e:
-        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        return user_error(PROG, e)
     print(f"report: {md}")
     return 0
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import results
 from ..errors import SluiceError
-from . import load
+from . import load, user_error
 
 
 def _given(v: object) -> bool:
@@ -131,8 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         out = compare(args.results, args.baseline, [s for s in args.schemes.split(",") if s])
     except SluiceError as e:
-        print(f"{ap.prog}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        return user_error(ap.prog, e)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0

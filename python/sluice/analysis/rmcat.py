@@ -28,7 +28,7 @@ import numpy as np
 from .. import results
 from ..errors import SluiceError
 from ..plots import plt, save, scheme_color
-from . import ANALYSIS_SLOT, existing_analysis, figure, provenance, write_markdown
+from . import ANALYSIS_SLOT, existing_analysis, figure, provenance, user_error, write_markdown
 
 PROG = "python -m sluice.analysis.rmcat"
 #: The baseline first, then the four systems.
@@ -310,8 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         md = write_report(args.results, args.report_dir,
                           command=shlex.join([*PROG.split(), *args_list]))  # fmt: skip
     except SluiceError as e:
-        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        return user_error(PROG, e)
     print(f"report: {md}")
     return 0
 

@@ -50,6 +50,7 @@ from . import (
     provenance,
     relative_to_cwd,
     signed_pct,
+    user_error,
     write_markdown,
 )
 from .cells import VERSUS_LEGEND, paired
@@ -790,8 +791,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         md = write_report(model, x264, report_dir,
                           command=shlex.join([*PROG.split(), *args_list]))  # fmt: skip
     except SluiceError as e:
-        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        return user_error(PROG, e)
     n = len(model.table) + (len(x264.table) if x264 is not None else 0)
     print(f"{n} runs; report: {md}")
     return 0
