@@ -302,7 +302,7 @@ def ray_overhead_x264(tmp: Path, cells: int = 4) -> dict:
     scheduling, returning the records, writing them on the driver and the nodes' check.
     A first cell (not timed) starts the worker and decodes the clip on the node."""
     import ray
-    from sluice import cluster, runner
+    from sluice import cluster, pool, runner
 
     clip = ROOT / "data" / "videos" / "bbb-intro_1280x720_24fps_10s.mp4"
     trace = ROOT / "data" / "traces" / "wifi-hairpin14-70s.mahi"
@@ -316,9 +316,9 @@ def ray_overhead_x264(tmp: Path, cells: int = 4) -> dict:
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
     try:
-        runner.run_many([spec(99, "x264-warm")], backend="ray", progress=False)
+        pool.run_many([spec(99, "x264-warm")], backend="ray", progress=False)
         t0 = time.perf_counter()
-        runner.run_many([spec(s, "x264") for s in range(1, cells + 1)], backend="ray",
+        pool.run_many([spec(s, "x264") for s in range(1, cells + 1)], backend="ray",
                         jobs=1, progress=False)  # fmt: skip
         wall = time.perf_counter() - t0
     finally:

@@ -1,6 +1,6 @@
 """Runs on Ray: a local Ray, or a cluster (``--backend ray --address HOST:PORT``).
 
-:func:`run_specs` is the Ray backend of :func:`sluice.runner.run_many`. Nothing is shared but
+:func:`run_specs` is the Ray backend of :func:`sluice.pool.run_many`. Nothing is shared but
 Ray itself:
 
 - **Inputs travel with the tasks.** Trace and clip files are read here, on the driver, with

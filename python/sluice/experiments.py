@@ -3,7 +3,7 @@
 A :class:`Cell` is one run (a :class:`~sluice.runner.RunSpec` with a fixed output directory)
 and what it stands for (scheme, trace, clip, seed, the swept config values). Plans
 (:mod:`sluice.plan`) make the cells; :func:`run_cells` runs those without results on a
-process pool or Ray (:func:`~sluice.runner.run_many`) and :func:`results_table` gives one row
+process pool or Ray (:func:`~sluice.pool.run_many`) and :func:`results_table` gives one row
 per finished cell (:func:`write_table`: ``results.csv``, and ``results.parquet`` when pyarrow
 is importable).
 
@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import metrics, results
 from .errors import SluiceError
-from .runner import RunFailure, RunSpec, run_many
+from .pool import RunFailure, run_many
+from .runner import RunSpec
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -52,34 +52,13 @@ from .errors import SluiceError, core, core_errors
 PART_SCHEMA = 1
 PART_FILE = "part.json"
 EVENTS_FILE = "events.json"
-DEFAULT_LISTEN = {"sender": "127.0.0.1:5000", "relay": "127.0.0.1:5001",
-                  "receiver": "127.0.0.1:5002"}  # fmt: skip
-DEFAULT_IDLE_TIMEOUT_S = 5.0
 # Parts whose clocks started further apart than this (beyond the session) are not one session.
 ORIGIN_SLACK_S = 2.0
 
 
-def _address(text: str) -> str:
-    """``IP:PORT`` (``[IPv6]:PORT``), port 1..65535: the normalised string."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"expected IP:PORT, got {text!r}")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected IP:PORT (an IP address, not a name), "
-                                         f"got {text!r}") from None  # fmt: skip
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port in 1..65535 in {text!r}")
-    return f"[{ip}]:{int(port)}" if ip.version == 6 else f"{ip}:{int(port)}"
-
-
-_address.__name__ = "IP:PORT"
-
-
 def _ip_port(address: str) -> tuple[Any, int]:
-    """The IP and port of a normalised ``IP:PORT`` (:func:`_address`)."""
+    """The IP and port of a normalised ``IP:PORT`` (as :func:`sluice.cli.live.address`
+    writes it)."""
     host, _, port = address.rpartition(":")
     return ipaddress.ip_address(host.strip("[]")), int(port)
 
@@ -108,155 +87,19 @@ def _check_peers(listen: str, peers: list[tuple[str, str]]) -> None:
         seen[address] = flag
 
 
-def _timeout(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not 0 < v <= 86_400:
-        raise argparse.ArgumentTypeError(f"expected seconds in (0, 86400], got {text!r}")
-    return v
-
-
-_timeout.__name__ = "seconds"
-
-
-def _add_scheme(p: argparse.ArgumentParser) -> None:
-    s = p.add_mutually_exclusive_group()
-    s.add_argument("--scheme", default="webrtc", metavar="S", help="scheme (see: sluice schemes)")
-    s.add_argument("--scheme-file", metavar="FILE.json", help="a custom composition")
-
-
-def _add_endpoint(p: argparse.ArgumentParser, role: str, peers: list[tuple[str, str]]) -> None:
-    g = p.add_argument_group("endpoint")
-    g.add_argument(
-        "--listen", type=_address, default=DEFAULT_LISTEN[role], metavar="IP:PORT",
-        help=f"address this {role} listens and sends on (default {DEFAULT_LISTEN[role]}; "
-        "0.0.0.0 only if you mean every interface)",
-    )  # fmt: skip
-    for flag, what in peers:
-        g.add_argument(f"--{flag}", type=_address, required=True, metavar="IP:PORT", help=what)
-    if role == "sender":
-        g.add_argument(
-            "--idle-timeout-s", type=_timeout, default=DEFAULT_IDLE_TIMEOUT_S, metavar="S",
-            help="end once nothing came back from the peer for this long, counted from the "
-            f"start (default {DEFAULT_IDLE_TIMEOUT_S:g}; a peer that never answers: exit 2)",
-        )  # fmt: skip
-    else:
-        g.add_argument(
-            "--idle-timeout-s", type=_timeout, default=DEFAULT_IDLE_TIMEOUT_S, metavar="S",
-            help="end once no datagram came for this long (default "
-            f"{DEFAULT_IDLE_TIMEOUT_S:g}; the session otherwise ends its duration and drain "
-            "after the first datagram)",
-        )  # fmt: skip
-        g.add_argument(
-            "--start-timeout-s", type=_timeout, default=None, metavar="S",
-            help="give up (exit 2) if no datagram came from the peer in this time "
-            "(default: wait until Ctrl-C)",
-        )  # fmt: skip
-    p.add_argument("--out", metavar="DIR", default=f"results/live-{role}",
-                   help=f"where this {role}'s part goes (default results/live-{role})")  # fmt: skip
-
-
-def add_commands(lsub: Any) -> None:
-    """Adds ``send``, ``recv``, ``relay`` and ``merge`` to ``sluice live``."""
-    from . import cli
-    from .live import _probability, _window
-
-    none = {"trace": None, "uplink_trace": None, "trace_format": None, "delay_ms": None,
-            "bn_delay_ms": None, "access_delay_ms": None, "queue_bytes": None,
-            "queue_packets": None, "loss": None}  # fmt: skip
-    novideo = {"video": None, "encoder": None, "width": None, "encode_time": "measured",
-               "preset": "superfast"}  # fmt: skip
-
-    p = lsub.add_parser("send", help="the sender alone: sends to --peer (a relay or a receiver)")
-    _add_scheme(p)
-    cli._add_run(p)
-    cli._add_video(p, quality=False)
-    _add_endpoint(p, "sender", [("peer", "the relay's (or the receiver's) address")])
-    p.set_defaults(func=_leave_nothing(cmd_send), quality="none", **none)
-
-    p = lsub.add_parser("recv", help="the receiver alone: hears only --peer (the relay or the "
-                        "sender)")  # fmt: skip
-    _add_scheme(p)
-    cli._add_run(p)
-    p.add_argument(
-        "--encoder", choices=("x264", "model"), default=None,
-        help="the sender's encoder (default: the scheme's, else model): with x264 the "
-        "receiver writes the stream it reassembles (received.264)",
-    )  # fmt: skip
-    p.add_argument(
-        "--forward-rtp", type=int, default=None, metavar="PORT",
-        help="copy the received video RTP to this port on the --listen address's host (x264; "
-        "writes stream.sdp for ffmpeg or another RTP player)",
-    )  # fmt: skip
-    _add_endpoint(p, "receiver", [("peer", "the relay's (or the sender's) address")])
-    p.set_defaults(func=_leave_nothing(cmd_recv), quality="none", **none,
-                   **{k: v for k, v in novideo.items() if k != "encoder"})  # fmt: skip
-
-    p = lsub.add_parser("relay", help="the relay alone: the link (trace, queue, delay, loss) "
-                        "between --sender and --receiver")  # fmt: skip
-    _add_scheme(p)
-    cli._add_link(p)
-    cli._add_sharing(p)
-    cli._add_run(p)
-    f = p.add_argument_group("faults")
-    f.add_argument("--duplicate", type=_probability, default=0.0, metavar="P",
-                   help="deliver a media datagram twice with this probability")  # fmt: skip
-    f.add_argument("--reorder", type=_probability, default=0.0, metavar="P",
-                   help="hold a media datagram back by --reorder-ms with this probability")
-    f.add_argument("--reorder-ms", type=float, default=5.0, metavar="MS", help="(default 5)")
-    f.add_argument("--feedback-blackout", type=_window, default=None, metavar="START:END",
-                   help="drop all feedback between these times (seconds of the relay's "
-                   "clock, which starts at the sender's first datagram)")  # fmt: skip
-    f.add_argument("--garbage", type=_probability, default=0.0, metavar="P",
-                   help="after each datagram it forwards, also send the same peer a malformed "
-                   "one with this probability")  # fmt: skip
-    f.add_argument("--spoof", type=_probability, default=0.0, metavar="P",
-                   help="after each datagram it forwards, also send the same peer a spoofed "
-                   "one with this probability (see: sluice live run --help)")  # fmt: skip
-    _add_endpoint(p, "relay", [("sender", "the sender's address (only it is heard as sender)"),
-                               ("receiver", "the receiver's address")])  # fmt: skip
-    p.set_defaults(func=_leave_nothing(cmd_relay), quality="none", **novideo)
-
-    p = lsub.add_parser("merge", help="merge the parts of send, relay and recv into one result "
-                        "(the files of `live run`)")  # fmt: skip
-    p.add_argument("--sender", required=True, metavar="DIR", help="the sender's --out")
-    p.add_argument("--relay", metavar="DIR",
-                   help="the relay's --out (leave out if the sender sent to the receiver)")
-    p.add_argument("--receiver", required=True, metavar="DIR", help="the receiver's --out")
-    p.add_argument("--out", metavar="DIR",
-                   help="default results/live-<scheme>-<trace>-s<seed>")  # fmt: skip
-    p.add_argument(
-        "--quality", choices=("none", "fast", "full"), default="fast",
-        help="score VMAF/SSIM/PSNR (x264 runs; needs the sender's clip here; default fast)",
-    )  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
-    p.set_defaults(func=cmd_merge)
-
-
 # --- the endpoint commands ---------------------------------------------------------------------
 
 
-def _scheme(args: argparse.Namespace) -> tuple[str, Any]:
-    from . import cli
-
-    if args.scheme_file:
-        return cli._load_scheme_file(args.scheme_file)
-    cli._check_schemes([args.scheme])
-    return args.scheme, None
-
-
 def _spec(args: argparse.Namespace) -> Any:
-    from . import cli
+    from .cli import options
 
-    name, cfg = _scheme(args)
-    return cli._spec_from_args(args, name, cfg, None)
+    name, cfg = options.scheme_from_args(args)
+    return options.spec_from_args(args, name, cfg, None)
 
 
 def _out_dir(args: argparse.Namespace) -> Path:
     """The part's directory, created if need be (and removed again if the process fails
-    before writing anything into it: :func:`_leave_nothing`)."""
+    before writing anything into it: :func:`leave_nothing`)."""
     out = Path(args.out)
     if not str(args.out).strip():
         raise SluiceError("--out must name a directory")
@@ -269,7 +112,7 @@ def _out_dir(args: argparse.Namespace) -> Path:
     return out
 
 
-def _leave_nothing(cmd: Any) -> Any:
+def leave_nothing(cmd: Any) -> Any:
     """``cmd``, but a directory it created and left empty (it failed before writing its
     part: a port in use, no peer) is removed."""
 

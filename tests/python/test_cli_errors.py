@@ -163,10 +163,11 @@ def test_config_command(sluice):
 
 def test_bugs_are_not_user_errors(monkeypatch):
     from sluice import cli
+    from sluice.cli import tools
 
     def broken(args):
         raise ValueError("a bug")
 
-    monkeypatch.setattr(cli, "cmd_schemes", broken)
+    monkeypatch.setattr(tools, "cmd_schemes", broken)
     with pytest.raises(ValueError, match="a bug"):
         cli.main(["schemes"])

@@ -170,15 +170,15 @@ def _dies_on_seed_2(spec: RunSpec) -> tuple[bool, str]:
 
 
 def test_a_worker_that_dies_fails_only_its_own_run(tmp_path):
-    from sluice import runner
+    from sluice import pool
     from tqdm import tqdm
 
     specs = [RunSpec(overrides=(("seed", s),), out_dir=str(tmp_path / str(s))) for s in (1, 2, 3)]
     with tqdm(disable=True) as bar:
-        out = runner._run_pool(specs, 2, bar, True, fn=_dies_on_seed_2)
-    assert out == [(True, "ran 1"), (False, runner.WORKER_DIED), (True, "ran 3")]
+        out = pool._run_pool(specs, 2, bar, True, fn=_dies_on_seed_2)
+    assert out == [(True, "ran 1"), (False, pool.WORKER_DIED), (True, "ran 3")]
     with tqdm(disable=True) as bar, pytest.raises(SluiceError, match="worker process died"):
-        runner._run_pool(specs, 2, bar, False, fn=_dies_on_seed_2)
+        pool._run_pool(specs, 2, bar, False, fn=_dies_on_seed_2)
 
 
 def test_a_killed_pool_worker_is_retried_and_the_matrix_goes_on(tmp_path):

@@ -1,18 +1,17 @@
-"""``sluice browser run``: Chromium -> Sluice's trace relay -> Chromium (see
-:mod:`sluice.browser`)."""
+"""``sluice browser run``: Chromium -> Sluice's trace relay -> Chromium, or Sluice's sender or
+receiver with Chromium at the other end (the sessions are :mod:`sluice.browser.harness`)."""
 
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 from typing import Any
 
-from . import harness
+from . import options as o
 
 
 def add_commands(sub: Any) -> None:
-    from ..cli import _add_link, _add_run, _int
+    """Adds ``browser run``."""
+    from ..browser import harness
 
     p = sub.add_parser(
         "browser",
@@ -24,8 +23,8 @@ def add_commands(sub: Any) -> None:
         help="one session of headless Chromium (WebRTC) through the trace relay; results as "
         "`run`, scheme chrome",
     )
-    _add_link(r)
-    _add_run(r)
+    o.add_link(r)
+    o.add_run(r)
     v = r.add_argument_group("video")
     v.add_argument(
         "--video", metavar="CLIP", default=None,
@@ -33,7 +32,7 @@ def add_commands(sub: Any) -> None:
         "shipped bbb-intro clip)",
     )  # fmt: skip
     v.add_argument(
-        "--width", type=_int(16, "width"), default=None, metavar="W",
+        "--width", type=o.int_in(16, "width"), default=None, metavar="W",
         help=f"capture width, aspect kept (default {harness.DEFAULT_WIDTH})",
     )  # fmt: skip
     v.add_argument(
@@ -41,7 +40,7 @@ def add_commands(sub: Any) -> None:
         help="the codec the sender page asks for first (default vp8, Chromium's own)",
     )  # fmt: skip
     v.add_argument(
-        "--max-bitrate-kbps", type=_int(100, "max bitrate"), default=None, metavar="K",
+        "--max-bitrate-kbps", type=o.int_in(100, "max bitrate"), default=None, metavar="K",
         help="raise Chromium's cap on the video bitrate (x-google-max-bitrate and the "
         "encoding's maxBitrate; its default for one stream: 2500 at 720p, 1700 at 360p)",
     )  # fmt: skip
@@ -81,16 +80,27 @@ def add_commands(sub: Any) -> None:
 
 
 def cmd_browser_run(args: argparse.Namespace) -> int:
-    from ..cli import _overrides
-    from ..runner import RunSpec
+    from ..browser import harness
 
     if args.receiver == "sluice":
         return _sluice_receiver(args)
     if args.scheme is not None:
         return _sluice_sender(args)
-    spec = RunSpec(
-        scheme="webrtc",  # the relay's links only: drop-tail, as every WebRTC path
-        overrides=_overrides(args),
+    # The relay's links only: drop-tail, as every WebRTC path.
+    run_dir = harness.run(_spec(args, "webrtc"), codec=args.codec, keep_work=args.keep_work,
+                          quiet=args.json, max_kbps=args.max_bitrate_kbps,
+                          degradation="" if args.degradation == "default" else args.degradation,
+                          event_log=args.event_log)  # fmt: skip
+    o.print_summary("chrome", run_dir, args.json)
+    return 0
+
+
+def _spec(args: argparse.Namespace, scheme: str) -> Any:
+    from ..runner import RunSpec
+
+    return RunSpec(
+        scheme=scheme,
+        overrides=o.overrides(args),
         trace=args.trace,
         uplink_trace=args.uplink_trace,
         trace_format=args.trace_format,
@@ -98,68 +108,32 @@ def cmd_browser_run(args: argparse.Namespace) -> int:
         video=args.video,
         width=args.width,
     )
-    run_dir = harness.run(spec, codec=args.codec, keep_work=args.keep_work, quiet=args.json,
-                          max_kbps=args.max_bitrate_kbps,
-                          degradation="" if args.degradation == "default" else args.degradation,
-                          event_log=args.event_log)  # fmt: skip
-    return _show(run_dir, "chrome", args.json)
 
 
 def _sluice_sender(args: argparse.Namespace) -> int:
     """``browser run --scheme S``: Sluice's sender to a Chromium receiver page."""
-    from ..cli import _check_schemes, _overrides
-    from ..runner import RunSpec
+    from ..browser import harness
 
-    _check_schemes([args.scheme])
+    o.check_schemes([args.scheme])
     harness.check_scheme(args.scheme)
-    spec = RunSpec(
-        scheme=args.scheme,
-        overrides=_overrides(args),
-        trace=args.trace,
-        uplink_trace=args.uplink_trace,
-        trace_format=args.trace_format,
-        out_dir=args.out,
-        video=args.video,
-        width=args.width,
-    )
-    run_dir = harness.run_scheme(spec, keep_work=args.keep_work, quiet=args.json)
-    return _show(run_dir, f"{args.scheme} -> chrome", args.json)
+    run_dir = harness.run_scheme(_spec(args, args.scheme), keep_work=args.keep_work,
+                                 quiet=args.json)  # fmt: skip
+    o.print_summary(f"{args.scheme} -> chrome", run_dir, args.json)
+    return 0
 
 
 def _sluice_receiver(args: argparse.Namespace) -> int:
     """``browser run --receiver sluice``: Chromium's sender page to Sluice's receiver."""
-    from ..cli import _overrides
+    from ..browser import harness
     from ..errors import SluiceError
-    from ..runner import RunSpec
 
     if args.scheme is not None:
         raise SluiceError("--receiver sluice takes no --scheme: Chromium sends (for Sluice's "
                           "sender use --scheme S with the Chromium receiver)")  # fmt: skip
     if args.codec != "vp8":
         raise SluiceError("--receiver sluice takes no --codec: Chromium sends H.264 to it")
-    spec = RunSpec(
-        scheme="webrtc",  # Sluice's receiver of the webrtc scheme; the relay's links
-        overrides=_overrides(args),
-        trace=args.trace,
-        uplink_trace=args.uplink_trace,
-        trace_format=args.trace_format,
-        out_dir=args.out,
-        video=args.video,
-        width=args.width,
-    )
-    run_dir = harness.run_to_sluice(spec, keep_work=args.keep_work, quiet=args.json,
-                                    max_kbps=args.max_bitrate_kbps)  # fmt: skip
-    return _show(run_dir, "chrome -> sluice", args.json)
-
-
-def _show(run_dir: Path, label: str, as_json: bool) -> int:
-    """Prints a browser run's summary: as JSON, or as a table and where the results are."""
-    from .. import report, results
-
-    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text(encoding="utf-8"))
-    if as_json:
-        print(json.dumps(summary, indent=2))
-        return 0
-    print(report.text_table([(label, summary)]))
-    print(f"\nresults: {run_dir}")
+    # Sluice's receiver of the webrtc scheme; the relay's links.
+    run_dir = harness.run_to_sluice(_spec(args, "webrtc"), keep_work=args.keep_work,
+                                    quiet=args.json, max_kbps=args.max_bitrate_kbps)  # fmt: skip
+    o.print_summary("chrome -> sluice", run_dir, args.json)
     return 0

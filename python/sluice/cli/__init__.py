@@ -1,0 +1,77 @@
+"""The ``sluice`` command line: one module per command group.
+
+* :mod:`.run`: ``run``, ``compare``, ``matrix``, ``report``, ``plot`` (the simulator);
+* :mod:`.tools`: ``config``, ``schemes``, ``trace gen|info``;
+* :mod:`.live`: ``live run|send|recv|relay|merge`` (real UDP);
+* :mod:`.browser`: ``browser run`` (Chromium in the loop);
+* :mod:`.options`: the options, argument types and spec building they share.
+
+User mistakes (bad arguments, missing or malformed files, invalid configs and plans) are
+reported as one ``sluice: error: ...`` line on stderr with exit status 2: they are
+:class:`~sluice.errors.SluiceError` (the extension's rejections of user input are converted
+where the input is handed to it). Anything else is a bug and shows its traceback. Set
+``SLUICE_DEBUG=1`` to get the traceback of user errors too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import SluiceError
+from . import options
+
+EXIT_USAGE = options.EXIT_USAGE
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line, every group's parsers."""
+    from . import browser, live, run, tools
+
+    parser = options.Parser(
+        prog="sluice",
+        description="Sluice: pacing, congestion control and encoder control for real-time "
+        "video, compared on one simulated pipeline.",
+    )
+    parser.add_argument("--version", action="version", version=f"sluice {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for group in (run, tools, live, browser):
+        group.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the CLI; returns the exit status (also raises SystemExit for argparse errors)."""
+    from ..errors import Terminated, handle_sigterm
+
+    handle_sigterm()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = os.environ.get("SLUICE_DEBUG", "") not in ("", "0")
+    try:
+        return int(args.func(args) or 0)
+    except SluiceError as e:
+        if debug:
+            raise
+        return options.fail(str(e))
+    except BrokenPipeError:  # e.g. `sluice ... | head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except OSError as e:
+        if debug:
+            raise
+        where = f": {e.filename}" if e.filename else ""
+        return options.fail(f"{e.strerror or e}{where}")
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM (Terminated)
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():  # unwound: one line only
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("sluice: interrupted", file=sys.stderr)
+        return 143 if isinstance(e, Terminated) else 130

@@ -1,0 +1,299 @@
+"""The simulator's commands: ``sluice run``, ``compare``, ``matrix``, ``report``, ``plot``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import SluiceError
+from . import options as o
+
+
+def add_commands(sub: Any) -> None:
+    """Adds ``run``, ``compare``, ``matrix``, ``report`` and ``plot``."""
+    p = sub.add_parser("run", help="run one scheme on one trace")
+    o.add_scheme(p, "a custom composition (SchemeConfig JSON); named after the file stem")
+    o.add_network(p)
+    o.add_sharing(p)
+    o.add_seeds_and_frame_drop(p)
+    p.add_argument(
+        "--out", type=o.out_path, metavar="DIR",
+        help="default results/<scheme>-<trace>-s<seed> (with --seeds: one per seed; with --out, "
+        "DIR/s<seed>)",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("compare", help="run several schemes on the same network, in parallel")
+    p.add_argument(
+        "--schemes", default="", metavar="A,B,C", help="comma-separated registered schemes"
+    )
+    p.add_argument(
+        "--scheme-file", action="append", default=[], metavar="FILE.json",
+        help="add a custom composition (repeatable)",
+    )  # fmt: skip
+    o.add_network(p)
+    o.add_sharing(p)
+    o.add_seeds_and_frame_drop(p)
+    _add_pool(p)
+    p.add_argument("--out", type=o.out_path, metavar="DIR", help="default results/compare-<trace>")
+    p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
+    p.add_argument("--no-report", action="store_true", help="skip the HTML report (report.html)")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "matrix", help="run an experiment plan (TOML): schemes x traces x clips x seeds",
+        description="Runs the cells of PLAN that have no results yet (resumable) and writes "
+        "one results table, <results>/<name>/results.csv (and results.parquet with pyarrow). "
+        "See docs/experiments.md for the plan format.",
+    )  # fmt: skip
+    p.add_argument("plan", metavar="PLAN.toml", help="the experiment plan")
+    _add_pool(p)
+    p.add_argument(
+        "--rerun", choices=("missing", "stale", "all"), default="missing",
+        help="missing (default): cells without results for their spec; stale: also results "
+        "from another commit or a dirty checkout; all: every cell",
+    )  # fmt: skip
+    p.add_argument(
+        "--results", metavar="DIR", default="results",
+        help="results root (default results): cells go to DIR/<name>/<trace>/<clip>/<scheme>/",
+    )  # fmt: skip
+    p.add_argument("--dry-run", action="store_true", help="list the cells and what would run")
+    p.add_argument("--no-report", action="store_true", help="skip the HTML report (report.html)")
+    p.add_argument(
+        "--only", metavar="SCHEME,...", default=None,
+        help="run only the cells of these schemes (the table still has every finished cell)",
+    )  # fmt: skip
+    p.set_defaults(func=cmd_matrix)
+
+    p = sub.add_parser(
+        "report", help="one self-contained HTML page for a run, compare or matrix directory",
+        description="Writes DIR/report.html: the table with 95 %% intervals (all-slot latency "
+        "first), latency against quality per trace family, latency CDFs on a log axis, time "
+        "series, the settings the schemes differ in, and provenance. It opens offline.",
+    )  # fmt: skip
+    p.add_argument("dir", metavar="DIR", help="a run, compare or matrix results directory")
+    p.add_argument("--out", type=o.out_path, metavar="FILE", help="default DIR/report.html")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("plot", help="redraw plots from saved results")
+    p.add_argument(
+        "run_dirs", nargs="+", metavar="RUN_DIR",
+        help="run directories (or a compare directory holding them)",
+    )  # fmt: skip
+    p.add_argument(
+        "--out", type=o.out_path, metavar="DIR", help="default: the run (or compare) directory"
+    )
+    p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
+    p.set_defaults(func=cmd_plot)
+
+
+def _add_pool(p: argparse.ArgumentParser) -> None:
+    """Where the runs of ``compare`` and ``matrix`` go: processes here, or Ray."""
+    p.add_argument("--jobs", type=o.jobs, metavar="N", help="parallel runs (default: CPUs)")
+    p.add_argument("--backend", choices=("process", "ray"), default="process")
+    p.add_argument(
+        "--address", metavar="HOST:PORT", default=None,
+        help="with --backend ray: the Ray cluster to run on (default: RAY_ADDRESS, else a "
+        "local Ray); see docs/cluster.md",
+    )  # fmt: skip
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .. import report, results
+    from ..runner import run_one
+
+    name, cfg = o.scheme_from_args(args)
+    seeds = o.seeds(args)
+    if seeds is None:
+        o.print_summary(name, run_one(o.spec_from_args(args, name, cfg, args.out)), args.json)
+        return 0
+    summaries = []
+    run_dirs = []
+    for seed in seeds:
+        out = os.path.join(args.out, f"s{seed}") if args.out else None
+        spec = o.spec_from_args(args, name, cfg, out)
+        spec = replace(spec, overrides=(*spec.overrides, ("seed", seed)))
+        run_dirs.append(run_one(spec))
+        summaries.append(json.loads((run_dirs[-1] / results.SUMMARY_FILE).read_text("utf-8")))
+    if args.json:
+        print(json.dumps(summaries, indent=2))
+        return 0
+    print(report.text_table([(name, summaries)]))
+    print(f"{report.LEGEND}\n\nresults: {', '.join(str(d) for d in run_dirs)}")
+    return 0
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .. import differences, plots, pool, report, results, runner
+    from ..traces import trace_stem
+
+    names = [n.strip() for n in args.schemes.split(",") if n.strip()]
+    o.check_schemes(names)
+    entries: list[tuple[str, Any]] = [(n, None) for n in names]
+    entries += [o.load_scheme_file(f) for f in args.scheme_file]
+    if not entries:
+        raise SluiceError("give schemes to compare: --schemes a,b,c and/or --scheme-file FILE")
+    seen = [n for n, _ in entries]
+    dup = sorted({n for n in seen if seen.count(n) > 1})
+    if dup:
+        raise SluiceError(f"scheme listed twice: {', '.join(dup)}")
+    seeds = o.seeds(args)
+
+    out = Path(args.out or os.path.join("results", f"compare-{trace_stem(args.trace)}"))
+    results.check_result_dir(out, "compare directory")
+    specs = []
+    for n, cfg in entries:
+        if seeds is None:
+            specs.append(o.spec_from_args(args, n, cfg, str(out / n)))
+            continue
+        for seed in seeds:
+            spec = o.spec_from_args(args, n, cfg, str(out / n / f"s{seed}"))
+            specs.append(replace(spec, overrides=(*spec.overrides, ("seed", seed))))
+    # Configs and traces once up front, so mistakes come before any run starts.
+    cfgs = [runner.check(s) for s in specs]
+    runner.load_traces(specs[0], cfgs[0])
+    run_dirs = pool.run_many(specs, jobs=args.jobs, backend=args.backend,
+                               address=args.address)  # fmt: skip
+    runs = [results.load_run(d) for d in run_dirs]
+    by_scheme: dict[str, list[Any]] = {}
+    for r in runs:
+        by_scheme.setdefault(r.scheme, []).append(r)
+    named = [(n, [r.summary for r in rs]) for n, rs in by_scheme.items()]
+
+    cfg = cfgs[0]
+    chosen = [p for p, _ in specs[0].overrides if p != "seed"]
+    firsts = [rs[0] for rs in by_scheme.values()]
+    diffs = differences.markdown([(r.scheme, r.config) for r in firsts], chosen)
+    seed_text = (f"seeds {', '.join(map(str, seeds))}" if seeds else f"seed {cfg['seed']}")
+    header = (
+        f"# sluice compare: {args.trace}\n\n"
+        f"duration {cfg['duration_s']:g} s, {seed_text}, "
+        f"one-way delay {cfg['downlink']['delay_ms']:g} ms, "
+        + (
+            f"sender-bottleneck {cfg['downlink']['access_delay_ms']:g} ms, "
+            if cfg["downlink"].get("access_delay_ms")
+            else ""
+        )
+        + f"queue {_queue_desc(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}\n\n"
+    )
+    body = report.markdown_table(named) + "\n\n" + report.LEGEND + "\n"
+    if diffs:
+        body += ("\n## Settings the schemes differ in, which you did not choose\n\n"
+                 + diffs + "\n")  # fmt: skip
+    results.write_text(out / "compare.md", header + body)
+    results.write_text(out / "summary.csv", report.csv_text(named))
+    pngs = plots.plot_runs(firsts, out, logx=args.log_x)
+    html = None
+    if not args.no_report:
+        from ..htmlreport import write_report
+
+        html = write_report(out, command=" ".join(["sluice", *sys.argv[1:]]))
+
+    print(report.text_table(named))
+    print(report.LEGEND)
+    note = differences.note([(r.scheme, r.config) for r in firsts], chosen)
+    if note:
+        print(note)
+    print(f"\nresults: {out}")
+    print(f"table:   {out / 'compare.md'}, {out / 'summary.csv'}")
+    print(f"plots:   {', '.join(str(p) for p in pngs)}")
+    if html:
+        print(f"report:  {html}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..errors import output_file
+    from ..htmlreport import write_report
+
+    if args.out:
+        output_file(args.out, "--out")
+    path = write_report(args.dir, args.out, command=" ".join(["sluice", *sys.argv[1:]]))
+    print(f"report: {path}")
+    return 0
+
+
+def _queue_desc(link: dict[str, Any]) -> str:
+    if link.get("queue_bytes"):
+        return f"{link['queue_bytes']} B"
+    if link.get("queue_packets"):
+        return f"{link['queue_packets']} packets"
+    return "unlimited"
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from .. import plan as plans
+
+    p = plans.load_plan(args.plan)
+    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    res = plans.run_plan(
+        p, args.results, jobs=args.jobs, backend=args.backend, rerun=args.rerun, only=only,
+        dry_run=args.dry_run, address=args.address,
+    )  # fmt: skip
+    if args.dry_run:
+        todo = {c.run_dir for c in res.todo}
+        for c in res.cells:
+            if c.run_dir in todo:
+                state = "run "
+            elif only and c.scheme not in only:
+                state = "skip"
+            else:
+                state = "done"
+            print(f"{state}  {c.scheme}  {c.trace}  {c.clip}  s{c.seed}  {c.run_dir}")
+        print(f"{p.name}: {len(res.cells)} cells, {len(res.todo)} to run")
+        return 0
+    assert res.outcome is not None
+    for cell, msg in res.outcome.failed:
+        print(f"sluice: cell {cell.run_dir} failed: {msg}", file=sys.stderr)
+    print(f"{p.name}: {len(res.cells)} cells, {len(res.outcome.ran)} run now, "
+          f"{len(res.table)} with results")  # fmt: skip
+    if len(res.table):
+        from .. import report
+
+        t = res.table
+        named = [(sch, t[t["scheme"] == sch].to_dict("records"))
+                 for sch in dict.fromkeys(t["scheme"])]  # fmt: skip
+        print(report.text_table(named))
+        print(report.LEGEND)
+    print(f"table: {', '.join(str(x) for x in res.paths)}")
+    if len(res.table) and not args.no_report:
+        from ..htmlreport import write_report
+
+        html = write_report(Path(res.paths[0]).parent,
+                            command=" ".join(["sluice", *sys.argv[1:]]))  # fmt: skip
+        print(f"report: {html}")
+    if res.outcome.failed:
+        return o.fail(f"{len(res.outcome.failed)} of {len(res.todo)} runs failed (see above)")
+    return 0
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .. import plots, results
+
+    dirs: list[Path] = []
+    for d in map(Path, args.run_dirs):
+        if results.is_run_dir(d):
+            dirs.append(d)
+        elif d.is_dir() and (subs := sorted(s for s in d.iterdir() if results.is_run_dir(s))):
+            dirs.extend(subs)  # a compare directory
+        elif not d.exists():
+            raise SluiceError(f"no such run directory: {d}")
+        else:
+            raise SluiceError(f"not a sluice run directory (no {results.RUN_FILE}): {d}")
+    runs = [results.load_run(d) for d in dirs]
+    if args.out:
+        out = Path(args.out)
+    elif len(args.run_dirs) == 1:
+        out = Path(args.run_dirs[0])
+    else:
+        out = Path(os.path.commonpath([str(d.resolve().parent) for d in dirs]))
+    for p in plots.plot_runs(runs, out, logx=args.log_x):
+        print(p)
+    return 0
+
+
+# --- entry point ----------------------------------------------------------------------------
+
