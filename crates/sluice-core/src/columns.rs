@@ -14,6 +14,10 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::borrow::Cow;
 use std::fmt;
 
+/// The frame column an encoder controller sets to `true` on frames it adapted to the network
+/// (MAE: encoded with the tight VBV); the summary's `adaptation_ratio` counts them.
+pub const ADAPTED_COLUMN: &str = "encoder_adapted";
+
 /// A column name or text value: static when written by a component, owned when read back.
 pub type Name = Cow<'static, str>;
 

@@ -26,6 +26,7 @@ pub mod scheme;
 pub mod sender;
 pub mod session;
 pub mod sim;
+pub mod stats;
 pub mod units;
 
 /// `v` if it is finite, else `fallback` (configurations are user input).

@@ -31,10 +31,11 @@
 //! * `bwe_ratio`: mean target rate over mean link capacity, both time-averaged over the
 //!   samples.
 
-use crate::columns::{Columns, Value};
+use crate::columns::{Columns, Value, ADAPTED_COLUMN};
 use crate::packet::PacketKind;
 use crate::receiver::ReceiverEvent;
 use crate::sender::SenderEvent;
+use crate::stats::{percentile, tail_mean};
 use crate::units::{TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -346,17 +347,6 @@ impl Recorder {
     }
 }
 
-/// Linear-interpolation percentile (numpy's default) of sorted values.
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q / 100.0 * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
-
 /// Link-level totals the summary needs.
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -375,9 +365,6 @@ pub struct LinkTotals {
 pub const STALL_INTERVAL: TimeDelta = TimeDelta::from_ms(100);
 /// Latency threshold of MAE §6.1.
 pub const STALL_LATENCY: TimeDelta = TimeDelta::from_ms(200);
-/// The frame column an encoder controller sets to `true` on frames it adapted to the network
-/// (MAE: encoded with the tight VBV); `adaptation_ratio` counts them.
-pub const ADAPTED_COLUMN: &str = "encoder_adapted";
 
 impl LatencySummary {
     /// Mean, percentiles and maximum of latencies in microseconds, in milliseconds.
@@ -396,15 +383,6 @@ impl LatencySummary {
             tail10_mean: tail_mean(&lat, 0.10),
         }
     }
-}
-
-/// Mean of the largest `share` of sorted values (at least one; NaN when empty).
-fn tail_mean(sorted: &[f64], share: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let n = ((sorted.len() as f64 * share).ceil() as usize).clamp(1, sorted.len());
-    sorted[sorted.len() - n..].iter().sum::<f64>() / n as f64
 }
 
 /// Per capture slot (in source order): capture time and the latency Salsify's rule gives it
@@ -642,14 +620,6 @@ mod tests {
         assert_eq!(freezes(&t), (1, 0.2));
         assert_eq!(freezes(&[]), (0, 0.0));
         assert_eq!(freezes(&[5]), (0, 0.0));
-    }
-
-    #[test]
-    fn percentile_matches_numpy_linear() {
-        let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile(&v, 50.0), 2.5);
-        assert!((percentile(&v, 95.0) - 3.85).abs() < 1e-12);
-        assert_eq!(percentile(&v, 100.0), 4.0);
     }
 
     #[test]

@@ -85,7 +85,7 @@ fn latencies_ms(frames: &[FrameRecord], from_us: i64, to_us: i64) -> Vec<f64> {
 }
 
 fn p(v: &[f64], q: f64) -> f64 {
-    sluice_core::metrics::percentile(v, q)
+    sluice_core::stats::percentile(v, q)
 }
 
 fn is_true(f: &FrameRecord, col: &str) -> bool {

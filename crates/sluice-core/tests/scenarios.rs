@@ -43,7 +43,7 @@ fn p95(frames: &[&FrameRecord]) -> f64 {
     let mut v: Vec<f64> =
         frames.iter().map(|f| f.latency_us.map_or(f64::INFINITY, |l| l as f64 / 1e3)).collect();
     v.sort_by(|a, b| a.total_cmp(b));
-    sluice_core::metrics::percentile(&v, 95.0)
+    sluice_core::stats::percentile(&v, 95.0)
 }
 
 /// Delivered over capacity between two times, from the samples.
@@ -149,7 +149,7 @@ fn webrtc_recovers_after_a_30_to_3_mbps_step() {
         let mut v: Vec<f64> =
             after.iter().filter_map(|f| f.latency_us).map(|l| l as f64 / 1e3).collect();
         v.sort_by(|a, b| a.total_cmp(b));
-        sluice_core::metrics::percentile(&v, 50.0)
+        sluice_core::stats::percentile(&v, 50.0)
     };
     assert!(p50_after < 100.0, "median from 15 s on {p50_after:.1} ms");
     let last = r.samples.last().unwrap();

@@ -176,7 +176,7 @@ impl EncoderController for Mae {
         columns.size("mae_vbv_buffer_bytes", Some(buffer));
         columns.bool("mae_tight", tight);
         columns.float("mae_pre_reaction_level", ctx.cc_signals.pre_reaction_level);
-        columns.bool(crate::metrics::ADAPTED_COLUMN, tight);
+        columns.bool(crate::columns::ADAPTED_COLUMN, tight);
         let rate_control = RateControl {
             vbv_buffer: buffer,
             ..RateControl::abr_vbv(ctx.cc_target, TimeDelta::ZERO)

@@ -15,7 +15,7 @@
 //!   removed), so the ratio carries no constant bias.
 //! * Eq. 3: `alpha = min(P / Percentile_lambda(normalised d_i), 1)` over the frames whose
 //!   service ended in the last `window_ms` (D = 1 s, §4; the brief's A3 default), percentile
-//!   by linear interpolation ([`crate::metrics::percentile`], A4); recomputed every
+//!   by linear interpolation ([`crate::stats::percentile`], A4); recomputed every
 //!   `update_interval_ms` (1 s, §4) at the first plan at or after the due time.
 //! * "We also apply an EWMA smoothing over the values of alpha" (§4, weight unstated): weight
 //!   0.25 on the new value, alpha kept in [0.05, 1], starting at 1 (the third-party crate's
@@ -104,7 +104,7 @@ pub fn raw_alpha(normalised_ms: &[f64], p_ms: f64, lambda: f64) -> Option<f64> {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let q = if lambda.is_finite() { lambda.clamp(0.0, 1.0) } else { 0.9 } * 100.0;
-    let x = crate::metrics::percentile(&v, q);
+    let x = crate::stats::percentile(&v, q);
     if x <= 0.0 {
         return Some(1.0);
     }

@@ -24,6 +24,7 @@ pub mod flow_stats;
 pub mod fq_codel;
 pub mod frame_drop;
 pub mod oracle;
+pub mod queue_report;
 pub mod trace;
 pub mod trace_gen;
 

@@ -16,7 +16,7 @@
 //! +-25 % over 20 ms at 2 Mbps); the period is `RTT_BN` (Co-RTV's feedback period), or
 //! `interval_ms`; the report travels the same bottleneck-sender path as Co-RTV's.
 
-use super::bottleneck::QueueReporter;
+use super::queue_report::QueueReporter;
 use super::{QueueLimit, QueueView};
 use crate::packet::FlowId;
 use crate::units::{DataSize, TimeDelta, Timestamp};
