@@ -29,9 +29,10 @@ use crate::packet::PacketKind;
 use crate::receiver::Receiver;
 use crate::sender::Sender;
 use crate::session::{
-    build_access_links, build_links, build_receiver, build_sender, ConfigError, RunConfig,
+    build_access_links, build_links, build_receiver, build_sender, ConfigError, LinkReading,
+    RunConfig, Sampler,
 };
-use crate::units::{DataSize, TimeDelta, Timestamp};
+use crate::units::{TimeDelta, Timestamp};
 use network::{Network, NodeId, IN, OUT, REPORT};
 use std::sync::Arc;
 
@@ -57,13 +58,10 @@ pub struct Simulation {
     uplink: NodeId,
     recorder: Recorder,
     samples: Vec<Sample>,
-    sample_interval: TimeDelta,
-    next_sample: Timestamp,
+    sampler: Sampler,
     capture_end: Timestamp,
     end: Timestamp,
     downlink_trace: Option<Arc<Trace>>,
-    last_sent_bytes: i64,
-    last_delivered_bytes: i64,
     /// The competing flows and their per-flow series (`None`: the media flow alone).
     flows: Option<flows::Flows>,
 }
@@ -136,13 +134,10 @@ impl Simulation {
                 Recorder::default()
             },
             samples: Vec::new(),
-            sample_interval,
-            next_sample: now + sample_interval,
+            sampler: Sampler::new(sample_interval, now, capture_end),
             capture_end,
             end: capture_end + TimeDelta::from_secs_f64(cfg.drain_s),
             downlink_trace,
-            last_sent_bytes: 0,
-            last_delivered_bytes: 0,
             flows,
         })
     }
@@ -216,51 +211,33 @@ impl Simulation {
     fn take_sample(&mut self) {
         let mut flows = self.flows.take();
         let now = self.now;
-        let interval = self.sample_interval;
-        let sender = self.sender();
-        let down = self.link(self.downlink);
+        let interval = self.sampler.interval();
+        // The nodes through the network alone, so the sampler can be borrowed beside them.
+        let network = &self.network;
+        let down = network.get::<Link>(self.downlink).expect("a link node is a Link");
+        let sender = network.get::<Sender>(self.sender).expect("the sender node is a Sender");
         let stats = down.stats();
-        let control = sender.control_update();
-        let mut columns = crate::columns::Columns::default();
-        sender.debug_columns(&mut columns);
-        down.debug_columns(&mut columns);
         let capacity_bps = match &self.downlink_trace {
             Some(t) => (t.capacity_between(now - interval, now) / interval).as_bps(),
             None => 0,
         };
-        let sent = self.recorder.sent_bytes_total;
         // With competing flows the media flow's keys stay its own (flow 0 at the bottleneck).
         let flow0 = down.flow_stats().filter(|_| flows.is_some());
-        let delivered = flow0.map_or(stats.delivered_bytes, |t| t.delivered_bytes(0));
-        let lost_packets = flow0.map_or(stats.dropped_packets(), |t| t.dropped_packets(0));
-        if let (Some(f), Some(table)) = (&mut flows, down.flow_stats()) {
-            f.sample(now, interval, table, &mut columns);
-        }
-        let sample = Sample {
-            t_us: now.as_us(),
-            target_rate_bps: control.target_rate.as_bps(),
-            encoder_rate_bps: control.encoder_rate.as_bps(),
-            pacing_rate_bps: Some(sender.pacing_rate())
-                .filter(|r| r.is_finite())
-                .map(|r| r.as_bps()),
-            link_capacity_bps: capacity_bps,
-            send_rate_bps: (DataSize::from_bytes(sent - self.last_sent_bytes) / interval).as_bps(),
-            delivered_rate_bps: (DataSize::from_bytes(delivered - self.last_delivered_bytes)
-                / interval)
-                .as_bps(),
+        let link = LinkReading {
+            capacity_bps,
+            delivered_bytes: flow0.map_or(stats.delivered_bytes, |t| t.delivered_bytes(0)),
             queue_bytes: down.queue_bytes().as_bytes(),
             queue_packets: down.queue_packets() as u64,
             queue_delay_us: down.last_queue_delay().as_us(),
-            pacer_queue_bytes: sender.pacer_queue_size().as_bytes(),
-            pacer_delay_us: sender.pacer_oldest_queue_time(now).as_us(),
-            rtt_us: sender.smoothed_rtt().map(|r| r.as_us()),
-            in_flight_bytes: sender.bytes_in_flight().as_bytes(),
-            cwnd_bytes: control.congestion_window.map(|w| w.as_bytes()),
-            lost_packets,
-            columns,
+            lost_packets: flow0.map_or(stats.dropped_packets(), |t| t.dropped_packets(0)),
         };
-        self.last_sent_bytes = sent;
-        self.last_delivered_bytes = delivered;
+        let sent = self.recorder.sent_bytes_total;
+        let sample = self.sampler.take(now, sender, sent, link, |columns| {
+            down.debug_columns(columns);
+            if let (Some(f), Some(table)) = (&mut flows, down.flow_stats()) {
+                f.sample(now, interval, table, columns);
+            }
+        });
         self.samples.push(sample);
         self.flows = flows;
     }
@@ -279,17 +256,11 @@ impl Simulation {
             if self.failure().is_some() {
                 break;
             }
-            if self.now >= self.next_sample && self.now <= self.capture_end {
+            if self.now >= self.sampler.poll_timeout() && self.now <= self.capture_end {
                 self.take_sample();
-                self.next_sample += self.sample_interval;
             }
             // No samples after the end of capture (the drain only lets frames arrive).
-            let next = if self.next_sample <= self.capture_end {
-                self.next_sample
-            } else {
-                Timestamp::INFINITY
-            };
-            let next = next.min(self.network.poll_timeout());
+            let next = self.sampler.poll_timeout().min(self.network.poll_timeout());
             // A node whose timeout is already due after settling would spin: step past it.
             let next = next.max(self.now + TimeDelta::from_us(1));
             if next > until {
@@ -324,7 +295,7 @@ impl Simulation {
             arrived_packets: stats.arrived_packets,
             dropped_packets: stats.dropped_packets(),
             policy_dropped_packets: stats.dropped_policy_packets,
-            delivered_bytes: self.last_delivered_bytes,
+            delivered_bytes: self.sampler.delivered_bytes(),
             capacity_bytes,
         };
         let table = self.link(self.downlink).flow_stats();

@@ -2,10 +2,10 @@
 
 use super::{Endpoint, Role, SharedLink, Spoofed, FRAMES_KEPT, PLI_MIN_INTERVAL};
 use crate::wire::{self, SentNumbers, WireError};
-use sluice_core::columns::Columns;
 use sluice_core::metrics::Sample;
 use sluice_core::packet::{Datagram, Feedback, Packet, PacketKind, UDP_IP_OVERHEAD};
 use sluice_core::sender::{Sender, SenderEvent};
+use sluice_core::session::{LinkReading, Sampler};
 use sluice_core::units::{DataSize, TimeDelta, Timestamp};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -19,12 +19,8 @@ pub struct SenderEndpoint {
     padding_seq: u16,
     pub events: Vec<SenderEvent>,
     pub samples: Vec<Sample>,
-    sample_interval: TimeDelta,
-    next_sample: Timestamp,
-    capture_end: Timestamp,
+    sampler: Sampler,
     sent_bytes: i64,
-    last_sent_bytes: i64,
-    last_delivered_bytes: i64,
     /// Each flow's delivered bytes at the last sample (cross traffic in the relay).
     last_flow_delivered: std::collections::BTreeMap<u32, i64>,
     link: Option<SharedLink>,
@@ -124,12 +120,8 @@ impl SenderEndpoint {
             padding_seq: 0,
             events: Vec::new(),
             samples: Vec::new(),
-            sample_interval,
-            next_sample: now + sample_interval,
-            capture_end,
+            sampler: Sampler::new(sample_interval, now, capture_end),
             sent_bytes: 0,
-            last_sent_bytes: 0,
-            last_delivered_bytes: 0,
             last_flow_delivered: std::collections::BTreeMap::new(),
             link,
             malformed: 0,
@@ -228,7 +220,7 @@ impl SenderEndpoint {
     /// The bytes the downlink had delivered at the last sample: the simulator's utilisation
     /// counts these (not what is delivered while the session drains).
     pub fn delivered_bytes_sampled(&self) -> i64 {
-        self.last_delivered_bytes
+        self.sampler.delivered_bytes()
     }
 
     fn drain_events(&mut self) {
@@ -249,45 +241,27 @@ impl SenderEndpoint {
     }
 
     fn take_sample(&mut self, now: Timestamp) {
-        let interval = self.sample_interval;
-        let control = self.sender.control_update();
-        let mut columns = Columns::default();
-        self.sender.debug_columns(&mut columns);
+        let interval = self.sampler.interval();
         let link = self.link.as_ref().and_then(|l| l.lock().ok().map(|s| s.clone()));
         let link = link.unwrap_or_default();
-        columns.set_all(&link.columns);
-        for &(flow, bytes) in &link.flow_delivered_bytes {
-            let last = self.last_flow_delivered.insert(flow, bytes).unwrap_or(0);
-            let rate = DataSize::from_bytes(bytes - last) / interval;
-            columns.rate(format!("flow{flow}_rate_bps"), Some(rate));
-        }
-        let sent = self.sent_bytes;
-        self.samples.push(Sample {
-            t_us: now.as_us(),
-            target_rate_bps: control.target_rate.as_bps(),
-            encoder_rate_bps: control.encoder_rate.as_bps(),
-            pacing_rate_bps: Some(self.sender.pacing_rate())
-                .filter(|r| r.is_finite())
-                .map(|r| r.as_bps()),
-            link_capacity_bps: link.link_capacity_bps,
-            send_rate_bps: (DataSize::from_bytes(sent - self.last_sent_bytes) / interval).as_bps(),
-            delivered_rate_bps: (DataSize::from_bytes(
-                link.delivered_bytes - self.last_delivered_bytes,
-            ) / interval)
-                .as_bps(),
+        let reading = LinkReading {
+            capacity_bps: link.link_capacity_bps,
+            delivered_bytes: link.delivered_bytes,
             queue_bytes: link.queue_bytes,
             queue_packets: link.queue_packets,
             queue_delay_us: link.queue_delay_us,
-            pacer_queue_bytes: self.sender.pacer_queue_size().as_bytes(),
-            pacer_delay_us: self.sender.pacer_oldest_queue_time(now).as_us(),
-            rtt_us: self.sender.smoothed_rtt().map(|r| r.as_us()),
-            in_flight_bytes: self.sender.bytes_in_flight().as_bytes(),
-            cwnd_bytes: control.congestion_window.map(|w| w.as_bytes()),
             lost_packets: link.dropped_packets,
-            columns,
+        };
+        let last_flow_delivered = &mut self.last_flow_delivered;
+        let sample = self.sampler.take(now, &self.sender, self.sent_bytes, reading, |columns| {
+            columns.set_all(&link.columns);
+            for &(flow, bytes) in &link.flow_delivered_bytes {
+                let last = last_flow_delivered.insert(flow, bytes).unwrap_or(0);
+                let rate = DataSize::from_bytes(bytes - last) / interval;
+                columns.rate(format!("flow{flow}_rate_bps"), Some(rate));
+            }
         });
-        self.last_sent_bytes = sent;
-        self.last_delivered_bytes = link.delivered_bytes;
+        self.samples.push(sample);
     }
 
     fn packet_bytes(&mut self, p: &Packet) -> Result<Vec<u8>, WireError> {
@@ -342,9 +316,9 @@ impl Endpoint for SenderEndpoint {
             self.sender.handle_timeout(now);
         }
         self.drain_events();
-        while self.next_sample <= now && self.next_sample <= self.capture_end {
-            self.take_sample(self.next_sample);
-            self.next_sample += self.sample_interval;
+        // Every sample due by now, each at its own time (a late wake-up catches up).
+        while self.sampler.poll_timeout() <= now {
+            self.take_sample(self.sampler.poll_timeout());
         }
     }
 
@@ -372,11 +346,7 @@ impl Endpoint for SenderEndpoint {
     }
 
     fn poll_timeout(&self) -> Timestamp {
-        let sample = if self.next_sample <= self.capture_end {
-            self.next_sample
-        } else {
-            Timestamp::INFINITY
-        };
+        let sample = self.sampler.poll_timeout();
         let restart = self.restart_at.unwrap_or(Timestamp::INFINITY);
         self.sender.poll_timeout().min(sample).min(restart)
     }
