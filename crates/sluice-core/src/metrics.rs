@@ -119,6 +119,62 @@ pub struct Sample {
     pub columns: Columns,
 }
 
+/// The fixed columns of the three record kinds of a run's records (`run.jsonl`: `frame`,
+/// `skip`, `sample`), in their order: [`FrameRecord`], [`SkipRecord`] and [`Sample`] as they
+/// serialise, without the named columns ([`Columns`]) each record adds after them. Python's
+/// readers take their column lists from here (`_core.record_schema()`), so a field added to a
+/// record is a column everywhere.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RecordSchema {
+    pub frame: &'static [&'static str],
+    pub skip: &'static [&'static str],
+    pub sample: &'static [&'static str],
+}
+
+/// The record schema (a test checks it against the records' serialisation).
+pub const RECORD_SCHEMA: RecordSchema = RecordSchema {
+    frame: &[
+        "frame_id",
+        "source_index",
+        "capture_us",
+        "encode_start_us",
+        "encode_end_us",
+        "size_bytes",
+        "is_keyframe",
+        "qp",
+        "target_rate_bps",
+        "packets",
+        "ref_frame_id",
+        "first_packet_sent_us",
+        "last_packet_sent_us",
+        "pacer_head_us",
+        "completed_us",
+        "displayed_us",
+        "latency_us",
+        "discarded",
+        "purged",
+    ],
+    skip: &["source_index", "capture_us", "reason"],
+    sample: &[
+        "t_us",
+        "target_rate_bps",
+        "encoder_rate_bps",
+        "pacing_rate_bps",
+        "link_capacity_bps",
+        "send_rate_bps",
+        "delivered_rate_bps",
+        "queue_bytes",
+        "queue_packets",
+        "queue_delay_us",
+        "pacer_queue_bytes",
+        "pacer_delay_us",
+        "rtt_us",
+        "in_flight_bytes",
+        "cwnd_bytes",
+        "lost_packets",
+    ],
+};
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LatencySummary {
     pub mean: f64,
@@ -620,6 +676,28 @@ mod tests {
         assert_eq!(freezes(&t), (1, 0.2));
         assert_eq!(freezes(&[]), (0, 0.0));
         assert_eq!(freezes(&[5]), (0, 0.0));
+    }
+
+    #[test]
+    fn the_record_schema_is_what_the_records_serialise_to() {
+        fn keys<T: Serialize>(record: &T) -> Vec<String> {
+            let v = serde_json::to_value(record).unwrap();
+            v.as_object().unwrap().keys().cloned().collect()
+        }
+        fn sorted(names: &[&str]) -> Vec<String> {
+            let mut v: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+            v.sort();
+            v
+        }
+        let skip = SkipRecord { source_index: 0, capture_us: 0, reason: "x".into() };
+        // serde_json's map is ordered by key: compare as sets, and no name twice.
+        assert_eq!(keys(&FrameRecord::default()), sorted(RECORD_SCHEMA.frame));
+        assert_eq!(keys(&skip), sorted(RECORD_SCHEMA.skip));
+        assert_eq!(keys(&Sample::default()), sorted(RECORD_SCHEMA.sample));
+        // The order is the structs' (the files' column order): the first and last fields.
+        assert_eq!(RECORD_SCHEMA.frame.first(), Some(&"frame_id"));
+        assert_eq!(RECORD_SCHEMA.frame.last(), Some(&"purged"));
+        assert_eq!(RECORD_SCHEMA.sample.last(), Some(&"lost_packets"));
     }
 
     #[test]

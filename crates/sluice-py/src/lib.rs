@@ -329,6 +329,14 @@ fn summarize_records(records_json: &str) -> PyResult<String> {
     serde_json::to_string(&summary).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// The fixed columns of the frame, skip and sample records (JSON: `{"frame": [...], "skip":
+/// [...], "sample": [...]}`), `sluice_core::metrics::RECORD_SCHEMA`.
+#[pyfunction]
+fn record_schema() -> PyResult<String> {
+    serde_json::to_string(&sluice_core::metrics::RECORD_SCHEMA)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// The clip frame shown at session frame `index` of a `frames`-frame clip (played back and
 /// forth, `sluice_core::encoder::clip_frame`): the quality scorer reads the same reference
 /// frames the encoder got.
@@ -341,6 +349,7 @@ fn clip_frame(index: u64, frames: u64) -> u64 {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clip_frame, m)?)?;
     m.add_function(wrap_pyfunction!(summarize_records, m)?)?;
+    m.add_function(wrap_pyfunction!(record_schema, m)?)?;
     m.add_class::<PyTrace>()?;
     m.add_class::<PySimulation>()?;
     m.add_class::<live::PyLiveRun>()?;
