@@ -123,18 +123,22 @@ clean:
 	cargo clean
 	rm -rf $(VENV) results bench/out
 
-# Sluice's combined scheme (issue 31): the leaderboard (with `combined`), its ablations and the
-# held-out check (traces and clips from ../shared, which the project does not ship), then
-# docs/results/combined.md.
+# Sluice's combined scheme (issue 31): the leaderboard (with `combined`), its ablations, the
+# candidates it was chosen from and the held-out checks (traces and clips from ../shared, which
+# the project does not ship), then docs/results/combined.md.
 .PHONY: combined-report
 combined-report: build
 	$(SLUICE) matrix experiments/leaderboard.toml --no-report $(LEADERBOARD_ARGS)
 	$(SLUICE) matrix experiments/combined-ablations.toml --no-report $(LEADERBOARD_ARGS)
 	$(SLUICE) matrix experiments/checks/combined-heldout.toml --no-report $(LEADERBOARD_ARGS)
 	$(SLUICE) matrix experiments/combined-ablations-all.toml --no-report $(LEADERBOARD_ARGS)
+	$(SLUICE) matrix experiments/combined-candidates.toml --no-report $(LEADERBOARD_ARGS)
+	$(SLUICE) matrix experiments/checks/combined-candidates-heldout.toml --no-report \
+		$(LEADERBOARD_ARGS)
 	$(PY) -m sluice.analysis.combined results/leaderboard --ablations results/combined-ablations \
 		--heldout results/combined-heldout --ablations-all results/combined-ablations-all \
-		--report-dir docs/results
+		--candidates results/combined-candidates \
+		--candidates-heldout results/combined-candidates-heldout --report-dir docs/results
 
 # Sluice's `webrtc` against real Chromium (issue 25): runs experiments/chrome-fidelity.toml's
 # missing cells (the live and browser ones in real time, one at a time: about 40 minutes) and

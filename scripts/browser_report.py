@@ -3,6 +3,7 @@
 trace in the simulator (Sluice's receiver model).
 
     python scripts/browser_report.py [--out results/browser-report] [--duration 20]
+        [--again SCHEME]
 
 Runs the missing cells (browser runs in real time, one at a time) and writes the report. A
 cell whose run directory is gone keeps the raw numbers the committed report has for it
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -120,10 +122,20 @@ def main() -> int:
     ap.add_argument("--report", default="docs/results/browser.md")
     ap.add_argument("--rerun", action="store_true",
                     help="run every cell without results, not only those the report lacks")
+    ap.add_argument("--again", action="append", default=[], metavar="SCHEME",
+                    choices=SCHEMES,
+                    help="run this scheme's cells again (repeatable): its run directories "
+                    "are replaced and the report's earlier numbers for it are not kept (after "
+                    "the scheme's definition changed)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     committed = {} if args.rerun else committed_cells(Path(args.report))
+    for scheme in args.again:
+        committed = {k: v for k, v in committed.items() if k[0] != scheme}
+        for trace in TRACES:
+            for kind in ("browser", "sim"):
+                shutil.rmtree(out / f"{kind}-{scheme}-{stem(trace)}", ignore_errors=True)
     rows, kept = [], []
     for trace in TRACES:
         for scheme in SCHEMES:

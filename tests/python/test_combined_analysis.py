@@ -93,6 +93,25 @@ def test_verdict_pools_slots_and_applies_the_issues_tests(tmp_path, capsys):
     fronts = part.split("| family |", 1)[1]
     assert fronts.startswith(" combined-no-mae on the front") and "`combined`" not in fronts
 
+    # Candidates (a base and overrides) judged in combined's place, and the chosen one held
+    # out: the recipe from the results' plan, the rule's tests, the held-out verdict.
+    cand = tmp_path / "cand.toml"
+    cand.write_text(PLAN.replace('name = "combined-tiny"', 'name = "cand"').replace(
+        '[[scheme]]\nname = "combined"\n[[scheme]]\nname = "mae"\n[[scheme]]\nname = "webrtc"\n',
+        '[[scheme]]\nname = "fast-pacer"\nbase = "webrtc"\nset = { "cc.pacing_factor" = 2.5 }\n'))
+    assert cli(["matrix", str(cand), "--jobs", "2", "--no-report", "--results", str(root)]) == 0
+    assert combined.main([str(root / "combined-tiny"), "--ablations", str(root / "combined-tiny"),
+                          "--heldout", str(root / "combined-tiny"),
+                          "--candidates", str(root / "cand"),
+                          "--candidates-heldout", str(root / "cand"),
+                          "--report-dir", str(rep)]) == 0  # fmt: skip
+    chosen = (rep / "combined.md").read_text().split("## How `combined` was chosen", 1)[1]
+    row = next(line for line in chosen.splitlines() if line.startswith("| `fast-pacer` |"))
+    assert "`webrtc` with `cc.pacing_factor` = `2.5`" in row
+    assert "of 1 |" in row  # of the four rivals only `mae` ran here
+    assert "`fast-pacer` on the held-out cells" in chosen
+    assert "| `mae` | 2 |" in chosen.split("on the held-out cells", 1)[1]
+
     # Without combined's runs: one line and exit 2.
     only = tmp_path / "only.toml"
     only.write_text(PLAN.replace('name = "combined-tiny"', 'name = "no-combined"').replace(

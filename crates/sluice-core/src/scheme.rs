@@ -231,21 +231,31 @@ fn vidaptive(
     }
 }
 
-/// The `combined` scheme and its ablations (docs/results/combined.md): GCC with MAE's
-/// 100 ms trendline, MAE's pre-reaction (the authors' rule, `mae`) tightening x264's VBV when
-/// `mae` is on (ABR + VBV(0.5 s) otherwise), the leaky-bucket pacer at `pacing_factor` x the
-/// target, and libwebrtc's frame dropping (frame dropper + cwnd-pushback drops) when
-/// `frame_drop` is on. Each part is one registered mechanism; only their combination is new.
-fn combined(mae: bool, pacing_factor: f64, frame_drop: bool) -> SchemeConfig {
-    let (cc, encoder_controller) = if mae {
-        (
-            gcc_100ms(Some(pre_reaction_ratio_from_scaling_factor(2.0))),
-            EncoderControllerConfig::Mae(MaeConfig { mode: MaeMode::Code, ..Default::default() }),
-        )
+/// The `combined` scheme and its ablations (docs/results/combined.md): GCC with libwebrtc's
+/// own 20-packet trendline (`trendline_100ms`: MAE's 100 ms window instead, the first
+/// `combined`), MAE's pre-reaction (the authors' rule, `mae`) on that trendline tightening
+/// x264's VBV when `mae` is on (ABR + VBV(0.5 s) otherwise), the leaky-bucket pacer at
+/// `pacing_factor` x the target, and libwebrtc's frame dropping (frame dropper +
+/// cwnd-pushback drops) when `frame_drop` is on. Each part is one registered mechanism; only
+/// their combination is new.
+fn combined(
+    mae: bool,
+    trendline_100ms: bool,
+    pacing_factor: f64,
+    frame_drop: bool,
+) -> SchemeConfig {
+    let pre_reaction = mae.then(|| pre_reaction_ratio_from_scaling_factor(2.0));
+    let gcc = if trendline_100ms {
+        let CcConfig::Gcc(g) = gcc_100ms(pre_reaction) else { unreachable!("gcc_100ms is GCC") };
+        g
     } else {
-        (gcc_100ms(None), EncoderControllerConfig::default())
+        GccConfig { pre_reaction_ratio: pre_reaction, ..Default::default() }
     };
-    let CcConfig::Gcc(gcc) = cc else { unreachable!("gcc_100ms builds GCC") };
+    let encoder_controller = if mae {
+        EncoderControllerConfig::Mae(MaeConfig { mode: MaeMode::Code, ..Default::default() })
+    } else {
+        EncoderControllerConfig::default()
+    };
     SchemeConfig {
         pacer: leaky(),
         cc: CcConfig::Gcc(GccConfig { pacing_factor, ..gcc }),
@@ -616,31 +626,38 @@ pub fn registry() -> Vec<SchemeInfo> {
         },
         SchemeInfo {
             name: "combined",
-            description: "Sluice's combination (docs/results/combined.md): MAE's VBV pre-reaction as `mae` (x264's VBV 40 ms of the target on each frame whose GCC trend is above the over-use threshold, GCC with the 100 ms trendline) + the leaky-bucket pacer at 2.5x the target (libwebrtc's legacy factor, `webrtc-b`: a frame leaves in 40 % of its interval, without the bursts that make GCC back off) + libwebrtc's frame dropping (frame dropper and cwnd-pushback drops, as `webrtc`); one configuration for every network",
+            description: "Sluice's combination (docs/results/combined.md): MAE's VBV pre-reaction as `mae` (x264's VBV 40 ms of the target on each frame whose GCC trend is above the over-use threshold) on GCC with libwebrtc's own 20-packet trendline (MAE's 100 ms window over-detects on jittery links: `combined-mae100`) + the leaky-bucket pacer at 2.5x the target (libwebrtc's legacy factor, `webrtc-b`: a frame leaves in 40 % of its interval, without the bursts that make GCC back off) + libwebrtc's frame dropping (frame dropper and cwnd-pushback drops, as `webrtc`); one configuration for every network",
             color: "#000000",
             encoder: None,
-            config: combined(true, 2.5, true),
+            config: combined(true, false, 2.5, true),
         },
         SchemeInfo {
             name: "combined-no-mae",
-            description: "`combined` without MAE: ABR + VBV(0.5 s) throughout, GCC with the 100 ms trendline and no pre-reaction; pacer at 2.5x, frame dropping on",
+            description: "`combined` without MAE: ABR + VBV(0.5 s) throughout, GCC with its 20-packet trendline and no pre-reaction (`webrtc` paced at 2.5x); frame dropping on",
             color: "#525252",
             encoder: None,
-            config: combined(false, 2.5, true),
+            config: combined(false, false, 2.5, true),
         },
         SchemeInfo {
             name: "combined-1x",
             description: "`combined` with libwebrtc's video pacing factor 1.1x instead of 2.5x; MAE and frame dropping on",
             color: "#969696",
             encoder: None,
-            config: combined(true, 1.1, true),
+            config: combined(true, false, 1.1, true),
         },
         SchemeInfo {
             name: "combined-no-fd",
             description: "`combined` without libwebrtc's frame dropping (frame dropper and cwnd-pushback drops off, so GCC's DropFrame-mode pushback has no effect): MAE, pacer at 2.5x",
             color: "#bdbdbd",
             encoder: None,
-            config: combined(true, 2.5, false),
+            config: combined(true, false, 2.5, false),
+        },
+        SchemeInfo {
+            name: "combined-mae100",
+            description: "the first `combined` (issue 31's first round): `combined` with MAE's 100 ms trendline (as `mae`) instead of GCC's 20-packet one; MAE, pacer at 2.5x, frame dropping on",
+            color: "#737373",
+            encoder: None,
+            config: combined(true, true, 2.5, true),
         },
     ]
 }
@@ -778,9 +795,8 @@ mod tests {
     fn only_webrtc_drops_frames_and_gcc_runs_pushback_in_drop_frame_mode() {
         for s in registry() {
             let expected = match s.name {
-                "webrtc" | "webrtc-burst40" | "combined" | "combined-no-mae" | "combined-1x" => {
-                    FrameDropConfig::LIBWEBRTC
-                }
+                "webrtc" | "webrtc-burst40" | "combined" | "combined-no-mae" | "combined-1x"
+                | "combined-mae100" => FrameDropConfig::LIBWEBRTC,
                 "combined-no-fd" => FrameDropConfig::default(),
                 // ACE's and MAE's baselines ran without frame dropping; Copa has no pushback.
                 "webrtc-b" | "always-burst" | "webrtc-x264" | "cbr" | "ace-n" | "ace-c" | "ace"
@@ -806,7 +822,7 @@ mod tests {
     }
 
     #[test]
-    fn combined_is_mae_paced_at_webrtc_bs_factor_with_webrtcs_frame_dropping() {
+    fn combined_is_mae_on_webrtcs_gcc_paced_at_webrtc_bs_factor_with_webrtcs_frame_dropping() {
         let c = lookup("combined").unwrap().config;
         let (mae, webrtc_b, webrtc) = (
             lookup("mae").unwrap().config,
@@ -821,8 +837,10 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!(cg.pacing_factor, bg.pacing_factor);
-        assert_eq!(GccConfig { pacing_factor: mg.pacing_factor, ..cg.clone() }, *mg);
+        // webrtc-b's GCC (libwebrtc's trendline, 2.5x) with MAE's pre-reaction on it.
+        assert_eq!(GccConfig { pre_reaction_ratio: None, ..cg.clone() }, *bg);
+        assert_eq!(cg.pre_reaction_ratio, mg.pre_reaction_ratio);
+        assert_eq!(cg.trendline_window, GccConfig::default().trendline_window);
         // Each ablation differs from `combined` in its one part only.
         let one_off = |name: &str| {
             let a = lookup(name).unwrap().config;
@@ -835,7 +853,11 @@ mod tests {
         assert_eq!(one_off("combined-1x"), [true, false, false]);
         assert_eq!(one_off("combined-no-fd"), [false, false, true]);
         assert_eq!(one_off("combined-no-mae"), [true, true, false]);
+        assert_eq!(one_off("combined-mae100"), [true, false, false]);
         let CcConfig::Gcc(ng) = lookup("combined-no-mae").unwrap().config.cc else { panic!() };
         assert_eq!(GccConfig { pre_reaction_ratio: cg.pre_reaction_ratio, ..ng }, *cg);
+        // The first `combined` is `mae`'s GCC (the 100 ms trendline) paced at 2.5x.
+        let CcConfig::Gcc(hg) = lookup("combined-mae100").unwrap().config.cc else { panic!() };
+        assert_eq!(GccConfig { pacing_factor: mg.pacing_factor, ..hg }, *mg);
     }
 }

@@ -59,8 +59,8 @@ PROG = "python -m sluice.analysis.combined"
 SCHEME = "combined"
 #: The systems issue 31 asks ``combined`` to beat (WebRTC* is ACE's x264 baseline).
 RIVALS = ("webrtc-x264", "ace", "mae", "vidaptive")
-#: ``combined`` without one part each.
-ABLATIONS = ("combined-no-mae", "combined-1x", "combined-no-fd")
+#: ``combined`` without one part each, and the first ``combined`` (MAE's 100 ms trendline).
+ABLATIONS = ("combined-no-mae", "combined-1x", "combined-no-fd", "combined-mae100")
 #: The registered schemes the parts come from, shown beside the ablations.
 SOURCES = ("mae", "webrtc-b", "webrtc")
 #: Issue 31's goal for the pooled all-slot P95 ratio, and the VMAF it may give up (points).
@@ -155,7 +155,9 @@ def _family_versus(df: Any) -> str:
 
 
 def write_report(lb_dir: Path, abl_dir: Path, heldout_dir: Path | None, report_dir: Path,
-                 command: str, abl_all_dir: Path | None = None) -> Path:  # fmt: skip
+                 command: str, abl_all_dir: Path | None = None,
+                 candidates_dir: Path | None = None,
+                 candidates_heldout_dir: Path | None = None) -> Path:  # fmt: skip
     import pandas as pd
 
     lb = load(lb_dir).table
@@ -188,12 +190,13 @@ def write_report(lb_dir: Path, abl_dir: Path, heldout_dir: Path | None, report_d
     L += provenance(shas, command)
     L.append("")
     L.append("`combined` (`sluice schemes`, [schemes.md](../schemes.md)) is MAE's encoder "
-             "pre-reaction (`mae`: x264's VBV buffer 40 ms of the target on each frame whose "
-             "GCC trend is above the over-use threshold, GCC with MAE's 100 ms trendline), "
-             "libwebrtc's leaky-bucket pacer at 2.5x the target (as `webrtc-b`), and "
-             "libwebrtc's frame dropping (frame dropper and congestion-window pushback drops, "
-             "as `webrtc`). One configuration for every family; no part needs the network's "
-             "help.\n")  # fmt: skip
+             "pre-reaction (`mae`'s rule: x264's VBV buffer 40 ms of the target on each frame "
+             "whose GCC trend is above the over-use threshold) on GCC with libwebrtc's own "
+             "20-packet trendline, libwebrtc's leaky-bucket pacer at 2.5x the target (as "
+             "`webrtc-b`), and libwebrtc's frame dropping (frame dropper and congestion-window "
+             "pushback drops, as `webrtc`). One configuration for every family; no part needs "
+             "the network's help. The first `combined`, with MAE's 100 ms trendline, is the "
+             "ablation `combined-mae100`.\n")  # fmt: skip
     L.append("## Analysis\n")
     analysis = existing_analysis(md)
     L.append(ANALYSIS_SLOT)
@@ -240,7 +243,9 @@ def write_report(lb_dir: Path, abl_dir: Path, heldout_dir: Path | None, report_d
              "clips (static and hand-held camera), the cells `combined` was developed on. Each "
              "ablation drops one part: `combined-no-mae` (ABR + VBV 0.5 s throughout, GCC "
              "without the pre-reaction), `combined-1x` (pacing factor 1.1, libwebrtc's video "
-             "default), `combined-no-fd` (no frame dropping). `mae` (neither 2.5x nor frame "
+             "default), `combined-no-fd` (no frame dropping), `combined-mae100` (MAE's 100 ms "
+             "trendline instead of GCC's 20 packets: the first `combined`). `mae` (neither 2.5x "
+             "nor frame "
              "dropping), `webrtc-b` (neither MAE nor frame dropping, GCC's default trendline) "
              "and `webrtc` (frame dropping, 1.1x) are the leaderboard's runs of the same "
              "cells.\n")  # fmt: skip
@@ -258,6 +263,9 @@ def write_report(lb_dir: Path, abl_dir: Path, heldout_dir: Path | None, report_d
                     report_dir))  # fmt: skip
     if every is not None and not every.empty:
         L += _ablations_everywhere(lb, every)
+    if candidates_dir is not None:
+        L += _candidates(lb, load(candidates_dir),
+                         load(candidates_heldout_dir) if candidates_heldout_dir else None, ho)
     return write_markdown(md, L, analysis)
 
 
@@ -286,6 +294,58 @@ def _ablations_everywhere(lb: Any, every: Any) -> list[str]:
     return L
 
 
+def _candidate_recipe(plan: dict[str, Any], name: str) -> str:
+    """A candidate of a plan as its base scheme and overrides, from the results' plan.json."""
+    import json
+
+    for sch in plan.get("schemes", []):
+        if sch.get("name") == name:
+            sets = ", ".join(f"`{k}` = `{json.dumps(v)}`" for k, v in sch.get("set") or [])
+            return f"`{sch.get('base') or name}`" + (f" with {sets}" if sets else "")
+    return "-"
+
+
+def _candidates(lb: Any, cands: Any, cands_ho: Any, ho: Any) -> list[str]:
+    """How ``combined`` was chosen: each candidate composition judged in its place."""
+    import pandas as pd
+
+    t = cands.table
+    names = list(dict.fromkeys(t["scheme"]))
+    L = ["## How `combined` was chosen\n",
+         "`experiments/combined-candidates.toml`: candidate compositions of registered "
+         "mechanisms (a base scheme and overrides: no new code), each run on every "
+         "leaderboard cell and judged by issue 31's rule in `combined`'s place (the "
+         "leaderboard's `combined` left out). The chosen one was then run on the held-out "
+         "cells, and registered as `combined`. `base = \"combined\"` in these runs is the first "
+         "`combined`, registered as `combined-mae100` since.\n"]  # fmt: skip
+    head = ["candidate", "recipe", *[f"vs `{r}`: P95 ratio, VMAF diff" for r in RIVALS],
+            "passes", "off the front in"]  # fmt: skip
+    body = []
+    base = lb[lb["scheme"] != SCHEME]
+    for c in names:
+        df = pd.concat([base, t[t["scheme"] == c]], ignore_index=True)
+        rows = {r["rival"]: r for r in verdict(df, RIVALS, c)}
+        cells = [f"{rows[r]['p95_ratio']:.2f}x, {rows[r]['vmaf_diff']:+.2f}" if r in rows else "-"
+                 for r in RIVALS]  # fmt: skip
+        passed = sum(1 for r in rows.values() if r["goal"] and r["vmaf_ok"])
+        _, off = front_table(df, scheme=c)
+        body.append([f"`{c}`", _candidate_recipe(cands.plan, c), *cells,
+                     f"{passed} of {len(rows)}", ", ".join(off) or "none"])  # fmt: skip
+    L.append(markdown(head, body) + "\n")
+    if cands_ho is not None and ho is not None and not cands_ho.table.empty:
+        both = pd.concat([ho, cands_ho.table], ignore_index=True)
+        for c in dict.fromkeys(cands_ho.table["scheme"]):
+            L.append(f"`{c}` on the held-out cells (`experiments/checks/"
+                     "combined-candidates-heldout.toml`; the rivals' runs of "
+                     "`combined-heldout.toml`):\n")  # fmt: skip
+            L.append(verdict_table(verdict(both, scheme=c), scheme=c) + "\n")
+    return L
+
+
+def _path(v: str | None) -> Path | None:
+    return Path(v) if v else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
@@ -297,13 +357,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ablations-all", metavar="RESULTS", default=None,
                     help="results/combined-ablations-all: the ablations on every leaderboard "
                     "cell (optional)")  # fmt: skip
+    ap.add_argument("--candidates", metavar="RESULTS", default=None,
+                    help="results/combined-candidates: the compositions `combined` was chosen "
+                    "from (optional)")  # fmt: skip
+    ap.add_argument("--candidates-heldout", metavar="RESULTS", default=None,
+                    help="results/combined-candidates-heldout: the chosen one held out "
+                    "(optional, with --candidates)")  # fmt: skip
     ap.add_argument("--report-dir", default="docs/results")
     args = ap.parse_args(args_list)
     try:
         md = write_report(Path(args.leaderboard), Path(args.ablations),
-                          Path(args.heldout) if args.heldout else None, Path(args.report_dir),
+                          _path(args.heldout), Path(args.report_dir),
                           shlex.join([*PROG.split(), *args_list]),
-                          Path(args.ablations_all) if args.ablations_all else None)  # fmt: skip
+                          _path(args.ablations_all), _path(args.candidates),
+                          _path(args.candidates_heldout))  # fmt: skip
     except SluiceError as e:
         return user_error(PROG, e)
     print(f"report: {md}")
