@@ -87,22 +87,14 @@ RUN_OWN_FILES = (STREAM_FILE, STREAM_INDEX_FILE, DELIVERED_FILE, LIVE_FILE, RECE
                  RELAY_LOG_FILE, BROWSER_FILE)  # fmt: skip
 _TMP_RE = re.compile(r"^\.(?P<name>.+)\.tmp(?P<pid>\d+)(\.idx)?$")
 
-# The fixed frame columns; each run adds its encoder controller's named columns.
-FRAME_COLUMNS = [
-    "frame_id", "source_index", "capture_us", "encode_start_us", "encode_end_us", "size_bytes",
-    "is_keyframe", "qp", "target_rate_bps", "packets", "ref_frame_id", "first_packet_sent_us",
-    "last_packet_sent_us", "pacer_head_us", "completed_us", "displayed_us", "latency_us",
-    "discarded", "purged",
-]  # fmt: skip
-SKIP_COLUMNS = ["source_index", "capture_us", "reason"]
-# The fixed sample columns; each run adds the named debug columns its congestion controller
-# and pacer publish (`cc_*`, `pacer_*`), whatever they are.
-SAMPLE_COLUMNS = [
-    "t_us", "target_rate_bps", "encoder_rate_bps", "pacing_rate_bps", "link_capacity_bps",
-    "send_rate_bps",
-    "delivered_rate_bps", "queue_bytes", "queue_packets", "queue_delay_us", "pacer_queue_bytes",
-    "pacer_delay_us", "rtt_us", "in_flight_bytes", "cwnd_bytes", "lost_packets",
-]  # fmt: skip
+@functools.lru_cache(maxsize=1)
+def record_columns() -> dict[str, list[str]]:
+    """The fixed columns of the ``frame``, ``skip`` and ``sample`` records, in file order: the
+    core's record schema (``sluice_core::metrics::RECORD_SCHEMA``, checked there against the
+    records' serialisation). Each run adds its components' named columns after them."""
+    from .errors import core
+
+    return {k: list(v) for k, v in json.loads(core().record_schema()).items()}
 
 
 @functools.lru_cache(maxsize=1)
@@ -573,8 +565,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
 
     def numeric(df: pd.DataFrame, what: str) -> pd.DataFrame:
         # Every known column is numeric (or boolean, or null); a mistyped file is named.
-        known = {"frame": FRAME_COLUMNS, "sample": SAMPLE_COLUMNS, "skip": SKIP_COLUMNS[:2]}
-        for c in known[what]:
+        for c in (c for c in cols[what] if c != "reason"):  # the skip's reason is text
             if c in df.columns and not pd.api.types.is_numeric_dtype(df[c]):
                 bad = df[c][df[c].map(lambda v: v is not None and not isinstance(v, (int, float)))]
                 bad = bad[bad.notna()]
@@ -584,15 +575,16 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
                     )
         return df
 
-    frames_df = numeric(frame(frames, FRAME_COLUMNS), "frame")
+    cols = record_columns()
+    frames_df = numeric(frame(frames, cols["frame"]), "frame")
     if header.get("schema_version", 0) < 3 and not frames_df.empty:
         frames_df["source_index"] = frames_df["frame_id"]  # one encode per slot then
     return Run(
         path=d,
         header=header,
         frames=frames_df,
-        samples=numeric(frame(samples, SAMPLE_COLUMNS), "sample"),
+        samples=numeric(frame(samples, cols["sample"]), "sample"),
         summary=summary,
         quality=pd.DataFrame.from_records(scores) if scores else None,
-        skips=numeric(frame(skipped, SKIP_COLUMNS), "skip"),
+        skips=numeric(frame(skipped, cols["skip"]), "skip"),
     )
