@@ -317,7 +317,12 @@ def test_ffmpeg_plays_the_stream_live_recv_forwards_from_the_sdp_file_it_writes(
                     "--forward-rtp", str(player_port), "--start-timeout-s", "60", "--out",
                     "recv"], tmp_path)  # fmt: skip
     _wait_listening(r, recv)
+    # Written right after the socket is bound (a loaded machine may show the bound socket
+    # first): give it a moment, not the whole start timeout.
     sdp = tmp_path / "recv" / "stream.sdp"
+    deadline = time.monotonic() + 5.0
+    while not sdp.is_file() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert sdp.is_file(), "live recv writes the SDP as it starts"
     with rtp_player(sdp) as player:
         send = _sluice(["live", "send", "--listen", _addr(s), "--peer", _addr(r), *run,
