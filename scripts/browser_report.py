@@ -51,11 +51,14 @@ NOTES = """## Where Chromium and the simulator differ, and why
   feedback kept coming (286 transport-cc reports, 8 NACKs, no loss), so the difference is in
   how MAE's controller reads the real feedback (its report timing, or the hold time
   estimated from it); not diagnosed further. The simulator keeps mae at about 3 Mbps.
-* **combined** (issue 31; run on 2026-11-28 after the others, same machine, nothing else
-  running): the lowest Chromium P95 on the step (139 ms against 370 to 990 ms for the
-  others) and 79 to 102 ms on the other two traces. It runs MAE's pre-reaction too, yet did
-  not collapse on markov-24-6 as `mae` did; it differs from `mae` by libwebrtc's frame
-  dropping and the 2.5x pacing factor (not isolated further).
+* **combined** (issue 31; its cells run again on 2026-11-28 after `combined` became MAE's
+  pre-reaction on GCC's own trendline, same machine, nothing else running): 98, 307 and 89 ms
+  P95 on the three traces, the lowest but one on constant-6 and the lowest on the step (the
+  others 370 to 990 ms). The first `combined` (MAE's 100 ms trendline, now
+  `combined-mae100`) had 139 ms on the step: the shorter window reacted sooner to the drop,
+  in the simulator too (143 against 215 ms). Neither collapsed on markov-24-6 as `mae` did;
+  both differ from `mae` by libwebrtc's frame dropping and the 2.5x pacing factor (not
+  isolated further).
 * **Bitrates** agree within 10 % where the scheme is not stuck: the schemes are
   application-limited by this low-resolution clip (320 px)."""
 
