@@ -226,42 +226,34 @@ fn precheck_rtp(buf: &[u8]) -> Result<u8, WireError> {
         if buf.len() < end {
             return Err(WireError::BadExtensions);
         }
-        match profile {
-            rtp::header::EXTENSION_PROFILE_ONE_BYTE => {
-                let mut i = off;
-                while i < end {
-                    let b = buf[i];
-                    i += 1;
-                    if b == 0 {
-                        continue;
-                    }
+        // RFC 8285 elements: padding bytes (0), then an ID and a length, in one byte (ID 15
+        // ends the block) or in two; each element must end inside the block.
+        let one_byte = profile == rtp::header::EXTENSION_PROFILE_ONE_BYTE;
+        if one_byte || profile == rtp::header::EXTENSION_PROFILE_TWO_BYTE {
+            let mut i = off;
+            while i < end {
+                let b = buf[i];
+                i += 1;
+                if b == 0 {
+                    continue;
+                }
+                let len = if one_byte {
                     if b >> 4 == 0x0f {
                         break;
                     }
-                    i += (b & 0x0f) as usize + 1;
-                    if i > end {
-                        return Err(WireError::BadExtensions);
-                    }
-                }
-            }
-            rtp::header::EXTENSION_PROFILE_TWO_BYTE => {
-                let mut i = off;
-                while i < end {
-                    let b = buf[i];
-                    i += 1;
-                    if b == 0 {
-                        continue;
-                    }
+                    (b & 0x0f) as usize + 1
+                } else {
                     if i >= end {
                         return Err(WireError::BadExtensions);
                     }
-                    i += buf[i] as usize + 1;
-                    if i > end {
-                        return Err(WireError::BadExtensions);
-                    }
+                    i += 1;
+                    buf[i - 1] as usize
+                };
+                i += len;
+                if i > end {
+                    return Err(WireError::BadExtensions);
                 }
             }
-            _ => {}
         }
         off = end;
     }
@@ -443,5 +435,39 @@ impl MediaReader {
             payload: pkt.payload.clone(),
             stream,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An RTP header (payload type 96) with the extension block `profile` / `body`.
+    fn with_extensions(profile: u16, body: &[u8]) -> Vec<u8> {
+        let mut b = vec![0x90, 96, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1];
+        b.extend_from_slice(&profile.to_be_bytes());
+        b.extend_from_slice(&((body.len() / 4) as u16).to_be_bytes());
+        b.extend_from_slice(body);
+        b.push(0xaa); // payload
+        b
+    }
+
+    #[test]
+    fn extension_elements_must_end_inside_their_block() {
+        let (one, two) =
+            (rtp::header::EXTENSION_PROFILE_ONE_BYTE, rtp::header::EXTENSION_PROFILE_TWO_BYTE);
+        let ok = |p, body: &[u8]| precheck_rtp(&with_extensions(p, body));
+        // One-byte: ID 1, 2 bytes; padding; ID 15 ends the block whatever follows.
+        assert_eq!(ok(one, &[0x11, 7, 7, 0]), Ok(96));
+        assert_eq!(ok(one, &[0, 0, 0xf0, 0xff]), Ok(96));
+        assert_eq!(ok(one, &[0x13, 7, 7, 7, 7, 0, 0, 0]), Ok(96));
+        assert_eq!(ok(one, &[0, 0, 0, 0x13]), Err(WireError::BadExtensions));
+        // Two-byte: ID, length, data; a length byte outside or data past the block.
+        assert_eq!(ok(two, &[1, 2, 7, 7]), Ok(96));
+        assert_eq!(ok(two, &[0, 0, 1, 0]), Ok(96));
+        assert_eq!(ok(two, &[0, 0, 0, 1]), Err(WireError::BadExtensions));
+        assert_eq!(ok(two, &[1, 3, 7, 7]), Err(WireError::BadExtensions));
+        // Another profile's block is skipped whole.
+        assert_eq!(ok(0x1234, &[0xff, 0xff, 0xff, 0xff]), Ok(96));
     }
 }
