@@ -57,13 +57,21 @@ OPTIONAL_FIELDS: dict[str, Any] = {
     "uplink.queue_discipline": "droptail",
     "downlink.ecn": False,
     "uplink.ecn": False,
+    # The path faults (link/faults.rs), all off.
+    "faults": {"duplicate": 0.0, "reorder": 0.0, "reorder_delay_ms": 5.0,
+               "feedback_blackout_s": None},  # fmt: skip
 }
 
 
 def _with_optional(cfg: dict[str, Any], path: str) -> dict[str, Any]:
-    """``cfg``, or a copy with the optional field at ``path`` filled in with its default."""
-    if path not in OPTIONAL_FIELDS:
+    """``cfg``, or a copy with the optional field at ``path`` (or the optional object that
+    holds it, ``faults`` for ``faults.duplicate``) filled in with its default."""
+    keys = split_path(path)
+    owner = next((".".join(keys[:n]) for n in range(1, len(keys) + 1)
+                  if ".".join(keys[:n]) in OPTIONAL_FIELDS), None)  # fmt: skip
+    if owner is None:
         return cfg
+    path = owner
     keys = split_path(path)
     node: Any = cfg
     for k in keys[:-1]:

@@ -48,26 +48,15 @@ POLL_S = 0.2
 
 @dataclass(frozen=True)
 class LiveFaults:
-    """Faults the relay injects on top of the link model (whose random loss is ``--loss``)."""
+    """Faults only the relay injects, as bytes. The path faults (duplication, reordering, a
+    feedback blackout) are the run config's ``faults``: the simulator applies them too, so a
+    live fault scenario replays in simulation (``sluice run`` with the same options)."""
 
-    duplicate: float = 0.0  # probability a media datagram is delivered twice
-    reorder: float = 0.0  # probability a media datagram is held back by reorder_delay_ms
-    reorder_delay_ms: float = 5.0
-    feedback_blackout_s: tuple[float, float] | None = None  # relay drops all feedback
     garbage: float = 0.0  # probability of a malformed datagram after each forwarded one
     spoof: float = 0.0  # probability of a spoofed datagram after each forwarded one
 
     def options(self) -> dict[str, Any]:
-        return {
-            "duplicate": self.duplicate,
-            "reorder": self.reorder,
-            "reorder_delay_ms": self.reorder_delay_ms,
-            "feedback_blackout_s": list(self.feedback_blackout_s)
-            if self.feedback_blackout_s
-            else None,
-            "garbage": self.garbage,
-            "spoof": self.spoof,
-        }
+        return {"garbage": self.garbage, "spoof": self.spoof}
 
 
 @dataclass(frozen=True)
@@ -92,17 +81,8 @@ def with_default_out(spec: RunSpec) -> RunSpec:
 
 
 def faults_from_args(args: argparse.Namespace) -> LiveFaults:
-    """The relay's faults (``live run`` and ``live relay``)."""
-    if not (math.isfinite(args.reorder_ms) and args.reorder_ms >= 0):
-        raise SluiceError(f"--reorder-ms must be >= 0, got {args.reorder_ms}")
-    return LiveFaults(
-        duplicate=args.duplicate,
-        reorder=args.reorder,
-        reorder_delay_ms=args.reorder_ms,
-        feedback_blackout_s=args.feedback_blackout,
-        garbage=args.garbage,
-        spoof=args.spoof,
-    )
+    """The relay's faults of the wire (``live run`` and ``live relay``)."""
+    return LiveFaults(garbage=args.garbage, spoof=args.spoof)
 
 
 def restarts_from_args(args: argparse.Namespace) -> Restarts:

@@ -363,6 +363,16 @@ CASES += [
     case("config-out-of-range", ["config", "--set", "cc.pacing_factor=-1"], "cc.pacing_factor"),
     case("compare-scheme-file-duplicate", ["compare", "--schemes", "webrtc", "--scheme-file",
          "s.json", "--trace", T, "--out", "o"], "s.json", "twice", files={"s.json": DUP_SCHEME}),
+    # the path faults (the run config's `faults`, simulated and live alike)
+    case("faults-probability-set", run_with("--set", "faults.duplicate=1.5"), "faults.duplicate",
+         "[0, 1)"),
+    case("faults-probability-flag", run_with("--reorder", "1"), "--reorder", "[0, 1)"),
+    case("faults-reorder-ms-negative", run_with("--reorder-ms", "-1"), "--reorder-ms"),
+    case("faults-blackout-backwards", run_with("--set", "faults.feedback_blackout_s=[3, 1]"),
+         "feedback_blackout_s", "start < end"),
+    case("faults-typo", run_with("--set", "faults.duplicat=0.1"), "duplicat", "duplicate"),
+    case("plan-faults-typo", MATRIX, "p.toml", "faults", "reoder",
+         files={"p.toml": _plan('faults = { reoder = 0.1 }')}),
 ]  # fmt: skip
 # --- names that become paths; plan size (#30) ----------------------------------------------
 LONG = "x" * 101

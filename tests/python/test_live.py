@@ -65,6 +65,33 @@ def test_live_run_over_webrtc_counts_forged_datagrams_and_displays_every_frame(t
     assert summary["frames_displayed"] >= 0.9 * slots, summary
 
 
+def test_a_live_fault_scenario_replays_in_the_simulator_from_its_results(tmp_path, capsys):
+    # The path faults are the run config's `faults`: the live result's header carries them,
+    # and `sluice run` with that config runs the simulator's fault node on the same scenario.
+    live_dir, sim_dir = tmp_path / "live", tmp_path / "sim"
+    net = ["--scheme", "webrtc", "--trace", "gen:constant:12", "--duration", "4",
+           "--queue-bytes", "100000"]  # fmt: skip
+    faults = ["--duplicate", "0.05", "--reorder", "0.05", "--feedback-blackout", "1.5:2.5"]
+    assert main(["live", "run", *net, *faults, "--out", str(live_dir), "--json"]) == 0
+    live_summary = json.loads(capsys.readouterr().out)
+    config = results.load_run(live_dir).header["config"]
+    assert config["faults"] == {"duplicate": 0.05, "reorder": 0.05, "reorder_delay_ms": 5.0,
+                                "feedback_blackout_s": [1.5, 2.5]}  # fmt: skip
+    replay = ["--set", "faults=" + json.dumps(config["faults"])]
+    assert main(["run", *net, *replay, "--out", str(sim_dir), "--json"]) == 0
+    sim_summary = json.loads(capsys.readouterr().out)
+    assert results.load_run(sim_dir).header["config"]["faults"] == config["faults"]
+    live_f, sim_f = live_summary["path_faults"], sim_summary["path_faults"]
+    # About 5 % of some 1500 media datagrams each; the feedback of one second (transport
+    # reports every 50 ms with media in them, NACKs of what reordering made look lost: 38 to
+    # 46 here).
+    for key in ("duplicated", "reordered", "blackout_dropped"):
+        assert 15 <= sim_f[key] and 15 <= live_f[key], (live_f, sim_f)
+        assert 0.6 <= live_f[key] / sim_f[key] <= 1.6, (key, live_f, sim_f)
+    for s in (live_summary, sim_summary):
+        assert s["frames_displayed"] >= 0.85 * 120, s
+
+
 def test_live_run_rejects_bad_options_in_one_line(tmp_path, capsys):
     rc = main(["live", "run", "--trace", "gen:constant:12", "--duration", "1",
                "--bind", "not-an-ip", "--out", str(tmp_path / "x")])  # fmt: skip

@@ -240,6 +240,9 @@ pub struct Summary {
     /// after a 10 s warm-up (only with competing flows; null if that interval is empty).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jain_index: Option<f64>,
+    /// What the path faults did (only with `faults` in the run config).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_faults: Option<crate::link::faults::FaultStats>,
 }
 
 /// One flow's share of the bottleneck (`flows` in the summary).
@@ -636,6 +639,7 @@ pub fn summarize(
         queue_delay_ms_p95: percentile(&queue, 95.0),
         flows: None,
         jain_index: None,
+        path_faults: None,
     }
 }
 

@@ -25,6 +25,8 @@ pub struct MergeInput<'a> {
     pub capture_end: Timestamp,
     pub end: Timestamp,
     pub bottleneck_drops: bool,
+    /// What the path faults did (the summary's `path_faults`), if the run had any.
+    pub path_faults: Option<sluice_core::link::faults::FaultStats>,
 }
 
 /// The simulator's result of a live session, and the bottleneck reports that reached the
@@ -49,7 +51,7 @@ pub fn merge(input: MergeInput<'_>) -> (RunResult, u64) {
     let samples = input.samples;
     let sampled_until = samples.last().map_or(Timestamp::ZERO, |s| Timestamp::from_us(s.t_us));
     let totals = LinkTotals { capacity_bytes: (input.capacity_until)(sampled_until), ..input.link };
-    let summary = metrics::summarize(
+    let mut summary = metrics::summarize(
         &frames,
         &skips,
         &samples,
@@ -58,6 +60,7 @@ pub fn merge(input: MergeInput<'_>) -> (RunResult, u64) {
         input.capture_end,
         input.end,
     );
+    summary.path_faults = input.path_faults;
     let reports = recorder.bottleneck_reports;
     let run = RunResult {
         frames,

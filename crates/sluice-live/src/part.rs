@@ -315,6 +315,8 @@ pub fn merge_parts(
         capture_end,
         end: capture_end + TimeDelta::from_secs_f64(cfg.drain_s),
         bottleneck_drops: relay.is_some() && scheme.bottleneck.drops_frames(),
+        // The relay process's faults are its own options; its counters are in live.json.
+        path_faults: None,
     });
     let stopped = |i: &PartInfo| i.ended == "stopped";
     let stats = LiveStats {

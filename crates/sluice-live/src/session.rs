@@ -369,6 +369,7 @@ impl LiveRun {
             capture_end: self.capture_end,
             end: self.end,
             bottleneck_drops: self.bottleneck_drops,
+            path_faults: relay.path_faults_summary(),
         });
         let live = LiveStats {
             sender_io,
@@ -377,9 +378,9 @@ impl LiveRun {
             sender_malformed: crate::endpoint::Endpoint::malformed(&sender),
             receiver_malformed: crate::endpoint::Endpoint::malformed(&receiver),
             relay_opaque: relay.opaque,
-            relay_duplicated: relay.duplicated,
-            relay_reordered: relay.reordered,
-            relay_blackout_dropped: relay.blackout_dropped,
+            relay_duplicated: relay.fault_stats().duplicated,
+            relay_reordered: relay.fault_stats().reordered,
+            relay_blackout_dropped: relay.fault_stats().blackout_dropped,
             relay_garbage_sent: relay.garbage_sent,
             relay_spoof_sent: relay.spoof_sent,
             relay_reports_sent: relay.reports_sent,

@@ -2,8 +2,10 @@
 //! cases run one after another in one test (parallel live runs would compete for the CPU
 //! and for timing).
 
+use sluice_core::link::faults::{FaultStats, FaultsConfig};
 use sluice_core::link::trace::Trace;
 use sluice_core::session::{build_encoder, RunConfig};
+use sluice_core::sim::{RunResult, Simulation};
 use sluice_core::units::{DataRate, TimeDelta, Timestamp};
 use sluice_live::endpoint::Faults;
 use sluice_live::session::{EncoderFactory, LiveOptions, LiveResult, LiveRun};
@@ -50,16 +52,45 @@ fn run_scheme(
     LiveRun::start(&cfg, Some(trace), None, enc, &options).unwrap().finish().unwrap()
 }
 
+/// A run's records, live or simulated (a live fault scenario replays in the simulator).
+trait Records {
+    fn records(&self) -> &RunResult;
+}
+impl Records for LiveResult {
+    fn records(&self) -> &RunResult {
+        &self.run
+    }
+}
+impl Records for RunResult {
+    fn records(&self) -> &RunResult {
+        self
+    }
+}
+
 /// Displayed frames over capture slots.
-fn displayed_share(r: &LiveResult) -> f64 {
-    let shown = r.run.frames.iter().filter(|f| f.displayed_us.is_some()).count();
-    shown as f64 / (r.run.frames.len() + r.run.skips.len()).max(1) as f64
+fn displayed_share(r: &impl Records) -> f64 {
+    let r = r.records();
+    let shown = r.frames.iter().filter(|f| f.displayed_us.is_some()).count();
+    shown as f64 / (r.frames.len() + r.skips.len()).max(1) as f64
 }
 
 /// Frames captured at or after `t_s` that were displayed.
-fn displayed_after(r: &LiveResult, t_s: f64) -> usize {
+fn displayed_after(r: &impl Records, t_s: f64) -> usize {
     let t = Timestamp::from_secs_f64(t_s).as_us();
-    r.run.frames.iter().filter(|f| f.capture_us >= t && f.displayed_us.is_some()).count()
+    let frames = &r.records().frames;
+    frames.iter().filter(|f| f.capture_us >= t && f.displayed_us.is_some()).count()
+}
+
+/// The same scenario in the simulator: `run`'s config and trace, the model encoder.
+fn replay(duration_s: f64, edit: impl FnOnce(&mut RunConfig)) -> RunResult {
+    let cfg = config("webrtc", duration_s, edit);
+    let enc = build_encoder(&cfg).unwrap();
+    Simulation::new(&cfg, Some(constant_12mbps()), None, enc).unwrap().run()
+}
+
+/// What the path faults did in a simulated run.
+fn sim_faults(r: &RunResult) -> FaultStats {
+    r.summary.path_faults.expect("a run with path faults counts them")
 }
 
 fn faults(f: Faults) -> LiveOptions {
@@ -93,33 +124,48 @@ fn survives_loss_reordering_duplication_blackout_restart_and_garbage() {
     assert!(r.run.summary.retransmissions > 0, "{:?}", r.run.summary);
     assert!(displayed_share(&r) >= 0.8, "loss: {}", displayed_share(&r));
 
+    // The path faults are the run config's: each scenario replays in the simulator, where
+    // the same assertions hold.
     // Reordering: 10% of the media held back 5 ms.
-    let r = run(
-        3.0,
-        faults(Faults { reorder: 0.1, reorder_delay: TimeDelta::from_ms(5), ..Faults::default() }),
-        |_| {},
-    );
+    let reorder = |c: &mut RunConfig| {
+        c.faults = FaultsConfig { reorder: 0.1, reorder_delay_ms: 5.0, ..FaultsConfig::default() }
+    };
+    let r = run(3.0, LiveOptions::default(), reorder);
     assert!(r.stats.relay_reordered > 20, "{:?}", r.stats);
     assert!(displayed_share(&r) >= 0.85, "reorder: {}", displayed_share(&r));
+    let sim = replay(3.0, reorder);
+    assert!(sim_faults(&sim).reordered > 20, "{:?}", sim.summary.path_faults);
+    assert!(displayed_share(&sim) >= 0.85, "reorder, simulated: {}", displayed_share(&sim));
 
     // Duplication: 10% of the media twice.
-    let r = run(3.0, faults(Faults { duplicate: 0.1, ..Faults::default() }), |_| {});
+    let duplicate =
+        |c: &mut RunConfig| c.faults = FaultsConfig { duplicate: 0.1, ..FaultsConfig::default() };
+    let r = run(3.0, LiveOptions::default(), duplicate);
     assert!(r.stats.relay_duplicated > 20, "{:?}", r.stats);
     assert!(displayed_share(&r) >= 0.85, "duplicate: {}", displayed_share(&r));
     assert_eq!(r.stats.receiver_malformed, 0, "duplicates are not malformed");
+    let sim = replay(3.0, duplicate);
+    assert!(sim_faults(&sim).duplicated > 20, "{:?}", sim.summary.path_faults);
+    assert!(displayed_share(&sim) >= 0.85, "duplicate, simulated: {}", displayed_share(&sim));
 
     // A 2 s feedback blackout: the sender's window/keepalive carries it through and the
     // session recovers once feedback is back. The packets whose reports were lost leave the
     // bytes in flight at the first feedback after it; before that was so, they stayed in
     // flight and the congestion-window pushback skipped every other frame after the
     // blackout (15 of the 30 slots from 3.5 s displayed; now all 30 in four runs).
-    let blackout = Some((Timestamp::from_secs_f64(1.0), Timestamp::from_secs_f64(3.0)));
-    let r = run(4.5, faults(Faults { feedback_blackout: blackout, ..Faults::default() }), |_| {});
+    let blackout = |c: &mut RunConfig| {
+        c.faults = FaultsConfig { feedback_blackout_s: Some((1.0, 3.0)), ..FaultsConfig::default() }
+    };
+    let r = run(4.5, LiveOptions::default(), blackout);
     // The receiver sends a report every 50 ms in which media came; in the blackout the
     // congestion-window pushback skips about every other frame, so 2 s hold 27 to 32 reports
     // (the earlier `>= 30` failed on 27 and 28).
     assert!(r.stats.relay_blackout_dropped >= 20, "{:?}", r.stats);
     assert!(displayed_after(&r, 3.5) >= 25, "after the blackout: {}", displayed_after(&r, 3.5));
+    let sim = replay(4.5, blackout);
+    assert!(sim_faults(&sim).blackout_dropped >= 20, "{:?}", sim.summary.path_faults);
+    let after = displayed_after(&sim, 3.5);
+    assert!(after >= 25, "after the blackout, simulated: {after}");
 
     // The receiver restarts at 1.5 s: it asks for a keyframe and displays again.
     let opts = LiveOptions {
@@ -202,14 +248,9 @@ fn an_access_delay_sits_between_the_sender_and_the_bottleneck_as_in_the_simulato
     // The sender sees the simulator's round trip: 40 ms more than without the access path
     // (the smallest RTTs: the medians carry each run's own queueing).
     let cfg = config("co-rtv", 3.0, access);
-    let sim = sluice_core::sim::Simulation::new(
-        &cfg,
-        Some(constant_12mbps()),
-        None,
-        build_encoder(&cfg).unwrap(),
-    )
-    .unwrap()
-    .run();
+    let sim = Simulation::new(&cfg, Some(constant_12mbps()), None, build_encoder(&cfg).unwrap())
+        .unwrap()
+        .run();
     let without = run_scheme("co-rtv", 3.0, LiveOptions::default(), |_| {});
     let (live_ms, sim_ms) = (min_rtt_ms(&r.run.samples), min_rtt_ms(&sim.samples));
     let base_ms = min_rtt_ms(&without.run.samples);

@@ -31,7 +31,15 @@ fn run_endpoints(
 ) -> (Vec<sluice_core::metrics::FrameRecord>, u64) {
     let scheme = cfg.resolve_scheme().unwrap();
     let (down, up) = build_links(cfg, &scheme, Some(trace.clone()), None);
-    let relay = RelayEndpoint::new(down, up, Faults::default(), cfg.seed, Some(trace), None);
+    let relay = RelayEndpoint::new(
+        down,
+        up,
+        cfg.faults.clone(),
+        Faults::default(),
+        cfg.seed,
+        Some(trace),
+        None,
+    );
     let (frames, malformed, _, _) = run_with_relay(cfg, relay, None);
     (frames, malformed)
 }

@@ -6,7 +6,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use serde::Deserialize;
 use sluice_core::session::RunConfig;
-use sluice_core::units::{TimeDelta, Timestamp};
+use sluice_core::units::Timestamp;
 use sluice_live::endpoint::{Faults, FrameStore};
 use sluice_live::session::{EncoderFactory, LiveOptions, LiveRun};
 use std::sync::Arc;
@@ -17,11 +17,6 @@ use std::time::{Duration, Instant};
 #[serde(default, deny_unknown_fields)]
 struct OptionsJson {
     bind: Option<String>,
-    duplicate: f64,
-    reorder: f64,
-    reorder_delay_ms: Option<f64>,
-    /// [start_s, end_s): the relay drops all feedback in this window.
-    feedback_blackout_s: Option<(f64, f64)>,
     /// Probability of a malformed datagram after each forwarded one.
     garbage: f64,
     /// Probability of a spoofed datagram after each forwarded one.
@@ -55,40 +50,15 @@ pub(crate) fn options(json: Option<&str>) -> PyResult<LiveOptions> {
             .map_err(|e| PyValueError::new_err(format!("invalid live options: {e}")))?,
         None => OptionsJson::default(),
     };
-    for (name, p) in [
-        ("duplicate", o.duplicate),
-        ("reorder", o.reorder),
-        ("garbage", o.garbage),
-        ("spoof", o.spoof),
-    ] {
+    // (The path faults, duplication, reordering and a feedback blackout, are the run
+    // config's `faults`, checked with it.)
+    for (name, p) in [("garbage", o.garbage), ("spoof", o.spoof)] {
         if !(0.0..1.0).contains(&p) {
             return Err(PyValueError::new_err(format!("{name} must be in [0, 1), got {p}")));
         }
     }
-    let reorder_delay_ms = o.reorder_delay_ms.unwrap_or(5.0);
-    if !(reorder_delay_ms.is_finite() && reorder_delay_ms >= 0.0) {
-        return Err(PyValueError::new_err("reorder delay must be >= 0 ms"));
-    }
-    let blackout = match o.feedback_blackout_s {
-        Some((a, b)) if a.is_finite() && b.is_finite() && 0.0 <= a && a < b => {
-            Some((Timestamp::from_secs_f64(a), Timestamp::from_secs_f64(b)))
-        }
-        Some((a, b)) => {
-            return Err(PyValueError::new_err(format!(
-                "feedback blackout must be START:END seconds with 0 <= START < END, got {a}:{b}"
-            )))
-        }
-        None => None,
-    };
     let mut out = LiveOptions {
-        faults: Faults {
-            duplicate: o.duplicate,
-            reorder: o.reorder,
-            reorder_delay: TimeDelta::from_ms_f64(reorder_delay_ms),
-            feedback_blackout: blackout,
-            garbage: o.garbage,
-            spoof: o.spoof,
-        },
+        faults: Faults { garbage: o.garbage, spoof: o.spoof },
         restart_receiver_at: restart_time("receiver", o.restart_receiver_at_s)?,
         restart_sender_at: restart_time("sender", o.restart_sender_at_s)?,
         ..LiveOptions::default()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import math
 import sys
 from typing import Any
 
@@ -32,6 +31,7 @@ def add_commands(sub: Any) -> None:
     o.add_scheme(lr)
     o.add_network(lr)
     o.add_sharing(lr)
+    o.add_path_faults(lr)
     o.add_frame_drop(lr)
     lr.add_argument("--out", metavar="DIR", help="default results/live-<scheme>-<trace>-s<seed>")
     lr.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
@@ -77,8 +77,9 @@ def add_commands(sub: Any) -> None:
     o.add_link(p)
     o.add_sharing(p)
     o.add_run(p)
-    _add_faults(p.add_argument_group("faults"),
-                "seconds of the relay's clock, which starts at the sender's first datagram")
+    o.add_path_faults(p, "seconds of the relay's clock, which starts at the sender's first "
+                      "datagram")
+    _add_wire_faults(p.add_argument_group("faults of the wire"))
     _add_endpoint(p, "relay", [("sender", "the sender's address (only it is heard as sender)"),
                                ("receiver", "the receiver's address")])  # fmt: skip
     p.set_defaults(func=lp.leave_nothing(lp.cmd_relay), quality="none", **novideo)
@@ -123,40 +124,12 @@ address.__name__ = "IP:PORT"
 timeout = o.number("seconds", lambda v: 0 < v <= 86_400, "seconds in (0, 86400]")
 
 
-def window(text: str) -> tuple[float, float]:
-    """``START:END`` seconds, ``0 <= START < END``."""
-    try:
-        a, b = (float(x) for x in text.split(":"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected START:END seconds, got {text!r}") from None
-    if not (0.0 <= a < b and math.isfinite(b)):
-        raise argparse.ArgumentTypeError(f"expected 0 <= START < END, got {text!r}")
-    return a, b
-
-
-window.__name__ = "START:END"
-
-
 # --- option groups --------------------------------------------------------------------------
 
 
-def _add_faults(g: Any, clock: str) -> None:
-    """The faults the relay injects (``live run`` and ``live relay``); ``clock`` says which
-    seconds ``--feedback-blackout`` counts."""
-    g.add_argument(
-        "--duplicate", type=o.probability, default=0.0, metavar="P",
-        help="the relay delivers a media datagram twice with this probability",
-    )  # fmt: skip
-    g.add_argument(
-        "--reorder", type=o.probability, default=0.0, metavar="P",
-        help="the relay holds a media datagram back by --reorder-ms with this probability",
-    )  # fmt: skip
-    g.add_argument("--reorder-ms", type=o.nonneg_float, default=5.0, metavar="MS",
-                   help="(default 5)")  # fmt: skip
-    g.add_argument(
-        "--feedback-blackout", type=window, default=None, metavar="START:END",
-        help=f"the relay drops all feedback between these times ({clock})",
-    )  # fmt: skip
+def _add_wire_faults(g: Any) -> None:
+    """The faults only the relay injects, as bytes (``live run`` and ``live relay``; the
+    path faults, ``--duplicate`` and the rest, are :func:`options.add_path_faults`)."""
     g.add_argument(
         "--garbage", type=o.probability, default=0.0, metavar="P",
         help="after each datagram it forwards, the relay sends the same peer a malformed one "
@@ -179,7 +152,7 @@ def _add_live_run_options(p: argparse.ArgumentParser) -> None:
         "--bind", default="127.0.0.1", metavar="IP",
         help="address the endpoints listen on (default 127.0.0.1: loopback only)",
     )  # fmt: skip
-    _add_faults(g, "seconds")
+    _add_wire_faults(g)
     g.add_argument(
         "--transport", choices=TRANSPORTS, default="rtp",
         help="how the sender and the receiver talk: rtp (plain RTP/RTCP, the default, which "

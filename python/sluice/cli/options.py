@@ -150,6 +150,20 @@ def add_link(p: argparse.ArgumentParser) -> None:
     )
 
 
+def window(text: str) -> tuple[float, float]:
+    """``START:END`` seconds, ``0 <= START < END``."""
+    try:
+        a, b = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START:END seconds, got {text!r}") from None
+    if not (0.0 <= a < b and math.isfinite(b)):
+        raise argparse.ArgumentTypeError(f"expected 0 <= START < END, got {text!r}")
+    return a, b
+
+
+window.__name__ = "START:END"
+
+
 def competing(s: str) -> str:
     """A --competing spec in its canonical form (the media scheme must be registered)."""
     from ..config import scheme_names
@@ -191,6 +205,27 @@ def add_sharing(p: argparse.ArgumentParser) -> None:
         "--ecn", action="store_true", default=None,
         help="with --queue codel or fq-codel: mark ECN-capable packets CE instead of dropping "
         "them (the TCP cross traffic is ECN-capable; the media flows are not)",
+    )  # fmt: skip
+
+
+def add_path_faults(p: argparse.ArgumentParser, clock: str = "seconds of the run") -> None:
+    """The path faults (the run config's ``faults``): the simulator's fault node and the live
+    relay apply them alike, so a live fault scenario replays in simulation."""
+    g = p.add_argument_group("path faults (simulated and live alike)")
+    g.add_argument(
+        "--duplicate", type=probability, default=None, metavar="P",
+        help="a media datagram the bottleneck delivers arrives twice with this probability",
+    )  # fmt: skip
+    g.add_argument(
+        "--reorder", type=probability, default=None, metavar="P",
+        help="a media datagram the bottleneck delivers is held back by --reorder-ms with this "
+        "probability (later ones overtake it)",
+    )  # fmt: skip
+    g.add_argument("--reorder-ms", type=delay, default=None, metavar="MS",
+                   help="(default 5)")  # fmt: skip
+    g.add_argument(
+        "--feedback-blackout", type=window, default=None, metavar="START:END",
+        help=f"all feedback (receiver to sender) is lost between these times ({clock})",
     )  # fmt: skip
 
 
@@ -343,6 +378,12 @@ def overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
         out.append(("downlink.ecn", True))
     if getattr(args, "competing", None):
         out.append(("competing", list(args.competing)))
+    for flag, path in (("duplicate", "faults.duplicate"), ("reorder", "faults.reorder"),
+                       ("reorder_ms", "faults.reorder_delay_ms"),
+                       ("feedback_blackout", "faults.feedback_blackout_s")):  # fmt: skip
+        value = getattr(args, flag, None)
+        if value is not None:
+            out.append((path, list(value) if isinstance(value, tuple) else value))
     if args.duration is not None:
         out.append(("duration_s", args.duration))
     if args.seed is not None:

@@ -20,6 +20,7 @@ def add_commands(sub: Any) -> None:
     o.add_scheme(p, "a custom composition (SchemeConfig JSON); named after the file stem")
     o.add_network(p)
     o.add_sharing(p)
+    o.add_path_faults(p)
     o.add_seeds_and_frame_drop(p)
     p.add_argument(
         "--out", type=o.out_path, metavar="DIR",
@@ -39,6 +40,7 @@ def add_commands(sub: Any) -> None:
     )  # fmt: skip
     o.add_network(p)
     o.add_sharing(p)
+    o.add_path_faults(p)
     o.add_seeds_and_frame_drop(p)
     _add_pool(p)
     p.add_argument("--out", type=o.out_path, metavar="DIR", help="default results/compare-<trace>")

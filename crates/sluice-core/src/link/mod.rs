@@ -20,6 +20,7 @@
 pub mod bandwidth;
 pub mod bottleneck;
 pub mod codel;
+pub mod faults;
 pub mod flow_stats;
 pub mod fq_codel;
 pub mod frame_drop;

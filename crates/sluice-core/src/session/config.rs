@@ -5,6 +5,7 @@
 
 use crate::cross::CompetingFlow;
 use crate::encoder::model::ModelEncoderConfig;
+use crate::link::faults::FaultsConfig;
 use crate::link::trace::Trace;
 use crate::link::{LinkConfig, LinkRate, QueueLimit};
 use crate::scheme::SchemeConfig;
@@ -139,6 +140,11 @@ pub struct RunConfig {
     /// (`--competing`; [`crate::cross`]). Only written when there are some.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub competing: Vec<CompetingFlow>,
+    /// Faults on the path beyond the link model (duplication, reordering, a feedback
+    /// blackout; [`crate::link::faults`]), the same in simulation and live. Only written
+    /// when there are some.
+    #[serde(skip_serializing_if = "FaultsConfig::is_none")]
+    pub faults: FaultsConfig,
 }
 
 impl Default for RunConfig {
@@ -158,6 +164,7 @@ impl Default for RunConfig {
             downlink: PathConfig::default(),
             uplink: PathConfig::default(),
             competing: Vec::new(),
+            faults: FaultsConfig::default(),
         }
     }
 }
@@ -322,6 +329,7 @@ impl RunConfig {
             }
         }
         flows::validate_competing(self).map_err(ConfigError)?;
+        self.faults.validate().map_err(ConfigError)?;
         if self.uplink.access_delay_ms != 0.0 {
             return err("the access delay is a downlink setting (sender to bottleneck)".into());
         }

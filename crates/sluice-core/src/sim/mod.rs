@@ -16,12 +16,15 @@
 //! sender-bottleneck delay) and its way back exist only when set: the bottleneck's reports
 //! and the receiver's feedback (after the uplink, receiver to bottleneck) both cross it back.
 //! Without it the network is the four nodes it always was, in the same order, so results do
-//! not change.
+//! not change. Path faults (`faults`: duplication, reordering, a feedback blackout) add a
+//! node between the bottleneck's far end and the receiver, in both directions
+//! ([`network::FaultNode`]); the live relay applies the same faults.
 
 pub mod flows;
 pub mod network;
 
 use crate::encoder::{Encoder, InlineEncoder};
+use crate::link::faults::PathFaults;
 use crate::link::trace::Trace;
 use crate::link::{DropReason, Link};
 use crate::metrics::{self, FrameRecord, LinkTotals, Recorder, Sample, SkipRecord, Summary};
@@ -33,7 +36,7 @@ use crate::session::{
     RunConfig, Sampler,
 };
 use crate::units::{TimeDelta, Timestamp};
-use network::{Network, NodeId, IN, OUT, REPORT};
+use network::{FaultNode, Network, NodeId, FAULT_DOWN, FAULT_UP, IN, OUT, REPORT};
 use std::sync::Arc;
 
 /// Results of a finished run.
@@ -64,6 +67,8 @@ pub struct Simulation {
     downlink_trace: Option<Arc<Trace>>,
     /// The competing flows and their per-flow series (`None`: the media flow alone).
     flows: Option<flows::Flows>,
+    /// The path faults' node, if the config has faults.
+    faults: Option<NodeId>,
 }
 
 impl Simulation {
@@ -93,18 +98,30 @@ impl Simulation {
         let down = net.add("downlink", Box::new(downlink));
         let rx = net.add("receiver", Box::new(receiver));
         let up = net.add("uplink", Box::new(uplink));
+        // The path faults sit between the bottleneck's far end and the receiver, both ways.
+        let faults = (!cfg.faults.is_none()).then(|| {
+            let node = FaultNode::new(PathFaults::new(cfg.faults.clone(), cfg.seed));
+            net.add("path-faults", Box::new(node))
+        });
+        let (to_rx, to_rx_port) = faults.map_or((rx, IN), |f| (f, FAULT_DOWN));
+        if let Some(f) = faults {
+            net.connect(f, FAULT_DOWN, rx, IN);
+            net.connect(rx, OUT, f, FAULT_UP);
+            net.connect(f, FAULT_UP, up, IN);
+        } else {
+            net.connect(rx, OUT, up, IN);
+        }
         let flows = if cfg.competing.is_empty() {
-            net.connect(down, OUT, rx, IN);
+            net.connect(down, OUT, to_rx, to_rx_port);
             None
         } else {
             // The bottleneck's far end sorts datagrams by flow: flow 0 to the session's
             // receiver, each competing flow to its own.
             let demux = net.add("demux", Box::new(network::Demux::default()));
             net.connect(down, OUT, demux, IN);
-            net.connect(demux, 0, rx, IN);
+            net.connect(demux, 0, to_rx, to_rx_port);
             Some(flows::Flows::build(cfg, &mut net, down, demux)?)
         };
-        net.connect(rx, OUT, up, IN);
         if let Some((access, report_path)) = build_access_links(cfg) {
             let a = net.add("access", Box::new(access));
             net.connect(tx, OUT, a, IN);
@@ -139,6 +156,7 @@ impl Simulation {
             end: capture_end + TimeDelta::from_secs_f64(cfg.drain_s),
             downlink_trace,
             flows,
+            faults,
         })
     }
 
@@ -323,6 +341,8 @@ impl Simulation {
             summary.flows = Some(flows);
             summary.jain_index = Some(jain.unwrap_or(f64::NAN));
         }
+        summary.path_faults =
+            self.faults.and_then(|f| self.network.get::<FaultNode>(f)).map(FaultNode::stats);
         RunResult {
             frames,
             skips,

@@ -8,13 +8,14 @@
 //! port, timers through `poll_timeout`/`handle_timeout`. The [`Network`] only moves datagrams
 //! along edges; the simulator moves time.
 
+use crate::link::faults::{Fate, FaultStats, PathFaults};
 use crate::link::Link;
 use crate::packet::Datagram;
 use crate::receiver::Receiver;
 use crate::sender::Sender;
 use crate::units::Timestamp;
 use std::any::Any;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// A port number of a node.
 pub type Port = u8;
@@ -125,7 +126,7 @@ impl Node for Link {
 /// in front of one receiver per flow). Flow ids above 255 share port 255.
 #[derive(Debug, Default)]
 pub struct Demux {
-    out: std::collections::VecDeque<(Port, Datagram)>,
+    out: VecDeque<(Port, Datagram)>,
 }
 
 impl Node for Demux {
@@ -139,6 +140,69 @@ impl Node for Demux {
     }
     fn poll_timeout(&self) -> Timestamp {
         Timestamp::INFINITY
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// The path faults ([`PathFaults`]) as a node: media in on [`FAULT_DOWN`] (from the
+/// bottleneck), out on the same port (to the receiver), once, twice or later; feedback in on
+/// [`FAULT_UP`] (from the receiver), out on it (to the feedback path) unless a blackout
+/// loses it. The live relay applies the same decisions to bytes.
+pub struct FaultNode {
+    faults: PathFaults,
+    /// Media held back: (release time, datagram), in release order (one delay for all).
+    held: VecDeque<(Timestamp, Datagram)>,
+    out: VecDeque<(Port, Datagram)>,
+}
+
+/// The media direction of a [`FaultNode`] (bottleneck to receiver), in and out.
+pub const FAULT_DOWN: Port = 0;
+/// The feedback direction of a [`FaultNode`] (receiver to sender), in and out.
+pub const FAULT_UP: Port = 1;
+
+impl FaultNode {
+    pub fn new(faults: PathFaults) -> Self {
+        FaultNode { faults, held: VecDeque::new(), out: VecDeque::new() }
+    }
+    pub fn stats(&self) -> FaultStats {
+        self.faults.stats()
+    }
+}
+
+impl Node for FaultNode {
+    fn handle_input(&mut self, port: Port, datagram: Datagram, now: Timestamp) {
+        if port == FAULT_UP {
+            if self.faults.feedback_passes(now) {
+                self.out.push_back((FAULT_UP, datagram));
+            }
+            return;
+        }
+        match self.faults.media_fate(now) {
+            Fate::Deliver => self.out.push_back((FAULT_DOWN, datagram)),
+            Fate::DeliverTwice => {
+                self.out.push_back((FAULT_DOWN, datagram.clone()));
+                self.out.push_back((FAULT_DOWN, datagram));
+            }
+            Fate::HoldUntil(t) => self.held.push_back((t, datagram)),
+        }
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        while self.held.front().is_some_and(|(t, _)| *t <= now) {
+            if let Some((_, d)) = self.held.pop_front() {
+                self.out.push_back((FAULT_DOWN, d));
+            }
+        }
+    }
+    fn poll_output(&mut self, _now: Timestamp) -> Option<(Port, Datagram)> {
+        self.out.pop_front()
+    }
+    fn poll_timeout(&self) -> Timestamp {
+        self.held.front().map_or(Timestamp::INFINITY, |(t, _)| *t)
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -456,5 +520,71 @@ mod tests {
         assert!((q / 450_000.0 - 1.0).abs() < 0.02, "queue after 1 s: {q} B");
         assert!(net.get::<Sink>(receiver).unwrap().0.iter().all(|(p, ..)| *p == IN));
         assert_eq!(net.unrouted(), 0);
+    }
+
+    #[test]
+    fn the_fault_node_duplicates_and_holds_back_media_and_loses_feedback_in_its_blackout() {
+        use crate::link::faults::{FaultsConfig, PathFaults};
+        // Media every ms for 2 s into the node's media port; feedback every 10 ms into its
+        // feedback port (a second source); the blackout is [0.5 s, 1 s).
+        let media: VecDeque<_> = (0..2000)
+            .map(|i| {
+                let mut p = Packet::padding(DataSize::from_bytes(1200), Timestamp::ZERO);
+                p.kind = PacketKind::Video;
+                p.frame_id = i;
+                (Timestamp::from_ms(i as i64), p)
+            })
+            .collect();
+        let feedback: VecDeque<_> = (0..200)
+            .map(|i| {
+                (
+                    Timestamp::from_ms(10 * i),
+                    Packet::padding(DataSize::from_bytes(80), Timestamp::ZERO),
+                )
+            })
+            .collect();
+        let cfg = FaultsConfig {
+            duplicate: 0.1,
+            reorder: 0.1,
+            reorder_delay_ms: 3.0,
+            feedback_blackout_s: Some((0.5, 1.0)),
+        };
+        let mut net = Network::default();
+        let src = net.add("media", Box::new(Source(media)));
+        let fb = net.add("feedback", Box::new(Source(feedback)));
+        let faults = net.add("faults", Box::new(FaultNode::new(PathFaults::new(cfg, 7))));
+        let rx = net.add("receiver", Box::new(Sink::default()));
+        let tx = net.add("sender", Box::new(Sink::default()));
+        net.connect(src, OUT, faults, FAULT_DOWN);
+        net.connect(fb, OUT, faults, FAULT_UP);
+        net.connect(faults, FAULT_DOWN, rx, IN);
+        net.connect(faults, FAULT_UP, tx, IN);
+        run(&mut net, Timestamp::from_ms(2100));
+        let stats = net.get::<FaultNode>(faults).unwrap().stats();
+        let got = &net.get::<Sink>(rx).unwrap().0;
+        // Every packet once, the duplicated ones twice; the held-back ones 3 ms late.
+        assert_eq!(got.len() as u64, 2000 + stats.duplicated);
+        let (mut late, mut seen) = (0, std::collections::BTreeMap::new());
+        for (_, at, d) in got {
+            let Datagram::Media(p) = d else { panic!() };
+            let sent = Timestamp::from_ms(p.frame_id as i64);
+            match *at - sent {
+                x if x == TimeDelta::ZERO => {}
+                x if x == TimeDelta::from_ms(3) => late += 1,
+                x => panic!("packet {} delivered {x:?} late", p.frame_id),
+            }
+            *seen.entry(p.frame_id).or_insert(0u64) += 1;
+        }
+        assert_eq!(late, stats.reordered);
+        assert_eq!(seen.values().filter(|n| **n == 2).count() as u64, stats.duplicated);
+        assert!((150..250).contains(&stats.reordered), "{stats:?}");
+        assert!((130..240).contains(&stats.duplicated), "{stats:?}");
+        // Feedback at 0.50, 0.51, ..., 0.99 s is lost: 50 of 200.
+        let fed = &net.get::<Sink>(tx).unwrap().0;
+        assert_eq!(stats.blackout_dropped, 50);
+        assert_eq!(fed.len(), 150);
+        assert!(fed
+            .iter()
+            .all(|(_, at, _)| *at < Timestamp::from_ms(500) || *at >= Timestamp::from_ms(1000)));
     }
 }

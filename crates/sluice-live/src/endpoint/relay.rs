@@ -1,10 +1,12 @@
 //! The relay: the simulator's downlink and uplink [`Link`]s between sender and receiver,
-//! carrying the datagrams' bytes, plus fault injection (duplication, reordering, garbage, a
-//! feedback blackout).
+//! carrying the datagrams' bytes, plus fault injection: the run's path faults
+//! (duplication, reordering, a feedback blackout; the core's [`PathFaults`], which the
+//! simulator runs too) and the faults that exist only as bytes (garbage, spoofed datagrams).
 
 use super::{Endpoint, LinkSnapshot, Role, SharedLink, Spoofed};
 use crate::wire::{self, MediaReader, WireError};
 use sluice_core::columns::Columns;
+use sluice_core::link::faults::{Fate, FaultStats, FaultsConfig, PathFaults};
 use sluice_core::link::{DropReason, Link};
 use sluice_core::packet::{Datagram, Feedback, Packet, PacketKind, UDP_IP_OVERHEAD};
 use sluice_core::rng::Rng;
@@ -34,18 +36,11 @@ fn forged_srtp(b: &[u8], r: u64) -> Option<Vec<u8>> {
     Some(f)
 }
 
-/// Faults the relay injects on top of the link model (the link's own loss is
-/// `PathConfig::loss`).
+/// The faults only the relay can inject: they exist as bytes (the path faults, duplication,
+/// reordering and a feedback blackout, are the run config's `faults`, applied here by the
+/// core's [`PathFaults`] as the simulator's fault node applies them).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Faults {
-    /// Probability that a delivered media datagram is delivered twice.
-    pub duplicate: f64,
-    /// Probability that a delivered media datagram is held back by `reorder_delay` (so later
-    /// ones overtake it).
-    pub reorder: f64,
-    pub reorder_delay: TimeDelta,
-    /// Feedback (receiver to sender) dropped in this window: a feedback blackout.
-    pub feedback_blackout: Option<(Timestamp, Timestamp)>,
     /// Probability that the relay, forwarding a datagram, also sends the same peer a
     /// malformed one (a corrupted copy, a truncation or random bytes).
     pub garbage: f64,
@@ -71,6 +66,8 @@ pub struct RelayEndpoint {
     up_bytes: BTreeMap<u64, Vec<u8>>,
     faults: Faults,
     rng: Rng,
+    /// The run's path faults (duplication, reordering, feedback blackout).
+    path_faults: PathFaults,
     /// Media held back for reordering: (release time, bytes).
     held: VecDeque<(Timestamp, Vec<u8>)>,
     extra: VecDeque<(Role, Vec<u8>)>,
@@ -81,9 +78,6 @@ pub struct RelayEndpoint {
     /// Packets that would have switched its reader to another stream but were not valid as
     /// a whole (forwarded as opaque bytes all the same).
     pub spoofed: Spoofed,
-    pub duplicated: u64,
-    pub reordered: u64,
-    pub blackout_dropped: u64,
     pub garbage_sent: u64,
     /// Spoofed datagrams sent (the spoof fault).
     pub spoof_sent: u64,
@@ -152,6 +146,7 @@ impl RelayEndpoint {
     pub fn new(
         mut downlink: Link,
         mut uplink: Link,
+        path_faults: FaultsConfig,
         faults: Faults,
         seed: u64,
         trace: Option<Arc<sluice_core::link::trace::Trace>>,
@@ -169,14 +164,12 @@ impl RelayEndpoint {
             up_bytes: BTreeMap::new(),
             faults,
             rng: Rng::fork(seed, "live-relay-faults"),
+            path_faults: PathFaults::new(path_faults, seed),
             held: VecDeque::new(),
             extra: VecDeque::new(),
             malformed: 0,
             opaque: 0,
             spoofed: Spoofed::default(),
-            duplicated: 0,
-            reordered: 0,
-            blackout_dropped: 0,
             garbage_sent: 0,
             spoof_sent: 0,
             last_media_seq: 0,
@@ -233,8 +226,15 @@ impl RelayEndpoint {
     ) -> Self {
         let (downlink, uplink) =
             sluice_core::session::build_links(cfg, scheme, downlink_trace.clone(), uplink_trace);
-        let mut relay =
-            RelayEndpoint::new(downlink, uplink, faults, cfg.seed, downlink_trace, shared);
+        let mut relay = RelayEndpoint::new(
+            downlink,
+            uplink,
+            cfg.faults.clone(),
+            faults,
+            cfg.seed,
+            downlink_trace,
+            shared,
+        );
         if let Some(links) = sluice_core::session::build_access_links(cfg) {
             relay.set_access_path(links);
         }
@@ -244,6 +244,16 @@ impl RelayEndpoint {
             relay.set_cross_traffic(cross);
         }
         relay
+    }
+
+    /// What the path faults did.
+    pub fn fault_stats(&self) -> FaultStats {
+        self.path_faults.stats()
+    }
+
+    /// [`Self::fault_stats`] if the run has path faults (the summary's `path_faults`).
+    pub fn path_faults_summary(&self) -> Option<FaultStats> {
+        self.path_faults.is_active().then(|| self.path_faults.stats())
     }
 
     /// The sender's stream it read last (`None` before the first packet).
@@ -504,8 +514,7 @@ impl Endpoint for RelayEndpoint {
                 }
             }
             Role::Receiver => {
-                if self.faults.feedback_blackout.is_some_and(|(a, b)| now >= a && now < b) {
-                    self.blackout_dropped += 1;
+                if !self.path_faults.feedback_passes(now) {
                     return;
                 }
                 let size = DataSize::from_bytes(bytes.len() as i64) + UDP_IP_OVERHEAD;
@@ -561,14 +570,13 @@ impl Endpoint for RelayEndpoint {
             if let Some(log) = self.log.as_mut() {
                 log.left(p.transport_seq, now);
             }
-            if self.faults.reorder > 0.0 && self.rng.bernoulli(self.faults.reorder) {
-                self.reordered += 1;
-                self.held.push_back((now + self.faults.reorder_delay, b));
-                continue;
-            }
-            if self.faults.duplicate > 0.0 && self.rng.bernoulli(self.faults.duplicate) {
-                self.duplicated += 1;
-                self.extra.push_back((Role::Receiver, b.clone()));
+            match self.path_faults.media_fate(now) {
+                Fate::HoldUntil(t) => {
+                    self.held.push_back((t, b));
+                    continue;
+                }
+                Fate::DeliverTwice => self.extra.push_back((Role::Receiver, b.clone())),
+                Fate::Deliver => {}
             }
             self.maybe_garbage(Role::Receiver, &b);
             self.maybe_spoof(Role::Receiver, &b);
