@@ -271,9 +271,29 @@ def cmd_send(args: argparse.Namespace) -> int:
         files = {results.STREAM_FILE: stream,
                  results.STREAM_INDEX_FILE: Path(f"{stream}.idx")}  # fmt: skip
     cfg = config.apply_overrides(cfg, spec.overrides)
-    options = {"listen": args.listen, "peer": args.peer, "idle_timeout_s": args.idle_timeout_s}
+    options = {"listen": args.listen, "peer": args.peer, "idle_timeout_s": args.idle_timeout_s,
+               **_transport(args)}  # fmt: skip
     return _run_endpoint("sender", spec, cfg, out, options,
-                         {"listen": args.listen, "peer": args.peer}, files=files)  # fmt: skip
+                         {"listen": args.listen, "peer": args.peer,
+                          "transport": args.transport}, files=files)  # fmt: skip
+
+
+def _transport(args: argparse.Namespace) -> dict[str, Any]:
+    """The transport options of ``live send`` and ``live recv``: with WebRTC both SDP files
+    (checked here, so a missing one is one line before anything starts)."""
+    if args.transport != "webrtc":
+        if args.sdp_out or args.sdp_in:
+            raise SluiceError("--sdp-out and --sdp-in are for --transport webrtc")
+        return {}
+    if not (args.sdp_out and args.sdp_in):
+        raise SluiceError("--transport webrtc between processes needs --sdp-out (the file this "
+                          "endpoint writes its SDP to) and --sdp-in (the peer's)")  # fmt: skip
+    if Path(args.sdp_out).resolve() == Path(args.sdp_in).resolve():
+        raise SluiceError(f"--sdp-out and --sdp-in are the same file ({args.sdp_out})")
+    for flag, f in (("--sdp-out", args.sdp_out), ("--sdp-in", args.sdp_in)):
+        if not Path(f).resolve().parent.is_dir():
+            raise SluiceError(f"{flag} {f}: no such directory")
+    return {"transport": "webrtc", "sdp_out": str(args.sdp_out), "sdp_in": str(args.sdp_in)}
 
 
 def _endpoint_config(spec: Any) -> dict[str, Any]:
@@ -304,7 +324,8 @@ def cmd_recv(args: argparse.Namespace) -> int:
     out = _out_dir(args)
     options: dict[str, Any] = {"listen": args.listen, "peer": args.peer,
                                "idle_timeout_s": args.idle_timeout_s,
-                               "start_timeout_s": args.start_timeout_s}  # fmt: skip
+                               "start_timeout_s": args.start_timeout_s,
+                               **_transport(args)}  # fmt: skip
     files: dict[str, Path] = {}
     if encoder == "x264":
         received = results.temp_path(out.resolve() / results.RECEIVED_FILE)
@@ -317,7 +338,7 @@ def cmd_recv(args: argparse.Namespace) -> int:
         options["forward_rtp"] = f"{host}:{args.forward_rtp}"
         early[SDP_FILE] = sdp(args.forward_rtp, host.strip("[]"))
     header = {"listen": args.listen, "peer": args.peer, "encoder": encoder,
-              "idle_timeout_s": args.idle_timeout_s}  # fmt: skip
+              "idle_timeout_s": args.idle_timeout_s, "transport": args.transport}  # fmt: skip
     return _run_endpoint("receiver", spec, cfg, out, options, header, files=files, early=early)
 
 
@@ -335,7 +356,7 @@ def cmd_relay(args: argparse.Namespace) -> int:
     out = _out_dir(args)
     options = {"listen": args.listen, "sender": args.sender, "receiver": args.receiver,
                "idle_timeout_s": args.idle_timeout_s, "start_timeout_s": args.start_timeout_s,
-               "faults": faults}  # fmt: skip
+               "faults": faults, "transport": args.transport}  # fmt: skip
     header = {"listen": args.listen, "sender": args.sender, "receiver": args.receiver,
               "faults": faults, "idle_timeout_s": args.idle_timeout_s}  # fmt: skip
     return _run_endpoint("relay", spec, cfg, out, options, header, down=down, up=up)
@@ -427,7 +448,10 @@ def check_together(parts: dict[str, tuple[str, dict[str, Any]]]) -> None:
             raise SluiceError(f"{what}: scheme {p['scheme']}, not {s['scheme']}")
         if p["seed"] != s["seed"]:
             raise SluiceError(f"{what}: seed {p['seed']}, not {s['seed']}")
-        skip = {"downlink", "uplink", "encoder"} | ({"fps"} if role == "receiver" else set())
+        # The network and its path faults are the relay's; the encoder is the sender's.
+        skip = {"downlink", "uplink", "encoder", "faults"}
+        if role == "receiver":
+            skip.add("fps")
         a = {k: v for k, v in s["config"].items() if k not in skip}
         b = {k: v for k, v in p["config"].items() if k not in skip}
         diff = config.diff(a, b)
@@ -441,8 +465,11 @@ def check_together(parts: dict[str, tuple[str, dict[str, Any]]]) -> None:
             raise SluiceError(f"the {role}'s part ({d}) is empty: it never heard its peer")
         # A sending process picks its stream (SSRCs) from its start time: a part that read
         # another stream heard another sender (or this one's earlier or later life).
+        # (With WebRTC the receiver reads the stream DTLS-SRTP authenticated as the sender's
+        # offer's, under str0m's numbers: that is the stronger check.)
         heard, sent = p["live"].get("last_stream"), s["live"].get("stream")
-        if heard is not None and sent is not None and heard != sent:
+        webrtc = s.get("transport") == "webrtc"
+        if heard is not None and sent is not None and heard != sent and not webrtc:
             raise SluiceError(f"{what}: it read stream {heard}, the sender sent stream "
                               f"{sent}")  # fmt: skip
         offset_s = (p["wall_origin_us"] - s["wall_origin_us"]) / 1e6
@@ -500,9 +527,9 @@ class MergedSession:
         if self.interrupted:
             summary = json.dumps({**json.loads(summary), "interrupted": True})
         stats = json.loads(stats_json)
-        from .live import with_spoofed
+        from .live import with_spoofed, with_srtp
 
-        summary = with_spoofed(summary, stats)
+        summary = with_srtp(with_spoofed(summary, stats), stats)
         stats["mode"] = "live"
         stats["processes"] = {
             role: {"dir": str(d), "listen": p.get("listen"), "wall_origin_us": p["wall_origin_us"],
@@ -537,6 +564,10 @@ def merge(sender: str, receiver: str, relay: str | None = None, out: str | None 
     if relay is not None:
         r = parts["relay"][1]
         cfg["downlink"], cfg["uplink"] = r["config"]["downlink"], r["config"]["uplink"]
+        # The path faults are the relay's (they happened there).
+        cfg.pop("faults", None)
+        if "faults" in r["config"]:
+            cfg["faults"] = r["config"]["faults"]
         trace, uplink = r["trace"], r["uplink_trace"]
     sp = s["spec"]
     if out is None:
@@ -569,9 +600,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
     scheme = read_part(args.sender, "sender")["scheme"]
     print(report.text_table([(scheme, summary)]))
     print(f"\nresults: {run_dir}")
-    from .live import spoof_note
+    from .live import spoof_note, srtp_note
 
-    note = spoof_note(summary)
-    if note:
-        print(note, file=sys.stderr)
+    for note in (spoof_note(summary), srtp_note(summary)):
+        if note:
+            print(note, file=sys.stderr)
     return 0

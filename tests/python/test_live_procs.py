@@ -75,7 +75,8 @@ def test_send_relay_recv_as_three_processes_merge_into_a_result(tmp_path, capsys
                     "--start-timeout-s", "60", "--out", "recv"], tmp_path)  # fmt: skip
     relay = _sluice(["live", "relay", "--listen", _addr(x), "--sender", _addr(s), "--receiver",
                      _addr(r), "--trace", "gen:constant:12", "--queue-bytes", "100000", *run,
-                     "--start-timeout-s", "60", "--out", "relay"], tmp_path)  # fmt: skip
+                     "--duplicate", "0.02", "--start-timeout-s", "60", "--out", "relay"],
+                    tmp_path)  # fmt: skip
     _wait_listening(r, recv)
     _wait_listening(x, relay)
     # A stranger writes to the relay (before the session and during it): counted, dropped.
@@ -119,6 +120,9 @@ def test_send_relay_recv_as_three_processes_merge_into_a_result(tmp_path, capsys
     assert res.samples["queue_delay_us"].max() > 0
     assert res.samples["link_capacity_bps"].max() == pytest.approx(12e6, rel=0.05)
     assert res.header["config"]["downlink"]["queue_bytes"] == 100000
+    # The relay's path faults are the merged run's (2 % of some 2500 media datagrams twice).
+    assert res.header["config"]["faults"]["duplicate"] == 0.02
+    assert res.summary["path_faults"]["duplicated"] >= 15, res.summary["path_faults"]
     live = json.loads((out / "live.json").read_text())
     assert live["relay_io"]["foreign"] == 2 and live["media_packets_received"] > 1000
     assert live["processes"]["receiver"]["offset_us"] > 0
@@ -137,6 +141,73 @@ def test_send_relay_recv_as_three_processes_merge_into_a_result(tmp_path, capsys
     assert rc == 2
     assert "the files of two parts are mixed" in capsys.readouterr().err
     assert not (tmp_path / "mixed").exists()
+
+
+def test_send_relay_recv_over_webrtc_signal_through_files_and_drop_every_forgery(tmp_path,
+                                                                                capsys):
+    # Issue 28: DTLS-SRTP between separate processes. The SDP offer and answer go through
+    # files (out of band, as a call's signalling does); the relay forwards opaque SRTP and
+    # forges SRTP packets to the receiver and plain NACKs and keyframe requests to the
+    # sender; every forgery is counted and dropped, none reaches an endpoint.
+    s, x, r = _free_ports(3)
+    run = ["--scheme", "webrtc", "--duration", "5", "--seed", "3"]
+    sdp = tmp_path / "sdp"
+    sdp.mkdir()
+    offer, answer = str(sdp / "offer.sdp"), str(sdp / "answer.sdp")
+    recv = _sluice(["live", "recv", "--listen", _addr(r), "--peer", _addr(x), *run,
+                    "--transport", "webrtc", "--sdp-in", offer, "--sdp-out", answer,
+                    "--start-timeout-s", "60", "--out", "recv"], tmp_path)  # fmt: skip
+    relay = _sluice(["live", "relay", "--listen", _addr(x), "--sender", _addr(s), "--receiver",
+                     _addr(r), "--trace", "gen:constant:12", "--queue-bytes", "100000", *run,
+                     "--spoof", "0.2", "--start-timeout-s", "60", "--out", "relay"],
+                    tmp_path)  # fmt: skip
+    _wait_listening(r, recv)
+    _wait_listening(x, relay)
+    send = _sluice(["live", "send", "--listen", _addr(s), "--peer", _addr(x), *run,
+                    "--transport", "webrtc", "--sdp-out", offer, "--sdp-in", answer,
+                    "--out", "send"], tmp_path)  # fmt: skip
+    for p in (send, relay, recv):
+        _done(p)
+    assert not any(sdp.iterdir()), "each side removes its peer's SDP once read"
+    out = tmp_path / "merged"
+    assert main(["live", "merge", "--sender", str(tmp_path / "send"), "--relay",
+                 str(tmp_path / "relay"), "--receiver", str(tmp_path / "recv"), "--out",
+                 str(out)]) == 0  # fmt: skip
+    assert "failed SRTP authentication" in capsys.readouterr().err
+    res = results.load_run(out)
+    live = json.loads((out / "live.json").read_text())
+    assert live["transport"] == "webrtc"
+    forged = live["relay_spoof_sent"]
+    assert forged > 300, live
+    # Every forgery that arrived was dropped as not authentic (a few are still in flight at
+    # the end); nothing spoofed reached the endpoints, the sender retransmitted nothing.
+    assert 0.95 * forged <= res.summary["srtp_auth_failed"] <= forged, (forged, res.summary)
+    assert not any(live["spoofed"].values()), live["spoofed"]
+    assert live["sender_webrtc"]["nacks"] == 0
+    assert res.summary["frames_displayed"] >= 0.9 * 5 * 30, res.summary
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["send", "--peer", "127.0.0.1:5001", "--transport", "webrtc", "--sdp-out", "o.sdp"],
+     "needs --sdp-out"),
+    (["recv", "--peer", "127.0.0.1:5001", "--sdp-in", "o.sdp"], "are for --transport webrtc"),
+    (["send", "--peer", "127.0.0.1:5001", "--transport", "webrtc", "--sdp-out", "a.sdp",
+      "--sdp-in", "a.sdp"], "the same file"),
+    (["recv", "--peer", "127.0.0.1:5001", "--transport", "webrtc", "--sdp-out", "no/a.sdp",
+      "--sdp-in", "b.sdp"], "no such directory"),
+    (["relay", "--trace", "gen:constant:6", "--sender", "127.0.0.1:5000", "--receiver",
+      "127.0.0.1:5002", "--scheme", "co-rtv", "--transport", "webrtc"], "cannot send over WebRTC"),
+    (["send", "--peer", "127.0.0.1:5001", "--scheme", "co-rtv", "--transport", "webrtc",
+      "--sdp-out", "a.sdp", "--sdp-in", "b.sdp"], "cannot send over WebRTC"),
+])  # fmt: skip
+def test_webrtc_signalling_files_are_checked_in_one_line(tmp_path, capsys, monkeypatch, args,
+                                                          needle):
+    monkeypatch.chdir(tmp_path)
+    rc = main(["live", *args, "--out", str(tmp_path / "out")])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("sluice: error:") and needle in err[0], err
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_terminated_receiver_still_writes_its_part(tmp_path, capsys):

@@ -13,8 +13,10 @@
 
 use crate::runtime::IoStats;
 use crate::session::{LiveResult, LiveStats};
+use crate::webrtc::{Transport, WebRtcStats};
 use serde::{Deserialize, Serialize};
 use sluice_core::columns::Columns;
+use sluice_core::link::faults::FaultStats;
 use sluice_core::metrics::{LinkTotals, Sample};
 use sluice_core::receiver::ReceiverEvent;
 use sluice_core::sender::SenderEvent;
@@ -78,6 +80,9 @@ pub struct SenderPart {
     pub stream: u32,
     pub events: Vec<SenderEvent>,
     pub samples: Vec<Sample>,
+    /// With the WebRTC transport, what its layer counted (`None`: plain RTP).
+    #[serde(default)]
+    pub webrtc: Option<WebRtcStats>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -100,6 +105,9 @@ pub struct ReceiverPart {
     #[serde(default)]
     pub spoofed: crate::endpoint::Spoofed,
     pub events: Vec<ReceiverEvent>,
+    /// With the WebRTC transport, what its layer counted (`None`: plain RTP).
+    #[serde(default)]
+    pub webrtc: Option<WebRtcStats>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -315,8 +323,12 @@ pub fn merge_parts(
         capture_end,
         end: capture_end + TimeDelta::from_secs_f64(cfg.drain_s),
         bottleneck_drops: relay.is_some() && scheme.bottleneck.drops_frames(),
-        // The relay process's faults are its own options; its counters are in live.json.
-        path_faults: None,
+        // The relay's path faults (the merged config has the relay's `faults`).
+        path_faults: relay.filter(|_| !cfg.faults.is_none()).map(|r| FaultStats {
+            duplicated: r.duplicated,
+            reordered: r.reordered,
+            blackout_dropped: r.blackout_dropped,
+        }),
     });
     let stopped = |i: &PartInfo| i.ended == "stopped";
     let stats = LiveStats {
@@ -343,11 +355,13 @@ pub fn merge_parts(
         feedback_messages: sender.feedback_messages,
         sender_unsendable: sender.unsendable,
         media_packets_received: receiver.media_packets,
-        // Separate processes speak plain RTP (live send/recv/relay have no WebRTC yet).
-        transport: crate::webrtc::Transport::Rtp,
-        sender_webrtc: None,
-        receiver_webrtc: None,
-        srtp_auth_failed: 0,
+        transport: if sender.webrtc.is_some() { Transport::Webrtc } else { Transport::Rtp },
+        sender_webrtc: sender.webrtc.clone(),
+        receiver_webrtc: receiver.webrtc.clone(),
+        srtp_auth_failed: [&sender.webrtc, &receiver.webrtc]
+            .iter()
+            .filter_map(|w| w.as_ref().map(|w| w.srtp_auth_failed))
+            .sum(),
         stopped_early: stopped(&sender.info)
             || stopped(&receiver.info)
             || relay.is_some_and(|r| stopped(&r.info)),

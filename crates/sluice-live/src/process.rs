@@ -20,6 +20,7 @@ use crate::part::{
     LinkSampleRecord, Part, PartInfo, ReceiverPart, RelayPart, SenderPart, PART_SCHEMA,
 };
 use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
+use crate::webrtc::{Side, Transport, Transported, WebRtc};
 use sluice_core::encoder::Encoder;
 use sluice_core::link::trace::Trace;
 use sluice_core::session::{build_sender, ConfigError, RunConfig};
@@ -59,6 +60,14 @@ pub struct ProcessOptions {
     pub received_stream: Option<PathBuf>,
     /// The receiver: copies of the received video RTP go here (an RTP player).
     pub forward_rtp: Option<SocketAddr>,
+    /// The transport between the sender and the receiver (a relay forwards either).
+    pub transport: Transport,
+    /// With WebRTC, the signalling, out of band as a call's is: the file this endpoint
+    /// writes its SDP to (the sender's offer, the receiver's answer) and the file of its
+    /// peer's that it waits for (the receiver's answer, the sender's offer). Whoever carries
+    /// the files between hosts vouches for the certificate fingerprints in them.
+    pub sdp_out: Option<PathBuf>,
+    pub sdp_in: Option<PathBuf>,
 }
 
 impl ProcessOptions {
@@ -75,8 +84,113 @@ impl ProcessOptions {
             frames: None,
             received_stream: None,
             forward_rtp: None,
+            transport: Transport::Rtp,
+            sdp_out: None,
+            sdp_in: None,
         }
     }
+}
+
+/// How long an endpoint waits for its peer's SDP file and for ICE and DTLS, unless a start
+/// timeout says otherwise.
+const SIGNALLING_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The paths of the signalling files with WebRTC (`None` with plain RTP).
+fn sdp_files(options: &ProcessOptions) -> Result<Option<(PathBuf, PathBuf)>, ConfigError> {
+    match (options.transport, &options.sdp_out, &options.sdp_in) {
+        (Transport::Rtp, None, None) => Ok(None),
+        (Transport::Rtp, ..) => {
+            Err(ConfigError("SDP files are for the WebRTC transport (--transport webrtc)".into()))
+        }
+        (Transport::Webrtc, Some(o), Some(i)) => Ok(Some((o.clone(), i.clone()))),
+        (Transport::Webrtc, ..) => Err(ConfigError(
+            "the WebRTC transport between processes needs the SDP files: the one this \
+             endpoint writes and the peer's it reads (--sdp-out, --sdp-in)"
+                .into(),
+        )),
+    }
+}
+
+/// Writes `text` to `path` whole (a temporary file renamed), so a peer polling for it never
+/// reads half of it.
+fn write_whole(path: &std::path::Path, text: &str) -> Result<(), String> {
+    let tmp = path.with_extension("sdp.part");
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// The part of an endpoint stopped before its clock started (while signalling).
+fn unstarted(role: &str, t0: Instant) -> PartInfo {
+    PartInfo {
+        schema: PART_SCHEMA,
+        role: role.into(),
+        wall_origin_us: wall_now_us(),
+        started: false,
+        ended: "stopped".into(),
+        wall_s: t0.elapsed().as_secs_f64(),
+        io: IoStats::default(),
+    }
+}
+
+/// Waits for the peer's SDP file; `None` if the endpoint was stopped first.
+fn wait_for_file(
+    path: &std::path::Path,
+    ctl: &Control,
+    timeout: Duration,
+) -> Result<Option<String>, String> {
+    let t0 = Instant::now();
+    loop {
+        if ctl.stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if !text.is_empty() {
+                return Ok(Some(text));
+            }
+        }
+        if t0.elapsed() >= timeout {
+            return Err(format!(
+                "no SDP from the peer at {} within {} s (is the peer running with --sdp-out \
+                 there?)",
+                path.display(),
+                timeout.as_secs_f64()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The WebRTC layer of a process's endpoint, signalled through files and connected (ICE,
+/// DTLS) with `peer` before the session's clock starts; `None` if stopped first.
+fn signal_and_connect(
+    side: Side,
+    socket: &UdpSocket,
+    peer: SocketAddr,
+    (sdp_out, sdp_in): &(PathBuf, PathBuf),
+    ctl: &Control,
+    timeout: Duration,
+) -> Result<Option<WebRtc>, String> {
+    let local = socket.local_addr().map_err(|e| format!("socket: {e}"))?;
+    let mut w = WebRtc::new(side, local, peer, Instant::now())?;
+    // Each side takes its peer's file away once read, so a later session never reads a
+    // stale one; the sender, which starts the exchange, also clears an answer left behind.
+    match side {
+        Side::Sender => {
+            let _ = std::fs::remove_file(sdp_in);
+            write_whole(sdp_out, &w.offer()?)?;
+            let Some(answer) = wait_for_file(sdp_in, ctl, timeout)? else { return Ok(None) };
+            let _ = std::fs::remove_file(sdp_in);
+            w.accept_answer(&answer)?;
+        }
+        Side::Receiver => {
+            let Some(offer) = wait_for_file(sdp_in, ctl, timeout)? else { return Ok(None) };
+            let _ = std::fs::remove_file(sdp_in);
+            write_whole(sdp_out, &w.answer(&offer)?)?;
+        }
+    }
+    crate::webrtc::connect(&mut w, socket, timeout)?;
+    Ok(Some(w))
 }
 
 fn wall_now_us() -> i64 {
@@ -223,14 +337,16 @@ fn wait_for_peer(
 }
 
 /// Runs `ep` until the end, the idle timeout or a stop: the relay's and the receiver's life.
+/// It starts at the first datagram from `wait_for.0`, waited for at most `wait_for.1`;
+/// `on_start` sees the clock then.
 fn serve<E: Endpoint>(
     ep: &mut Watch<E>,
     socket: UdpSocket,
     peers: &Peers,
-    wait_for: SocketAddr,
+    (wait_for, start_timeout): (SocketAddr, Option<Duration>),
     end: Timestamp,
     ctl: &Control,
-    start_timeout: Option<Duration>,
+    on_start: impl FnOnce(&mut Watch<E>, Clock),
 ) -> Result<PartInfo, String> {
     let t0 = Instant::now();
     let mut foreign = 0;
@@ -242,6 +358,7 @@ fn serve<E: Endpoint>(
         ),
         Waited::Started => {
             let (clock, wall) = ctl.start_clock();
+            on_start(ep, clock);
             let io = drive(ep, socket, peers, clock, end, &ctl.stop, None)
                 .map_err(|e| format!("the socket failed: {e}"))?;
             (PartInfo { wall_origin_us: wall, started: true, ..PartInfo::default() }, io)
@@ -313,33 +430,60 @@ impl EndpointProcess {
         sluice_core::sim::flows::CrossTraffic::for_run(cfg)?;
         let scheme = cfg.resolve_scheme()?;
         let peer = need(options.peer, "peer (the relay or the receiver)")?;
+        if options.transport == Transport::Webrtc {
+            crate::webrtc::check_scheme(&cfg.scheme_name, &scheme)?;
+        }
+        let sdp = sdp_files(options)?;
         let socket = bind(options.listen)?;
         let ctl = Control::default();
         let t0 = Instant::now();
-        let (clock, wall) = ctl.start_clock();
-        let now = Timestamp::ZERO;
         let (capture_end, end) = session_end(cfg);
-        let wake = Arc::new(Notify::new());
-        let encoder = ThreadedEncoder::new(encoder, clock, wake.clone());
-        let sender = build_sender(cfg, &scheme, Box::new(encoder), now);
-        let interval = TimeDelta::from_ms_f64(cfg.sample_interval_ms);
-        let mut sender_ep = SenderEndpoint::new(sender, interval, capture_end, None, now);
-        // A sending process may be a restart of one the receiver heard before: it starts a
-        // stream the receiver has not seen (numbered from its start time), so the receiver
-        // drops the old one's state instead of unwrapping the new numbers against it.
-        sender_ep.set_stream(stream_from_wall_clock(wall));
-        if let Some(store) = &options.frames {
-            sender_ep.set_payload_source(Box::new(store.clone()));
-        }
-        // A peer that never answers (or stops answering) ends the sender after the idle
-        // timeout instead of the whole session: the front end says so.
-        let mut watch = Watch::new(sender_ep, Some(options.idle_timeout), ctl.stop.clone());
-        let peers = Peers { receiver: Some(peer), ..Peers::default() };
+        let (cfg, frames, idle) = (cfg.clone(), options.frames.clone(), options.idle_timeout);
+        let timeout = options.start_timeout.unwrap_or(SIGNALLING_TIMEOUT);
         let c = ctl.clone();
         let thread = spawn("sender", move || {
+            // With WebRTC the call is set up before the session's clock starts.
+            let webrtc = match &sdp {
+                Some(files) => {
+                    match signal_and_connect(Side::Sender, &socket, peer, files, &c, timeout)? {
+                        Some(w) => Some(w),
+                        None => {
+                            let info = unstarted("sender", t0);
+                            return Ok(Part::Sender(SenderPart { info, ..SenderPart::default() }));
+                        }
+                    }
+                }
+                None => None,
+            };
+            let (clock, wall) = c.start_clock();
+            let now = Timestamp::ZERO;
+            let wake = Arc::new(Notify::new());
+            let encoder = ThreadedEncoder::new(encoder, clock, wake.clone());
+            let sender = build_sender(&cfg, &scheme, Box::new(encoder), now);
+            let interval = TimeDelta::from_ms_f64(cfg.sample_interval_ms);
+            let mut sender_ep = SenderEndpoint::new(sender, interval, capture_end, None, now);
+            // A sending process may be a restart of one the receiver heard before: it starts
+            // a stream the receiver has not seen (numbered from its start time), so the
+            // receiver drops the old one's state instead of unwrapping the new numbers
+            // against it.
+            sender_ep.set_stream(stream_from_wall_clock(wall));
+            if let Some(store) = &frames {
+                sender_ep.set_payload_source(Box::new(store.clone()));
+            }
+            let transported = match webrtc {
+                Some(mut w) => {
+                    w.set_origin(clock.instant(now));
+                    Transported::webrtc(sender_ep, w)
+                }
+                None => Transported::plain(sender_ep),
+            };
+            // A peer that never answers (or stops answering) ends the sender after the idle
+            // timeout instead of the whole session: the front end says so.
+            let mut watch = Watch::new(transported, Some(idle), c.stop.clone());
+            let peers = Peers { receiver: Some(peer), ..Peers::default() };
             let io = drive(&mut watch, socket, &peers, clock, end, &c.stop, Some(wake))
                 .map_err(|e| format!("the socket failed: {e}"))?;
-            let ep = &watch.inner;
+            let ep = &watch.inner.inner;
             if let Some(why) = ep.failure() {
                 return Err(why.to_owned());
             }
@@ -368,6 +512,7 @@ impl EndpointProcess {
                 stream: ep.stream(),
                 events: ep.events.clone(),
                 samples: ep.samples.clone(),
+                webrtc: watch.inner.webrtc_stats().cloned(),
             }))
         })?;
         Ok(EndpointProcess { ctl, end, thread: Some(thread) })
@@ -383,6 +528,7 @@ impl EndpointProcess {
         sluice_core::sim::flows::CrossTraffic::for_run(cfg)?;
         let scheme = cfg.resolve_scheme()?;
         let peer = need(options.peer, "peer (the relay or the sender)")?;
+        let sdp = sdp_files(options)?;
         let socket = bind(options.listen)?;
         let ctl = Control::default();
         let (_, end) = session_end(cfg);
@@ -394,13 +540,35 @@ impl EndpointProcess {
         if options.forward_rtp.is_some() {
             receiver.forward_video();
         }
-        let mut ep = Watch::new(receiver, Some(options.idle_timeout), ctl.stop.clone());
         let peers = Peers { sender: Some(peer), monitor: options.forward_rtp, ..Peers::default() };
         let (c, start_timeout, stream) =
             (ctl.clone(), options.start_timeout, options.received_stream.clone());
+        let idle = options.idle_timeout;
         let thread = spawn("receiver", move || {
-            let info = serve(&mut ep, socket, &peers, peer, end, &c, start_timeout)?;
-            let r = &ep.inner;
+            let t0 = Instant::now();
+            let timeout = start_timeout.unwrap_or(SIGNALLING_TIMEOUT);
+            let transported = match &sdp {
+                Some(files) => {
+                    match signal_and_connect(Side::Receiver, &socket, peer, files, &c, timeout)? {
+                        Some(w) => Transported::webrtc(receiver, w),
+                        None => {
+                            let info = unstarted("receiver", t0);
+                            return Ok(Part::Receiver(ReceiverPart {
+                                info,
+                                ..ReceiverPart::default()
+                            }));
+                        }
+                    }
+                }
+                None => Transported::plain(receiver),
+            };
+            let mut ep = Watch::new(transported, Some(idle), c.stop.clone());
+            // The WebRTC layer's time zero is the session's.
+            let at_start = |ep: &mut Watch<Transported<ReceiverEndpoint>>, clock: Clock| {
+                ep.inner.set_origin(clock.instant(Timestamp::ZERO))
+            };
+            let info = serve(&mut ep, socket, &peers, (peer, start_timeout), end, &c, at_start)?;
+            let r = &ep.inner.inner;
             if let Some(path) = &stream {
                 std::fs::write(path, &r.stream)
                     .map_err(|e| format!("writing {}: {e}", path.display()))?;
@@ -416,6 +584,7 @@ impl EndpointProcess {
                 stale_packets: r.stale_packets,
                 spoofed: r.spoofed,
                 events: r.events.clone(),
+                webrtc: ep.inner.webrtc_stats().cloned(),
             }))
         })?;
         Ok(EndpointProcess { ctl, end, thread: Some(thread) })
@@ -433,6 +602,9 @@ impl EndpointProcess {
         // Live mode carries TCP cross traffic inside the relay, not competing media flows.
         sluice_core::sim::flows::CrossTraffic::for_run(cfg)?;
         let scheme = cfg.resolve_scheme()?;
+        if options.transport == Transport::Webrtc {
+            crate::webrtc::check_scheme(&cfg.scheme_name, &scheme)?;
+        }
         let sender = need(options.sender, "sender")?;
         let receiver = need(options.receiver, "receiver")?;
         if sender == receiver {
@@ -466,7 +638,7 @@ impl EndpointProcess {
         let peers = Peers { sender: Some(sender), receiver: Some(receiver), monitor: None };
         let (c, start_timeout) = (ctl.clone(), options.start_timeout);
         let thread = spawn("relay", move || {
-            let info = serve(&mut ep, socket, &peers, sender, end, &c, start_timeout)?;
+            let info = serve(&mut ep, socket, &peers, (sender, start_timeout), end, &c, |_, _| {})?;
             let r = &ep.inner;
             let stats = r.media_stats();
             Ok(Part::Relay(RelayPart {

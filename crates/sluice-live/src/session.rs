@@ -193,13 +193,7 @@ impl LiveRun {
         let webrtc = match options.transport {
             Transport::Rtp => None,
             Transport::Webrtc => {
-                if scheme.bottleneck.drops_frames() {
-                    return Err(ConfigError(format!(
-                        "scheme {} needs the bottleneck's reports, which a relay cannot send \
-                         over WebRTC (DTLS-SRTP): use --transport rtp",
-                        cfg.scheme_name
-                    )));
-                }
+                crate::webrtc::check_scheme(&cfg.scheme_name, &scheme)?;
                 if options.restart_sender_at.is_some() {
                     return Err(ConfigError(
                         "a sender restart is not supported with --transport webrtc".into(),

@@ -23,12 +23,17 @@ struct EndpointJson {
     receiver: Option<String>,
     idle_timeout_s: Option<f64>,
     start_timeout_s: Option<f64>,
-    /// The relay's faults, as `LiveRun`'s options (`duplicate`, `reorder`, ...).
+    /// The relay's faults of the wire, as `LiveRun`'s options (`garbage`, `spoof`).
     faults: Option<serde_json::Value>,
     /// The relay: record every datagram's way through it.
     log_datagrams: bool,
     received_stream: Option<String>,
     forward_rtp: Option<String>,
+    /// "rtp" (default) or "webrtc", and with WebRTC the SDP files (this endpoint's, the
+    /// peer's).
+    transport: Option<String>,
+    sdp_out: Option<String>,
+    sdp_in: Option<String>,
 }
 
 fn addr(what: &str, a: &str) -> PyResult<SocketAddr> {
@@ -82,6 +87,11 @@ impl PyLiveEndpoint {
         opts.log_datagrams = o.log_datagrams;
         opts.received_stream = o.received_stream.map(std::path::PathBuf::from);
         opts.forward_rtp = o.forward_rtp.as_deref().map(|a| addr("forward-rtp", a)).transpose()?;
+        if let Some(t) = &o.transport {
+            opts.transport = t.parse().map_err(PyValueError::new_err)?;
+        }
+        opts.sdp_out = o.sdp_out.map(std::path::PathBuf::from);
+        opts.sdp_in = o.sdp_in.map(std::path::PathBuf::from);
         let err = |e: sluice_core::session::ConfigError| PyValueError::new_err(e.to_string());
         let run = match role {
             "sender" => {

@@ -79,6 +79,14 @@ def add_commands(sub: Any) -> None:
     o.add_run(p)
     o.add_path_faults(p, "seconds of the relay's clock, which starts at the sender's first "
                       "datagram")
+    from ..live import TRANSPORTS
+
+    p.add_argument(
+        "--transport", choices=TRANSPORTS, default="rtp",
+        help="the transport of the sender and the receiver: the relay forwards either as "
+        "bytes; with webrtc it refuses a scheme whose bottleneck sends reports (it cannot "
+        "write SRTCP)",
+    )  # fmt: skip
     _add_wire_faults(p.add_argument_group("faults of the wire"))
     _add_endpoint(p, "relay", [("sender", "the sender's address (only it is heard as sender)"),
                                ("receiver", "the receiver's address")])  # fmt: skip
@@ -201,6 +209,26 @@ def _add_endpoint(p: argparse.ArgumentParser, role: str, peers: list[tuple[str, 
             "--start-timeout-s", type=timeout, default=None, metavar="S",
             help="give up (exit 2) if no datagram came from the peer in this time "
             "(default: wait until Ctrl-C)",
+        )  # fmt: skip
+    if role != "relay":
+        from ..live import TRANSPORTS
+
+        mine, theirs = ("offer", "answer") if role == "sender" else ("answer", "offer")
+        g.add_argument(
+            "--transport", choices=TRANSPORTS, default="rtp",
+            help="rtp (plain RTP/RTCP, the default, which ffmpeg can play) or webrtc (ICE, "
+            "DTLS-SRTP and SDP through str0m: every packet authenticated; the transport for "
+            "anything beyond loopback); both ends alike, the relay forwards either",
+        )  # fmt: skip
+        g.add_argument(
+            "--sdp-out", metavar="FILE",
+            help=f"with webrtc: where this {role} writes its SDP {mine} for the peer",
+        )  # fmt: skip
+        g.add_argument(
+            "--sdp-in", metavar="FILE",
+            help=f"with webrtc: the peer's SDP {theirs}, waited for (at most --start-timeout-s, "
+            "else 60 s) and removed once read; carry the files between hosts over a channel "
+            "you trust: their certificate fingerprints are what authenticates the peer",
         )  # fmt: skip
     p.add_argument("--out", metavar="DIR", default=f"results/live-{role}",
                    help=f"where this {role}'s part goes (default results/live-{role})")  # fmt: skip

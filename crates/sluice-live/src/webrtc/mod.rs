@@ -77,6 +77,21 @@ impl std::str::FromStr for Transport {
     }
 }
 
+/// Refuses a scheme whose bottleneck sends reports over WebRTC: a relay cannot write
+/// SRTCP, so the sender could not believe them.
+pub fn check_scheme(
+    scheme_name: &str,
+    scheme: &sluice_core::scheme::SchemeConfig,
+) -> Result<(), sluice_core::session::ConfigError> {
+    if scheme.bottleneck.drops_frames() {
+        return Err(sluice_core::session::ConfigError(format!(
+            "scheme {scheme_name} needs the bottleneck's reports, which a relay cannot send \
+             over WebRTC (DTLS-SRTP): use --transport rtp"
+        )));
+    }
+    Ok(())
+}
+
 /// Which end of the media the layer serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {

@@ -17,6 +17,12 @@ impl<E: Endpoint> Transported<E> {
     pub fn webrtc(inner: E, w: WebRtc) -> Self {
         Transported { inner, webrtc: Some(Box::new(w)) }
     }
+    /// Sets the WebRTC layer's time zero (the session's, once its clock starts).
+    pub fn set_origin(&mut self, origin: std::time::Instant) {
+        if let Some(w) = self.webrtc.as_mut() {
+            w.set_origin(origin);
+        }
+    }
     /// The WebRTC layer's counts (`None` with the plain transport).
     pub fn webrtc_stats(&self) -> Option<&WebRtcStats> {
         self.webrtc.as_ref().map(|w| &w.stats)
