@@ -25,42 +25,44 @@ CLIP = "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
 WIDTH = "320"
 
 
-#: What the cells of the committed report showed (2-core machine shared with other jobs,
-#: Chromium 156 headless, 2026-11-28); rewrite when the numbers change.
+#: What the cells of the committed report showed (2-core machine with nothing else running,
+#: Chromium 156.0.8078.114 headless, 2026-12-06, all cells run again with --rerun); rewrite
+#: when the numbers change.
 NOTES = """## Where Chromium and the simulator differ, and why
 
 * **Latency.** Every cell shows Chromium's displayed frames later than the simulator's
-  receiver model shows them: median 60 to 137 ms against 28 to 48 ms. The simulator's
+  receiver model shows them: median 62 to 88 ms against 28 to 46 ms. The simulator's
   receiver displays a frame when it is complete and decodable; Chromium adds its jitter
   buffer (`jitterBufferDelay`), decoding and rendering, and `expectedDisplayTime` is the
   next vsync of the headless compositor. The live path also pays real encode time and the
-  pacer's real timing on a loaded machine.
+  pacer's real timing.
 * **Frames shown.** The simulator shows every slot but vidaptive's own skips; Chromium
-  misses 2 to 7 % of slots for webrtc-x264, ace and mae (mae on markov-24-6 aside; not
-  broken down further here), and 2 to 17 % for vidaptive, whose own encoder controller
-  skips slots in real time (counted in the header's `browser.sluice_sender.frames_skipped`;
-  the same setting to Sluice's receiver over plain RTP showed 200 of 240 slots in a 10 s
-  test run).
-* **ace, constant 6 Mbps, P95 488 ms**: the clip opens on nearly black frames, the
-  controller's target climbs far above the link while it is application-limited (70 Mbps
-  in a test run), and the first detailed frames overshoot the 6 Mbps link and queue; the
-  simulator's run of the same scheme, encoder and clip stays at 57 ms (why the two differ
-  there was not isolated).
-* **mae, markov-24-6, median 2.1 s**: after about 6 s the target fell from far above the
-  link to 0.3 Mbps and stayed there; the pacer held 1.2 to 1.8 s of frames. Chromium's
-  feedback kept coming (286 transport-cc reports, 8 NACKs, no loss), so the difference is in
-  how MAE's controller reads the real feedback (its report timing, or the hold time
-  estimated from it); not diagnosed further. The simulator keeps mae at about 3 Mbps.
-* **combined** (issue 31; its cells run again on 2026-11-28 after `combined` became MAE's
-  pre-reaction on GCC's own trendline, same machine, nothing else running): 98, 307 and 89 ms
-  P95 on the three traces, the lowest but one on constant-6 and the lowest on the step (the
-  others 370 to 990 ms). The first `combined` (MAE's 100 ms trendline, now
-  `combined-mae100`) had 139 ms on the step: the shorter window reacted sooner to the drop,
-  in the simulator too (143 against 215 ms). Neither collapsed on markov-24-6 as `mae` did;
-  both differ from `mae` by libwebrtc's frame dropping and the 2.5x pacing factor (not
-  isolated further).
-* **Bitrates** agree within 10 % where the scheme is not stuck: the schemes are
-  application-limited by this low-resolution clip (320 px)."""
+  misses 2 to 4 % of slots for every scheme (webrtc-x264, ace, mae, combined) and for
+  vidaptive but on the step, where it shows 424 of 480: there its encoder controller paused
+  92 slots in real time (the header's `browser.sluice_sender.frames_skipped`) against 29 in
+  the simulator, which is also why its P95 on the step is lower with Chromium (171 against
+  655 ms): it sent less into the drop.
+* **The step (30 to 3 Mbps)** is where the two differ most: the GCC-based schemes reach a
+  higher P95 with Chromium (webrtc-x264 1152 against 734 ms, ace 1012 against 734, mae 484
+  against 97, combined 300 against 212), that is, they drain the queue built at the drop
+  more slowly on Chromium's transport-cc feedback than on Sluice's receiver model; which
+  part of the feedback (its timing, the hold time estimated from it) makes the difference
+  was not isolated.
+* **Two cells of the previous report did not recur.** It showed ace on constant-6 at 488
+  ms P95 and mae on markov-24-6 collapsing to 0.95 Mbps with a 2.1 s median; its cells ran on
+  the same 2-core machine while other jobs ran, where the real-time sender, relay and
+  Chromium compete for the CPU. Here, on an idle machine, ace on constant-6 has 97 ms (and
+  101 to 104 ms in three more runs) and mae on markov-24-6 81 ms (79 to 98 ms in four more
+  runs, 466 to 469 of 480 frames shown). Their run directories were gone, so what happened
+  in them stays unknown; runs of the live path belong on an otherwise idle machine.
+* **combined** (issue 31): 98, 300 and 85 ms P95 on the three traces: with Chromium the
+  highest of the five on constant-6 (all within 88 to 98 ms), second to vidaptive on the step
+  (171 ms) and second to mae on markov-24-6 (81 ms); in the simulator the lowest on
+  constant-6 (57 ms, with webrtc-x264) and on markov-24-6 (54 ms), and second to mae on the
+  step (212 against 97 ms). Its edge over webrtc-x264 on the step holds with Chromium (300
+  against 1152 ms).
+* **Bitrates** agree within 11 %: the schemes are application-limited by this low-resolution
+  clip (320 px)."""
 
 
 def stem(trace: str) -> str:
