@@ -45,9 +45,12 @@ NOTES = """## Where Chromium and the simulator differ, and why
   in the simulator. Splitting each padding packet into empty packets of the size the core
   counted made the probes right (24 to 26 Mbps on the 30 Mbps link) but, in one run of
   webrtc-x264 on the step, 2772 such packets stalled Chromium's display from 0.7 to 3 s and
-  left 0.7 to 0.9 s of latency after the drop; it was not kept. The faithful fix is
-  RTX payload padding, which needs RTX in str0m's RTP mode (or the core counting only what
-  went on the wire, which would stop probing to Chromium).
+  left 0.7 to 0.9 s of latency after the drop; it was not kept. Counting each padding
+  packet at its size on the wire (70 B) instead made probes measure nothing, and without
+  probes GCC's target crept up from 0.3 Mbps by about 0.1 Mbps every 3 s (0.69 Mbps at 11 s,
+  P95 414 ms); not kept either. The faithful fix is RTX payload padding (libwebrtc's), which
+  str0m's RTP mode does not offer: its padding and RTX resends come only from its own
+  pacer and bandwidth estimator.
 * **Latency.** Every cell shows Chromium's displayed frames later than the simulator's
   receiver model shows them: median 62 to 88 ms against 28 to 46 ms. The simulator's
   receiver displays a frame when it is complete and decodable; Chromium adds its jitter
