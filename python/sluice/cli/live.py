@@ -79,14 +79,8 @@ def add_commands(sub: Any) -> None:
     o.add_run(p)
     o.add_path_faults(p, "seconds of the relay's clock, which starts at the sender's first "
                       "datagram")
-    from ..live import TRANSPORTS
-
-    p.add_argument(
-        "--transport", choices=TRANSPORTS, default="rtp",
-        help="the transport of the sender and the receiver: the relay forwards either as "
-        "bytes; with webrtc it refuses a scheme whose bottleneck sends reports (it cannot "
-        "write SRTCP)",
-    )  # fmt: skip
+    _add_transport(p, "; the relay forwards either as bytes, and with webrtc refuses a scheme "
+                      "whose bottleneck sends reports (it cannot write SRTCP)")
     _add_wire_faults(p.add_argument_group("faults of the wire"))
     _add_endpoint(p, "relay", [("sender", "the sender's address (only it is heard as sender)"),
                                ("receiver", "the receiver's address")])  # fmt: skip
@@ -153,20 +147,13 @@ def _add_wire_faults(g: Any) -> None:
 
 def _add_live_run_options(p: argparse.ArgumentParser) -> None:
     """The live-only options of ``sluice live run``."""
-    from ..live import TRANSPORTS
-
     g = p.add_argument_group("live")
     g.add_argument(
         "--bind", default="127.0.0.1", metavar="IP",
         help="address the endpoints listen on (default 127.0.0.1: loopback only)",
     )  # fmt: skip
     _add_wire_faults(g)
-    g.add_argument(
-        "--transport", choices=TRANSPORTS, default="rtp",
-        help="how the sender and the receiver talk: rtp (plain RTP/RTCP, the default, which "
-        "ffmpeg can play) or webrtc (ICE, DTLS-SRTP and SDP through str0m: every packet "
-        "authenticated; the transport for anything beyond loopback)",
-    )  # fmt: skip
+    _add_transport(g, "")
     g.add_argument(
         "--forward-rtp", type=int, default=None, metavar="PORT",
         help="copy the received video RTP to this port (x264 runs; writes stream.sdp for "
@@ -180,6 +167,19 @@ def _add_live_run_options(p: argparse.ArgumentParser) -> None:
         "--restart-sender-at", type=float, default=None, metavar="S",
         help="restart the sender at this time in seconds: its state is lost and a fresh one "
         "(new encoder, congestion control, pacer, SSRCs) goes on with a keyframe",
+    )  # fmt: skip
+
+
+def _add_transport(g: Any, note: str) -> None:
+    """``--transport`` (``live run``, ``send``, ``recv``, ``relay``), with what it means
+    for this command in ``note``."""
+    from ..live import TRANSPORTS
+
+    g.add_argument(
+        "--transport", choices=TRANSPORTS, default="rtp",
+        help="how the sender and the receiver talk: rtp (plain RTP/RTCP, the default, which "
+        "ffmpeg can play) or webrtc (ICE, DTLS-SRTP and SDP through str0m: every packet "
+        "authenticated; the transport for anything beyond loopback)" + note,
     )  # fmt: skip
 
 
@@ -211,15 +211,8 @@ def _add_endpoint(p: argparse.ArgumentParser, role: str, peers: list[tuple[str, 
             "(default: wait until Ctrl-C)",
         )  # fmt: skip
     if role != "relay":
-        from ..live import TRANSPORTS
-
         mine, theirs = ("offer", "answer") if role == "sender" else ("answer", "offer")
-        g.add_argument(
-            "--transport", choices=TRANSPORTS, default="rtp",
-            help="rtp (plain RTP/RTCP, the default, which ffmpeg can play) or webrtc (ICE, "
-            "DTLS-SRTP and SDP through str0m: every packet authenticated; the transport for "
-            "anything beyond loopback); both ends alike, the relay forwards either",
-        )  # fmt: skip
+        _add_transport(g, "; both ends alike, the relay forwards either")
         g.add_argument(
             "--sdp-out", metavar="FILE",
             help=f"with webrtc: where this {role} writes its SDP {mine} for the peer",

@@ -98,13 +98,12 @@
 //!   "with a pacing rate fixed to estimate bandwidth" (§6.4): 1.0x, on libwebrtc's leaky
 //!   bucket, whose queue-time limit keeps it stable.
 
+use super::core::{Due, PacerCore};
 use super::packet_train::PacketTrainEstimator;
 use super::padding::PaddingBudget;
-use super::prober::Prober;
-use super::queue::PacketQueue;
 use super::Pacer;
 use crate::cc::rtt::{StandingRtt, WindowedMin};
-use crate::cc::{ProbeClusterConfig, TransportPacketsFeedback};
+use crate::cc::TransportPacketsFeedback;
 use crate::columns::Columns;
 use crate::packet::{Packet, PacketKind};
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
@@ -186,8 +185,7 @@ pub struct AceNPacer {
     config: AceNConfig,
     /// `config.queue_time_limit_ms`, converted once (used per packet).
     queue_time_limit: TimeDelta,
-    queue: PacketQueue,
-    prober: Prober,
+    core: PacerCore,
     pacing_rate: DataRate,
     padding: PaddingBudget,
     /// Token rate after the queue-drain adjustment.
@@ -235,8 +233,7 @@ impl AceNPacer {
         let mut p = AceNPacer {
             queue_time_limit: TimeDelta::from_ms_f64(config.queue_time_limit_ms),
             config,
-            queue: PacketQueue::default(),
-            prober: Prober::default(),
+            core: PacerCore::default(),
             pacing_rate: rate,
             padding: PaddingBudget::default(),
             adjusted_rate: rate,
@@ -327,7 +324,7 @@ impl AceNPacer {
     /// libwebrtc's drain rule (see the leaky bucket).
     fn update_adjusted_rate(&mut self, now: Timestamp) {
         self.adjusted_rate =
-            self.pacing_rate.max(self.queue.drain_rate(self.queue_time_limit, now));
+            self.pacing_rate.max(self.core.queue.drain_rate(self.queue_time_limit, now));
     }
 
     /// Tokens a packet of `size` needs before it may leave.
@@ -337,7 +334,7 @@ impl AceNPacer {
 
     /// When the queue head may go.
     fn media_send_time(&self) -> Timestamp {
-        let Some(head) = self.queue.peek() else { return Timestamp::INFINITY };
+        let Some(head) = self.core.queue.peek() else { return Timestamp::INFINITY };
         let need = self.tokens_needed(head.size);
         if self.tokens >= need {
             return self.last_update;
@@ -353,7 +350,7 @@ impl AceNPacer {
     }
 
     fn padding_send_time(&self) -> Timestamp {
-        self.padding.send_time(self.last_update, self.queue.is_empty())
+        self.padding.send_time(self.last_update, self.core.queue.is_empty())
     }
 
     /// Probes and padding take tokens, never below zero (module doc).
@@ -431,6 +428,12 @@ impl AceNPacer {
 }
 
 impl Pacer for AceNPacer {
+    fn core(&self) -> &PacerCore {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut PacerCore {
+        &mut self.core
+    }
     fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp) {
         self.update_tokens(now);
         self.pacing_rate = pacing_rate.max(DataRate::from_bps(1));
@@ -442,58 +445,42 @@ impl Pacer for AceNPacer {
         self.update_adjusted_rate(now);
     }
 
-    fn enqueue(&mut self, mut packet: Packet, now: Timestamp) {
+    fn enqueue(&mut self, packet: Packet, now: Timestamp) {
         self.update_tokens(now);
-        packet.enqueue_time = now;
         if packet.kind == PacketKind::Video {
             self.frame_bytes += packet.size;
         }
-        self.prober.on_packet_enqueued(packet.size);
-        self.queue.push(packet);
+        self.core.enqueue(packet, now);
         self.update_adjusted_rate(now);
-    }
-
-    fn create_probe_cluster(&mut self, cluster: ProbeClusterConfig, _now: Timestamp) {
-        self.prober.add_cluster(cluster);
     }
 
     fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
         self.update_tokens(now);
-        if let Some(p) = self.prober.poll_probe(&mut self.queue, now) {
-            self.charge_non_media(p.size);
-            self.update_adjusted_rate(now);
-            return Some(p);
-        }
-        if self.media_send_time() <= now {
-            let p = self.queue.pop()?;
-            self.tokens -= p.size;
-            self.update_adjusted_rate(now);
-            return Some(p);
-        }
-        if self.padding_send_time() <= now {
-            let size = self.padding.take_packet();
-            self.charge_non_media(size);
-            return Some(Packet::padding(size, now));
-        }
-        None
+        let (media_due, padding_due) =
+            (self.media_send_time() <= now, self.padding_send_time() <= now);
+        let p = match self.core.next_due(now, media_due, padding_due)? {
+            Due::Probe(p) => {
+                self.charge_non_media(p.size);
+                p
+            }
+            Due::Media(p) => {
+                self.tokens -= p.size;
+                p
+            }
+            Due::Filler => {
+                let size = self.padding.take_packet();
+                self.charge_non_media(size);
+                return Some(Packet::padding(size, now));
+            }
+        };
+        self.update_adjusted_rate(now);
+        Some(p)
     }
 
     fn poll_timeout(&self) -> Timestamp {
-        self.prober.next_probe_time().min(self.media_send_time()).min(self.padding_send_time())
+        self.core.prober.next_probe_time().min(self.media_send_time()).min(self.padding_send_time())
     }
 
-    fn purge(&mut self, pred: &mut dyn FnMut(&Packet) -> bool) -> usize {
-        self.queue.remove_where(pred)
-    }
-    fn queue_size(&self) -> DataSize {
-        self.queue.bytes()
-    }
-    fn queue_packets(&self) -> usize {
-        self.queue.len()
-    }
-    fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta {
-        self.queue.oldest_queue_time(now)
-    }
     /// The token rate in effect, including the queue-drain adjustment (not just the
     /// configured `pacing_rate`).
     #[allow(clippy::misnamed_getters)]
@@ -554,7 +541,7 @@ impl Pacer for AceNPacer {
 mod tests {
     use super::*;
     use crate::cc::rtt::RttEstimator;
-    use crate::cc::{PacketResult, SentPacket};
+    use crate::cc::{PacketResult, ProbeClusterConfig, SentPacket};
     use crate::columns::Value;
     use crate::pacer::PacerConfig;
 

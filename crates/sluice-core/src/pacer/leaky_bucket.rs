@@ -12,11 +12,9 @@
 //! The pacing rate is the congestion controller's (GCC: `pacing_factor * target`; WebRTC's
 //! video default is 1.1, the legacy default, ACE's WebRTC-B, 2.5; notes §2).
 
+use super::core::{Due, PacerCore};
 use super::padding::PaddingBudget;
-use super::prober::Prober;
-use super::queue::PacketQueue;
 use super::Pacer;
-use crate::cc::ProbeClusterConfig;
 use crate::packet::Packet;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -50,8 +48,7 @@ pub struct LeakyBucketPacer {
     burst_interval: TimeDelta,
     queue_time_limit: TimeDelta,
     max_debt: TimeDelta,
-    queue: PacketQueue,
-    prober: Prober,
+    core: PacerCore,
     pacing_rate: DataRate,
     padding: PaddingBudget,
     /// Rate after the queue-drain adjustment.
@@ -66,8 +63,7 @@ impl LeakyBucketPacer {
             burst_interval: TimeDelta::from_ms_f64(config.burst_interval_ms),
             queue_time_limit: TimeDelta::from_ms_f64(config.queue_time_limit_ms),
             max_debt: TimeDelta::from_ms_f64(config.max_debt_ms),
-            queue: PacketQueue::default(),
-            prober: Prober::default(),
+            core: PacerCore::default(),
             pacing_rate: DataRate::from_kbps(300),
             padding: PaddingBudget::default(),
             adjusted_rate: DataRate::from_kbps(300),
@@ -88,7 +84,7 @@ impl LeakyBucketPacer {
     /// libwebrtc's drain rule: make the queue drain before the queue-time limit.
     fn update_adjusted_rate(&mut self, now: Timestamp) {
         self.adjusted_rate =
-            self.pacing_rate.max(self.queue.drain_rate(self.queue_time_limit, now));
+            self.pacing_rate.max(self.core.queue.drain_rate(self.queue_time_limit, now));
     }
 
     fn on_sent(&mut self, size: DataSize) {
@@ -104,7 +100,7 @@ impl LeakyBucketPacer {
     /// times instead left up to a byte of excess whose 1 us wait paid nothing, and the pacer
     /// re-armed 1 us timers for as long as a second while holding its queue.
     fn media_send_time(&self) -> Timestamp {
-        if self.queue.is_empty() {
+        if self.core.queue.is_empty() {
             return Timestamp::INFINITY;
         }
         let allowance = self.adjusted_rate * self.burst_interval;
@@ -116,11 +112,17 @@ impl LeakyBucketPacer {
     }
 
     fn padding_send_time(&self) -> Timestamp {
-        self.padding.send_time(self.last_update, self.queue.is_empty())
+        self.padding.send_time(self.last_update, self.core.queue.is_empty())
     }
 }
 
 impl Pacer for LeakyBucketPacer {
+    fn core(&self) -> &PacerCore {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut PacerCore {
+        &mut self.core
+    }
     fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp) {
         self.update_budget(now);
         self.pacing_rate = pacing_rate.max(DataRate::from_bps(1));
@@ -128,55 +130,34 @@ impl Pacer for LeakyBucketPacer {
         self.update_adjusted_rate(now);
     }
 
-    fn enqueue(&mut self, mut packet: Packet, now: Timestamp) {
+    fn enqueue(&mut self, packet: Packet, now: Timestamp) {
         self.update_budget(now);
-        packet.enqueue_time = now;
-        self.prober.on_packet_enqueued(packet.size);
-        self.queue.push(packet);
+        self.core.enqueue(packet, now);
         self.update_adjusted_rate(now);
-    }
-
-    fn create_probe_cluster(&mut self, cluster: ProbeClusterConfig, _now: Timestamp) {
-        self.prober.add_cluster(cluster);
     }
 
     fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
         self.update_budget(now);
-        if let Some(p) = self.prober.poll_probe(&mut self.queue, now) {
-            self.on_sent(p.size);
-            self.update_adjusted_rate(now);
-            return Some(p);
+        let (media_due, padding_due) =
+            (self.media_send_time() <= now, self.padding_send_time() <= now);
+        match self.core.next_due(now, media_due, padding_due)? {
+            Due::Probe(p) | Due::Media(p) => {
+                self.on_sent(p.size);
+                self.update_adjusted_rate(now);
+                Some(p)
+            }
+            Due::Filler => {
+                let size = self.padding.take_packet();
+                self.on_sent(size);
+                Some(Packet::padding(size, now))
+            }
         }
-        if self.media_send_time() <= now {
-            let p = self.queue.pop()?;
-            self.on_sent(p.size);
-            self.update_adjusted_rate(now);
-            return Some(p);
-        }
-        if self.padding_send_time() <= now {
-            let size = self.padding.take_packet();
-            self.on_sent(size);
-            return Some(Packet::padding(size, now));
-        }
-        None
     }
 
     fn poll_timeout(&self) -> Timestamp {
-        self.prober.next_probe_time().min(self.media_send_time()).min(self.padding_send_time())
+        self.core.prober.next_probe_time().min(self.media_send_time()).min(self.padding_send_time())
     }
 
-    fn purge(&mut self, pred: &mut dyn FnMut(&Packet) -> bool) -> usize {
-        self.queue.remove_where(pred)
-    }
-    fn queue_size(&self) -> DataSize {
-        self.queue.bytes()
-    }
-    fn queue_packets(&self) -> usize {
-        self.queue.len()
-    }
-    fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta {
-        self.queue.oldest_queue_time(now)
-    }
     /// The rate in effect, including the queue-drain adjustment (not just the configured
     /// `pacing_rate`).
     #[allow(clippy::misnamed_getters)]

@@ -1,7 +1,8 @@
 //! Pacers behind one trait. A pacer holds the packets the encoder produced and releases them
 //! onto the network at its own schedule. It also sends the probe clusters the congestion
-//! controller asks for (the prober is shared by all pacers, as libwebrtc's is part of its
-//! pacing controller).
+//! controller asks for. The queue and the prober, and the order a paced pacer keeps when
+//! polled (probe, media, its own filler), are one [`core::PacerCore`] that every pacer has,
+//! as libwebrtc's pacing controller has them; each pacer adds its rule.
 //!
 //! * [`leaky_bucket::LeakyBucketPacer`]: libwebrtc's debt-based pacing controller.
 //! * [`unpaced::Unpaced`]: no pacing ("always burst").
@@ -11,6 +12,7 @@
 //!   queue-drain speed-up, [`dummy`] packets when no media waits.
 
 pub mod ace_n;
+pub mod core;
 pub mod dummy;
 pub mod leaky_bucket;
 pub mod packet_train;
@@ -34,8 +36,13 @@ pub trait Pacer: Send {
     fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp);
     /// A packet to send (video or retransmission).
     fn enqueue(&mut self, packet: Packet, now: Timestamp);
+    /// The queue and the prober ([`core::PacerCore`]).
+    fn core(&self) -> &core::PacerCore;
+    fn core_mut(&mut self) -> &mut core::PacerCore;
     /// A probe cluster to send.
-    fn create_probe_cluster(&mut self, cluster: ProbeClusterConfig, now: Timestamp);
+    fn create_probe_cluster(&mut self, cluster: ProbeClusterConfig, _now: Timestamp) {
+        self.core_mut().prober.add_cluster(cluster);
+    }
     /// The next packet to put on the wire at `now`, if it is due. Padding packets are created
     /// by the pacer. Call repeatedly until `None`.
     fn poll_send(&mut self, now: Timestamp) -> Option<Packet>;
@@ -44,12 +51,20 @@ pub trait Pacer: Send {
     fn poll_timeout(&self) -> Timestamp;
     /// Removes the waiting packets `pred` picks (frames purged by the sender); returns how
     /// many.
-    fn purge(&mut self, pred: &mut dyn FnMut(&Packet) -> bool) -> usize;
+    fn purge(&mut self, pred: &mut dyn FnMut(&Packet) -> bool) -> usize {
+        self.core_mut().queue.remove_where(pred)
+    }
     /// Bytes and packets waiting.
-    fn queue_size(&self) -> DataSize;
-    fn queue_packets(&self) -> usize;
+    fn queue_size(&self) -> DataSize {
+        self.core().queue.bytes()
+    }
+    fn queue_packets(&self) -> usize {
+        self.core().queue.len()
+    }
     /// How long the oldest waiting packet has waited.
-    fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta;
+    fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta {
+        self.core().queue.oldest_queue_time(now)
+    }
     /// The current pacing rate (including any queue-drain adjustment).
     fn pacing_rate(&self) -> DataRate;
     /// A frame's packets are about to be enqueued (`size`: the frame's payload bytes, no

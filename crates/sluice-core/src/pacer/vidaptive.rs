@@ -13,11 +13,9 @@
 //! * Probe clusters, if a controller asks for any, go through the shared prober (Copa and
 //!   RoCC ask for none).
 
+use super::core::{Due, PacerCore};
 use super::dummy::DummyConfig;
-use super::prober::Prober;
-use super::queue::PacketQueue;
 use super::Pacer;
-use crate::cc::ProbeClusterConfig;
 use crate::columns::Columns;
 use crate::packet::Packet;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
@@ -44,8 +42,7 @@ const MAX_ELAPSED: TimeDelta = TimeDelta::from_secs(2);
 pub struct VidaptivePacer {
     dummy: DummyConfig,
     max_debt: TimeDelta,
-    queue: PacketQueue,
-    prober: Prober,
+    core: PacerCore,
     rate: DataRate,
     debt: DataSize,
     last_update: Timestamp,
@@ -61,8 +58,7 @@ impl VidaptivePacer {
         VidaptivePacer {
             dummy: config.dummy,
             max_debt: TimeDelta::from_ms_f64(max_debt_ms),
-            queue: PacketQueue::default(),
-            prober: Prober::default(),
+            core: PacerCore::default(),
             rate: DataRate::from_kbps(300),
             debt: DataSize::ZERO,
             last_update: now,
@@ -95,7 +91,7 @@ impl VidaptivePacer {
     }
 
     fn media_send_time(&self) -> Timestamp {
-        if self.queue.is_empty() {
+        if self.core.queue.is_empty() {
             Timestamp::INFINITY
         } else {
             self.budget_time()
@@ -103,7 +99,7 @@ impl VidaptivePacer {
     }
 
     fn dummy_send_time(&self) -> Timestamp {
-        if !self.queue.is_empty() {
+        if !self.core.queue.is_empty() {
             return Timestamp::INFINITY;
         }
         self.dummy.send_time(self.budget_time(), self.rate, self.next_capture, self.frame_interval)
@@ -111,58 +107,43 @@ impl VidaptivePacer {
 }
 
 impl Pacer for VidaptivePacer {
+    fn core(&self) -> &PacerCore {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut PacerCore {
+        &mut self.core
+    }
     fn set_rates(&mut self, pacing_rate: DataRate, _padding_rate: DataRate, now: Timestamp) {
         self.update_budget(now);
         self.rate = pacing_rate.max(DataRate::from_bps(1));
     }
 
-    fn enqueue(&mut self, mut packet: Packet, now: Timestamp) {
+    fn enqueue(&mut self, packet: Packet, now: Timestamp) {
         self.update_budget(now);
-        packet.enqueue_time = now;
-        self.prober.on_packet_enqueued(packet.size);
-        self.queue.push(packet);
-    }
-
-    fn create_probe_cluster(&mut self, cluster: ProbeClusterConfig, _now: Timestamp) {
-        self.prober.add_cluster(cluster);
+        self.core.enqueue(packet, now);
     }
 
     fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
         self.update_budget(now);
-        if let Some(p) = self.prober.poll_probe(&mut self.queue, now) {
-            self.on_sent(p.size);
-            return Some(p);
+        let (media_due, dummy_due) = (self.media_send_time() <= now, self.dummy_send_time() <= now);
+        match self.core.next_due(now, media_due, dummy_due)? {
+            Due::Probe(p) | Due::Media(p) => {
+                self.on_sent(p.size);
+                Some(p)
+            }
+            Due::Filler => {
+                let size = self.dummy.size();
+                self.on_sent(size);
+                self.dummies_sent += 1;
+                Some(Packet::padding(size, now))
+            }
         }
-        if self.media_send_time() <= now {
-            let p = self.queue.pop()?;
-            self.on_sent(p.size);
-            return Some(p);
-        }
-        if self.dummy_send_time() <= now {
-            let size = self.dummy.size();
-            self.on_sent(size);
-            self.dummies_sent += 1;
-            return Some(Packet::padding(size, now));
-        }
-        None
     }
 
     fn poll_timeout(&self) -> Timestamp {
-        self.prober.next_probe_time().min(self.media_send_time()).min(self.dummy_send_time())
+        self.core.prober.next_probe_time().min(self.media_send_time()).min(self.dummy_send_time())
     }
 
-    fn purge(&mut self, pred: &mut dyn FnMut(&Packet) -> bool) -> usize {
-        self.queue.remove_where(pred)
-    }
-    fn queue_size(&self) -> DataSize {
-        self.queue.bytes()
-    }
-    fn queue_packets(&self) -> usize {
-        self.queue.len()
-    }
-    fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta {
-        self.queue.oldest_queue_time(now)
-    }
     fn pacing_rate(&self) -> DataRate {
         self.rate
     }

@@ -450,6 +450,18 @@ mod tests {
         }
     }
 
+    /// `n` video packets of 1200 B, one every ms from 0, frame id = the ms.
+    fn video_every_ms(n: u64) -> VecDeque<(Timestamp, Packet)> {
+        (0..n)
+            .map(|i| {
+                let mut p = Packet::padding(DataSize::from_bytes(1200), Timestamp::ZERO);
+                p.kind = PacketKind::Video;
+                p.frame_id = i;
+                (Timestamp::from_ms(i as i64), p)
+            })
+            .collect()
+    }
+
     fn run(net: &mut Network, until: Timestamp) {
         let mut now = Timestamp::ZERO;
         loop {
@@ -467,14 +479,7 @@ mod tests {
         // A source sends 1200 B every ms (9.6 Mbps) into a 6 Mbps bottleneck that reports
         // every 100 ms; the report path takes 20 ms; the media path 5 ms after the queue.
         let trace = Arc::new(Trace::constant(DataRate::from_mbps(6), TimeDelta::from_secs(1)));
-        let packets: VecDeque<_> = (0..1000)
-            .map(|i| {
-                let mut p = Packet::padding(DataSize::from_bytes(1200), Timestamp::ZERO);
-                p.kind = PacketKind::Video;
-                p.frame_id = i;
-                (Timestamp::from_ms(i as i64), p)
-            })
-            .collect();
+        let packets = video_every_ms(1000);
         let bottleneck = BottleneckConfig::QueueReport { interval_ms: 100.0, rate_window_ms: 50.0 };
         let link = Link::with_discipline(
             LinkConfig {
@@ -527,14 +532,7 @@ mod tests {
         use crate::link::faults::{FaultsConfig, PathFaults};
         // Media every ms for 2 s into the node's media port; feedback every 10 ms into its
         // feedback port (a second source); the blackout is [0.5 s, 1 s).
-        let media: VecDeque<_> = (0..2000)
-            .map(|i| {
-                let mut p = Packet::padding(DataSize::from_bytes(1200), Timestamp::ZERO);
-                p.kind = PacketKind::Video;
-                p.frame_id = i;
-                (Timestamp::from_ms(i as i64), p)
-            })
-            .collect();
+        let media = video_every_ms(2000);
         let feedback: VecDeque<_> = (0..200)
             .map(|i| {
                 (
