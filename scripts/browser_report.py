@@ -48,9 +48,11 @@ NOTES = """## Where Chromium and the simulator differ, and why
   left 0.7 to 0.9 s of latency after the drop; it was not kept. Counting each padding
   packet at its size on the wire (70 B) instead made probes measure nothing, and without
   probes GCC's target crept up from 0.3 Mbps by about 0.1 Mbps every 3 s (0.69 Mbps at 11 s,
-  P95 414 ms); not kept either. The faithful fix is RTX payload padding (libwebrtc's), which
-  str0m's RTP mode does not offer: its padding and RTX resends come only from its own
-  pacer and bandwidth estimator.
+  P95 414 ms); not kept either. The faithful fix is RTX payload padding (libwebrtc's): the
+  offer negotiates RTX (an FID group), but str0m 0.25's RTP mode writes only to the media
+  stream, its padding and resends come from its own pacer and bandwidth estimator, and a
+  second send stream declared on the RTX SSRC is never polled (its session finds the stream
+  to send by mid, which the media stream answers first); tried, and not kept.
 * **Latency.** Every cell shows Chromium's displayed frames later than the simulator's
   receiver model shows them: median 62 to 88 ms against 28 to 46 ms. The simulator's
   receiver displays a frame when it is complete and decodable; Chromium adds its jitter
