@@ -142,3 +142,16 @@ def test_the_scheme_components_are_the_cores() -> None:
 
     scheme = json.loads(_core.resolve_config_json('{"scheme_name": "webrtc"}'))["scheme"]
     assert set(SCHEME_COMPONENTS) == set(scheme) - {"feedback_interval_ms"}
+
+
+def test_optional_fields_default_as_the_core_does():
+    # A field the core leaves out at its default is filled in from OPTIONAL_FIELDS when a
+    # path under it is set: the values there must be the core's defaults. Setting one field
+    # shows the core's others; setting it back to its default leaves the field out.
+    faults = config.OPTIONAL_FIELDS["faults"]
+    core_filled = config.resolve({**config.default_config(), "faults": {"duplicate": 0.5}})
+    assert core_filled["faults"] == {**faults, "duplicate": 0.5}
+    cfg = config.apply_overrides(config.default_config(), [("faults.duplicate", 0.5)])
+    assert cfg["faults"] == core_filled["faults"]
+    cfg = config.apply_overrides(cfg, [("faults.duplicate", 0.0)])
+    assert "faults" not in cfg
