@@ -11,6 +11,7 @@
 //! The records are the core's own ([`SenderEvent`], [`Sample`], [`Columns`]), which
 //! serialise and deserialise as they are: their names are owned when read back.
 
+use crate::endpoint::{Endpoint, ReceiverEndpoint, RelayEndpoint, SenderEndpoint};
 use crate::runtime::IoStats;
 use crate::session::{LiveResult, LiveStats};
 use crate::webrtc::{Transport, WebRtcStats};
@@ -257,6 +258,123 @@ pub fn join_link_samples(samples: &mut [Sample], link: &[LinkSampleRecord], inte
     }
 }
 
+impl SenderPart {
+    /// The part of a sender endpoint that has ended: its counters, events and samples
+    /// (`webrtc`: its WebRTC layer's counters, if any).
+    pub fn of(ep: SenderEndpoint, info: PartInfo, webrtc: Option<WebRtcStats>) -> SenderPart {
+        SenderPart {
+            info,
+            malformed: Endpoint::malformed(&ep),
+            feedback_messages: ep.feedback_messages,
+            spoofed: ep.spoofed,
+            unsendable: ep.unsendable,
+            transmitted: ep.transmitted,
+            stream: ep.stream(),
+            events: ep.events,
+            samples: ep.samples,
+            webrtc,
+        }
+    }
+}
+
+impl ReceiverPart {
+    /// The part of a receiver endpoint that has ended (its reassembled stream is the
+    /// caller's to write).
+    pub fn of(ep: ReceiverEndpoint, info: PartInfo, webrtc: Option<WebRtcStats>) -> ReceiverPart {
+        ReceiverPart {
+            info,
+            malformed: Endpoint::malformed(&ep),
+            media_packets: ep.media_packets,
+            stream_bytes: ep.stream.len() as u64,
+            stream_gaps: ep.stream_gaps,
+            last_stream: ep.stream(),
+            new_streams: ep.new_streams,
+            stale_packets: ep.stale_packets,
+            spoofed: ep.spoofed,
+            events: ep.events,
+            webrtc,
+        }
+    }
+}
+
+impl RelayPart {
+    /// The part of a relay that has ended, with the link samples it recorded.
+    pub fn of(r: &RelayEndpoint, info: PartInfo, link_samples: Vec<LinkSampleRecord>) -> Self {
+        let stats = r.media_stats();
+        let faults = r.fault_stats();
+        RelayPart {
+            info,
+            malformed: r.malformed(),
+            opaque: r.opaque,
+            duplicated: faults.duplicated,
+            reordered: faults.reordered,
+            blackout_dropped: faults.blackout_dropped,
+            garbage_sent: r.garbage_sent,
+            spoof_sent: r.spoof_sent,
+            spoofed: r.spoofed,
+            last_stream: r.stream(),
+            reports_sent: r.reports_sent,
+            arrived_packets: stats.arrived_packets,
+            dropped_packets: stats.dropped_packets(),
+            policy_dropped_packets: stats.dropped_policy_packets,
+            delivered_bytes: stats.delivered_bytes,
+            policy_dropped_frames: r.policy_dropped_frames.clone(),
+            link_samples,
+            datagrams: r.datagram_log(),
+        }
+    }
+}
+
+/// A session's live counters from its parts, for `live run` and `live merge` alike
+/// (`reports`: the bottleneck reports that reached the sender). Restarts within a process
+/// are `live run`'s to add.
+pub fn live_stats(
+    sender: &SenderPart,
+    relay: Option<&RelayPart>,
+    receiver: &ReceiverPart,
+    reports: u64,
+) -> LiveStats {
+    let empty = RelayPart::default();
+    let r = relay.unwrap_or(&empty);
+    let stopped = |i: &PartInfo| i.ended == "stopped";
+    LiveStats {
+        sender_io: sender.info.io.clone(),
+        relay_io: r.info.io.clone(),
+        receiver_io: receiver.info.io.clone(),
+        sender_malformed: sender.malformed,
+        receiver_malformed: receiver.malformed,
+        relay_opaque: r.opaque,
+        relay_duplicated: r.duplicated,
+        relay_reordered: r.reordered,
+        relay_blackout_dropped: r.blackout_dropped,
+        relay_garbage_sent: r.garbage_sent,
+        relay_spoof_sent: r.spoof_sent,
+        relay_reports_sent: r.reports_sent,
+        sender_reports_received: reports,
+        receiver_restarts: 0,
+        sender_restarts: 0,
+        receiver_new_streams: receiver.new_streams,
+        receiver_stale_packets: receiver.stale_packets,
+        spoofed: sender.spoofed.plus(r.spoofed).plus(receiver.spoofed),
+        received_stream_bytes: receiver.stream_bytes,
+        received_stream_gaps: receiver.stream_gaps,
+        feedback_messages: sender.feedback_messages,
+        sender_unsendable: sender.unsendable,
+        media_packets_received: receiver.media_packets,
+        transport: if sender.webrtc.is_some() { Transport::Webrtc } else { Transport::Rtp },
+        sender_webrtc: sender.webrtc.clone(),
+        receiver_webrtc: receiver.webrtc.clone(),
+        srtp_auth_failed: [&sender.webrtc, &receiver.webrtc]
+            .iter()
+            .filter_map(|w| w.as_ref().map(|w| w.srtp_auth_failed))
+            .sum(),
+        stopped_early: stopped(&sender.info)
+            || stopped(&receiver.info)
+            || relay.is_some_and(|r| stopped(&r.info)),
+        wall_s: sender.info.wall_s,
+    }
+}
+
 /// Merges the parts of one session (checked to belong together by the caller) onto the
 /// sender's clock, through the same code as `live run` ([`crate::merge::merge`]).
 pub fn merge_parts(
@@ -330,43 +448,7 @@ pub fn merge_parts(
             blackout_dropped: r.blackout_dropped,
         }),
     });
-    let stopped = |i: &PartInfo| i.ended == "stopped";
-    let stats = LiveStats {
-        sender_io: sender.info.io.clone(),
-        relay_io: r.info.io.clone(),
-        receiver_io: receiver.info.io.clone(),
-        sender_malformed: sender.malformed,
-        receiver_malformed: receiver.malformed,
-        relay_opaque: r.opaque,
-        relay_duplicated: r.duplicated,
-        relay_reordered: r.reordered,
-        relay_blackout_dropped: r.blackout_dropped,
-        relay_garbage_sent: r.garbage_sent,
-        relay_spoof_sent: r.spoof_sent,
-        relay_reports_sent: r.reports_sent,
-        sender_reports_received: reports,
-        receiver_restarts: 0,
-        sender_restarts: 0,
-        receiver_new_streams: receiver.new_streams,
-        receiver_stale_packets: receiver.stale_packets,
-        spoofed: sender.spoofed.plus(r.spoofed).plus(receiver.spoofed),
-        received_stream_bytes: receiver.stream_bytes,
-        received_stream_gaps: receiver.stream_gaps,
-        feedback_messages: sender.feedback_messages,
-        sender_unsendable: sender.unsendable,
-        media_packets_received: receiver.media_packets,
-        transport: if sender.webrtc.is_some() { Transport::Webrtc } else { Transport::Rtp },
-        sender_webrtc: sender.webrtc.clone(),
-        receiver_webrtc: receiver.webrtc.clone(),
-        srtp_auth_failed: [&sender.webrtc, &receiver.webrtc]
-            .iter()
-            .filter_map(|w| w.as_ref().map(|w| w.srtp_auth_failed))
-            .sum(),
-        stopped_early: stopped(&sender.info)
-            || stopped(&receiver.info)
-            || relay.is_some_and(|r| stopped(&r.info)),
-        wall_s: sender.info.wall_s,
-    };
+    let stats = live_stats(sender, relay, receiver, reports);
     Ok(LiveResult { run, stats })
 }
 

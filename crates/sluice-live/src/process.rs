@@ -483,8 +483,7 @@ impl EndpointProcess {
             let peers = Peers { receiver: Some(peer), ..Peers::default() };
             let io = drive(&mut watch, socket, &peers, clock, end, &c.stop, Some(wake))
                 .map_err(|e| format!("the socket failed: {e}"))?;
-            let ep = &watch.inner.inner;
-            if let Some(why) = ep.failure() {
+            if let Some(why) = watch.inner.inner.failure() {
                 return Err(why.to_owned());
             }
             let ended = if c.interrupted.load(Ordering::Relaxed) {
@@ -494,26 +493,17 @@ impl EndpointProcess {
             } else {
                 "end"
             };
-            Ok(Part::Sender(SenderPart {
-                info: PartInfo {
-                    schema: PART_SCHEMA,
-                    role: "sender".into(),
-                    wall_origin_us: wall,
-                    started: true,
-                    ended: ended.into(),
-                    wall_s: t0.elapsed().as_secs_f64(),
-                    io,
-                },
-                malformed: ep.malformed(),
-                feedback_messages: ep.feedback_messages,
-                spoofed: ep.spoofed,
-                unsendable: ep.unsendable,
-                transmitted: ep.transmitted,
-                stream: ep.stream(),
-                events: ep.events.clone(),
-                samples: ep.samples.clone(),
-                webrtc: watch.inner.webrtc_stats().cloned(),
-            }))
+            let info = PartInfo {
+                schema: PART_SCHEMA,
+                role: "sender".into(),
+                wall_origin_us: wall,
+                started: true,
+                ended: ended.into(),
+                wall_s: t0.elapsed().as_secs_f64(),
+                io,
+            };
+            let webrtc = watch.inner.webrtc_stats().cloned();
+            Ok(Part::Sender(SenderPart::of(watch.inner.inner, info, webrtc)))
         })?;
         Ok(EndpointProcess { ctl, end, thread: Some(thread) })
     }
@@ -568,24 +558,13 @@ impl EndpointProcess {
                 ep.inner.set_origin(clock.instant(Timestamp::ZERO))
             };
             let info = serve(&mut ep, socket, &peers, (peer, start_timeout), end, &c, at_start)?;
-            let r = &ep.inner.inner;
             if let Some(path) = &stream {
-                std::fs::write(path, &r.stream)
+                std::fs::write(path, &ep.inner.inner.stream)
                     .map_err(|e| format!("writing {}: {e}", path.display()))?;
             }
-            Ok(Part::Receiver(ReceiverPart {
-                info: PartInfo { role: "receiver".into(), ..info },
-                malformed: r.malformed(),
-                media_packets: r.media_packets,
-                stream_bytes: r.stream.len() as u64,
-                stream_gaps: r.stream_gaps,
-                last_stream: r.stream(),
-                new_streams: r.new_streams,
-                stale_packets: r.stale_packets,
-                spoofed: r.spoofed,
-                events: r.events.clone(),
-                webrtc: ep.inner.webrtc_stats().cloned(),
-            }))
+            let info = PartInfo { role: "receiver".into(), ..info };
+            let webrtc = ep.inner.webrtc_stats().cloned();
+            Ok(Part::Receiver(ReceiverPart::of(ep.inner.inner, info, webrtc)))
         })?;
         Ok(EndpointProcess { ctl, end, thread: Some(thread) })
     }
@@ -639,28 +618,9 @@ impl EndpointProcess {
         let (c, start_timeout) = (ctl.clone(), options.start_timeout);
         let thread = spawn("relay", move || {
             let info = serve(&mut ep, socket, &peers, (sender, start_timeout), end, &c, |_, _| {})?;
-            let r = &ep.inner;
-            let stats = r.media_stats();
-            Ok(Part::Relay(RelayPart {
-                info: PartInfo { role: "relay".into(), ..info },
-                malformed: r.malformed(),
-                opaque: r.opaque,
-                duplicated: r.fault_stats().duplicated,
-                reordered: r.fault_stats().reordered,
-                blackout_dropped: r.fault_stats().blackout_dropped,
-                garbage_sent: r.garbage_sent,
-                spoof_sent: r.spoof_sent,
-                spoofed: r.spoofed,
-                last_stream: r.stream(),
-                reports_sent: r.reports_sent,
-                arrived_packets: stats.arrived_packets,
-                dropped_packets: stats.dropped_packets(),
-                policy_dropped_packets: stats.dropped_policy_packets,
-                delivered_bytes: stats.delivered_bytes,
-                policy_dropped_frames: r.policy_dropped_frames.clone(),
-                link_samples: ep.sampler.take().map(|s| s.samples).unwrap_or_default(),
-                datagrams: r.datagram_log(),
-            }))
+            let info = PartInfo { role: "relay".into(), ..info };
+            let link_samples = ep.sampler.take().map(|s| s.samples).unwrap_or_default();
+            Ok(Part::Relay(RelayPart::of(&ep.inner, info, link_samples)))
         })?;
         Ok(EndpointProcess { ctl, end, thread: Some(thread) })
     }

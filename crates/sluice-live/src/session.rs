@@ -3,6 +3,7 @@
 //! in the simulator), and their events collected into the simulator's result format.
 
 use crate::endpoint::{Faults, LinkSnapshot, ReceiverEndpoint, RelayEndpoint, SenderEndpoint};
+use crate::part::{PartInfo, ReceiverPart, RelayPart, SenderPart};
 use crate::runtime::{drive, Clock, IoStats, Peers, ThreadedEncoder};
 use crate::webrtc::{Side, Transport, Transported, WebRtc, WebRtcStats};
 use sluice_core::encoder::Encoder;
@@ -341,22 +342,28 @@ impl LiveRun {
             std::fs::write(path, &receiver.stream)
                 .map_err(|e| format!("writing {}: {e}", path.display()))?;
         }
-        let stats = relay.media_stats();
         let trace = self.trace.clone();
         let capacity_until = move |t: Timestamp| match &trace {
             Some(tr) => tr.capacity_between(Timestamp::ZERO, t).as_bytes(),
             None => 0,
         };
+        // The three endpoints as the parts `live merge` reads, so both count alike.
+        let (restarts, delivered_sampled) =
+            ((sender.restarts, receiver.restarts), sender.delivered_bytes_sampled());
+        let part_info = |io| PartInfo { io, ..PartInfo::default() };
+        let mut sp = SenderPart::of(sender, part_info(sender_io), sender_webrtc);
+        let rp = ReceiverPart::of(receiver, part_info(receiver_io), receiver_webrtc);
+        let xp = RelayPart::of(&relay, part_info(relay_io), Vec::new());
         let (run, bottleneck_reports) = crate::merge::merge(crate::merge::MergeInput {
-            sender_events: &sender.events,
-            policy_dropped_frames: &relay.policy_dropped_frames,
-            receiver_events: &receiver.events,
-            samples: sender.samples.clone(),
+            sender_events: &sp.events,
+            policy_dropped_frames: &xp.policy_dropped_frames,
+            receiver_events: &rp.events,
+            samples: std::mem::take(&mut sp.samples),
             link: LinkTotals {
-                arrived_packets: stats.arrived_packets,
-                dropped_packets: stats.dropped_packets(),
-                policy_dropped_packets: stats.dropped_policy_packets,
-                delivered_bytes: sender.delivered_bytes_sampled(),
+                arrived_packets: xp.arrived_packets,
+                dropped_packets: xp.dropped_packets,
+                policy_dropped_packets: xp.policy_dropped_packets,
+                delivered_bytes: delivered_sampled,
                 capacity_bytes: 0,
             },
             capacity_until: &capacity_until,
@@ -366,38 +373,12 @@ impl LiveRun {
             path_faults: relay.path_faults_summary(),
         });
         let live = LiveStats {
-            sender_io,
-            relay_io,
-            receiver_io,
-            sender_malformed: crate::endpoint::Endpoint::malformed(&sender),
-            receiver_malformed: crate::endpoint::Endpoint::malformed(&receiver),
-            relay_opaque: relay.opaque,
-            relay_duplicated: relay.fault_stats().duplicated,
-            relay_reordered: relay.fault_stats().reordered,
-            relay_blackout_dropped: relay.fault_stats().blackout_dropped,
-            relay_garbage_sent: relay.garbage_sent,
-            relay_spoof_sent: relay.spoof_sent,
-            relay_reports_sent: relay.reports_sent,
-            sender_reports_received: bottleneck_reports,
-            receiver_restarts: receiver.restarts,
-            sender_restarts: sender.restarts,
-            receiver_new_streams: receiver.new_streams,
-            receiver_stale_packets: receiver.stale_packets,
-            spoofed: sender.spoofed.plus(relay.spoofed).plus(receiver.spoofed),
-            received_stream_bytes: receiver.stream.len() as u64,
-            received_stream_gaps: receiver.stream_gaps,
-            feedback_messages: sender.feedback_messages,
-            sender_unsendable: sender.unsendable,
-            media_packets_received: receiver.media_packets,
+            sender_restarts: restarts.0,
+            receiver_restarts: restarts.1,
             transport: self.transport,
-            srtp_auth_failed: [&sender_webrtc, &receiver_webrtc]
-                .iter()
-                .filter_map(|w| w.as_ref().map(|w| w.srtp_auth_failed))
-                .sum(),
-            sender_webrtc,
-            receiver_webrtc,
             stopped_early,
             wall_s: self.started.elapsed().as_secs_f64(),
+            ..crate::part::live_stats(&sp, Some(&xp), &rp, bottleneck_reports)
         };
         Ok(LiveResult { run, stats: live })
     }
