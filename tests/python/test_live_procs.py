@@ -68,17 +68,26 @@ def _done(proc: subprocess.Popen, code: int = 0) -> str:
     return err
 
 
-def test_send_relay_recv_as_three_processes_merge_into_a_result(tmp_path, capsys):
-    s, x, r = _free_ports(3)
-    run = ["--scheme", "webrtc", "--duration", "7", "--seed", "3"]
-    recv = _sluice(["live", "recv", "--listen", _addr(r), "--peer", _addr(x), *run,
+def _receiver_and_relay(tmp_path: Path, ports: list[int], run: list[str], recv_extra: list[str],
+                        relay_extra: list[str]) -> tuple[subprocess.Popen, subprocess.Popen]:
+    """`live recv` and `live relay` (12 Mbps, 100 kB queue) started and listening, the sender
+    to come on ``ports[0]``; parts in tmp_path/recv and tmp_path/relay."""
+    s, x, r = ports
+    recv = _sluice(["live", "recv", "--listen", _addr(r), "--peer", _addr(x), *run, *recv_extra,
                     "--start-timeout-s", "60", "--out", "recv"], tmp_path)  # fmt: skip
     relay = _sluice(["live", "relay", "--listen", _addr(x), "--sender", _addr(s), "--receiver",
                      _addr(r), "--trace", "gen:constant:12", "--queue-bytes", "100000", *run,
-                     "--duplicate", "0.02", "--start-timeout-s", "60", "--out", "relay"],
+                     *relay_extra, "--start-timeout-s", "60", "--out", "relay"],
                     tmp_path)  # fmt: skip
     _wait_listening(r, recv)
     _wait_listening(x, relay)
+    return recv, relay
+
+
+def test_send_relay_recv_as_three_processes_merge_into_a_result(tmp_path, capsys):
+    s, x, r = ports = _free_ports(3)
+    run = ["--scheme", "webrtc", "--duration", "7", "--seed", "3"]
+    recv, relay = _receiver_and_relay(tmp_path, ports, run, [], ["--duplicate", "0.02"])
     # A stranger writes to the relay (before the session and during it): counted, dropped.
     stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     stranger.bind(("127.0.0.1", 0))
@@ -149,20 +158,13 @@ def test_send_relay_recv_over_webrtc_signal_through_files_and_drop_every_forgery
     # files (out of band, as a call's signalling does); the relay forwards opaque SRTP and
     # forges SRTP packets to the receiver and plain NACKs and keyframe requests to the
     # sender; every forgery is counted and dropped, none reaches an endpoint.
-    s, x, r = _free_ports(3)
+    s, x, r = ports = _free_ports(3)
     run = ["--scheme", "webrtc", "--duration", "5", "--seed", "3"]
     sdp = tmp_path / "sdp"
     sdp.mkdir()
     offer, answer = str(sdp / "offer.sdp"), str(sdp / "answer.sdp")
-    recv = _sluice(["live", "recv", "--listen", _addr(r), "--peer", _addr(x), *run,
-                    "--transport", "webrtc", "--sdp-in", offer, "--sdp-out", answer,
-                    "--start-timeout-s", "60", "--out", "recv"], tmp_path)  # fmt: skip
-    relay = _sluice(["live", "relay", "--listen", _addr(x), "--sender", _addr(s), "--receiver",
-                     _addr(r), "--trace", "gen:constant:12", "--queue-bytes", "100000", *run,
-                     "--spoof", "0.2", "--start-timeout-s", "60", "--out", "relay"],
-                    tmp_path)  # fmt: skip
-    _wait_listening(r, recv)
-    _wait_listening(x, relay)
+    recv_webrtc = ["--transport", "webrtc", "--sdp-in", offer, "--sdp-out", answer]
+    recv, relay = _receiver_and_relay(tmp_path, ports, run, recv_webrtc, ["--spoof", "0.2"])
     send = _sluice(["live", "send", "--listen", _addr(s), "--peer", _addr(x), *run,
                     "--transport", "webrtc", "--sdp-out", offer, "--sdp-in", answer,
                     "--out", "send"], tmp_path)  # fmt: skip
