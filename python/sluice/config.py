@@ -67,12 +67,11 @@ def _with_optional(cfg: dict[str, Any], path: str) -> dict[str, Any]:
     """``cfg``, or a copy with the optional field at ``path`` (or the optional object that
     holds it, ``faults`` for ``faults.duplicate``) filled in with its default."""
     keys = split_path(path)
-    owner = next((".".join(keys[:n]) for n in range(1, len(keys) + 1)
-                  if ".".join(keys[:n]) in OPTIONAL_FIELDS), None)  # fmt: skip
-    if owner is None:
+    n = next((n for n in range(1, len(keys) + 1) if ".".join(keys[:n]) in OPTIONAL_FIELDS), 0)
+    if not n:
         return cfg
-    path = owner
-    keys = split_path(path)
+    keys = keys[:n]
+    path = ".".join(keys)
     node: Any = cfg
     for k in keys[:-1]:
         if not isinstance(node, dict) or k not in node:

@@ -117,9 +117,9 @@ pub struct RelayPart {
     pub info: PartInfo,
     pub malformed: u64,
     pub opaque: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
-    pub blackout_dropped: u64,
+    /// What the path faults did (`duplicated`, `reordered`, `blackout_dropped`).
+    #[serde(flatten)]
+    pub faults: FaultStats,
     pub garbage_sent: u64,
     /// Spoofed datagrams it sent (the spoof fault).
     #[serde(default)]
@@ -301,14 +301,11 @@ impl RelayPart {
     /// The part of a relay that has ended, with the link samples it recorded.
     pub fn of(r: &RelayEndpoint, info: PartInfo, link_samples: Vec<LinkSampleRecord>) -> Self {
         let stats = r.media_stats();
-        let faults = r.fault_stats();
         RelayPart {
             info,
             malformed: r.malformed(),
             opaque: r.opaque,
-            duplicated: faults.duplicated,
-            reordered: faults.reordered,
-            blackout_dropped: faults.blackout_dropped,
+            faults: r.fault_stats(),
             garbage_sent: r.garbage_sent,
             spoof_sent: r.spoof_sent,
             spoofed: r.spoofed,
@@ -344,9 +341,9 @@ pub fn live_stats(
         sender_malformed: sender.malformed,
         receiver_malformed: receiver.malformed,
         relay_opaque: r.opaque,
-        relay_duplicated: r.duplicated,
-        relay_reordered: r.reordered,
-        relay_blackout_dropped: r.blackout_dropped,
+        relay_duplicated: r.faults.duplicated,
+        relay_reordered: r.faults.reordered,
+        relay_blackout_dropped: r.faults.blackout_dropped,
         relay_garbage_sent: r.garbage_sent,
         relay_spoof_sent: r.spoof_sent,
         relay_reports_sent: r.reports_sent,
@@ -442,11 +439,7 @@ pub fn merge_parts(
         end: capture_end + TimeDelta::from_secs_f64(cfg.drain_s),
         bottleneck_drops: relay.is_some() && scheme.bottleneck.drops_frames(),
         // The relay's path faults (the merged config has the relay's `faults`).
-        path_faults: relay.filter(|_| !cfg.faults.is_none()).map(|r| FaultStats {
-            duplicated: r.duplicated,
-            reordered: r.reordered,
-            blackout_dropped: r.blackout_dropped,
-        }),
+        path_faults: relay.filter(|_| !cfg.faults.is_none()).map(|r| r.faults),
     });
     let stats = live_stats(sender, relay, receiver, reports);
     Ok(LiveResult { run, stats })

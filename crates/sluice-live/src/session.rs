@@ -132,6 +132,8 @@ pub struct LiveRun {
     capture_end: Timestamp,
     trace: Option<Arc<Trace>>,
     bottleneck_drops: bool,
+    /// The run has path faults (the summary then counts them, as `live merge` does).
+    path_faults: bool,
     received_stream: Option<std::path::PathBuf>,
     sender: Option<Joined<Transported<SenderEndpoint>>>,
     relay: Option<Joined<RelayEndpoint>>,
@@ -294,6 +296,7 @@ impl LiveRun {
             capture_end,
             trace: downlink_trace,
             bottleneck_drops: scheme.bottleneck.drops_frames(),
+            path_faults: !cfg.faults.is_none(),
             received_stream: options.received_stream.clone(),
             sender: Some(sender),
             relay: Some(relay),
@@ -370,7 +373,7 @@ impl LiveRun {
             capture_end: self.capture_end,
             end: self.end,
             bottleneck_drops: self.bottleneck_drops,
-            path_faults: relay.path_faults_summary(),
+            path_faults: self.path_faults.then_some(xp.faults),
         });
         let live = LiveStats {
             sender_restarts: restarts.0,

@@ -147,11 +147,6 @@ impl PathFaults {
     pub fn stats(&self) -> FaultStats {
         self.stats
     }
-
-    /// Whether any fault is configured.
-    pub fn is_active(&self) -> bool {
-        !self.config.is_none()
-    }
 }
 
 #[cfg(test)]

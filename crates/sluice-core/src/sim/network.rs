@@ -529,7 +529,7 @@ mod tests {
 
     #[test]
     fn the_fault_node_duplicates_and_holds_back_media_and_loses_feedback_in_its_blackout() {
-        use crate::link::faults::{FaultsConfig, PathFaults};
+        use crate::link::faults::FaultsConfig;
         // Media every ms for 2 s into the node's media port; feedback every 10 ms into its
         // feedback port (a second source); the blackout is [0.5 s, 1 s).
         let media = video_every_ms(2000);

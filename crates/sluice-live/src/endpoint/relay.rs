@@ -251,11 +251,6 @@ impl RelayEndpoint {
         self.path_faults.stats()
     }
 
-    /// [`Self::fault_stats`] if the run has path faults (the summary's `path_faults`).
-    pub fn path_faults_summary(&self) -> Option<FaultStats> {
-        self.path_faults.is_active().then(|| self.path_faults.stats())
-    }
-
     /// The sender's stream it read last (`None` before the first packet).
     pub fn stream(&self) -> Option<u32> {
         self.reader.stream()
