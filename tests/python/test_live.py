@@ -82,12 +82,16 @@ def test_a_live_fault_scenario_replays_in_the_simulator_from_its_results(tmp_pat
     sim_summary = json.loads(capsys.readouterr().out)
     assert results.load_run(sim_dir).header["config"]["faults"] == config["faults"]
     live_f, sim_f = live_summary["path_faults"], sim_summary["path_faults"]
-    # About 5 % of some 1500 media datagrams each; the feedback of one second (transport
-    # reports every 50 ms with media in them, NACKs of what reordering made look lost: 38 to
-    # 46 here).
-    for key in ("duplicated", "reordered", "blackout_dropped"):
-        assert 15 <= sim_f[key] and 15 <= live_f[key], (live_f, sim_f)
-        assert 0.6 <= live_f[key] / sim_f[key] <= 1.6, (key, live_f, sim_f)
+    # The same shares of the media datagrams each saw (how many depends on the rate GCC
+    # reached, which a loaded machine lowers live: 63 duplicated of some 1000 on CI against
+    # 115 of 1500 simulated): reordered 5 %, duplicated 5 % of the rest.
+    for f in (live_f, sim_f):
+        assert f["media_datagrams"] > 500, (live_f, sim_f)
+        for key in ("duplicated", "reordered"):
+            assert 0.03 <= f[key] / f["media_datagrams"] <= 0.075, (key, live_f, sim_f)
+        # The feedback of one second: transport reports every 50 ms with media in them and
+        # NACKs of what reordering made look lost (31 to 46 seen).
+        assert 15 <= f["blackout_dropped"] < f["feedback_datagrams"], (live_f, sim_f)
     for s in (live_summary, sim_summary):
         assert s["frames_displayed"] >= 0.85 * 120, s
 

@@ -92,6 +92,10 @@ pub enum Fate {
 /// relay's counters).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultStats {
+    /// Media datagrams the faults decided on (the shares' denominator).
+    pub media_datagrams: u64,
+    /// Feedback datagrams the faults saw, in the blackout or not.
+    pub feedback_datagrams: u64,
     pub duplicated: u64,
     pub reordered: u64,
     /// Feedback datagrams lost in the blackout.
@@ -123,6 +127,7 @@ impl PathFaults {
     /// The fate of a media datagram the bottleneck delivers at `now`: held back with
     /// probability `reorder`, else duplicated with probability `duplicate`.
     pub fn media_fate(&mut self, now: Timestamp) -> Fate {
+        self.stats.media_datagrams += 1;
         if self.config.reorder > 0.0 && self.rng.bernoulli(self.config.reorder) {
             self.stats.reordered += 1;
             return Fate::HoldUntil(now + self.reorder_delay);
@@ -137,6 +142,7 @@ impl PathFaults {
     /// Whether a feedback datagram leaving the receiver at `now` gets through (false in the
     /// blackout, counted).
     pub fn feedback_passes(&mut self, now: Timestamp) -> bool {
+        self.stats.feedback_datagrams += 1;
         if self.blackout.is_some_and(|(a, b)| now >= a && now < b) {
             self.stats.blackout_dropped += 1;
             return false;
@@ -177,6 +183,7 @@ mod tests {
             .collect();
         assert_eq!(passes, [true, false, false, true]);
         assert_eq!(f.stats().blackout_dropped, 2);
+        assert_eq!((f.stats().media_datagrams, f.stats().feedback_datagrams), (20_000, 4));
     }
 
     #[test]
