@@ -48,6 +48,7 @@ test-python: build
 
 lint: setup
 	cargo clippy --workspace --all-targets --release -q -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 	$(VENV)/bin/ruff check python tests bench scripts
 
 bench: build

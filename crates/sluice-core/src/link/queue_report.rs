@@ -24,7 +24,7 @@ pub(super) fn served_capacity(
 }
 
 /// Drop-tail plus a periodic [`BottleneckReport`] of the backlog and a capacity over a window:
-/// the last one ([`BottleneckConfig::QueueReport`]) or, for FDCC's oracle, the next one
+/// the last one ([`super::bottleneck::BottleneckConfig::QueueReport`]) or, for FDCC's oracle, the next one
 /// (`link/oracle.rs`, the only reader of the trace's future).
 #[derive(Debug)]
 pub struct QueueReporter {

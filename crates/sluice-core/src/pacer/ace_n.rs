@@ -8,7 +8,7 @@
 //! fork sends it at 100x the pacing rate; Sluice sends it at once, which gives the burst one
 //! send time, as the packet-train estimator needs). Without tokens, packets wait for them,
 //! i.e. are paced at exactly the token rate. Retransmissions go before video; probe clusters
-//! are sent by the shared [`Prober`] as in the other pacers; padding (when the padding rate is
+//! are sent by the shared [`super::prober::Prober`] as in the other pacers; padding (when the padding rate is
 //! non-zero) is sent as by the leaky bucket, only when the queue is empty.
 //!
 //! **Network view** (from every transport feedback report, [`Pacer::on_transport_feedback`]):

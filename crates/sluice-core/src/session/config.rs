@@ -19,7 +19,7 @@ use std::sync::Arc;
 #[serde(default, deny_unknown_fields)]
 pub struct PathConfig {
     /// Name of the trace file (informational; the trace itself is passed to
-    /// [`Simulation::new`]). `None`: unlimited rate.
+    /// [`crate::sim::Simulation::new`]). `None`: unlimited rate.
     pub trace: Option<String>,
     /// Drop-tail limit in bytes (`queue_packets` and this are exclusive; neither: unlimited).
     pub queue_bytes: Option<i64>,
@@ -102,7 +102,7 @@ impl Default for PathConfig {
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum EncoderConfig {
     Model(ModelEncoderConfig),
-    /// libx264 on real video; built by the `sluice-x264` crate, not by [`build_encoder`].
+    /// libx264 on real video; built by the `sluice-x264` crate, not by [`super::topology::build_encoder`].
     X264(crate::encoder::X264Settings),
 }
 

@@ -15,7 +15,7 @@ use crate::units::{DataSize, TimeDelta, Timestamp};
 use std::sync::Arc;
 
 /// Builds the encoder a config asks for, if the core can: the model encoder. A real encoder
-/// (x264) is built by its own crate and passed to [`Simulation::new`].
+/// (x264) is built by its own crate and passed to [`crate::sim::Simulation::new`].
 pub fn build_encoder(cfg: &RunConfig) -> Result<Box<dyn Encoder>, ConfigError> {
     match &cfg.encoder {
         EncoderConfig::Model(m) => {

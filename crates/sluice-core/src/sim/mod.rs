@@ -73,7 +73,7 @@ pub struct Simulation {
 
 impl Simulation {
     /// A simulation of `cfg` over the given traces (`None`: unlimited rate), with `encoder`
-    /// (see [`build_encoder`] for the config's own).
+    /// (see [`crate::session::topology::build_encoder`] for the config's own).
     pub fn new(
         cfg: &RunConfig,
         downlink_trace: Option<Arc<Trace>>,

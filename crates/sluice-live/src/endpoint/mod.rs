@@ -4,11 +4,11 @@
 //! runtime ([`crate::runtime`]) drives them with a real clock and UDP sockets, tests drive
 //! them with virtual time.
 //!
-//! * [`SenderEndpoint`]: the simulator's [`Sender`], unchanged; media out as RTP, feedback
+//! * [`SenderEndpoint`]: the simulator's [`Sender`](sluice_core::sender::Sender), unchanged; media out as RTP, feedback
 //!   in as RTCP.
-//! * [`ReceiverEndpoint`]: the simulator's [`Receiver`], unchanged; media in, feedback out.
+//! * [`ReceiverEndpoint`]: the simulator's [`Receiver`](sluice_core::receiver::Receiver), unchanged; media in, feedback out.
 //! * [`RelayEndpoint`]: the simulator's downlink (queue, trace, delay, loss, the scheme's
-//!   bottleneck behaviour) and uplink [`Link`]s between the two, carrying the datagrams'
+//!   bottleneck behaviour) and uplink [`Link`](sluice_core::link::Link)s between the two, carrying the datagrams'
 //!   bytes; plus fault injection (duplication, reordering, a feedback blackout).
 //!
 //! A datagram that does not parse is counted, never fatal.

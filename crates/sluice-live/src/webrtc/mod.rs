@@ -15,7 +15,7 @@
 //!   Incoming transport-cc feedback, NACK and PLI become Sluice's feedback and are handed to
 //!   the endpoint as its RTCP, through the same parser and spoof screening as the plain
 //!   transport. Transport-cc has no hold time (Sluice's `SLFB`): it is estimated from the
-//!   reports' lag ([`WebRtc::on_twcc`]). Sluice's frame descriptor and Co-RTV's latest re-encoded number travel in
+//!   reports' lag (`WebRtc::on_twcc`). Sluice's frame descriptor and Co-RTV's latest re-encoded number travel in
 //!   two header extensions of Sluice's own (`urn:x-sluice:*`), negotiated in SDP; padding
 //!   packets go on the video stream, marked as padding in that descriptor.
 //! * Receiver side: str0m's decrypted RTP packets are put together again as Sluice's RTP

@@ -1,4 +1,4 @@
-//! Sans-IO wire formats: the core's [`Datagram`]s to and from bytes (no socket, no clock).
+//! Sans-IO wire formats: the core's [`Datagram`](sluice_core::packet::Datagram)s to and from bytes (no socket, no clock).
 //!
 //! * Media: RTP (RFC 3550) built and parsed with webrtc-rs's `rtp` crate. Every packet
 //!   carries RFC 8285 one-byte header extensions: id 1, the transport-wide sequence number
