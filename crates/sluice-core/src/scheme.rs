@@ -56,7 +56,7 @@ impl CcConfig {
     pub fn build(&self, now: Timestamp) -> Box<dyn CongestionController> {
         match self {
             CcConfig::Gcc(c) => Box::new(Gcc::new(c.clone(), now)),
-            CcConfig::Copa(c) => Box::new(c.build(now)),
+            CcConfig::Copa(c) => c.build(now),
             CcConfig::Rocc(c) => Box::new(c.build(now)),
             CcConfig::Fdcc(c) => Box::new(c.build()),
         }

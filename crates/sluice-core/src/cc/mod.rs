@@ -8,6 +8,8 @@
 //! pacer shares.
 
 pub mod copa;
+pub mod copa_bottleneck;
+pub mod copa_pre_reaction;
 pub mod fdcc;
 pub mod gcc;
 pub mod rocc;
