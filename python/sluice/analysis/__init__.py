@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ __all__ = [
     "existing_analysis",
     "relative_to_cwd",
     "provenance",
+    "report_main",
     "ANALYSIS_OPEN",
     "ANALYSIS_CLOSE",
     "ANALYSIS_PLACEHOLDER",
@@ -68,6 +70,25 @@ def user_error(prog: str, e: Exception) -> int:
     """What a report command does with a user's mistake: one line on stderr, exit status 2."""
     print(f"{prog}: error: {' '.join(str(e).split())}", file=sys.stderr)
     return 2
+
+
+def report_main(
+    prog: str,
+    argv: Sequence[str] | None,
+    parse: Callable[[list[str]], Any],
+    write: Callable[[Any, str], str],
+) -> int:
+    """A report command's ``main``: ``parse`` the arguments, then ``write(args, command)``
+    the report (``command``: the line that regenerates it) and print the line it returns; a
+    user's mistake (:class:`SluiceError`) is one line on stderr and exit status 2."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    args = parse(args_list)
+    try:
+        line = write(args, shlex.join([*prog.split(), *args_list]))
+    except SluiceError as e:
+        return user_error(prog, e)
+    print(line)
+    return 0
 
 
 def load(where: str | Path, results_root: str | Path = "results") -> Results:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -46,7 +45,7 @@ from . import (
     pct,
     provenance,
     relative_to_cwd,
-    user_error,
+    report_main,
     write_markdown,
 )
 from .cells import (
@@ -755,19 +754,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(args_list)
-    try:
-        res = load(args.results, args.results_root)
-        report_dir = Path(args.report_dir) if args.report_dir else res.path / "report"
-        hd = load(args.hd, args.results_root) if args.hd else None
-        md = write_report(res, report_dir, detail_trace=args.detail_trace,
-                          detail_clip=args.detail_clip, hd=hd,
-                          command=shlex.join([*PROG.split(), *args_list]))  # fmt: skip
-    except SluiceError as e:
-        return user_error(PROG, e)
-    print(f"{len(res.table)} runs; report: {md}")
-    return 0
+    return report_main(PROG, argv, parse_args, _write)
+
+
+def _write(args: argparse.Namespace, command: str) -> str:
+    res = load(args.results, args.results_root)
+    report_dir = Path(args.report_dir) if args.report_dir else res.path / "report"
+    hd = load(args.hd, args.results_root) if args.hd else None
+    md = write_report(res, report_dir, detail_trace=args.detail_trace,
+                      detail_clip=args.detail_clip, hd=hd, command=command)  # fmt: skip
+    return f"{len(res.table)} runs; report: {md}"
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,7 +51,7 @@ from . import (
     fmt,
     markdown,
     provenance,
-    user_error,
+    report_main,
     write_markdown,
 )
 from .pooled import slot_latencies_ms
@@ -419,25 +418,26 @@ def write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: st
     return write_markdown(md, L, analysis)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("plan")
     ap.add_argument("--results", default="results", help="results root (default results)")
     ap.add_argument("--report-dir", default=None, help="default <results>/<name>/report")
     ap.add_argument("--report-only", action="store_true", help="run nothing, only report")
-    args = ap.parse_args(args_list)
-    try:
-        plan = load_plan(args.plan)
-        root = Path(args.results) / plan["name"]
-        if not args.report_only:
-            run_missing(plan, root)
-        report_dir = Path(args.report_dir) if args.report_dir else root / "report"
-        md = write_report(plan, root, report_dir, shlex.join([*PROG.split(), *args_list]))
-    except SluiceError as e:
-        return user_error(PROG, e)
-    print(f"report: {md}")
-    return 0
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return report_main(PROG, argv, parse_args, _write)
+
+
+def _write(args: argparse.Namespace, command: str) -> str:
+    plan = load_plan(args.plan)
+    root = Path(args.results) / plan["name"]
+    if not args.report_only:
+        run_missing(plan, root)
+    report_dir = Path(args.report_dir) if args.report_dir else root / "report"
+    return f"report: {write_report(plan, root, report_dir, command)}"
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,7 +34,7 @@ from . import (
     load,
     markdown,
     provenance,
-    user_error,
+    report_main,
     write_markdown,
 )
 from .cells import (
@@ -350,8 +349,7 @@ def _path(v: str | None) -> Path | None:
     return Path(v) if v else None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("leaderboard", help="the leaderboard's results directory (results/leaderboard)")
     ap.add_argument("--ablations", required=True, metavar="RESULTS",
@@ -368,17 +366,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="results/combined-candidates-heldout: the chosen one held out "
                     "(optional, with --candidates)")  # fmt: skip
     ap.add_argument("--report-dir", default="docs/results")
-    args = ap.parse_args(args_list)
-    try:
-        md = write_report(Path(args.leaderboard), Path(args.ablations),
-                          _path(args.heldout), Path(args.report_dir),
-                          shlex.join([*PROG.split(), *args_list]),
-                          _path(args.ablations_all), _path(args.candidates),
-                          _path(args.candidates_heldout))  # fmt: skip
-    except SluiceError as e:
-        return user_error(PROG, e)
-    print(f"report: {md}")
-    return 0
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return report_main(PROG, argv, parse_args, _write)
+
+
+def _write(args: argparse.Namespace, command: str) -> str:
+    md = write_report(Path(args.leaderboard), Path(args.ablations),
+                      _path(args.heldout), Path(args.report_dir), command,
+                      _path(args.ablations_all), _path(args.candidates),
+                      _path(args.candidates_heldout))  # fmt: skip
+    return f"report: {md}"
 
 
 if __name__ == "__main__":

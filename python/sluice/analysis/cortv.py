@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,7 +45,7 @@ from . import (
     pct,
     provenance,
     relative_to_cwd,
-    user_error,
+    report_main,
     write_markdown,
 )
 from .cells import (
@@ -691,17 +690,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(args_list)
-    try:
-        md = write_report(
-            args.model, args.x264, args.report_dir, command=shlex.join([*PROG.split(), *args_list]),
-            fig4_dir=args.fig4, heldout_dir=args.heldout,
-        )
-    except SluiceError as e:
-        return user_error(PROG, e)
-    print(f"report: {md}")
-    return 0
+    return report_main(PROG, argv, parse_args, _write)
+
+
+def _write(args: argparse.Namespace, command: str) -> str:
+    md = write_report(args.model, args.x264, args.report_dir, command=command,
+                      fig4_dir=args.fig4, heldout_dir=args.heldout)  # fmt: skip
+    return f"report: {md}"
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from . import (
     load,
     markdown,
     provenance,
-    user_error,
+    report_main,
     write_markdown,
 )
 
@@ -316,20 +315,21 @@ def write_report(res_dir: Path, report_dir: Path, command: str) -> Path:
     return write_markdown(md, L, analysis)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("results", help="the matrix's results directory (results/leaderboard)")
     ap.add_argument("--report-dir", default=None, help="default <results>/report")
-    args = ap.parse_args(args_list)
-    try:
-        res = Path(args.results)
-        out = Path(args.report_dir) if args.report_dir else res / "report"
-        md = write_report(res, out, shlex.join([*PROG.split(), *args_list]))
-    except SluiceError as e:
-        return user_error(PROG, e)
-    print(f"report: {md}")
-    return 0
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return report_main(PROG, argv, parse_args, _write)
+
+
+def _write(args: argparse.Namespace, command: str) -> str:
+    res = Path(args.results)
+    out = Path(args.report_dir) if args.report_dir else res / "report"
+    return f"report: {write_report(res, out, command)}"
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -48,7 +47,7 @@ from . import (
     pct,
     provenance,
     relative_to_cwd,
-    user_error,
+    report_main,
     write_markdown,
 )
 from .cells import (
@@ -809,29 +808,27 @@ def _encoder(res: Results) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(args_list)
-    try:
-        loaded = [load(r, args.results_root) for r in args.results]
-        by_encoder: dict[str, Results] = {}
-        for res in loaded:
-            e = _encoder(res)
-            if e in by_encoder:
-                raise SluiceError(f"two {e} results given: {by_encoder[e].path} and {res.path}")
-            by_encoder[e] = res
-        report_dir = Path(args.report_dir) if args.report_dir else loaded[0].path / "report"
-        md = write_report(
-            by_encoder.get("x264"),
-            by_encoder.get("model"),
-            report_dir,
-            command=shlex.join([*PROG.split(), *args_list]),
-            clips_res=load(args.clips, args.results_root) if args.clips else None,
-            heldout_res=load(args.heldout, args.results_root) if args.heldout else None,
-        )
-    except SluiceError as e:
-        return user_error(PROG, e)
-    print(f"report: {md}")
-    return 0
+    return report_main(PROG, argv, parse_args, _write)
+
+
+def _write(args: argparse.Namespace, command: str) -> str:
+    loaded = [load(r, args.results_root) for r in args.results]
+    by_encoder: dict[str, Results] = {}
+    for res in loaded:
+        e = _encoder(res)
+        if e in by_encoder:
+            raise SluiceError(f"two {e} results given: {by_encoder[e].path} and {res.path}")
+        by_encoder[e] = res
+    report_dir = Path(args.report_dir) if args.report_dir else loaded[0].path / "report"
+    md = write_report(
+        by_encoder.get("x264"),
+        by_encoder.get("model"),
+        report_dir,
+        command=command,
+        clips_res=load(args.clips, args.results_root) if args.clips else None,
+        heldout_res=load(args.heldout, args.results_root) if args.heldout else None,
+    )
+    return f"report: {md}"
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,14 @@ import numpy as np
 from .. import results
 from ..errors import SluiceError
 from ..plots import plt, save, scheme_color
-from . import ANALYSIS_SLOT, existing_analysis, figure, provenance, user_error, write_markdown
+from . import (
+    ANALYSIS_SLOT,
+    existing_analysis,
+    figure,
+    provenance,
+    report_main,
+    write_markdown,
+)
 
 PROG = "python -m sluice.analysis.rmcat"
 #: The baseline first, then the four systems.
@@ -304,15 +310,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(args_list)
-    try:
-        md = write_report(args.results, args.report_dir,
-                          command=shlex.join([*PROG.split(), *args_list]))  # fmt: skip
-    except SluiceError as e:
-        return user_error(PROG, e)
-    print(f"report: {md}")
-    return 0
+    return report_main(PROG, argv, parse_args, _write)
+
+
+def _write(args: argparse.Namespace, command: str) -> str:
+    return f"report: {write_report(args.results, args.report_dir, command=command)}"
 
 
 if __name__ == "__main__":

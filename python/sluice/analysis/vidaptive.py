@@ -26,7 +26,6 @@ import argparse
 import json
 import math
 import os
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,8 +48,8 @@ from . import (
     pct,
     provenance,
     relative_to_cwd,
+    report_main,
     signed_pct,
-    user_error,
     write_markdown,
 )
 from .cells import VERSUS_LEGEND, paired
@@ -782,19 +781,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(args_list)
-    try:
-        model = load(args.model, args.results_root)
-        x264 = load(args.x264, args.results_root) if args.x264 else None
-        report_dir = Path(args.report_dir) if args.report_dir else model.path / "report"
-        md = write_report(model, x264, report_dir,
-                          command=shlex.join([*PROG.split(), *args_list]))  # fmt: skip
-    except SluiceError as e:
-        return user_error(PROG, e)
+    return report_main(PROG, argv, parse_args, _write)
+
+
+def _write(args: argparse.Namespace, command: str) -> str:
+    model = load(args.model, args.results_root)
+    x264 = load(args.x264, args.results_root) if args.x264 else None
+    report_dir = Path(args.report_dir) if args.report_dir else model.path / "report"
+    md = write_report(model, x264, report_dir, command=command)
     n = len(model.table) + (len(x264.table) if x264 is not None else 0)
-    print(f"{n} runs; report: {md}")
-    return 0
+    return f"{n} runs; report: {md}"
 
 
 if __name__ == "__main__":
