@@ -17,7 +17,8 @@ PLANS = sorted((REPO / "experiments" / "rmcat").glob("*.toml"))
 
 
 def test_every_case_has_a_plan_and_every_plan_loads():
-    assert {c.plan for c in rmcat.ALL} == {load_plan(p).name for p in PLANS}
+    cases = {c.plan for c in rmcat.ALL} | {c.reference for c in rmcat.ALL if c.reference}
+    assert cases == {load_plan(p).name for p in PLANS}
 
 
 def test_jain_index_of_the_report():
@@ -38,3 +39,30 @@ def test_the_long_tcp_check_reads_the_media_share(sluice, tmp_path):
     share = float(text.split("media share ")[1].split()[0])
     assert 0.0 < share < 0.5, text
     assert ok == (share >= 0.2)
+
+
+def test_the_bidirectional_check_compares_with_the_reference(sluice, tmp_path):
+    # §5.3 shortened: a webrtc flow each way, 2 Mbps forward and 1 Mbps back; the reference
+    # is the forward flow alone with the backward path unimpaired.
+    common = ["--trace", "gen:constant:2", "--queue-bytes", "75000", "--delay-ms", "50",
+              "--duration", "30"]  # fmt: skip
+    out, ref_out = tmp_path / "r", tmp_path / "ref"
+    r = sluice("run", *common, "--uplink-trace", "gen:constant:1", "--set",
+               "uplink.queue_bytes=40000", "--competing", "reverse-media:self",
+               "--out", str(out))  # fmt: skip
+    assert r.code == 0, r.err
+    assert sluice("run", *common, "--out", str(ref_out)).code == 0
+    run, ref = results.load_run(out), results.load_run(ref_out)
+    assert [f["kind"] for f in run.summary["flows"]] == ["media", "reverse-media"]
+    ok, text = rmcat._check_53(run, ref)
+    use = float(text.split("backward: link use ")[1])
+    # The backward flow's bytes over the uplink's mean capacity (1 Mbps).
+    assert use == pytest.approx(run.summary["flows"][1]["mean_rate_bps"] / 1e6, abs=0.01)
+    assert 0.5 <= use <= 1.0, text
+    ratio = float(text.split("forward: ")[1].split()[0])
+    assert 0.5 < ratio <= 1.2, text
+    p95, ref_p95 = run.summary["latency_ms"]["p95"], ref.summary["latency_ms"]["p95"]
+    assert f"P95 {p95:.0f} ms (reference {ref_p95:.0f} ms)" in text
+    assert ok == (ratio >= 0.8 and p95 <= ref_p95 + 100 and use >= 0.5)
+    # Without a reference run the case fails and says why.
+    assert rmcat._check_53(run, None) == (False, f"no reference run; backward: link use {use:.2f}")

@@ -391,3 +391,51 @@ fn fq_codel_with_ecn_marks_the_tcp_flow_instead_of_dropping_it() {
     };
     assert!(bad.validate().unwrap_err().0.contains("downlink.ecn marks with an AQM"));
 }
+
+/// RFC 8867 §5.3's bi-directional media: a `reverse-media` flow sends over the session's
+/// uplink (2 Mbps here, the downlink 4) beside the session's feedback, and its feedback
+/// crosses the bottleneck. Both flows take most of their own path; the reverse flow's
+/// numbers are the uplink's, and Jain's index (forward flows only) has one flow: none.
+#[test]
+fn a_reverse_media_flow_uses_the_uplink_and_its_feedback_crosses_the_bottleneck() {
+    let seconds = 40.0;
+    let cfg = RunConfig {
+        scheme_name: "webrtc".into(),
+        duration_s: seconds,
+        downlink: accept_path(QueueDisciplineKind::Droptail),
+        uplink: PathConfig { delay_ms: 25.0, queue_bytes: Some(30_000), ..Default::default() },
+        competing: vec![CompetingFlow::parse("reverse-media:self@2").unwrap()],
+        ..Default::default()
+    };
+    let len = TimeDelta::from_secs_f64(seconds + 5.0);
+    let down = Arc::new(Trace::constant(DataRate::from_mbps(4), len));
+    let up = Arc::new(Trace::constant(DataRate::from_mbps(2), len));
+    let r =
+        Simulation::new(&cfg, Some(down), Some(up), build_encoder(&cfg).unwrap()).unwrap().run();
+    let s = &r.summary;
+    let flows = s.flows.as_ref().expect("flows");
+    eprintln!("{}", show(flows));
+    assert_eq!(flows[1].kind, "reverse-media");
+    // Each flow alone on its link: all of its link's bytes (the uplink's feedback of flow 0
+    // is not a flow of the uplink's table).
+    assert_eq!(flows[0].share, 1.0);
+    assert!(flows[1].share > 0.9, "{}", show(flows));
+    let [fwd, back] = rates_between(&r, 2, 20.0, seconds)[..] else { unreachable!() };
+    assert!((2.4e6..=4.0e6).contains(&fwd), "forward {fwd}");
+    assert!((1.0e6..=2.0e6).contains(&back), "backward {back} on a 2 Mbps uplink");
+    assert!(s.jain_index.is_some_and(f64::is_nan), "{:?}", s.jain_index);
+    // The uplink's capacity is sampled beside the flows' rates (the trace's delivery
+    // opportunities per interval: 2 Mbps on average).
+    let up: Vec<f64> = r
+        .samples
+        .iter()
+        .map(|s| match s.columns.get("uplink_capacity_bps") {
+            Some(Value::Int(x)) => *x as f64,
+            other => panic!("uplink_capacity_bps: {other:?}"),
+        })
+        .collect();
+    let mean = up.iter().sum::<f64>() / up.len() as f64;
+    assert!((mean - 2e6).abs() < 0.02e6, "{mean}");
+    // The session's feedback got through the loaded uplink: frames kept flowing.
+    assert!(s.frames_displayed as f64 >= 0.9 * 30.0 * seconds, "{}", s.frames_displayed);
+}

@@ -86,13 +86,41 @@ class Case:
     section: str
     title: str
     expected: str
-    check: Callable[[results.Run], tuple[bool, str]]
+    #: The run -> (pass, the numbers shown); with a ``reference`` plan, (run, the same
+    #: scheme's reference run or None) -> ...
+    check: Callable[..., tuple[bool, str]]
+    #: The plan of the case's reference runs (RFC 8867 §5.3 compares with one), if any.
+    reference: str | None = None
 
 
 def _check_51(run: results.Run) -> tuple[bool, str]:
     s = run.summary or {}
     util, q = s.get("utilization", math.nan), s.get("queue_delay_ms_p95", math.nan)
     return util >= 0.7 and q <= 150, f"utilisation {util:.2f}, queue P95 {q:.0f} ms"
+
+
+def _check_53(run: results.Run, ref: results.Run | None) -> tuple[bool, str]:
+    """The forward flow against the reference (the same path, the backward one unimpaired):
+    its delivered rate at least 0.8 of the reference's and its frames' latency P95 at most
+    100 ms above; the backward flow uses at least half its path's mean capacity."""
+    s = run.summary or {}
+    back = [f for f in s.get("flows") or [] if f.get("kind") == "reverse-media"]
+    up_bps = float(((run.header or {}).get("uplink_trace") or {}).get("mean_rate_bps") or 0)
+    if not back or up_bps <= 0:
+        return False, "no backward flow or uplink trace in the results"
+    use = float(back[0].get("mean_rate_bps", 0.0)) / up_bps
+    said_back = f"backward: link use {use:.2f}"
+    if ref is None:
+        return False, f"no reference run; {said_back}"
+    r = ref.summary or {}
+    end = float(s.get("duration_s", 0))
+    rate, ref_rate = _rates(run, 0.0, end).get(0, 0.0), _rates(ref, 0.0, end).get(0, 0.0)
+    ratio = rate / ref_rate if ref_rate > 0 else math.nan
+    p95 = (s.get("latency_ms") or {}).get("p95", math.nan)
+    ref_p95 = (r.get("latency_ms") or {}).get("p95", math.nan)
+    ok = ratio >= 0.8 and p95 <= ref_p95 + 100 and use >= 0.5
+    return ok, (f"forward: {ratio:.2f} of the reference's rate, frame latency P95 {p95:.0f} ms "
+                f"(reference {ref_p95:.0f} ms); {said_back}")  # fmt: skip
 
 
 def _check_jain(t0: float, what: str) -> Callable[[results.Run], tuple[bool, str]]:
@@ -138,6 +166,12 @@ CASES = (
     Case("rmcat-5.2", "5.2", "Variable available capacity, two flows",
          "both flows adapt and share: Jain's index of the two flows' rates >= 0.8 from 10 s",
          _check_jain(10.0, "two flows")),
+    Case("rmcat-5.3", "5.3", "Congested feedback link, a media flow each way",
+         "cope with feedback delayed and lost behind the backward flow's media, compared with "
+         "the reference case (the backward path unimpaired, no backward flow): the forward "
+         "flow keeps >= 0.8 of the reference's delivered rate and its frame latency P95 stays "
+         "within 100 ms of the reference's, and the backward flow uses >= 0.5 of its path's "
+         "mean capacity", _check_53, reference="rmcat-5.3-reference"),
     Case("rmcat-5.4", "5.4", "Three flows of the same scheme",
          "converge to a fair share: Jain's index of the three rates >= 0.8 from 10 s",
          _check_jain(10.0, "three flows")),
@@ -170,8 +204,7 @@ def _check_w1(run: results.Run) -> tuple[bool, str]:
 
 
 NOT_RUN = (
-    ("5.3", "Congested feedback link, bi-directional media", "the uplink carries no media"),
-    ("5.9", "Multiple bottlenecks", "one bottleneck per session"),
+    ("6.3", "Multiple bottlenecks", "one bottleneck per session"),
 )
 
 
@@ -218,8 +251,13 @@ def _plot(case: Case, runs: dict[str, results.Run], out: Path) -> Path:
         s = runs[scheme].samples
         t = s["t_us"].to_numpy(dtype=float) / 1e6
         cap = s["link_capacity_bps"].to_numpy(dtype=float) / 1e6
+        up = "uplink_capacity_bps" in s.columns  # a backward flow's path (§5.3)
         ax.fill_between(t, np.convolve(cap, np.ones(50) / 50, mode="same"), color="0.88",
-                        label="capacity")  # fmt: skip
+                        label="capacity, forward" if up else "capacity")  # fmt: skip
+        if up:
+            ucap = s["uplink_capacity_bps"].to_numpy(dtype=float) / 1e6
+            ax.plot(t, np.convolve(ucap, np.ones(50) / 50, mode="same"), color="0.45", lw=0.9,
+                    ls="--", label="capacity, backward")  # fmt: skip
         cols = sorted((c for c in s.columns if str(c).startswith("flow")),
                       key=lambda c: int(str(c)[4:-9])) or ["delivered_rate_bps"]  # fmt: skip
         names = {f["flow"]: f"{f['kind']}:{f['scheme']}"
@@ -255,7 +293,12 @@ def write_report(results_root: str | Path, report_dir: str | Path, command: str)
             missing.append(case)
             matrix[case.plan] = {}
             continue
-        matrix[case.plan] = {s: case.check(r) for s, r in runs.items()}
+        if case.reference:
+            ref_dir = root / case.reference
+            refs = _runs(ref_dir) if ref_dir.is_dir() else {}
+            matrix[case.plan] = {s: case.check(r, refs.get(s)) for s, r in runs.items()}
+        else:
+            matrix[case.plan] = {s: case.check(r) for s, r in runs.items()}
         shas += [str(r.header.get("git_sha", "?")) for r in runs.values()]
         png = _plot(case, runs, img / f"{case.plan}.png")
         figures.append(figure(png, f"{_long(case.section)}, {case.title.lower()}: every "

@@ -192,7 +192,8 @@ def add_sharing(p: argparse.ArgumentParser) -> None:
         "--competing", action="append", default=[], type=competing, metavar="SPEC",
         help="a flow sharing the bottleneck (repeatable): media:SCHEME[@START_S[-STOP_S]] "
         "(a media flow of any scheme; self: the session's own), "
-        "tcp:newreno|cubic|bbr[@START_S[-STOP_S]] (a bulk flow) or "
+        "reverse-media:SCHEME[@START_S[-STOP_S]] (one the other way, its media on the uplink "
+        "with the session's feedback), tcp:newreno|cubic|bbr[@START_S[-STOP_S]] (a bulk flow) or "
         "short-tcp[@START_S] (RFC 8867's short flow: 30-50 KB downloads, 10 s mean idle); "
         "the summary gains flows and jain_index",
     )  # fmt: skip

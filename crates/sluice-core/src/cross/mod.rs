@@ -1,6 +1,7 @@
 //! Cross traffic: the flows that share the bottleneck with the session's media flow
 //! (issue 29; RFC 8867 §5's competing flows). A [`CompetingFlow`] is parsed from the
 //! command line's and plan files' spec (`media:SCHEME[@START_S[-STOP_S]]`,
+//! `reverse-media:SCHEME[@START_S[-STOP_S]]`,
 //! `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]`, `short-tcp[@START_S]`); media flows are
 //! built by the simulator from the scheme registry (their own sender, receiver and feedback
 //! path), bulk TCP-like flows by [`tcp`], short ones (RFC 8867 §5.7) by [`short_tcp`].
@@ -110,8 +111,10 @@ impl TcpCc {
 /// What a competing flow is.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CompetingKind {
-    /// A media flow of a registered scheme.
-    Media { scheme: String },
+    /// A media flow of a registered scheme; `reverse`: in the other direction, its media
+    /// over the session's feedback path and its feedback over the bottleneck (RFC 8867
+    /// §5.3's bi-directional media, `reverse-media:SCHEME`).
+    Media { scheme: String, reverse: bool },
     /// A long-lived bulk flow with this congestion control.
     Tcp(TcpCc),
     /// A short TCP flow: downloads of 30-50 KB files and exponential idle times
@@ -151,12 +154,13 @@ pub struct CompetingWithDelay {
 }
 
 /// The spec grammar, for error messages.
-pub const SPEC_GRAMMAR: &str =
-    "media:SCHEME[@START_S[-STOP_S]], tcp:newreno|cubic|bbr[@START_S[-STOP_S]], short-tcp[@START_S]";
+pub const SPEC_GRAMMAR: &str = "media:SCHEME[@START_S[-STOP_S]], \
+     reverse-media:SCHEME[@START_S[-STOP_S]], tcp:newreno|cubic|bbr[@START_S[-STOP_S]], \
+     short-tcp[@START_S]";
 
 impl CompetingFlow {
-    /// Parses `media:SCHEME[@START_S[-STOP_S]]`, `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]` or
-    /// `short-tcp[@START_S]`;
+    /// Parses `media:SCHEME[@START_S[-STOP_S]]`, `reverse-media:SCHEME[@START_S[-STOP_S]]`,
+    /// `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]` or `short-tcp[@START_S]`;
     /// `Err` says what is wrong with it (the caller names the spec). The scheme is checked
     /// against the registry by [`crate::session::RunConfig::validate`].
     pub fn parse(spec: &str) -> Result<CompetingFlow, String> {
@@ -166,7 +170,10 @@ impl CompetingFlow {
         };
         let kind = match what.split_once(':') {
             Some(("media", scheme)) if !scheme.is_empty() => {
-                CompetingKind::Media { scheme: scheme.to_owned() }
+                CompetingKind::Media { scheme: scheme.to_owned(), reverse: false }
+            }
+            Some(("reverse-media", scheme)) if !scheme.is_empty() => {
+                CompetingKind::Media { scheme: scheme.to_owned(), reverse: true }
             }
             Some(("tcp", "newreno")) => CompetingKind::Tcp(TcpCc::NewReno),
             Some(("tcp", "cubic")) => CompetingKind::Tcp(TcpCc::Cubic),
@@ -205,7 +212,9 @@ impl CompetingFlow {
     /// The spec string (what [`Self::parse`] reads).
     pub fn spec(&self) -> String {
         let what = match &self.kind {
-            CompetingKind::Media { scheme } => format!("media:{scheme}"),
+            CompetingKind::Media { scheme, reverse } => {
+                format!("{}:{scheme}", if *reverse { "reverse-media" } else { "media" })
+            }
             CompetingKind::Tcp(cc) => format!("tcp:{}", cc.name()),
             CompetingKind::ShortTcp => "short-tcp".to_owned(),
         };
@@ -216,10 +225,11 @@ impl CompetingFlow {
         }
     }
 
-    /// `media`, `tcp` or `short-tcp`.
+    /// `media`, `reverse-media`, `tcp` or `short-tcp`.
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
-            CompetingKind::Media { .. } => "media",
+            CompetingKind::Media { reverse: false, .. } => "media",
+            CompetingKind::Media { reverse: true, .. } => "reverse-media",
             CompetingKind::Tcp(_) => "tcp",
             CompetingKind::ShortTcp => "short-tcp",
         }
@@ -228,7 +238,7 @@ impl CompetingFlow {
     /// The scheme's name, or the TCP congestion control's.
     pub fn scheme_name(&self) -> String {
         match &self.kind {
-            CompetingKind::Media { scheme } => scheme.clone(),
+            CompetingKind::Media { scheme, .. } => scheme.clone(),
             CompetingKind::Tcp(cc) => cc.name().to_owned(),
             CompetingKind::ShortTcp => short_tcp::ShortTcpConfig::default().cc.name().to_owned(),
         }
@@ -277,7 +287,18 @@ mod tests {
     #[test]
     fn specs_parse_and_print_back() {
         for (spec, kind, start, stop) in [
-            ("media:webrtc", CompetingKind::Media { scheme: "webrtc".into() }, 0.0, None),
+            (
+                "media:webrtc",
+                CompetingKind::Media { scheme: "webrtc".into(), reverse: false },
+                0.0,
+                None,
+            ),
+            (
+                "reverse-media:self@2-9",
+                CompetingKind::Media { scheme: "self".into(), reverse: true },
+                2.0,
+                Some(9.0),
+            ),
             ("tcp:cubic@10", CompetingKind::Tcp(TcpCc::Cubic), 10.0, None),
             ("tcp:newreno@5-60.5", CompetingKind::Tcp(TcpCc::NewReno), 5.0, Some(60.5)),
             ("short-tcp@12.5", CompetingKind::ShortTcp, 12.5, None),
@@ -313,6 +334,7 @@ mod tests {
             ("tcp:vegas", "unknown TCP congestion control 'vegas'"),
             ("udp:x", "expected media:SCHEME"),
             ("media:", "expected media:SCHEME"),
+            ("reverse-media:", "expected media:SCHEME"),
             ("tcp:cubic@x", "start 'x' is not a number"),
             ("tcp:cubic@-3", "start '' is not a number"),
             ("tcp:cubic@5-2", "stop (2 s) must be after start (5 s)"),

@@ -10,7 +10,11 @@
 //! ```
 //!
 //! Every competing flow has its own return path with the uplink's delay and loss (not its
-//! trace: the feedback paths do not share a bottleneck) and no access delay. A competing
+//! trace: the feedback paths do not share a bottleneck) and no access delay. A reverse
+//! media flow (`reverse-media:SCHEME`, RFC 8867 §5.3) runs the other way: its sender feeds
+//! the session's uplink, where its media queues with flow 0's feedback (a demultiplexer at
+//! the uplink's far end sorts them), and its receiver's feedback crosses the bottleneck with
+//! the forward media; its rate, share and queueing delay are the uplink's. A competing
 //! media flow runs the model encoder (the session's model settings, its own seed) whatever
 //! the session's encoder. Flow ids: 0 is the session's media flow, competing flow `k` (from
 //! 0, in the order given) is `k + 1`.
@@ -78,7 +82,7 @@ pub(crate) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
                 c.start_s, cfg.duration_s
             ));
         }
-        if let CompetingKind::Media { scheme } = &c.kind {
+        if let CompetingKind::Media { scheme, .. } = &c.kind {
             let config = if scheme == SELF {
                 main.clone()
             } else {
@@ -146,6 +150,8 @@ struct FlowEntry {
     flow: FlowId,
     kind: &'static str,
     scheme: String,
+    /// A reverse media flow: its bytes are the uplink's.
+    reverse: bool,
     start: Timestamp,
     stop: Option<Timestamp>,
     access_delay_ms: f64,
@@ -165,18 +171,23 @@ pub struct Flows {
 
 impl Flows {
     /// Adds the competing flows of `cfg` to `net`: their senders feed `downlink`, `demux`
-    /// hands each its datagrams (port = flow id).
+    /// hands each its datagrams (port = flow id); a reverse media flow's sender feeds
+    /// `uplink`, whose `up_demux` hands its receiver the media (`Some` when `cfg` has one,
+    /// [`has_reverse_media`]).
     pub(super) fn build(
         cfg: &RunConfig,
         net: &mut Network,
         downlink: NodeId,
         demux: NodeId,
+        uplink: NodeId,
+        up_demux: Option<NodeId>,
     ) -> Result<Flows, ConfigError> {
         let capture_end = Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s);
         let mut entries = vec![FlowEntry {
             flow: 0,
             kind: "media",
             scheme: cfg.scheme_name.clone(),
+            reverse: false,
             start: Timestamp::ZERO,
             stop: None,
             access_delay_ms: cfg.downlink.access_delay_ms,
@@ -198,7 +209,7 @@ impl Flows {
             back.set_drop_log(false);
             let port = flow as Port;
             let nodes = match &c.kind {
-                CompetingKind::Media { scheme } => {
+                CompetingKind::Media { scheme, reverse } => {
                     let mut fc = cfg.clone();
                     if scheme != SELF {
                         // `self` keeps the session's scheme, its composition included.
@@ -227,11 +238,35 @@ impl Flows {
                         "competing-receiver",
                         Box::new(Scheduled::new(receiver, start, until)),
                     );
-                    let b = net.add("competing-uplink", Box::new(back));
-                    connect_to_bottleneck(net, s, downlink, c.access_delay_ms, cfg.seed, flow);
-                    net.connect(demux, port, r, IN);
-                    net.connect(r, OUT, b, IN);
-                    net.connect(b, OUT, s, IN);
+                    match (reverse, up_demux) {
+                        (true, Some(up_demux)) => {
+                            connect_to_bottleneck(
+                                net,
+                                s,
+                                uplink,
+                                c.access_delay_ms,
+                                cfg.seed,
+                                flow,
+                            );
+                            net.connect(up_demux, port, r, IN);
+                            net.connect(r, OUT, downlink, IN);
+                            net.connect(demux, port, s, IN);
+                        }
+                        _ => {
+                            let b = net.add("competing-uplink", Box::new(back));
+                            connect_to_bottleneck(
+                                net,
+                                s,
+                                downlink,
+                                c.access_delay_ms,
+                                cfg.seed,
+                                flow,
+                            );
+                            net.connect(demux, port, r, IN);
+                            net.connect(r, OUT, b, IN);
+                            net.connect(b, OUT, s, IN);
+                        }
+                    }
                     FlowNodes::Media { sender: s, receiver: r }
                 }
                 CompetingKind::ShortTcp => {
@@ -267,9 +302,12 @@ impl Flows {
                 flow,
                 kind: c.kind_name(),
                 scheme: match &c.kind {
-                    CompetingKind::Media { scheme } if scheme == SELF => cfg.scheme_name.clone(),
+                    CompetingKind::Media { scheme, .. } if scheme == SELF => {
+                        cfg.scheme_name.clone()
+                    }
                     _ => c.scheme_name(),
                 },
+                reverse: matches!(c.kind, CompetingKind::Media { reverse: true, .. }),
                 start,
                 stop,
                 access_delay_ms: c.access_delay_ms,
@@ -307,12 +345,12 @@ impl Flows {
         &mut self,
         now: Timestamp,
         interval: TimeDelta,
-        table: &FlowStatsTable,
+        tables: Tables<'_>,
         columns: &mut Columns,
     ) {
         self.times.push(now);
         for (i, e) in self.entries.iter().enumerate() {
-            let d = table.delivered_bytes(e.flow);
+            let d = tables.of(e).map_or(0, |t| t.delivered_bytes(e.flow));
             let rate = DataSize::from_bytes(d - self.last[i]) / interval;
             columns.rate(format!("flow{}_rate_bps", e.flow), Some(rate));
             self.last[i] = d;
@@ -340,21 +378,30 @@ impl Flows {
 
     /// Every flow's summary, and Jain's index over the interval in which all flows are
     /// active (from [`JAIN_WARMUP`] after the last start to the first stop or the end of
-    /// capture; `None` if that is empty; short TCP flows left out). Rates and shares cover the sampled part of the
+    /// capture; short TCP flows and reverse media flows left out; `None` if that interval is
+    /// empty or fewer than two flows are left). Rates and shares cover the sampled part of the
     /// session (up to `sampled_until`).
     pub(super) fn summarize(
         &self,
-        table: &FlowStatsTable,
+        tables: Tables<'_>,
         sampled_until: Timestamp,
     ) -> (Vec<FlowSummary>, Option<f64>) {
-        let total: i64 = (0..self.entries.len()).map(|i| self.delivered_at(i, sampled_until)).sum();
+        // Shares of what the flow's own link delivered.
+        let total = |reverse: bool| -> i64 {
+            (0..self.entries.len())
+                .filter(|&i| self.entries[i].reverse == reverse)
+                .map(|i| self.delivered_at(i, sampled_until))
+                .sum()
+        };
+        let (total_down, total_up) = (total(false), total(true));
         let flows = self
             .entries
             .iter()
             .enumerate()
             .map(|(i, e)| {
                 let end = e.stop.unwrap_or(Timestamp::INFINITY).min(sampled_until);
-                let stats = table.get(e.flow);
+                let stats = tables.of(e).map(|t| t.get(e.flow)).unwrap_or_default();
+                let total = if e.reverse { total_up } else { total_down };
                 FlowSummary {
                     flow: e.flow,
                     kind: e.kind.to_owned(),
@@ -373,9 +420,11 @@ impl Flows {
                 }
             })
             .collect();
-        // Short TCP flows are on and off with a finite demand: not part of the index.
-        let long: Vec<usize> =
-            (0..self.entries.len()).filter(|&i| self.entries[i].kind != "short-tcp").collect();
+        // Short TCP flows are on and off with a finite demand, reverse media flows share
+        // another link: not part of the index.
+        let long: Vec<usize> = (0..self.entries.len())
+            .filter(|&i| self.entries[i].kind != "short-tcp" && !self.entries[i].reverse)
+            .collect();
         let last_start =
             long.iter().map(|&i| self.entries[i].start).max().unwrap_or(Timestamp::ZERO);
         let first_stop = long
@@ -386,7 +435,7 @@ impl Flows {
             .min(self.capture_end)
             .min(sampled_until);
         let t0 = last_start + JAIN_WARMUP;
-        let jain = if first_stop > t0 {
+        let jain = if first_stop > t0 && long.len() >= 2 {
             let rates: Vec<f64> =
                 long.iter().map(|&i| self.rate_between(i, t0, first_stop)).collect();
             jain_index(&rates)
@@ -394,6 +443,28 @@ impl Flows {
             None
         };
         (flows, jain)
+    }
+}
+
+/// Whether `cfg` has a reverse media flow (its session's uplink then carries media).
+pub fn has_reverse_media(cfg: &RunConfig) -> bool {
+    cfg.competing.iter().any(|c| matches!(c.kind, CompetingKind::Media { reverse: true, .. }))
+}
+
+/// The per-flow tables of the bottleneck and, with a reverse media flow, of the uplink.
+#[derive(Clone, Copy)]
+pub(super) struct Tables<'a> {
+    pub down: &'a FlowStatsTable,
+    pub up: Option<&'a FlowStatsTable>,
+}
+
+impl<'a> Tables<'a> {
+    fn of(&self, e: &FlowEntry) -> Option<&'a FlowStatsTable> {
+        if e.reverse {
+            self.up
+        } else {
+            Some(self.down)
+        }
     }
 }
 

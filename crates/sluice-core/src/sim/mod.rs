@@ -65,6 +65,9 @@ pub struct Simulation {
     capture_end: Timestamp,
     end: Timestamp,
     downlink_trace: Option<Arc<Trace>>,
+    /// The uplink's trace when a reverse media flow uses it (its capacity is then sampled
+    /// as `uplink_capacity_bps`).
+    reverse_uplink_trace: Option<Arc<Trace>>,
     /// The competing flows and their per-flow series (`None`: the media flow alone).
     flows: Option<flows::Flows>,
     /// The path faults' node, if the config has faults.
@@ -86,12 +89,17 @@ impl Simulation {
         let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
         let sender = build_sender(cfg, &scheme, Box::new(InlineEncoder::new(encoder)), now);
         let receiver = build_receiver(cfg, &scheme, now);
+        let reverse_uplink_trace = uplink_trace.clone().filter(|_| flows::has_reverse_media(cfg));
         let (downlink, uplink) = build_links(cfg, &scheme, downlink_trace.clone(), uplink_trace);
         let bottleneck_drops = scheme.bottleneck.drops_frames();
 
-        let mut downlink = downlink;
+        let (mut downlink, mut uplink) = (downlink, uplink);
         if !cfg.competing.is_empty() {
             downlink.enable_flow_stats();
+        }
+        let reverse_media = flows::has_reverse_media(cfg);
+        if reverse_media {
+            uplink.enable_flow_stats();
         }
         let mut net = Network::default();
         let tx = net.add("sender", Box::new(sender));
@@ -111,6 +119,15 @@ impl Simulation {
         } else {
             net.connect(rx, OUT, up, IN);
         }
+        // With reverse media on the uplink its far end sorts too: flow 0's feedback on to
+        // the sender (port 0), a reverse flow's media to its receiver.
+        let (up_out, up_out_port) = if reverse_media {
+            let d = net.add("uplink-demux", Box::new(network::Demux::default()));
+            net.connect(up, OUT, d, IN);
+            (d, 0)
+        } else {
+            (up, OUT)
+        };
         let flows = if cfg.competing.is_empty() {
             net.connect(down, OUT, to_rx, to_rx_port);
             None
@@ -120,7 +137,8 @@ impl Simulation {
             let demux = net.add("demux", Box::new(network::Demux::default()));
             net.connect(down, OUT, demux, IN);
             net.connect(demux, 0, to_rx, to_rx_port);
-            Some(flows::Flows::build(cfg, &mut net, down, demux)?)
+            let up_demux = reverse_media.then_some(up_out);
+            Some(flows::Flows::build(cfg, &mut net, down, demux, up, up_demux)?)
         };
         if let Some((access, report_path)) = build_access_links(cfg) {
             let a = net.add("access", Box::new(access));
@@ -130,10 +148,10 @@ impl Simulation {
             // uplink (receiver to bottleneck) crossed it too.
             let back = net.add("bottleneck-report-path", Box::new(report_path));
             net.connect(down, REPORT, back, IN);
-            net.connect(up, OUT, back, IN);
+            net.connect(up_out, up_out_port, back, IN);
             net.connect(back, OUT, tx, IN);
         } else {
-            net.connect(up, OUT, tx, IN);
+            net.connect(up_out, up_out_port, tx, IN);
             net.connect(tx, OUT, down, IN);
             net.connect(down, REPORT, tx, IN);
         }
@@ -155,6 +173,7 @@ impl Simulation {
             capture_end,
             end: capture_end + TimeDelta::from_secs_f64(cfg.drain_s),
             downlink_trace,
+            reverse_uplink_trace,
             flows,
             faults,
         })
@@ -250,10 +269,23 @@ impl Simulation {
             lost_packets: flow0.map_or(stats.dropped_packets(), |t| t.dropped_packets(0)),
         };
         let sent = self.recorder.sent_bytes_total;
+        let up = network.get::<Link>(self.uplink).expect("a link node is a Link");
+        let up_capacity = self
+            .reverse_uplink_trace
+            .as_ref()
+            .map(|t| t.capacity_between(now - interval, now) / interval);
         let sample = self.sampler.take(now, sender, sent, link, |columns| {
             down.debug_columns(columns);
+            if let Some(c) = up_capacity {
+                columns.rate("uplink_capacity_bps", Some(c));
+            }
             if let (Some(f), Some(table)) = (&mut flows, down.flow_stats()) {
-                f.sample(now, interval, table, columns);
+                f.sample(
+                    now,
+                    interval,
+                    flows::Tables { down: table, up: up.flow_stats() },
+                    columns,
+                );
             }
         });
         self.samples.push(sample);
@@ -324,8 +356,11 @@ impl Simulation {
             totals.arrived_packets = f0.arrived_packets;
             totals.dropped_packets = f0.dropped_packets;
         }
+        let up_table = self.link(self.uplink).flow_stats();
         let flow_summaries = match (&self.flows, table) {
-            (Some(f), Some(table)) => Some(f.summarize(table, sampled_until)),
+            (Some(f), Some(down)) => {
+                Some(f.summarize(flows::Tables { down, up: up_table }, sampled_until))
+            }
             _ => None,
         };
         let mut summary = metrics::summarize(
