@@ -298,6 +298,10 @@ def plot_sweeps(df: Any, out: Path) -> Path:
         ax.set_xlabel(label)
         ax.set_ylabel("mean all-slot P95 (ms), solid")
         ax2.set_ylabel("mean frame (kB), dashed")
+        # From zero, so a few per cent do not fill the panel.
+        for a in (ax, ax2):
+            if a.has_data():
+                a.set_ylim(0, a.dataLim.y1 * 1.15)
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, loc="upper left")
