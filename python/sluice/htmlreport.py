@@ -121,8 +121,14 @@ def fig_tradeoff(df: Any, families: Sequence[str]) -> str:
     n = max(1, len(families))
     cols = min(n, 3)
     rows = math.ceil(n / cols)
+    # The legend beside the panels: a column per 24 schemes, and the figure tall enough for
+    # it (a plan's sweep can have 40 variants; a legend taller than the figure collapses it).
+    n_schemes = len(dict.fromkeys(df["scheme"]))
+    leg_cols = max(1, math.ceil(n_schemes / 24))
+    height = max(4.2 * rows, 0.19 * math.ceil(n_schemes / leg_cols) + 0.8)
     fig, axes = plt.subplots(
-        rows, cols, figsize=(5.2 * cols + 1.8, 4.2 * rows), squeeze=False, layout="constrained"
+        rows, cols, figsize=(5.2 * cols + 1.8 * leg_cols, height), squeeze=False,
+        layout="constrained",
     )
     handles: dict[str, Any] = {}
     for k, fam in enumerate(families):
@@ -168,7 +174,8 @@ def fig_tradeoff(df: Any, families: Sequence[str]) -> str:
     for k in range(n, rows * cols):
         axes[k // cols][k % cols].set_visible(False)
     if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside right center", fontsize=8)
+        fig.legend(list(handles.values()), list(handles), loc="outside right center", fontsize=8,
+                   ncols=leg_cols)  # fmt: skip
     return _png(fig)
 
 
@@ -176,7 +183,14 @@ def fig_latency(lat_by_scheme: dict[str, np.ndarray], title: str) -> str:
     """CDF of all-slot latency on a log axis, and its tail as a CCDF (log-log)."""
     from .plots import plt, scheme_color
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    # Many schemes (a plan's sweep): the legend beside the panels, a column per 24, and the
+    # figure tall enough for it; inside the left panel it would collapse the layout.
+    n = len(lat_by_scheme)
+    outside = n > 12
+    leg_cols = max(1, math.ceil(n / 24))
+    size = (11 + 2.4 * leg_cols, max(4.0, 0.19 * math.ceil(n / leg_cols) + 0.8)) if outside \
+        else (11, 4)
+    fig, (a, b) = plt.subplots(1, 2, figsize=size, layout="constrained")
     for s, lat in lat_by_scheme.items():
         lat = np.sort(lat[np.isfinite(lat) & (lat > 0)])
         if lat.size == 0:
@@ -190,7 +204,10 @@ def fig_latency(lat_by_scheme: dict[str, np.ndarray], title: str) -> str:
     a.set_xlabel("latency over every capture slot (ms, log)")
     a.set_ylabel("fraction of slots")
     a.set_ylim(0, 1.005)
-    a.legend(fontsize=7, loc="lower right")
+    if outside:
+        fig.legend(loc="outside right center", fontsize=7, ncols=leg_cols)
+    else:
+        a.legend(fontsize=7, loc="lower right")
     b.set_xscale("log")
     b.set_yscale("log")
     b.set_xlabel("latency (ms, log)")

@@ -58,3 +58,26 @@ def test_frame_drop_alike_removes_the_difference(tmp_path, capsys):
     assert "frame dropper" not in md and "frame dropper" not in said
     # What is left: webrtc-b paces at 2.5x GCC's target (ACE's WebRTC-B), webrtc at 1.1x.
     assert "GCC pacing factor" in md and "GCC pacing factor" in said
+
+
+def test_figures_of_a_plan_with_many_schemes_keep_their_layout():
+    # A sweep plan has dozens of scheme variants (experiments/cortv.toml: 36): the legends go
+    # beside the panels and the figures grow for them; before, matplotlib's constrained
+    # layout collapsed the latency figure (a warning, and the panels drawn without layout).
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+    from sluice import htmlreport
+
+    rng = np.random.default_rng(1)
+    names = [f"variant-{k}" for k in range(40)]
+    lat = {s: rng.lognormal(4.5, 1.0, 2000) for s in names}
+    df = pd.DataFrame([{"scheme": s, "network": fam, "latency_all_ms_p95": float(v[0]),
+                        "video_bitrate_bps": 2e6} for s, v in lat.items()
+                       for fam in ("5G", "4G", "Wi-Fi", "synthetic")])  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for png in (htmlreport.fig_latency(lat, "many"),
+                    htmlreport.fig_tradeoff(df, ["5G", "4G", "Wi-Fi", "synthetic"])):  # fmt: skip
+            assert len(png) > 10_000
