@@ -60,6 +60,9 @@ OPTIONAL_FIELDS: dict[str, Any] = {
     # The path faults (link/faults.rs), all off.
     "faults": {"duplicate": 0.0, "reorder": 0.0, "reorder_delay_ms": 5.0,
                "feedback_blackout_s": None},  # fmt: skip
+    # A second bottleneck after the downlink (RFC 8867 §6.3), none by default; setting one
+    # of its fields starts from these.
+    "second_bottleneck": {"rate_mbps": 1.0, "queue_bytes": None, "delay_ms": 0.0},
 }
 
 

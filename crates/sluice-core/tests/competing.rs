@@ -439,3 +439,55 @@ fn a_reverse_media_flow_uses_the_uplink_and_its_feedback_crosses_the_bottleneck(
     // The session's feedback got through the loaded uplink: frames kept flowing.
     assert!(s.frames_displayed as f64 >= 0.9 * 30.0 * seconds, "{}", s.frames_displayed);
 }
+
+/// RFC 8867 §6.3's topology: a second bottleneck after the downlink; the session's flow
+/// crosses both, one competing flow the first only, one the second only. Each bottleneck
+/// carries what crosses it and no more, and the shares are of each flow's own bottleneck.
+#[test]
+fn a_second_bottleneck_carries_the_flows_that_cross_it() {
+    use sluice_core::cross::Crosses;
+    use sluice_core::session::SecondBottleneck;
+    let seconds = 60.0;
+    let mut second = CompetingFlow::parse("media:self").unwrap();
+    second.crosses = Crosses::Second;
+    let cfg = RunConfig {
+        scheme_name: "webrtc".into(),
+        duration_s: seconds,
+        downlink: accept_path(QueueDisciplineKind::Droptail),
+        uplink: PathConfig { delay_ms: 25.0, ..Default::default() },
+        competing: vec![CompetingFlow::parse("media:self").unwrap(), second],
+        second_bottleneck: Some(SecondBottleneck {
+            rate_mbps: 2.0,
+            queue_bytes: Some(30_000),
+            delay_ms: 10.0,
+        }),
+        ..Default::default()
+    };
+    let t =
+        Arc::new(Trace::constant(DataRate::from_mbps(4), TimeDelta::from_secs_f64(seconds + 5.0)));
+    let r = Simulation::new(&cfg, Some(t), None, build_encoder(&cfg).unwrap()).unwrap().run();
+    let flows = r.summary.flows.as_ref().expect("flows");
+    eprintln!("{}", show(flows));
+    let [r0, r1, r2] = rates_between(&r, 3, 20.0, seconds)[..] else { unreachable!() };
+    // The second bottleneck (2 Mbps) carries flows 0 and 2, the first (4 Mbps) flows 0 and 1.
+    assert!(r0 + r2 <= 2.0e6 * 1.02 && r0 + r2 >= 1.4e6, "second: {r0} + {r2}");
+    assert!(r0 + r1 <= 4.0e6 * 1.02 && r1 > 1.5e6, "first: {r0} + {r1}");
+    // Shares of each flow's own bottleneck: flows 0 and 2 split the second between them.
+    assert!((flows[0].share + flows[2].share - 1.0).abs() < 1e-9, "{}", show(flows));
+    assert!(flows[1].share > 0.4 && flows[1].share < 1.0, "{}", show(flows));
+
+    // Crossing the second needs one; a reverse flow crosses the uplink only.
+    let mut bad = cfg.clone();
+    bad.second_bottleneck = None;
+    let e = bad.validate().unwrap_err().0;
+    assert!(e.contains("no second_bottleneck"), "{e}");
+    let mut bad = cfg.clone();
+    let mut rev = CompetingFlow::parse("reverse-media:self").unwrap();
+    rev.crosses = Crosses::Both;
+    bad.competing = vec![rev];
+    let e = bad.validate().unwrap_err().0;
+    assert!(e.contains("reverse media flow crosses the uplink only"), "{e}");
+    let mut bad = cfg;
+    bad.second_bottleneck.as_mut().unwrap().rate_mbps = 0.0;
+    assert!(bad.validate().unwrap_err().0.contains("second_bottleneck.rate_mbps"));
+}

@@ -123,10 +123,10 @@ pub enum CompetingKind {
 }
 
 /// One competing flow of a session: what it is, when it runs (seconds from the start;
-/// `stop_s` `None`: to the end) and its own one-way delay between its sender and the
+/// `stop_s` `None`: to the end), its own one-way delay between its sender and the
 /// bottleneck, each way (`access_delay_ms`, added to the path's: RFC 8867 §5.5's flows of
-/// different RTTs). Written and read as its spec string, or with an access delay as
-/// `{"spec": SPEC, "access_delay_ms": D}`.
+/// different RTTs), and, with a second bottleneck, which it crosses (`crosses`). Written and
+/// read as its spec string, or as `{"spec": SPEC, "access_delay_ms": D, "crosses": C}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "CompetingRepr", into = "CompetingRepr")]
 pub struct CompetingFlow {
@@ -134,6 +134,27 @@ pub struct CompetingFlow {
     pub start_s: f64,
     pub stop_s: Option<f64>,
     pub access_delay_ms: f64,
+    pub crosses: Crosses,
+}
+
+/// The bottlenecks a competing flow crosses when the session has a second one
+/// (`second_bottleneck`; RFC 8867 §6.3). Without one, only `first` is possible.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Crosses {
+    /// The downlink only (leaves the path after it).
+    #[default]
+    First,
+    /// The second bottleneck only (joins the path after the downlink).
+    Second,
+    /// Both, as the session's media does.
+    Both,
+}
+
+impl Crosses {
+    pub fn is_first(&self) -> bool {
+        *self == Crosses::First
+    }
 }
 
 /// How a [`CompetingFlow`] is written: its spec, or its spec and an access delay.
@@ -144,13 +165,15 @@ pub enum CompetingRepr {
     WithDelay(CompetingWithDelay),
 }
 
-/// `{"spec": SPEC, "access_delay_ms": D}`.
+/// `{"spec": SPEC, "access_delay_ms": D, "crosses": C}` (both optional).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompetingWithDelay {
     pub spec: String,
     #[serde(default)]
     pub access_delay_ms: f64,
+    #[serde(default, skip_serializing_if = "Crosses::is_first")]
+    pub crosses: Crosses,
 }
 
 /// The spec grammar, for error messages.
@@ -206,7 +229,7 @@ impl CompetingFlow {
                 return Err(format!("stop ({stop} s) must be after start ({start_s} s)"));
             }
         }
-        Ok(CompetingFlow { kind, start_s, stop_s, access_delay_ms: 0.0 })
+        Ok(CompetingFlow { kind, start_s, stop_s, access_delay_ms: 0.0, crosses: Crosses::First })
     }
 
     /// The spec string (what [`Self::parse`] reads).
@@ -261,6 +284,7 @@ impl TryFrom<CompetingRepr> for CompetingFlow {
                 let mut c = CompetingFlow::try_from(w.spec.clone())?;
                 // Its range is checked with the config's other delays (`validate`).
                 c.access_delay_ms = w.access_delay_ms;
+                c.crosses = w.crosses;
                 Ok(c)
             }
         }
@@ -269,12 +293,13 @@ impl TryFrom<CompetingRepr> for CompetingFlow {
 
 impl From<CompetingFlow> for CompetingRepr {
     fn from(c: CompetingFlow) -> CompetingRepr {
-        if c.access_delay_ms == 0.0 {
+        if c.access_delay_ms == 0.0 && c.crosses.is_first() {
             CompetingRepr::Spec(c.spec())
         } else {
             CompetingRepr::WithDelay(CompetingWithDelay {
                 spec: c.spec(),
                 access_delay_ms: c.access_delay_ms,
+                crosses: c.crosses,
             })
         }
     }
@@ -307,7 +332,13 @@ mod tests {
             let c = CompetingFlow::parse(spec).unwrap();
             assert_eq!(
                 c,
-                CompetingFlow { kind, start_s: start, stop_s: stop, access_delay_ms: 0.0 }
+                CompetingFlow {
+                    kind,
+                    start_s: start,
+                    stop_s: stop,
+                    access_delay_ms: 0.0,
+                    crosses: Crosses::First
+                }
             );
             assert_eq!(c.spec(), spec);
         }
@@ -321,9 +352,21 @@ mod tests {
         assert_eq!(c.start_s, 1.0);
         let back = serde_json::to_string(&c).unwrap();
         assert_eq!(back, r#"{"spec":"media:self@1","access_delay_ms":40.0}"#);
+        let second: CompetingFlow =
+            serde_json::from_str(r#"{"spec": "media:self", "crosses": "second"}"#).unwrap();
+        assert_eq!((second.crosses, second.access_delay_ms), (Crosses::Second, 0.0));
+        assert_eq!(
+            serde_json::to_string(&second).unwrap(),
+            r#"{"spec":"media:self","access_delay_ms":0.0,"crosses":"second"}"#
+        );
         let plain: CompetingFlow = serde_json::from_str(r#""tcp:cubic""#).unwrap();
         assert_eq!(serde_json::to_string(&plain).unwrap(), r#""tcp:cubic""#);
-        for bad in [r#"{"spec": "tcp:vegas"}"#, r#"{"spec": "tcp:cubic", "delay": 3}"#, "5"] {
+        for bad in [
+            r#"{"spec": "tcp:vegas"}"#,
+            r#"{"spec": "tcp:cubic", "delay": 3}"#,
+            r#"{"spec": "tcp:cubic", "crosses": "third"}"#,
+            "5",
+        ] {
             assert!(serde_json::from_str::<CompetingFlow>(bad).is_err(), "{bad}");
         }
     }

@@ -145,6 +145,28 @@ pub struct RunConfig {
     /// when there are some.
     #[serde(skip_serializing_if = "FaultsConfig::is_none")]
     pub faults: FaultsConfig,
+    /// A second bottleneck on the media path after the downlink (RFC 8867 §6.3's multiple
+    /// bottlenecks): the session's media crosses both, a competing flow the one it is given
+    /// (`crosses`). Only written when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_bottleneck: Option<SecondBottleneck>,
+}
+
+/// A second bottleneck after the downlink: a constant rate, a drop-tail queue and its own
+/// one-way delay after the queue (added to the path's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecondBottleneck {
+    pub rate_mbps: f64,
+    /// Drop-tail limit in bytes (`None`: unlimited).
+    pub queue_bytes: Option<i64>,
+    pub delay_ms: f64,
+}
+
+impl Default for SecondBottleneck {
+    fn default() -> Self {
+        SecondBottleneck { rate_mbps: 1.0, queue_bytes: None, delay_ms: 0.0 }
+    }
 }
 
 impl Default for RunConfig {
@@ -165,6 +187,7 @@ impl Default for RunConfig {
             uplink: PathConfig::default(),
             competing: Vec::new(),
             faults: FaultsConfig::default(),
+            second_bottleneck: None,
         }
     }
 }
@@ -326,6 +349,19 @@ impl RunConfig {
                     "{name}.ecn marks with an AQM: set {name}.queue_discipline to codel or \
                      fq-codel (drop-tail has no marking)"
                 ));
+            }
+        }
+        if let Some(b) = &self.second_bottleneck {
+            check_range("second_bottleneck.rate_mbps", b.rate_mbps, 0.0, true, 1e5)?;
+            check_range(
+                "second_bottleneck.delay_ms",
+                b.delay_ms,
+                0.0,
+                false,
+                crate::limits::MAX_DELAY_MS,
+            )?;
+            if b.queue_bytes.is_some_and(|q| q < 1504) {
+                return err("second_bottleneck: queue limit must hold at least one packet".into());
             }
         }
         flows::validate_competing(self).map_err(ConfigError)?;

@@ -8,10 +8,11 @@ pub mod sampler;
 pub mod topology;
 
 pub use config::{
-    ConfigError, EncoderConfig, PathConfig, QueueDisciplineKind, RunConfig, DEFAULT_FEEDBACK_MS,
+    ConfigError, EncoderConfig, PathConfig, QueueDisciplineKind, RunConfig, SecondBottleneck,
+    DEFAULT_FEEDBACK_MS,
 };
 pub use sampler::{LinkReading, Sampler};
 pub use topology::{
     build_access_links, build_encoder, build_flow_receiver, build_flow_sender, build_links,
-    build_receiver, build_sender,
+    build_receiver, build_second_bottleneck, build_sender,
 };

@@ -155,3 +155,24 @@ pub fn build_access_links(cfg: &RunConfig) -> Option<(Link, Link)> {
     };
     Some((delay_line("access"), delay_line("report-path")))
 }
+
+/// The second bottleneck of a run (`second_bottleneck`, RFC 8867 §6.3), if it has one: a
+/// drop-tail link at a constant rate with its own delay.
+pub fn build_second_bottleneck(cfg: &RunConfig) -> Option<Link> {
+    let b = cfg.second_bottleneck.as_ref()?;
+    let rate = crate::units::DataRate::from_bps_f64(b.rate_mbps * 1e6);
+    let config = LinkConfig {
+        rate: crate::link::LinkRate::Trace(Arc::new(Trace::constant(
+            rate,
+            TimeDelta::from_secs(1),
+        ))),
+        queue: b
+            .queue_bytes
+            .map_or(crate::link::QueueLimit::Unlimited, crate::link::QueueLimit::Bytes),
+        delay: TimeDelta::from_ms_f64(b.delay_ms),
+        loss_rate: 0.0,
+    };
+    let mut link = Link::new(config, Rng::fork(cfg.seed, "second-bottleneck"));
+    link.set_drop_log(false);
+    Some(link)
+}

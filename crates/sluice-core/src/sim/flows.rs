@@ -24,7 +24,7 @@ use super::RunConfig;
 use crate::columns::Columns;
 use crate::cross::short_tcp::{ShortTcpConfig, ShortTcpSender};
 use crate::cross::tcp::{TcpReceiver, TcpSender};
-use crate::cross::{CompetingKind, SPEC_GRAMMAR};
+use crate::cross::{CompetingKind, Crosses, SPEC_GRAMMAR};
 use crate::encoder::InlineEncoder;
 use crate::link::flow_stats::FlowStatsTable;
 use crate::link::{Link, LinkConfig};
@@ -68,6 +68,19 @@ pub(crate) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
     }
     for c in &cfg.competing {
         let spec = c.spec();
+        if !c.crosses.is_first() {
+            if cfg.second_bottleneck.is_none() {
+                return Err(format!(
+                    "competing flow '{spec}' crosses {:?}: the session has no second_bottleneck",
+                    c.crosses
+                ));
+            }
+            if matches!(c.kind, CompetingKind::Media { reverse: true, .. }) {
+                return Err(format!(
+                    "competing flow '{spec}': a reverse media flow crosses the uplink only"
+                ));
+            }
+        }
         crate::check_range(
             &format!("competing flow '{spec}': access_delay_ms"),
             c.access_delay_ms,
@@ -150,8 +163,13 @@ struct FlowEntry {
     flow: FlowId,
     kind: &'static str,
     scheme: String,
-    /// A reverse media flow: its bytes are the uplink's.
-    reverse: bool,
+    /// The link whose bytes of it count (its rate, share, queueing and loss): the last
+    /// bottleneck it crosses, the uplink for a reverse media flow.
+    at: At,
+    /// The other links it crosses, whose bytes of it count toward their flows' shares
+    /// (flow 0 and `crosses = "both"` flows at the downlink when there is a second
+    /// bottleneck).
+    also: Option<At>,
     start: Timestamp,
     stop: Option<Timestamp>,
     access_delay_ms: f64,
@@ -163,31 +181,52 @@ struct FlowEntry {
 pub struct Flows {
     entries: Vec<FlowEntry>,
     capture_end: Timestamp,
-    /// Sample times, and each flow's bytes delivered by the bottleneck up to each.
+    /// Sample times, and each flow's bytes delivered by the bottleneck up to each (at its
+    /// `at`, and at its `also`).
     times: Vec<Timestamp>,
     delivered: Vec<Vec<i64>>,
+    delivered_also: Vec<Vec<i64>>,
     last: Vec<i64>,
 }
 
+/// A link whose per-flow bytes count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum At {
+    Down,
+    Up,
+    Second,
+}
+
+/// Where the competing flows attach: the downlink and the demultiplexer at its far end,
+/// the uplink and its demultiplexer (with a reverse media flow), the second bottleneck and
+/// its demultiplexer (with one).
+pub(super) struct Attach {
+    pub downlink: NodeId,
+    pub demux: NodeId,
+    pub uplink: NodeId,
+    pub up_demux: Option<NodeId>,
+    pub second: Option<(NodeId, NodeId)>,
+}
+
 impl Flows {
-    /// Adds the competing flows of `cfg` to `net`: their senders feed `downlink`, `demux`
-    /// hands each its datagrams (port = flow id); a reverse media flow's sender feeds
-    /// `uplink`, whose `up_demux` hands its receiver the media (`Some` when `cfg` has one,
-    /// [`has_reverse_media`]).
+    /// Adds the competing flows of `cfg` to `net`: their senders feed the downlink (or the
+    /// second bottleneck, by `crosses`), the demultiplexer at the far end of the last one
+    /// they cross hands each its datagrams (port = flow id); a reverse media flow's sender
+    /// feeds the uplink, whose demultiplexer hands its receiver the media (`Some` when `cfg`
+    /// has one, [`has_reverse_media`]).
     pub(super) fn build(
         cfg: &RunConfig,
         net: &mut Network,
-        downlink: NodeId,
-        demux: NodeId,
-        uplink: NodeId,
-        up_demux: Option<NodeId>,
+        a: Attach,
     ) -> Result<Flows, ConfigError> {
+        let Attach { downlink, demux, uplink, up_demux, second } = a;
         let capture_end = Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s);
         let mut entries = vec![FlowEntry {
             flow: 0,
             kind: "media",
             scheme: cfg.scheme_name.clone(),
-            reverse: false,
+            at: if second.is_some() { At::Second } else { At::Down },
+            also: second.map(|_| At::Down),
             start: Timestamp::ZERO,
             stop: None,
             access_delay_ms: cfg.downlink.access_delay_ms,
@@ -208,6 +247,16 @@ impl Flows {
             );
             back.set_drop_log(false);
             let port = flow as Port;
+            // The bottleneck it enters and the demultiplexer it leaves by (validated: not
+            // `first` only with a second bottleneck).
+            let (enter, exit, at, also) = match (c.crosses, second) {
+                (Crosses::Second, Some((b2, d2))) => (b2, d2, At::Second, None),
+                (Crosses::Both, Some((b2, d2))) => {
+                    net.connect(demux, port, b2, IN);
+                    (downlink, d2, At::Second, Some(At::Down))
+                }
+                _ => (downlink, demux, At::Down, None),
+            };
             let nodes = match &c.kind {
                 CompetingKind::Media { scheme, reverse } => {
                     let mut fc = cfg.clone();
@@ -254,15 +303,8 @@ impl Flows {
                         }
                         _ => {
                             let b = net.add("competing-uplink", Box::new(back));
-                            connect_to_bottleneck(
-                                net,
-                                s,
-                                downlink,
-                                c.access_delay_ms,
-                                cfg.seed,
-                                flow,
-                            );
-                            net.connect(demux, port, r, IN);
+                            connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
+                            net.connect(exit, port, r, IN);
                             net.connect(r, OUT, b, IN);
                             net.connect(b, OUT, s, IN);
                         }
@@ -280,8 +322,8 @@ impl Flows {
                     let s = net.add("short-tcp-sender", Box::new(sender));
                     let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
                     let b = net.add("tcp-ack-path", Box::new(back));
-                    connect_to_bottleneck(net, s, downlink, c.access_delay_ms, cfg.seed, flow);
-                    net.connect(demux, port, r, IN);
+                    connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
+                    net.connect(exit, port, r, IN);
                     net.connect(r, OUT, b, IN);
                     net.connect(b, OUT, s, IN);
                     FlowNodes::Tcp
@@ -291,8 +333,8 @@ impl Flows {
                         net.add("tcp-sender", Box::new(TcpSender::new(flow, *cc, start, until)));
                     let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
                     let b = net.add("tcp-ack-path", Box::new(back));
-                    connect_to_bottleneck(net, s, downlink, c.access_delay_ms, cfg.seed, flow);
-                    net.connect(demux, port, r, IN);
+                    connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
+                    net.connect(exit, port, r, IN);
                     net.connect(r, OUT, b, IN);
                     net.connect(b, OUT, s, IN);
                     FlowNodes::Tcp
@@ -307,7 +349,12 @@ impl Flows {
                     }
                     _ => c.scheme_name(),
                 },
-                reverse: matches!(c.kind, CompetingKind::Media { reverse: true, .. }),
+                at: if matches!(c.kind, CompetingKind::Media { reverse: true, .. }) {
+                    At::Up
+                } else {
+                    at
+                },
+                also,
                 start,
                 stop,
                 access_delay_ms: c.access_delay_ms,
@@ -320,6 +367,7 @@ impl Flows {
             capture_end,
             times: Vec::new(),
             delivered: vec![Vec::new(); n],
+            delivered_also: vec![Vec::new(); n],
             last: vec![0; n],
         })
     }
@@ -350,7 +398,11 @@ impl Flows {
     ) {
         self.times.push(now);
         for (i, e) in self.entries.iter().enumerate() {
-            let d = tables.of(e).map_or(0, |t| t.delivered_bytes(e.flow));
+            let d = tables.of(e.at).map_or(0, |t| t.delivered_bytes(e.flow));
+            if let Some(at) = e.also {
+                let also = tables.of(at).map_or(0, |t| t.delivered_bytes(e.flow));
+                self.delivered_also[i].push(also);
+            }
             let rate = DataSize::from_bytes(d - self.last[i]) / interval;
             columns.rate(format!("flow{}_rate_bps", e.flow), Some(rate));
             self.last[i] = d;
@@ -358,7 +410,7 @@ impl Flows {
         }
     }
 
-    /// Bytes of flow `i` delivered by the last sample at or before `t`.
+    /// Bytes of flow `i` delivered by the last sample at or before `t` (at its `at`).
     fn delivered_at(&self, i: usize, t: Timestamp) -> i64 {
         let n = self.times.partition_point(|&x| x <= t);
         if n == 0 {
@@ -366,6 +418,24 @@ impl Flows {
         } else {
             self.delivered[i][n - 1]
         }
+    }
+
+    /// Bytes of every flow that `link` delivered by the last sample at or before `t`.
+    fn link_total_at(&self, link: At, t: Timestamp) -> i64 {
+        let n = self.times.partition_point(|&x| x <= t);
+        if n == 0 {
+            return 0;
+        }
+        let mut total = 0;
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.at == link {
+                total += self.delivered[i][n - 1];
+            }
+            if e.also == Some(link) {
+                total += self.delivered_also[i][n - 1];
+            }
+        }
+        total
     }
 
     fn rate_between(&self, i: usize, t0: Timestamp, t1: Timestamp) -> f64 {
@@ -387,21 +457,14 @@ impl Flows {
         sampled_until: Timestamp,
     ) -> (Vec<FlowSummary>, Option<f64>) {
         // Shares of what the flow's own link delivered.
-        let total = |reverse: bool| -> i64 {
-            (0..self.entries.len())
-                .filter(|&i| self.entries[i].reverse == reverse)
-                .map(|i| self.delivered_at(i, sampled_until))
-                .sum()
-        };
-        let (total_down, total_up) = (total(false), total(true));
         let flows = self
             .entries
             .iter()
             .enumerate()
             .map(|(i, e)| {
                 let end = e.stop.unwrap_or(Timestamp::INFINITY).min(sampled_until);
-                let stats = tables.of(e).map(|t| t.get(e.flow)).unwrap_or_default();
-                let total = if e.reverse { total_up } else { total_down };
+                let stats = tables.of(e.at).map(|t| t.get(e.flow)).unwrap_or_default();
+                let total = self.link_total_at(e.at, sampled_until);
                 FlowSummary {
                     flow: e.flow,
                     kind: e.kind.to_owned(),
@@ -423,7 +486,7 @@ impl Flows {
         // Short TCP flows are on and off with a finite demand, reverse media flows share
         // another link: not part of the index.
         let long: Vec<usize> = (0..self.entries.len())
-            .filter(|&i| self.entries[i].kind != "short-tcp" && !self.entries[i].reverse)
+            .filter(|&i| self.entries[i].kind != "short-tcp" && self.entries[i].at != At::Up)
             .collect();
         let last_start =
             long.iter().map(|&i| self.entries[i].start).max().unwrap_or(Timestamp::ZERO);
@@ -451,19 +514,21 @@ pub fn has_reverse_media(cfg: &RunConfig) -> bool {
     cfg.competing.iter().any(|c| matches!(c.kind, CompetingKind::Media { reverse: true, .. }))
 }
 
-/// The per-flow tables of the bottleneck and, with a reverse media flow, of the uplink.
+/// The per-flow tables of the bottleneck and, with a reverse media flow, of the uplink,
+/// with a second bottleneck, of it.
 #[derive(Clone, Copy)]
 pub(super) struct Tables<'a> {
     pub down: &'a FlowStatsTable,
     pub up: Option<&'a FlowStatsTable>,
+    pub second: Option<&'a FlowStatsTable>,
 }
 
 impl<'a> Tables<'a> {
-    fn of(&self, e: &FlowEntry) -> Option<&'a FlowStatsTable> {
-        if e.reverse {
-            self.up
-        } else {
-            Some(self.down)
+    fn of(&self, at: At) -> Option<&'a FlowStatsTable> {
+        match at {
+            At::Down => Some(self.down),
+            At::Up => self.up,
+            At::Second => self.second,
         }
     }
 }

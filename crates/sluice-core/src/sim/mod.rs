@@ -32,8 +32,8 @@ use crate::packet::PacketKind;
 use crate::receiver::Receiver;
 use crate::sender::Sender;
 use crate::session::{
-    build_access_links, build_links, build_receiver, build_sender, ConfigError, LinkReading,
-    RunConfig, Sampler,
+    build_access_links, build_links, build_receiver, build_second_bottleneck, build_sender,
+    ConfigError, LinkReading, RunConfig, Sampler,
 };
 use crate::units::{TimeDelta, Timestamp};
 use network::{FaultNode, Network, NodeId, FAULT_DOWN, FAULT_UP, IN, OUT, REPORT};
@@ -72,6 +72,8 @@ pub struct Simulation {
     flows: Option<flows::Flows>,
     /// The path faults' node, if the config has faults.
     faults: Option<NodeId>,
+    /// The second bottleneck's node, if the config has one.
+    second: Option<NodeId>,
 }
 
 impl Simulation {
@@ -128,17 +130,41 @@ impl Simulation {
         } else {
             (up, OUT)
         };
+        // A second bottleneck (RFC 8867 §6.3) sits between the downlink and the receiver.
+        let second = build_second_bottleneck(cfg).map(|mut link| {
+            if !cfg.competing.is_empty() {
+                link.enable_flow_stats();
+            }
+            net.add("second-bottleneck", Box::new(link))
+        });
+        let (after_down, after_down_port) = second.map_or((to_rx, to_rx_port), |b| (b, IN));
         let flows = if cfg.competing.is_empty() {
-            net.connect(down, OUT, to_rx, to_rx_port);
+            net.connect(down, OUT, after_down, after_down_port);
+            if let Some(b) = second {
+                net.connect(b, OUT, to_rx, to_rx_port);
+            }
             None
         } else {
-            // The bottleneck's far end sorts datagrams by flow: flow 0 to the session's
-            // receiver, each competing flow to its own.
+            // The bottleneck's far end sorts datagrams by flow: flow 0 on to the session's
+            // receiver (or the second bottleneck), each competing flow to its own; so does
+            // the second bottleneck's.
             let demux = net.add("demux", Box::new(network::Demux::default()));
             net.connect(down, OUT, demux, IN);
-            net.connect(demux, 0, to_rx, to_rx_port);
-            let up_demux = reverse_media.then_some(up_out);
-            Some(flows::Flows::build(cfg, &mut net, down, demux, up, up_demux)?)
+            net.connect(demux, 0, after_down, after_down_port);
+            let second = second.map(|b| {
+                let d = net.add("second-demux", Box::new(network::Demux::default()));
+                net.connect(b, OUT, d, IN);
+                net.connect(d, 0, to_rx, to_rx_port);
+                (b, d)
+            });
+            let attach = flows::Attach {
+                downlink: down,
+                demux,
+                uplink: up,
+                up_demux: reverse_media.then_some(up_out),
+                second,
+            };
+            Some(flows::Flows::build(cfg, &mut net, attach)?)
         };
         if let Some((access, report_path)) = build_access_links(cfg) {
             let a = net.add("access", Box::new(access));
@@ -176,6 +202,7 @@ impl Simulation {
             reverse_uplink_trace,
             flows,
             faults,
+            second,
         })
     }
 
@@ -270,6 +297,8 @@ impl Simulation {
         };
         let sent = self.recorder.sent_bytes_total;
         let up = network.get::<Link>(self.uplink).expect("a link node is a Link");
+        let second_table =
+            self.second.and_then(|b| network.get::<Link>(b)).and_then(Link::flow_stats);
         let up_capacity = self
             .reverse_uplink_trace
             .as_ref()
@@ -283,7 +312,7 @@ impl Simulation {
                 f.sample(
                     now,
                     interval,
-                    flows::Tables { down: table, up: up.flow_stats() },
+                    flows::Tables { down: table, up: up.flow_stats(), second: second_table },
                     columns,
                 );
             }
@@ -357,9 +386,10 @@ impl Simulation {
             totals.dropped_packets = f0.dropped_packets;
         }
         let up_table = self.link(self.uplink).flow_stats();
+        let second = self.second.and_then(|b| self.link(b).flow_stats());
         let flow_summaries = match (&self.flows, table) {
             (Some(f), Some(down)) => {
-                Some(f.summarize(flows::Tables { down, up: up_table }, sampled_until))
+                Some(f.summarize(flows::Tables { down, up: up_table, second }, sampled_until))
             }
             _ => None,
         };
