@@ -305,53 +305,25 @@ impl TcpCongestion for Bbr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cross::tcp::{TcpReceiver, TcpSender};
+    use crate::cross::tcp::TcpSender;
+    use crate::cross::testbed::dumbbell;
     use crate::cross::TcpCc;
-    use crate::link::trace::Trace;
-    use crate::link::{Link, LinkConfig, LinkRate, QueueLimit};
-    use crate::rng::Rng;
-    use crate::sim::network::{Network, IN, OUT};
-    use std::sync::Arc;
+    use crate::link::Link;
 
     #[test]
     fn bbr_finds_the_bottleneck_and_keeps_its_queue_small() {
         // 10 Mbps, 20 ms each way (BDP 50 kB), a deep 500 kB queue: CUBIC would fill it
         // (400 ms); BBR's model keeps about 1 BDP in flight beyond the pipe at most.
-        let trace = Arc::new(Trace::constant(DataRate::from_mbps(10), TimeDelta::from_secs(31)));
-        let down = Link::new(
-            LinkConfig {
-                rate: LinkRate::Trace(trace),
-                queue: QueueLimit::Bytes(500_000),
-                delay: TimeDelta::from_ms(20),
-                loss_rate: 0.0,
-            },
-            Rng::new(1),
-        );
-        let up = Link::new(
-            LinkConfig { delay: TimeDelta::from_ms(20), ..LinkConfig::default() },
-            Rng::new(2),
-        );
-        let mut net = Network::default();
-        let s = net.add(
-            "bbr",
-            Box::new(TcpSender::new(1, TcpCc::Bbr, Timestamp::ZERO, Timestamp::INFINITY)),
-        );
-        let d = net.add("down", Box::new(down));
-        let r = net.add("rx", Box::new(TcpReceiver::new(1)));
-        let u = net.add("up", Box::new(up));
-        net.connect(s, OUT, d, IN);
-        net.connect(d, OUT, r, IN);
-        net.connect(r, OUT, u, IN);
-        net.connect(u, OUT, s, IN);
-        let mut now = Timestamp::ZERO;
+        let sender = Box::new(TcpSender::new(1, TcpCc::Bbr, Timestamp::ZERO, Timestamp::INFINITY));
+        let mut bed = dumbbell(sender, 1, 10, 500_000, 20, 30);
+        let (s, d) = (bed.sender, bed.bottleneck);
         let mut worst_queue = DataSize::ZERO;
-        while now <= Timestamp::from_secs_f64(30.0) {
-            assert!(net.settle(now, 100_000));
+        bed.run(Timestamp::from_secs_f64(30.0), |net, now| {
             if now > Timestamp::from_secs_f64(5.0) {
                 worst_queue = worst_queue.max(net.get::<Link>(d).unwrap().backlog_bytes());
             }
-            now = net.poll_timeout().max(now + TimeDelta::from_us(1));
-        }
+        });
+        let net = &bed.net;
         let link = net.get::<Link>(d).unwrap();
         let delivered = link.stats().delivered_bytes as f64;
         // At least 90 % of 30 s at 10 Mbps (37.5 MB), with no loss at all.

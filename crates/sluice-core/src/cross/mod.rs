@@ -305,6 +305,77 @@ impl From<CompetingFlow> for CompetingRepr {
     }
 }
 
+/// A one-flow dumbbell for the cross-traffic tests: a sender, a drop-tail bottleneck, a
+/// receiver and a return path.
+#[cfg(test)]
+pub(crate) mod testbed {
+    use crate::cross::tcp::TcpReceiver;
+    use crate::link::trace::Trace;
+    use crate::link::{Link, LinkConfig, LinkRate, QueueLimit};
+    use crate::packet::FlowId;
+    use crate::rng::Rng;
+    use crate::sim::network::{Network, Node, NodeId, IN, OUT};
+    use crate::units::{DataRate, TimeDelta, Timestamp};
+    use std::sync::Arc;
+
+    /// The network and the node ids of the sender, the bottleneck and the receiver.
+    pub struct Dumbbell {
+        pub net: Network,
+        pub sender: NodeId,
+        pub bottleneck: NodeId,
+        pub receiver: NodeId,
+    }
+
+    /// `sender` (of flow `flow`) over an `mbps` bottleneck with a `queue_bytes` drop-tail
+    /// queue and `one_way_ms` each way, lasting `seconds`.
+    pub fn dumbbell(
+        sender: Box<dyn Node>,
+        flow: FlowId,
+        mbps: i64,
+        queue_bytes: i64,
+        one_way_ms: i64,
+        seconds: i64,
+    ) -> Dumbbell {
+        let trace =
+            Arc::new(Trace::constant(DataRate::from_mbps(mbps), TimeDelta::from_secs(seconds + 1)));
+        let down = Link::new(
+            LinkConfig {
+                rate: LinkRate::Trace(trace),
+                queue: QueueLimit::Bytes(queue_bytes),
+                delay: TimeDelta::from_ms(one_way_ms),
+                loss_rate: 0.0,
+            },
+            Rng::new(1),
+        );
+        let up = Link::new(
+            LinkConfig { delay: TimeDelta::from_ms(one_way_ms), ..LinkConfig::default() },
+            Rng::new(2),
+        );
+        let mut net = Network::default();
+        let s = net.add("sender", sender);
+        let d = net.add("down", Box::new(down));
+        let r = net.add("rx", Box::new(TcpReceiver::new(flow)));
+        let u = net.add("up", Box::new(up));
+        net.connect(s, OUT, d, IN);
+        net.connect(d, OUT, r, IN);
+        net.connect(r, OUT, u, IN);
+        net.connect(u, OUT, s, IN);
+        Dumbbell { net, sender: s, bottleneck: d, receiver: r }
+    }
+
+    impl Dumbbell {
+        /// Runs to `end`, calling `each` at every instant something happened.
+        pub fn run(&mut self, end: Timestamp, mut each: impl FnMut(&Network, Timestamp)) {
+            let mut now = Timestamp::ZERO;
+            while now <= end {
+                assert!(self.net.settle(now, 100_000));
+                each(&self.net, now);
+                now = self.net.poll_timeout().max(now + TimeDelta::from_us(1));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -164,56 +164,27 @@ impl Node for ShortTcpSender {
 mod tests {
     use super::*;
     use crate::cross::tcp::TcpReceiver;
-    use crate::link::trace::Trace;
-    use crate::link::{Link, LinkConfig, LinkRate, QueueLimit};
-    use crate::sim::network::{Network, IN, OUT};
-    use crate::units::DataRate;
-    use std::sync::Arc;
+    use crate::cross::testbed::dumbbell;
 
     #[test]
     fn downloads_of_30_to_50_kb_alternate_with_exponential_idle_times() {
         // A 2 Mbps link, 50 ms each way, 300 s: about 30 downloads (one per ~10 s idle).
-        let trace = Arc::new(Trace::constant(DataRate::from_mbps(2), TimeDelta::from_secs(301)));
-        let down = Link::new(
-            LinkConfig {
-                rate: LinkRate::Trace(trace),
-                queue: QueueLimit::Bytes(75_000),
-                delay: TimeDelta::from_ms(50),
-                loss_rate: 0.0,
-            },
-            Rng::new(1),
-        );
-        let up = Link::new(
-            LinkConfig { delay: TimeDelta::from_ms(50), ..LinkConfig::default() },
-            Rng::new(2),
-        );
-        let mut net = Network::default();
-        let s = net.add(
-            "short",
-            Box::new(ShortTcpSender::new(
-                4,
-                ShortTcpConfig::default(),
-                Rng::new(7),
-                Timestamp::from_secs_f64(1.0),
-                Timestamp::INFINITY,
-            )),
-        );
-        let d = net.add("down", Box::new(down));
-        let r = net.add("rx", Box::new(TcpReceiver::new(4)));
-        let u = net.add("up", Box::new(up));
-        net.connect(s, OUT, d, IN);
-        net.connect(d, OUT, r, IN);
-        net.connect(r, OUT, u, IN);
-        net.connect(u, OUT, s, IN);
-        let mut now = Timestamp::ZERO;
+        let sender = Box::new(ShortTcpSender::new(
+            4,
+            ShortTcpConfig::default(),
+            Rng::new(7),
+            Timestamp::from_secs_f64(1.0),
+            Timestamp::INFINITY,
+        ));
+        let mut bed = dumbbell(sender, 4, 2, 75_000, 50, 300);
+        let (s, r) = (bed.sender, bed.receiver);
         let mut first_arrival = None;
-        while now <= Timestamp::from_secs_f64(300.0) {
-            assert!(net.settle(now, 100_000));
+        bed.run(Timestamp::from_secs_f64(300.0), |net, now| {
             if first_arrival.is_none() && net.get::<TcpReceiver>(r).unwrap().received_packets > 0 {
                 first_arrival = Some(now);
             }
-            now = net.poll_timeout().max(now + TimeDelta::from_us(1));
-        }
+        });
+        let net = &bed.net;
         // The first download starts at 1 s: its first datagram arrives 50 ms + 6 ms later.
         let t = first_arrival.unwrap().as_us();
         assert!((1_050_000..1_060_000).contains(&t), "{t}");

@@ -473,12 +473,9 @@ impl Node for TcpReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::trace::Trace;
-    use crate::link::{Link, LinkConfig, LinkRate, QueueLimit};
-    use crate::rng::Rng;
-    use crate::sim::network::{Network, IN};
-    use crate::units::DataRate;
-    use std::sync::Arc;
+    use crate::cross::testbed::dumbbell;
+    use crate::link::Link;
+    use crate::sim::network::Network;
 
     /// One bulk flow alone on a `mbps` link with a `queue_bytes` drop-tail queue and
     /// `one_way_ms` each way, for `seconds`; returns the network and the node ids of the
@@ -490,38 +487,10 @@ mod tests {
         one_way_ms: i64,
         seconds: i64,
     ) -> (Network, usize, usize) {
-        let trace =
-            Arc::new(Trace::constant(DataRate::from_mbps(mbps), TimeDelta::from_secs(seconds + 1)));
-        let down = Link::new(
-            LinkConfig {
-                rate: LinkRate::Trace(trace),
-                queue: QueueLimit::Bytes(queue_bytes),
-                delay: TimeDelta::from_ms(one_way_ms),
-                loss_rate: 0.0,
-            },
-            Rng::new(1),
-        );
-        let up = Link::new(
-            LinkConfig { delay: TimeDelta::from_ms(one_way_ms), ..LinkConfig::default() },
-            Rng::new(2),
-        );
-        let mut net = Network::default();
-        let s =
-            net.add("tcp", Box::new(TcpSender::new(1, cc, Timestamp::ZERO, Timestamp::INFINITY)));
-        let d = net.add("down", Box::new(down));
-        let r = net.add("rx", Box::new(TcpReceiver::new(1)));
-        let u = net.add("up", Box::new(up));
-        net.connect(s, OUT, d, IN);
-        net.connect(d, OUT, r, IN);
-        net.connect(r, OUT, u, IN);
-        net.connect(u, OUT, s, IN);
-        let end = Timestamp::from_ms(seconds * 1000);
-        let mut now = Timestamp::ZERO;
-        while now <= end {
-            assert!(net.settle(now, 100_000));
-            now = net.poll_timeout().max(now + TimeDelta::from_us(1));
-        }
-        (net, s, d)
+        let sender = Box::new(TcpSender::new(1, cc, Timestamp::ZERO, Timestamp::INFINITY));
+        let mut d = dumbbell(sender, 1, mbps, queue_bytes, one_way_ms, seconds);
+        d.run(Timestamp::from_ms(seconds * 1000), |_, _| {});
+        (d.net, d.sender, d.bottleneck)
     }
 
     #[test]

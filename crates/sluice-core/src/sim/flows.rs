@@ -122,6 +122,21 @@ pub(crate) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// A competing flow's return path: the uplink's delay (plus its own access delay) and loss,
+/// not its trace (the feedback paths do not share a bottleneck).
+fn return_path(cfg: &RunConfig, c: &crate::cross::CompetingFlow, flow: FlowId) -> Link {
+    let mut back = Link::new(
+        LinkConfig {
+            delay: TimeDelta::from_ms_f64(cfg.uplink.delay_ms + c.access_delay_ms),
+            loss_rate: cfg.uplink.loss,
+            ..LinkConfig::default()
+        },
+        Rng::fork(cfg.seed, &format!("competing-{flow}-uplink")),
+    );
+    back.set_drop_log(false);
+    back
+}
+
 /// Connects a competing flow's sender to the bottleneck (`to`): directly, or through a
 /// delay line of its own access delay.
 fn connect_to_bottleneck(
@@ -237,15 +252,7 @@ impl Flows {
             let start = Timestamp::ZERO + TimeDelta::from_secs_f64(c.start_s);
             let stop = c.stop_s.map(|s| Timestamp::ZERO + TimeDelta::from_secs_f64(s));
             let until = stop.unwrap_or(Timestamp::INFINITY);
-            let mut back = Link::new(
-                LinkConfig {
-                    delay: TimeDelta::from_ms_f64(cfg.uplink.delay_ms + c.access_delay_ms),
-                    loss_rate: cfg.uplink.loss,
-                    ..LinkConfig::default()
-                },
-                Rng::fork(cfg.seed, &format!("competing-{flow}-uplink")),
-            );
-            back.set_drop_log(false);
+            let back = return_path(cfg, c, flow);
             let port = flow as Port;
             // The bottleneck it enters and the demultiplexer it leaves by (validated: not
             // `first` only with a second bottleneck).
@@ -637,15 +644,7 @@ impl CrossTraffic {
                     )),
                 ),
             };
-            let mut back = Link::new(
-                LinkConfig {
-                    delay: TimeDelta::from_ms_f64(cfg.uplink.delay_ms + c.access_delay_ms),
-                    loss_rate: cfg.uplink.loss,
-                    ..LinkConfig::default()
-                },
-                Rng::fork(cfg.seed, &format!("competing-{flow}-uplink")),
-            );
-            back.set_drop_log(false);
+            let back = return_path(cfg, c, flow);
             let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
             let b = net.add("tcp-ack-path", Box::new(back));
             connect_to_bottleneck(&mut net, s, outbox, c.access_delay_ms, cfg.seed, flow);
