@@ -607,8 +607,15 @@ pub struct CrossTraffic {
 
 impl CrossTraffic {
     /// The TCP flows of `cfg.competing` (`None` without any); `Err` for a competing media
-    /// flow, which needs a sender and a receiver of its own, not a relay.
+    /// flow, which needs a sender and a receiver of its own, not a relay, and for a second
+    /// bottleneck, which the relay does not have.
     pub fn for_run(cfg: &RunConfig) -> Result<Option<CrossTraffic>, ConfigError> {
+        if cfg.second_bottleneck.is_some() {
+            return Err(ConfigError(
+                "live mode has one bottleneck, the relay's: second_bottleneck is simulated only"
+                    .into(),
+            ));
+        }
         if cfg.competing.is_empty() {
             return Ok(None);
         }
