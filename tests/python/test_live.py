@@ -108,8 +108,9 @@ def test_live_run_rejects_bad_options_in_one_line(tmp_path, capsys):
     capsys.readouterr()
     # What the relay cannot carry is refused, not ignored: a reverse media flow, a second
     # bottleneck (RFC 8867 §5.3 and §6.3 run in the simulator).
-    for extra, says in ((["--competing", "reverse-media:self"], "needs its own sender"),
-                        (["--set", "second_bottleneck.rate_mbps=1.5"], "simulated only")):  # fmt: skip
+    refused = [(["--competing", "reverse-media:self"], "needs its own sender"),
+               (["--set", "second_bottleneck.rate_mbps=1.5"], "simulated only")]  # fmt: skip
+    for extra, says in refused:
         rc = main(["live", "run", "--trace", "gen:constant:12", "--duration", "1", *extra,
                    "--out", str(tmp_path / "y")])  # fmt: skip
         assert rc == 2
