@@ -682,6 +682,13 @@ mod tests {
         assert_eq!(freezes(&[5]), (0, 0.0));
     }
 
+    /// The summary of `frames` alone (no skips, samples or link), captured and run until
+    /// `end_ms`.
+    fn summarize_frames(frames: &[FrameRecord], end_ms: i64) -> Summary {
+        let end = Timestamp::from_ms(end_ms);
+        summarize(frames, &[], &[], LinkTotals::default(), &Recorder::default(), end, end)
+    }
+
     #[test]
     fn the_record_schema_is_what_the_records_serialise_to() {
         fn keys<T: Serialize>(record: &T) -> Vec<String> {
@@ -718,15 +725,7 @@ mod tests {
             displayed_frame(6, 600, Some(700)),
             displayed_frame(7, 700, Some(750)),
         ];
-        let s = summarize(
-            &frames,
-            &[],
-            &[],
-            LinkTotals::default(),
-            &Recorder::default(),
-            Timestamp::from_ms(1000),
-            Timestamp::from_ms(1000),
-        );
+        let s = summarize_frames(&frames, 1000);
         // Gaps over 100 ms: 250->650 (400 ms) and 750->1000 (250 ms): 650 ms of 1000. The
         // wait for the first frame (50 ms) is below the threshold.
         assert!((s.stall_rate - 0.65).abs() < 1e-12, "{}", s.stall_rate);
@@ -751,15 +750,7 @@ mod tests {
             f.columns.bool(ADAPTED_COLUMN, true);
         }
         frames[7].columns.bool(ADAPTED_COLUMN, false);
-        let s = summarize(
-            &frames,
-            &[],
-            &[],
-            LinkTotals::default(),
-            &Recorder::default(),
-            Timestamp::from_ms(2000),
-            Timestamp::from_ms(2000),
-        );
+        let s = summarize_frames(&frames, 2000);
         // Worst 10 %: 190 and 200 ms.
         assert_eq!(s.latency_ms.tail10_mean, 195.0);
         assert_eq!(s.adaptation_ratio, 0.1);
@@ -768,15 +759,7 @@ mod tests {
     #[test]
     fn nothing_displayed_is_all_stall() {
         let frames = vec![displayed_frame(0, 0, None), displayed_frame(1, 33, None)];
-        let s = summarize(
-            &frames,
-            &[],
-            &[],
-            LinkTotals::default(),
-            &Recorder::default(),
-            Timestamp::from_ms(2000),
-            Timestamp::from_ms(2000),
-        );
+        let s = summarize_frames(&frames, 2000);
         assert_eq!(s.stall_rate, 1.0);
         assert_eq!(s.stall_count_200ms, 2);
         assert!(s.bwe_ratio.is_nan());
