@@ -155,3 +155,10 @@ def test_optional_fields_default_as_the_core_does():
     assert cfg["faults"] == core_filled["faults"]
     cfg = config.apply_overrides(cfg, [("faults.duplicate", 0.0)])
     assert "faults" not in cfg
+    # The second bottleneck (RFC 8867 §6.3): none by default, the core's defaults for the
+    # fields not given.
+    second = config.OPTIONAL_FIELDS["second_bottleneck"]
+    core_filled = config.resolve({**config.default_config(), "second_bottleneck": {"rate_mbps": 2}})
+    assert core_filled["second_bottleneck"] == {**second, "rate_mbps": 2.0}
+    cfg = config.apply_overrides(config.default_config(), [("second_bottleneck.rate_mbps", 2)])
+    assert cfg["second_bottleneck"] == core_filled["second_bottleneck"]
