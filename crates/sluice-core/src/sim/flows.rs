@@ -10,7 +10,10 @@
 //! ```
 //!
 //! Every competing flow has its own return path with the uplink's delay and loss (not its
-//! trace: the feedback paths do not share a bottleneck) and no access delay. A reverse
+//! trace: the feedback paths do not share a bottleneck) and its own access delay, if it is
+//! given one. With a `second_bottleneck` (RFC 8867 §6.3) a second link and demultiplexer
+//! sit between the first demultiplexer and the session's receiver; a competing flow crosses
+//! the first, the second or both (`crosses`) and counts at the last it crosses. A reverse
 //! media flow (`reverse-media:SCHEME`, RFC 8867 §5.3) runs the other way: its sender feeds
 //! the session's uplink, where its media queues with flow 0's feedback (a demultiplexer at
 //! the uplink's far end sorts them), and its receiver's feedback crosses the bottleneck with
@@ -254,8 +257,8 @@ impl Flows {
             let until = stop.unwrap_or(Timestamp::INFINITY);
             let back = return_path(cfg, c, flow);
             let port = flow as Port;
-            // The bottleneck it enters and the demultiplexer it leaves by (validated: not
-            // `first` only with a second bottleneck).
+            // The bottleneck it enters and the demultiplexer it leaves by (validated:
+            // `second` and `both` only with a second bottleneck).
             let (enter, exit, at, also) = match (c.crosses, second) {
                 (Crosses::Second, Some((b2, d2))) => (b2, d2, At::Second, None),
                 (Crosses::Both, Some((b2, d2))) => {
