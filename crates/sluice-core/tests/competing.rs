@@ -476,6 +476,23 @@ fn a_second_bottleneck_carries_the_flows_that_cross_it() {
     assert!((flows[0].share + flows[2].share - 1.0).abs() < 1e-9, "{}", show(flows));
     assert!(flows[1].share > 0.4 && flows[1].share < 1.0, "{}", show(flows));
 
+    // Alone, the session's drops at the second bottleneck are its losses: a 1 Mbps second
+    // link with a two-packet queue behind the 4 Mbps first one.
+    let alone = RunConfig {
+        competing: Vec::new(),
+        second_bottleneck: Some(SecondBottleneck {
+            rate_mbps: 1.0,
+            queue_bytes: Some(3000),
+            delay_ms: 0.0,
+        }),
+        ..cfg.clone()
+    };
+    let t = Arc::new(Trace::constant(DataRate::from_mbps(4), TimeDelta::from_secs(35)));
+    let r = Simulation::new(&alone, Some(t), None, build_encoder(&alone).unwrap()).unwrap().run();
+    let d = r.summary.video_bitrate_bps;
+    assert!(d < 1.0e6, "the second bottleneck limits the video: {d}");
+    assert!(r.summary.loss_rate > 0.0, "{}", r.summary.loss_rate);
+
     // Crossing the second needs one; a reverse flow crosses the uplink only.
     let mut bad = cfg.clone();
     bad.second_bottleneck = None;

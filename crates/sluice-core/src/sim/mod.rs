@@ -385,6 +385,14 @@ impl Simulation {
             totals.arrived_packets = f0.arrived_packets;
             totals.dropped_packets = f0.dropped_packets;
         }
+        // The media flow's drops at a second bottleneck are its losses too.
+        if let Some(b) = self.second {
+            let link = self.link(b);
+            totals.dropped_packets += match link.flow_stats() {
+                Some(t) => t.get(0).dropped_packets,
+                None => link.stats().dropped_packets(),
+            };
+        }
         let up_table = self.link(self.uplink).flow_stats();
         let second = self.second.and_then(|b| self.link(b).flow_stats());
         let flow_summaries = match (&self.flows, table) {
