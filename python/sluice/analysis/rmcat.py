@@ -234,9 +234,6 @@ def _check_w1(run: results.Run) -> tuple[bool, str]:
     return ok, f"alone: link use {use:.2f}; queue P95 {q:.0f} ms; two flows: Jain {j:.2f}"
 
 
-NOT_RUN: tuple[tuple[str, str, str], ...] = ()
-
-
 WIRELESS = (
     Case("rmcat-w1", "RFC 8869 §4", "Cellular (a measured LTE trace)",
          "follow the varying capacity without excessive delay and share it when a second "
@@ -360,8 +357,6 @@ def write_report(results_root: str | Path, report_dir: str | Path, command: str)
             else:
                 cells.append("n/a" if r is None else ("PASS" if r[0] else "FAIL"))
         lines.append(f"| {_where(case.section)} {case.title} | " + " | ".join(cells) + " |")
-    for sec, title, _why in NOT_RUN:
-        lines.append(f"| {_where(sec)} {title} | " + " | ".join("not run" for _ in schemes) + " |")
     lines += ["", "## The cases, their thresholds and numbers", ""]
     for case in ALL:
         lines += [f"### {_where(case.section)} {case.title}", "", f"Expected: {case.expected}.",
@@ -371,9 +366,6 @@ def write_report(results_root: str | Path, report_dir: str | Path, command: str)
             if r is not None:
                 lines.append(f"- `{s}`: {'PASS' if r[0] else 'FAIL'}: {r[1]}")
         lines.append("")
-    if NOT_RUN:
-        lines += ["### Not run", ""]
-        lines += [f"- {_where(sec)} {title}: {why}." for sec, title, why in NOT_RUN]
     lines += ["", "## Figures", "", *figures, "## Analysis", "", ANALYSIS_SLOT, "## Provenance", "",
               *provenance(shas, command)]  # fmt: skip
     md = out_dir / "rmcat.md"
