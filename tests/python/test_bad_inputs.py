@@ -453,6 +453,14 @@ CASES += [
          '"access_delay_ms": -5}]'), "access_delay_ms", "-5"),
     case("set-competing-object-typo", run_with("--set", 'competing=[{"spec": "tcp:cubic", '
          '"delay_ms": 5}]'), "competing"),
+    # RFC 8867 §5.3 and §6.3's additions (issue 29).
+    case("second-bottleneck-tiny-rate", run_with("--set", "second_bottleneck.rate_mbps=1e-9"),
+         "second_bottleneck.rate_mbps"),
+    case("second-bottleneck-typo", run_with("--set", "second_bottleneck.rate=2"), "rate_mbps"),
+    case("competing-crosses-without-second", run_with("--set", 'competing=[{"spec": '
+         '"tcp:cubic", "crosses": "second"}]'), "no second_bottleneck"),
+    case("competing-crosses-unknown", run_with("--set", 'competing=[{"spec": "tcp:cubic", '
+         '"crosses": "third"}]'), "competing", "third"),
     case("ecn-with-droptail", run_with("--ecn"), "downlink.ecn", "codel or fq-codel"),
     case("queue-unknown", run_with("--queue", "red"), "--queue", "red", "fq-codel"),
     case("queue-codel-cortv", run_with("--scheme", "co-rtv", "--queue", "codel"),

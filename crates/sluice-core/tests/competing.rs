@@ -504,7 +504,9 @@ fn a_second_bottleneck_carries_the_flows_that_cross_it() {
     bad.competing = vec![rev];
     let e = bad.validate().unwrap_err().0;
     assert!(e.contains("reverse media flow crosses the uplink only"), "{e}");
-    let mut bad = cfg;
-    bad.second_bottleneck.as_mut().unwrap().rate_mbps = 0.0;
-    assert!(bad.validate().unwrap_err().0.contains("second_bottleneck.rate_mbps"));
+    for rate in [0.0, 1e-9, f64::NAN, -1.0] {
+        let mut bad = cfg.clone();
+        bad.second_bottleneck.as_mut().unwrap().rate_mbps = rate;
+        assert!(bad.validate().unwrap_err().0.contains("second_bottleneck.rate_mbps"), "{rate}");
+    }
 }

@@ -352,7 +352,8 @@ impl RunConfig {
             }
         }
         if let Some(b) = &self.second_bottleneck {
-            check_range("second_bottleneck.rate_mbps", b.rate_mbps, 0.0, true, 1e5)?;
+            // At least 1 kbps: a trace needs a rate that rounds to a whole bit per second.
+            check_range("second_bottleneck.rate_mbps", b.rate_mbps, 0.001, false, 1e5)?;
             check_range(
                 "second_bottleneck.delay_ms",
                 b.delay_ms,
