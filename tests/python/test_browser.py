@@ -56,9 +56,12 @@ def test_chromium_sends_to_chromium_through_the_relay(tmp_path, capsys) -> None:
     summary = json.loads(capsys.readouterr().out)
     run = results.load_run(out)
     assert run.scheme == "chrome" and run.header["browser"]["codec"] == "vp8"
-    # At least 90 % of the 300 capture slots displayed, each with its latency.
+    # Every frame Chromium sent is displayed, each with its latency. Chromium's own sender
+    # skips capture slots when its machine is busy (35 of 300 in one clean-root check, with
+    # every sent frame shown at a P95 of 65 ms): at least 80 % of the slots.
     shown = run.frames[run.frames["displayed_us"].notna()]
-    assert len(shown) >= 270, len(shown)
+    assert summary["frames_displayed"] >= 0.98 * summary["frames_sent"], summary
+    assert len(shown) >= 240, len(shown)
     assert (shown["latency_us"] > 0).all() and (shown["latency_us"] < 1_000_000).all()
     assert summary["frames_displayed"] == len(shown)
     assert summary["latency_all_ms"]["p95"] >= summary["latency_ms"]["p95"] * 0.99
