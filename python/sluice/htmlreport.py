@@ -112,6 +112,14 @@ def _quality_axis(df: Any) -> tuple[str, str]:
     return "video_bitrate_bps", "video bitrate (Mbit/s, no quality scores)"
 
 
+def _legend_beside(n: int) -> tuple[int, float]:
+    """A legend of ``n`` entries beside the panels: its columns (one per 24 entries) and the
+    figure height (inches) it needs; a plan's sweep can have 40 variants, and a legend
+    taller than its figure collapses the layout."""
+    cols = max(1, math.ceil(n / 24))
+    return cols, 0.19 * math.ceil(n / cols) + 0.8
+
+
 def fig_tradeoff(df: Any, families: Sequence[str]) -> str:
     """All-slot P95 against quality, per family: means with 95 % intervals, runs faint."""
     from .plots import plt, scheme_color
@@ -121,11 +129,8 @@ def fig_tradeoff(df: Any, families: Sequence[str]) -> str:
     n = max(1, len(families))
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    # The legend beside the panels: a column per 24 schemes, and the figure tall enough for
-    # it (a plan's sweep can have 40 variants; a legend taller than the figure collapses it).
-    n_schemes = len(dict.fromkeys(df["scheme"]))
-    leg_cols = max(1, math.ceil(n_schemes / 24))
-    height = max(4.2 * rows, 0.19 * math.ceil(n_schemes / leg_cols) + 0.8)
+    leg_cols, leg_height = _legend_beside(len(dict.fromkeys(df["scheme"])))
+    height = max(4.2 * rows, leg_height)
     fig, axes = plt.subplots(
         rows, cols, figsize=(5.2 * cols + 1.8 * leg_cols, height), squeeze=False,
         layout="constrained",
@@ -183,13 +188,11 @@ def fig_latency(lat_by_scheme: dict[str, np.ndarray], title: str) -> str:
     """CDF of all-slot latency on a log axis, and its tail as a CCDF (log-log)."""
     from .plots import plt, scheme_color
 
-    # Many schemes (a plan's sweep): the legend beside the panels, a column per 24, and the
-    # figure tall enough for it; inside the left panel it would collapse the layout.
-    n = len(lat_by_scheme)
-    outside = n > 12
-    leg_cols = max(1, math.ceil(n / 24))
-    size = (11 + 2.4 * leg_cols, max(4.0, 0.19 * math.ceil(n / leg_cols) + 0.8)) if outside \
-        else (11, 4)
+    # Many schemes (a plan's sweep): the legend beside the panels; inside the left panel it
+    # would collapse the layout.
+    outside = len(lat_by_scheme) > 12
+    leg_cols, leg_height = _legend_beside(len(lat_by_scheme))
+    size = (11 + 2.4 * leg_cols, max(4.0, leg_height)) if outside else (11, 4)
     fig, (a, b) = plt.subplots(1, 2, figsize=size, layout="constrained")
     for s, lat in lat_by_scheme.items():
         lat = np.sort(lat[np.isfinite(lat) & (lat > 0)])

@@ -22,3 +22,18 @@ pub mod runtime;
 pub mod session;
 pub mod webrtc;
 pub mod wire;
+
+use sluice_core::session::{ConfigError, RunConfig};
+
+/// What every live entry point checks before it builds anything: the config itself, then
+/// what live mode cannot carry (one bottleneck, the relay's; TCP cross traffic only, which
+/// the relay builds with [`sluice_core::sim::flows::CrossTraffic::for_run`]).
+pub fn check_live_config(cfg: &RunConfig) -> Result<(), ConfigError> {
+    cfg.validate()?;
+    if cfg.second_bottleneck.is_some() {
+        return Err(ConfigError(
+            "live mode has one bottleneck, the relay's: second_bottleneck is simulated only".into(),
+        ));
+    }
+    sluice_core::sim::flows::CrossTraffic::for_run(cfg).map(|_| ())
+}

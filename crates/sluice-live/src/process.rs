@@ -425,9 +425,7 @@ impl EndpointProcess {
         encoder: Box<dyn Encoder>,
         options: &ProcessOptions,
     ) -> Result<EndpointProcess, ConfigError> {
-        cfg.validate()?;
-        // Live mode carries TCP cross traffic inside the relay, not competing media flows.
-        sluice_core::sim::flows::CrossTraffic::for_run(cfg)?;
+        crate::check_live_config(cfg)?;
         let scheme = cfg.resolve_scheme()?;
         let peer = need(options.peer, "peer (the relay or the receiver)")?;
         if options.transport == Transport::Webrtc {
@@ -513,9 +511,7 @@ impl EndpointProcess {
         cfg: &RunConfig,
         options: &ProcessOptions,
     ) -> Result<EndpointProcess, ConfigError> {
-        cfg.validate()?;
-        // Live mode carries TCP cross traffic inside the relay, not competing media flows.
-        sluice_core::sim::flows::CrossTraffic::for_run(cfg)?;
+        crate::check_live_config(cfg)?;
         let scheme = cfg.resolve_scheme()?;
         let peer = need(options.peer, "peer (the relay or the sender)")?;
         let sdp = sdp_files(options)?;
@@ -577,9 +573,7 @@ impl EndpointProcess {
         uplink_trace: Option<Arc<Trace>>,
         options: &ProcessOptions,
     ) -> Result<EndpointProcess, ConfigError> {
-        cfg.validate()?;
-        // Live mode carries TCP cross traffic inside the relay, not competing media flows.
-        sluice_core::sim::flows::CrossTraffic::for_run(cfg)?;
+        crate::check_live_config(cfg)?;
         let scheme = cfg.resolve_scheme()?;
         if options.transport == Transport::Webrtc {
             crate::webrtc::check_scheme(&cfg.scheme_name, &scheme)?;

@@ -184,9 +184,7 @@ impl LiveRun {
         encoder: Box<dyn Encoder>,
         options: &LiveOptions,
     ) -> Result<LiveRun, ConfigError> {
-        cfg.validate()?;
-        // Live mode carries TCP cross traffic inside the relay, not competing media flows.
-        sluice_core::sim::flows::CrossTraffic::for_run(cfg)?;
+        crate::check_live_config(cfg)?;
         let scheme = cfg.resolve_scheme()?;
         let (s_sock, r_sock, x_sock) =
             (bind(options.bind)?, bind(options.bind)?, bind(options.bind)?);

@@ -255,7 +255,6 @@ impl Flows {
             let start = Timestamp::ZERO + TimeDelta::from_secs_f64(c.start_s);
             let stop = c.stop_s.map(|s| Timestamp::ZERO + TimeDelta::from_secs_f64(s));
             let until = stop.unwrap_or(Timestamp::INFINITY);
-            let back = return_path(cfg, c, flow);
             let port = flow as Port;
             // The bottleneck it enters and the demultiplexer it leaves by (validated:
             // `second` and `both` only with a second bottleneck).
@@ -312,6 +311,7 @@ impl Flows {
                             net.connect(demux, port, s, IN);
                         }
                         _ => {
+                            let back = return_path(cfg, c, flow);
                             let b = net.add("competing-uplink", Box::new(back));
                             connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
                             net.connect(exit, port, r, IN);
@@ -331,7 +331,7 @@ impl Flows {
                     );
                     let s = net.add("short-tcp-sender", Box::new(sender));
                     let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
-                    let b = net.add("tcp-ack-path", Box::new(back));
+                    let b = net.add("tcp-ack-path", Box::new(return_path(cfg, c, flow)));
                     connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
                     net.connect(exit, port, r, IN);
                     net.connect(r, OUT, b, IN);
@@ -342,7 +342,7 @@ impl Flows {
                     let s =
                         net.add("tcp-sender", Box::new(TcpSender::new(flow, *cc, start, until)));
                     let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
-                    let b = net.add("tcp-ack-path", Box::new(back));
+                    let b = net.add("tcp-ack-path", Box::new(return_path(cfg, c, flow)));
                     connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
                     net.connect(exit, port, r, IN);
                     net.connect(r, OUT, b, IN);
@@ -610,15 +610,8 @@ pub struct CrossTraffic {
 
 impl CrossTraffic {
     /// The TCP flows of `cfg.competing` (`None` without any); `Err` for a competing media
-    /// flow, which needs a sender and a receiver of its own, not a relay, and for a second
-    /// bottleneck, which the relay does not have.
+    /// flow, which needs a sender and a receiver of its own, not a relay.
     pub fn for_run(cfg: &RunConfig) -> Result<Option<CrossTraffic>, ConfigError> {
-        if cfg.second_bottleneck.is_some() {
-            return Err(ConfigError(
-                "live mode has one bottleneck, the relay's: second_bottleneck is simulated only"
-                    .into(),
-            ));
-        }
         if cfg.competing.is_empty() {
             return Ok(None);
         }

@@ -91,7 +91,8 @@ impl Simulation {
         let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
         let sender = build_sender(cfg, &scheme, Box::new(InlineEncoder::new(encoder)), now);
         let receiver = build_receiver(cfg, &scheme, now);
-        let reverse_uplink_trace = uplink_trace.clone().filter(|_| flows::has_reverse_media(cfg));
+        let reverse_media = flows::has_reverse_media(cfg);
+        let reverse_uplink_trace = uplink_trace.clone().filter(|_| reverse_media);
         let (downlink, uplink) = build_links(cfg, &scheme, downlink_trace.clone(), uplink_trace);
         let bottleneck_drops = scheme.bottleneck.drops_frames();
 
@@ -99,7 +100,6 @@ impl Simulation {
         if !cfg.competing.is_empty() {
             downlink.enable_flow_stats();
         }
-        let reverse_media = flows::has_reverse_media(cfg);
         if reverse_media {
             uplink.enable_flow_stats();
         }
@@ -296,9 +296,9 @@ impl Simulation {
             lost_packets: flow0.map_or(stats.dropped_packets(), |t| t.dropped_packets(0)),
         };
         let sent = self.recorder.sent_bytes_total;
-        let up = network.get::<Link>(self.uplink).expect("a link node is a Link");
-        let second_table =
-            self.second.and_then(|b| network.get::<Link>(b)).and_then(Link::flow_stats);
+        let tables = flows
+            .as_ref()
+            .and_then(|_| flow_tables(network, self.downlink, self.uplink, self.second));
         let up_capacity = self
             .reverse_uplink_trace
             .as_ref()
@@ -308,13 +308,8 @@ impl Simulation {
             if let Some(c) = up_capacity {
                 columns.rate("uplink_capacity_bps", Some(c));
             }
-            if let (Some(f), Some(table)) = (&mut flows, down.flow_stats()) {
-                f.sample(
-                    now,
-                    interval,
-                    flows::Tables { down: table, up: up.flow_stats(), second: second_table },
-                    columns,
-                );
+            if let (Some(f), Some(t)) = (&mut flows, tables) {
+                f.sample(now, interval, t, columns);
             }
         });
         self.samples.push(sample);
@@ -393,12 +388,9 @@ impl Simulation {
                 None => link.stats().dropped_packets(),
             };
         }
-        let up_table = self.link(self.uplink).flow_stats();
-        let second = self.second.and_then(|b| self.link(b).flow_stats());
-        let flow_summaries = match (&self.flows, table) {
-            (Some(f), Some(down)) => {
-                Some(f.summarize(flows::Tables { down, up: up_table, second }, sampled_until))
-            }
+        let tables = flow_tables(&self.network, self.downlink, self.uplink, self.second);
+        let flow_summaries = match (&self.flows, tables) {
+            (Some(f), Some(t)) => Some(f.summarize(t, sampled_until)),
             _ => None,
         };
         let mut summary = metrics::summarize(
@@ -424,4 +416,20 @@ impl Simulation {
             keyframe_requests: self.recorder.keyframe_requests,
         }
     }
+}
+
+/// The per-flow tables of the links whose bytes count (`None` without competing flows: the
+/// downlink keeps none).
+fn flow_tables(
+    network: &Network,
+    downlink: NodeId,
+    uplink: NodeId,
+    second: Option<NodeId>,
+) -> Option<flows::Tables<'_>> {
+    let table = |id: NodeId| network.get::<Link>(id).and_then(Link::flow_stats);
+    Some(flows::Tables {
+        down: table(downlink)?,
+        up: table(uplink),
+        second: second.and_then(table),
+    })
 }
