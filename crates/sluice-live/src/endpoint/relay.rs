@@ -47,8 +47,8 @@ pub struct Faults {
     /// Probability that the relay, forwarding a datagram, also sends the same peer a
     /// spoofed one (issue 30): to the receiver a copy of a video packet claiming another
     /// stream, not valid as a whole (with WebRTC, a copy of an SRTP packet with a byte
-    /// changed); to the sender a NACK of numbers it never sent or a keyframe request (plain
-    /// RTCP: with WebRTC, not authentic).
+    /// changed); to the sender a NACK of numbers it never sent or a keyframe request, twice
+    /// in a row (plain RTCP: with WebRTC, not authentic).
     pub spoof: f64,
 }
 
@@ -375,15 +375,15 @@ impl RelayEndpoint {
                         // WebRTC (SRTP): a forged copy to the receiver, and feedback to the
                         // sender at the media's rate (a NACK flood; its own feedback is
                         // too rare to carry one).
-                        if let Some(f) = self.spoofed_feedback(r >> 1, stream) {
-                            self.spoof_sent += 1;
-                            self.extra.push_back((Role::Sender, f));
-                        }
+                        self.spoof_feedback(r >> 1, stream);
                         forged_srtp(b, r)
                     }
                 }
             }
-            _ => self.spoofed_feedback(r, stream),
+            _ => {
+                self.spoof_feedback(r, stream);
+                None
+            }
         };
         if let Some(s) = spoofed {
             self.spoof_sent += 1;
@@ -391,15 +391,21 @@ impl RelayEndpoint {
         }
     }
 
-    /// A spoofed NACK of numbers the sender never sent, or a keyframe request.
-    fn spoofed_feedback(&self, r: u64, stream: u32) -> Option<Vec<u8>> {
-        if r.is_multiple_of(2) {
+    /// Sends the sender a spoofed NACK of numbers it never sent, or a keyframe request twice
+    /// in a row (the second within any rate limit, so a sender that honours requests at most
+    /// every so often has one to refuse each time).
+    fn spoof_feedback(&mut self, r: u64, stream: u32) {
+        let (f, copies) = if r.is_multiple_of(2) {
             // Numbers far ahead of anything the sender sent (within the unwrap window).
             let ahead = self.last_media_seq + 5000 + (r >> 8) % 1000;
-            let f = Feedback::Nack { flow: 0, media_seqs: vec![ahead, ahead + 1, ahead + 2] };
-            wire::write_feedback(&f, stream).ok()
+            (Feedback::Nack { flow: 0, media_seqs: vec![ahead, ahead + 1, ahead + 2] }, 1)
         } else {
-            wire::write_feedback(&Feedback::KeyframeRequest { flow: 0 }, stream).ok()
+            (Feedback::KeyframeRequest { flow: 0 }, 2)
+        };
+        let Ok(bytes) = wire::write_feedback(&f, stream) else { return };
+        for _ in 0..copies {
+            self.spoof_sent += 1;
+            self.extra.push_back((Role::Sender, bytes.clone()));
         }
     }
 
