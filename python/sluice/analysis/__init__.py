@@ -11,11 +11,13 @@ the generic helpers here make Markdown tables of per-scheme means. Per-system an
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 import os
 import re
 import shlex
+import string
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -184,6 +186,33 @@ def write_markdown(md_path: Path, lines: Sequence[str], analysis: str) -> Path:
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip() + "\n"
     md_path.write_text(text.replace("\0", analysis, 1), encoding="utf-8")
     return md_path
+
+
+#: The reports' fixed prose: ``templates/<report>.md``, one file a report.
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+_SECTION = re.compile(r"^<!-- section: ([a-z0-9-]+) -->[ \t]*$", re.M)
+
+
+@functools.cache
+def template_sections(report: str) -> dict[str, str]:
+    """The sections of ``templates/<report>.md``: each starts at a line
+    ``<!-- section: NAME -->`` and runs to the next (blank lines around it dropped); what
+    stands before the first is a note to the file's editors."""
+    text = (TEMPLATES / f"{report}.md").read_text(encoding="utf-8")
+    parts = _SECTION.split(text)
+    sections: dict[str, str] = {}
+    for name, body in zip(parts[1::2], parts[2::2]):
+        if name in sections:
+            raise ValueError(f"{report}.md: section {name!r} twice")
+        sections[name] = body.strip("\n") + "\n"
+    return sections
+
+
+def prose(report: str, section: str, **values: Any) -> str:
+    """A report's fixed text: section ``section`` of ``templates/<report>.md``, its
+    ``$name`` / ``${name}`` placeholders filled from ``values`` (:class:`string.Template`;
+    a missing value is an error, ``$$`` a dollar sign)."""
+    return string.Template(template_sections(report)[section]).substitute(values)
 
 
 def figure(path: str | os.PathLike[str], caption: str, out_dir: Path, note: str = "") -> str:

@@ -33,6 +33,7 @@ from . import (
     figure,
     load,
     markdown,
+    prose,
     provenance,
     report_main,
     write_markdown,
@@ -55,6 +56,7 @@ from .cells import (
 from .leaderboard import entries, pareto
 
 PROG = "python -m sluice.analysis.combined"
+REPORT = "combined"  # templates/combined.md
 SCHEME = "combined"
 #: The systems issue 31 asks ``combined`` to beat (WebRTC* is ACE's x264 baseline).
 RIVALS = ("webrtc-x264", "ace", "mae", "vidaptive")
@@ -193,30 +195,18 @@ def write_report(lb_dir: Path, abl_dir: Path, heldout_dir: Path | None, report_d
              + ".\n")  # fmt: skip
     L += provenance(shas, command)
     L.append("")
-    L.append("`combined` (`sluice schemes`, [schemes.md](../schemes.md)) is MAE's encoder "
-             "pre-reaction (`mae`'s rule: x264's VBV buffer 40 ms of the target on each frame "
-             "whose GCC trend is above the over-use threshold) on GCC with libwebrtc's own "
-             "20-packet trendline, libwebrtc's leaky-bucket pacer at 2.5x the target (as "
-             "`webrtc-b`), and libwebrtc's frame dropping (frame dropper and congestion-window "
-             "pushback drops, as `webrtc`). One configuration for every family; no part needs "
-             "the network's help. The first `combined`, with MAE's 100 ms trendline, is the "
-             "ablation `combined-mae100`.\n")  # fmt: skip
+    L.append(prose(REPORT, "scheme"))
     L.append("## Analysis\n")
     analysis = existing_analysis(md)
     L.append(ANALYSIS_SLOT)
 
     L.append("## Verdict (issue 31)\n")
-    L.append(f"Pooled all-slot P95: every capture slot of every run of the cells both schemes "
-             f"ran, together (a slot whose frame is not shown counts until the next shown "
-             f"frame). Issue 31 asks for a lower P95 than each rival (goal {GOAL:g}x) at a mean "
-             f"VMAF no more than {VMAF_SLACK:g} point below its.\n")  # fmt: skip
+    L.append(prose(REPORT, "verdict", goal=f"{GOAL:g}", slack=f"{VMAF_SLACK:g}"))
     L.append("### The leaderboard (all families)\n")
     L.append(verdict_table(verdict(lb)) + "\n")
     if ho is not None and not ho.empty:
         L.append("### Held out: traces and clips the project does not ship\n")
-        L.append("`experiments/checks/combined-heldout.toml`: four real traces and two clips "
-                 "from the development data (../shared) that were not used while `combined` "
-                 "was built, in the leaderboard's network setting.\n")  # fmt: skip
+        L.append(prose(REPORT, "heldout"))
         L.append(verdict_table(verdict(ho)) + "\n")
         for v in (a for a in ABLATIONS if a in set(ho["scheme"])):
             L.append(f"`{v}` (an ablation) on the same held-out cells:\n")
@@ -226,15 +216,11 @@ def write_report(lb_dir: Path, abl_dir: Path, heldout_dir: Path | None, report_d
                                           *RATE_COLUMNS[1:])) + "\n")  # fmt: skip
     front, off = front_table(lb)
     L.append("### The Pareto front per family\n")
-    L.append("The leaderboard's front of mean all-slot P95 against mean VMAF among the "
-             "schemes that need no help from the network (FDCC and Co-RTV are left out, as "
-             "on the leaderboard)." + (f" `combined` is off the front in: {', '.join(off)}."
-                                       if off else " `combined` is on every family's front.")
-             + "\n")  # fmt: skip
+    L.append(prose(REPORT, "front", off=f" `combined` is off the front in: {', '.join(off)}."
+                   if off else " `combined` is on every family's front."))  # fmt: skip
     L.append(front + "\n")
     L.append("### Per family\n")
-    L.append("All-slot P95 of `combined` against each rival: the ratio of the means over the "
-             "family's cells (the per-cell median; in how many cells `combined` is lower).\n")
+    L.append(prose(REPORT, "per-family"))
     L.append(_family_versus(lb) + "\n")
     L.append(figure(plot_slot_cdf(lb, [SCHEME, *RIVALS, "webrtc-b"], img / "combined-cdf.png",
                                   "All-slot latency over every slot of the leaderboard"),
@@ -243,16 +229,7 @@ def write_report(lb_dir: Path, abl_dir: Path, heldout_dir: Path | None, report_d
                     report_dir))  # fmt: skip
 
     L.append("## Ablations\n")
-    L.append("`experiments/combined-ablations.toml`: one leaderboard window per family and two "
-             "clips (static and hand-held camera), the cells `combined` was developed on. Each "
-             "ablation drops one part: `combined-no-mae` (ABR + VBV 0.5 s throughout, GCC "
-             "without the pre-reaction), `combined-1x` (pacing factor 1.1, libwebrtc's video "
-             "default), `combined-no-fd` (no frame dropping), `combined-mae100` (MAE's 100 ms "
-             "trendline instead of GCC's 20 packets: the first `combined`). `mae` (neither 2.5x "
-             "nor frame "
-             "dropping), `webrtc-b` (neither MAE nor frame dropping, GCC's default trendline) "
-             "and `webrtc` (frame dropping, 1.1x) are the leaderboard's runs of the same "
-             "cells.\n")  # fmt: skip
+    L.append(prose(REPORT, "ablations"))
     names = list(dict.fromkeys([SCHEME, *ABLATIONS, *SOURCES, *RIVALS]))  # `mae` is in both
     L.append(pooled_table(abl_all, names, baseline=SCHEME) + "\n")
     L.append(means_table(abl_all, names, (*LATENCY_COLUMNS[:2], *STALL_COLUMNS[:2],
@@ -314,13 +291,7 @@ def _candidates(lb: Any, cands: Any, cands_ho: Any, ho: Any) -> list[str]:
 
     t = cands.table
     names = list(dict.fromkeys(t["scheme"]))
-    L = ["## How `combined` was chosen\n",
-         "`experiments/combined-candidates.toml`: candidate compositions of registered "
-         "mechanisms (a base scheme and overrides: no new code), each run on every "
-         "leaderboard cell and judged by issue 31's rule in `combined`'s place (the "
-         "leaderboard's `combined` left out). The chosen one was then run on the held-out "
-         "cells, and registered as `combined`. `base = \"combined\"` in these runs is the first "
-         "`combined`, registered as `combined-mae100` since.\n"]  # fmt: skip
+    L = ["## How `combined` was chosen\n", prose(REPORT, "candidates")]
     head = ["candidate", "recipe", *[f"vs `{r}`: P95 ratio, VMAF diff" for r in RIVALS],
             "passes", "off the front in"]  # fmt: skip
     body = []

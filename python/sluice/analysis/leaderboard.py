@@ -38,12 +38,14 @@ from . import (
     figure,
     load,
     markdown,
+    prose,
     provenance,
     report_main,
     write_markdown,
 )
 
 PROG = "python -m sluice.analysis.leaderboard"
+REPORT = "leaderboard"  # templates/leaderboard.md
 #: A scheme is ranked when its mean VMAF is at most this far below the family's best.
 VMAF_MARGIN = 2.0
 
@@ -282,24 +284,12 @@ def write_report(res_dir: Path, report_dir: Path, command: str) -> Path:
     incomplete = completeness(plan, df)
     if incomplete:
         L.append(incomplete + "\n")
-    L.append(f"**How to read it.** Per family, the schemes whose mean VMAF is within "
-             f"{VMAF_MARGIN:g} points of the family's best are ranked by their mean all-slot P95 "
-             f"(the latency over every capture slot: a slot whose frame is not shown counts "
-             f"until the next frame shown); the others follow unranked with their VMAF deficit. "
-             f"Values are means over the family's cells (three trace windows x three clips) "
-             f"± the half-width of the 95 % interval; `~`: not distinguishable from the first. "
-             f"The Pareto front holds the schemes no other scheme beats on both P95 and "
-             f"VMAF. FDCC (an oracle that knows the link's capacity) and Co-RTV (a bottleneck "
-             f"that drops late frames and reports) need the network's help: they are shown as "
-             f"references (ringed in the figure) and neither set the best VMAF, take a rank "
-             f"nor count on the front.\n")  # fmt: skip
+    L.append(prose(REPORT, "how-to-read", margin=f"{VMAF_MARGIN:g}"))
     L.append("## Analysis\n")
     analysis = existing_analysis(md)
     L.append(ANALYSIS_SLOT)
     L.append("## Ranks\n")
-    L.append("Each scheme's rank per family (`-`: VMAF more than "
-             f"{VMAF_MARGIN:g} points below the family's best), and on how many families' "
-             "Pareto fronts it is.\n")  # fmt: skip
+    L.append(prose(REPORT, "ranks", margin=f"{VMAF_MARGIN:g}"))
     L.append(summary_table(by_family) + "\n")
     L.append(figure(plot(by_family, img / "leaderboard.png"),
                     "All-slot P95 (log) against VMAF per family, with 95 % intervals, the Pareto "
