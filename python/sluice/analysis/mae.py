@@ -603,7 +603,8 @@ def write_report(
     if heldout is not None and len(heldout):
         L.append("## Held-out check: three real traces no report uses (issue 24)\n")
         L.append(prose(REPORT, "heldout"))
-        names = ordered_schemes(heldout, ("x264-gcc100", "mae", "mae-latch", "mae-timeout"))
+        names = ordered_schemes(heldout, ("x264-gcc100", "mae", "mae-latch", "mae-timeout",
+                                          "mae-refill"))  # fmt: skip
         L.append(pooled_table(heldout, names, BASELINE) + "\n")
         L.append(means_table(heldout, names, METRICS) + "\n")
         L.append(relative_table(heldout, names, []) + "\n")
