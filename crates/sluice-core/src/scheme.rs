@@ -9,7 +9,7 @@ use crate::cc::gcc::{pre_reaction_ratio_from_scaling_factor, Gcc, GccConfig};
 use crate::cc::rocc::RoccConfig;
 use crate::cc::CongestionController;
 use crate::encoder_controller::ace_c::AceCConfig;
-use crate::encoder_controller::mae::{MaeConfig, MaeMode, MaeRefill, MaeTrigger};
+use crate::encoder_controller::mae::{MaeConfig, MaeMode, MaeTrigger};
 use crate::encoder_controller::salsify::SalsifyConfig;
 use crate::encoder_controller::vidaptive::VidaptiveConfig;
 use crate::encoder_controller::vidaptive_alpha::AlphaConfig;
@@ -553,20 +553,6 @@ pub fn registry() -> Vec<SchemeInfo> {
             ),
         },
         SchemeInfo {
-            name: "mae-refill",
-            description: "mae with a Sluice addition the paper does not have: for 10 frames after a tight one x264's VBV fills at 2x the target, because x264 keeps the buffer's fill across a reconfiguration and the 0.5 s buffer comes back nearly empty, holding the next frames to a fraction of their budget (docs/results/mae.md); GCC with the 100 ms trendline; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
-            color: "#ce6dbd",
-            encoder: None,
-            config: mae_testbed(
-                gcc_100ms(Some(pre_reaction_ratio_from_scaling_factor(2.0))),
-                EncoderControllerConfig::Mae(MaeConfig {
-                    mode: MaeMode::Code,
-                    refill: Some(MaeRefill { frames: 10, max_rate_factor: 2.0 }),
-                    ..Default::default()
-                }),
-            ),
-        },
-        SchemeInfo {
             name: "mae-timeout",
             description: "mae-latch with a Sluice safeguard the paper does not have: a tight period also ends once the pre-reaction has been silent for 300 ms, so a false alarm that under-use never ends does not latch (MAE §4.2 is silent on it); r = 0.5 (s = 1); GCC with the 100 ms trendline; frame dropping off (MAE App. A.1), so GCC's DropFrame-mode pushback has no effect",
             color: "#f7b6d2",
@@ -815,8 +801,8 @@ mod tests {
                 // ACE's and MAE's baselines ran without frame dropping; Copa has no pushback.
                 "webrtc-b" | "always-burst" | "webrtc-x264" | "cbr" | "ace-n" | "ace-c" | "ace"
                 | "copa" | "copa-salsify" | "x264-gcc100" | "cbr-filler" | "salsify-vbv"
-                | "mae-no-prediction" | "mae" | "mae-latch" | "mae-timeout" | "mae-refill"
-                | "copa-x264" | "mae-copa" => FrameDropConfig::default(),
+                | "mae-no-prediction" | "mae" | "mae-latch" | "mae-timeout" | "copa-x264"
+                | "mae-copa" => FrameDropConfig::default(),
                 // Vidaptive pauses the encoder itself (§3.2); no libwebrtc frame dropping.
                 "vidaptive" | "vidaptive-rocc" | "vidaptive-no-dummy" | "vidaptive-no-pause"
                 | "vidaptive-no-alpha" => FrameDropConfig::default(),

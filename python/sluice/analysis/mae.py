@@ -603,8 +603,7 @@ def write_report(
     if heldout is not None and len(heldout):
         L.append("## Held-out check: three real traces no report uses (issue 24)\n")
         L.append(prose(REPORT, "heldout"))
-        names = ordered_schemes(heldout, ("x264-gcc100", "mae", "mae-latch", "mae-timeout",
-                                          "mae-refill"))  # fmt: skip
+        names = ordered_schemes(heldout, ("x264-gcc100", "mae", "mae-latch", "mae-timeout"))
         L.append(pooled_table(heldout, names, BASELINE) + "\n")
         L.append(means_table(heldout, names, METRICS) + "\n")
         L.append(relative_table(heldout, names, []) + "\n")

@@ -23,14 +23,6 @@
 //!   trend's frame-to-frame noise, and nothing but a real queue draining ever pushes the trend
 //!   below -6, so a false alarm latches until the next real drop (docs/results/mae.md).
 //!
-//! * **Refill** (Sluice's, not in MAE; off by default): x264 keeps its VBV buffer's fill
-//!   across `x264_encoder_reconfig` (ratecontrol.c sets the fill only when the encoder
-//!   opens), so when the buffer grows back from 40 ms to 500 ms it comes back nearly empty and
-//!   x264 holds the next frames to a fraction of their budget while it refills (on the MAE
-//!   report's held-out traces, the first frame after a tight one at 0.26 of its share of the
-//!   target, the fifth at 0.51, back to 0.9 by the tenth). [`MaeRefill`] lets the buffer fill
-//!   faster for a few frames after a tight period: VBV max rate `max_rate_factor` x the target.
-//!
 //! MAE does not skip frames, scale the target or change the congestion controller (§4.2,
 //! Fig. 9, Fig. 15). Each frame records `mae_vbv_buffer_bytes`, `mae_tight`,
 //! `mae_pre_reaction_level` and `encoder_adapted` (= tight, for the summary's
@@ -76,15 +68,6 @@ pub enum MaeMode {
     Code,
 }
 
-/// After a tight period, the VBV max rate (the rate x264's buffer fills at) is
-/// `max_rate_factor` x the target for `frames` frames (Sluice's; not in MAE).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MaeRefill {
-    pub frames: u32,
-    pub max_rate_factor: f64,
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MaeConfig {
@@ -97,8 +80,6 @@ pub struct MaeConfig {
     /// End a tight period when the trigger has not fired for this long, even without
     /// under-use: a suspected drop that did not come (not in MAE; `None`).
     pub quiet_timeout_ms: Option<f64>,
-    /// Refill the buffer faster after a tight period (not in MAE; `None`).
-    pub refill: Option<MaeRefill>,
 }
 
 impl Default for MaeConfig {
@@ -109,7 +90,6 @@ impl Default for MaeConfig {
             trigger: MaeTrigger::PreReaction,
             mode: MaeMode::Paper,
             quiet_timeout_ms: None,
-            refill: None,
         }
     }
 }
@@ -140,33 +120,19 @@ impl MaeConfig {
                 return Err(format!("encoder_controller.quiet_timeout_ms must be > 0, got {ms}"));
             }
         }
-        if let Some(r) = self.refill {
-            if r.frames == 0 {
-                return Err("encoder_controller.refill.frames must be >= 1, got 0".into());
-            }
-            if !(r.max_rate_factor.is_finite() && r.max_rate_factor >= 1.0) {
-                return Err(format!(
-                    "encoder_controller.refill.max_rate_factor must be >= 1, got {}",
-                    r.max_rate_factor
-                ));
-            }
-        }
         Ok(())
     }
 }
 
-/// The MAE encoder controller. The congestion controller latches the event times, and each
-/// frame is decided from them; the controller itself only counts the frames since the last
-/// tight one (for [`MaeRefill`]).
+/// The MAE encoder controller. It keeps no state of its own: the congestion controller
+/// latches the event times, and each frame is decided from them.
 pub struct Mae {
     config: MaeConfig,
-    /// Frames encoded since the last tight one (`u32::MAX`: none yet).
-    since_tight: u32,
 }
 
 impl Mae {
     pub fn new(config: MaeConfig) -> Self {
-        Mae { config, since_tight: u32::MAX }
+        Mae { config }
     }
 
     /// Whether this frame is encoded tight.
@@ -211,14 +177,10 @@ impl EncoderController for Mae {
         columns.bool("mae_tight", tight);
         columns.float("mae_pre_reaction_level", ctx.cc_signals.pre_reaction_level);
         columns.bool(crate::columns::ADAPTED_COLUMN, tight);
-        let mut rate_control = RateControl {
+        let rate_control = RateControl {
             vbv_buffer: buffer,
             ..RateControl::abr_vbv(ctx.cc_target, TimeDelta::ZERO)
         };
-        self.since_tight = if tight { 0 } else { self.since_tight.saturating_add(1) };
-        if let Some(r) = self.config.refill.filter(|r| !tight && self.since_tight <= r.frames) {
-            rate_control.vbv_max_rate = ctx.cc_target.scale(r.max_rate_factor);
-        }
         FramePlan { columns, ..FramePlan::from(rate_control) }.into()
     }
 }
@@ -329,40 +291,6 @@ mod tests {
         assert!(tight(&plan(&mut mae, &ctx(33, 3000, level(1.4)))));
         // No latch: the next frame with a level below 1 is normal, whatever the latched times.
         assert!(!tight(&plan(&mut mae, &ctx(66, 3000, level(0.9)))));
-    }
-
-    #[test]
-    fn refill_raises_the_vbv_fill_rate_for_the_frames_after_a_tight_one() {
-        let refill = Some(MaeRefill { frames: 3, max_rate_factor: 2.0 });
-        let cfg = MaeConfig { mode: MaeMode::Code, refill, ..Default::default() };
-        let mut mae = Mae::new(cfg);
-        let level = |l: f64| CcSignals { pre_reaction_level: Some(l), ..Default::default() };
-        let max_rate = |p: &FramePlan| p.rate_control.vbv_max_rate.as_bps() / 1000;
-        // Before any tight frame, and on tight frames: max rate = the target.
-        assert_eq!(max_rate(&plan(&mut mae, &ctx(0, 3000, level(0.5)))), 3000);
-        let p = plan(&mut mae, &ctx(33, 3000, level(1.5)));
-        assert!(tight(&p));
-        assert_eq!(max_rate(&p), 3000);
-        // The three frames after it fill at 2x the (current) target, then back to 1x.
-        let after: Vec<_> = (2..7)
-            .map(|i| max_rate(&plan(&mut mae, &ctx(33 * i, 1000, level(0.5)))))
-            .collect();
-        assert_eq!(after, [2000, 2000, 2000, 1000, 1000]);
-        // The buffer itself is the normal one throughout.
-        assert_eq!(plan(&mut mae, &ctx(300, 1000, level(0.5))).rate_code(), (false, 62_500));
-        // Off by default: the frame after a tight one is plain ABR + VBV.
-        let mut plain = Mae::new(MaeConfig { mode: MaeMode::Code, ..Default::default() });
-        plan(&mut plain, &ctx(33, 3000, level(1.5)));
-        assert_eq!(max_rate(&plan(&mut plain, &ctx(66, 3000, level(0.5)))), 3000);
-    }
-
-    #[test]
-    fn refill_needs_a_frame_and_a_factor_of_at_least_one() {
-        for (frames, factor) in [(0, 2.0), (5, 0.5), (5, f64::NAN)] {
-            let refill = Some(MaeRefill { frames, max_rate_factor: factor });
-            let err = MaeConfig { refill, ..Default::default() }.validate().unwrap_err();
-            assert!(err.contains("encoder_controller.refill."), "{err}");
-        }
     }
 
     #[test]
