@@ -178,6 +178,37 @@ fn after_a_tight_vbv_x264_undershoots_and_a_max_rate_above_the_bitrate_changes_n
     assert!((0.8..1.25).contains(&later), "{later:.2}");
 }
 
+/// Why MAE's frames after a tight one cannot be helped by a faster-filling VBV: x264 takes a
+/// new ABR bitrate only when its VBV max rate is at the bitrate ("bitrate (CBR only)" in
+/// `x264_encoder_reconfig`), so an encoder that follows a congestion controller runs in the
+/// mode where the buffer refills at the bitrate and no faster. Here a 0.2 -> 2 Mbps change:
+/// with the max rate at 2x the bitrate x264 stays at its old bitrate.
+#[test]
+fn x264_takes_a_new_abr_bitrate_only_with_the_max_rate_at_the_bitrate() {
+    let rise = |max_factor: f64| {
+        let mut cfg = X264Config::new(W, H, FPS, 200_000);
+        cfg.vbv_max_rate_bps = (200_000.0 * max_factor) as u64;
+        let mut enc = X264Encoder::open(&cfg).expect("open x264");
+        let mut clip = Clip::new();
+        let mut sizes = Vec::new();
+        for i in 0..60 {
+            if i == 30 {
+                let max = (2_000_000.0 * max_factor) as u64;
+                enc.reconfigure_rate(2_000_000, max, 1_000_000).unwrap();
+            }
+            sizes.push(enc.encode(&clip.frame(i), false).unwrap().size_bytes() as f64);
+        }
+        sizes[40..60].iter().sum::<f64>() / sizes[10..30].iter().sum::<f64>()
+    };
+    let (at, above) = (rise(1.0), rise(2.0));
+    eprintln!(
+        "frames after a 0.2 -> 2 Mbps change over those before: max rate at the bitrate \
+               {at:.2}x, at 2x {above:.2}x"
+    );
+    assert!(at > 4.0, "{at:.2}");
+    assert!(above < 2.0, "{above:.2}");
+}
+
 #[test]
 fn constant_qp_holds_the_quantiser_and_reports_psnr() {
     let encode_at = |qp: u8| {
