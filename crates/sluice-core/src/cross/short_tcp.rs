@@ -11,7 +11,6 @@ use crate::packet::{Datagram, FlowId};
 use crate::rng::Rng;
 use crate::sim::network::{Node, Port};
 use crate::units::{DataSize, TimeDelta, Timestamp};
-use std::any::Any;
 
 /// RFC 8867 §5.7 / RFC 8868 §6.1's parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -151,12 +150,6 @@ impl Node for ShortTcpSender {
             None if self.next_start < self.stop => self.next_start,
             None => Timestamp::INFINITY,
         }
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 

@@ -14,7 +14,6 @@ use super::{TcpCc, TcpCongestion};
 use crate::packet::{Datagram, Ecn, Feedback, FlowId, Packet, PacketReport, TransportFeedback};
 use crate::sim::network::{Node, Port, OUT};
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
-use std::any::Any;
 use std::collections::BTreeMap;
 
 /// A bulk datagram on the wire: a 1500-byte IP packet (Ethernet MTU).
@@ -409,13 +408,6 @@ impl Node for TcpSender {
             t
         }
     }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
 }
 
 /// The receiving side of a bulk flow: an acknowledgement per datagram, at once.
@@ -461,12 +453,6 @@ impl Node for TcpReceiver {
     }
     fn poll_timeout(&self) -> Timestamp {
         Timestamp::INFINITY
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 

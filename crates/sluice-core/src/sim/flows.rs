@@ -586,12 +586,6 @@ impl super::network::Node for Outbox {
     fn poll_timeout(&self) -> Timestamp {
         Timestamp::INFINITY
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
 }
 
 /// The TCP cross traffic of a run (bulk and short flows) as one sans-IO state machine

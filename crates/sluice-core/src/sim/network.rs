@@ -30,7 +30,23 @@ pub const REPORT: Port = 1;
 pub const IN: Port = 0;
 
 /// One element of the simulated network.
-pub trait Node: Send {
+/// A node's view as [`Any`], for the simulator to reach a concrete node (the sender, a link)
+/// by downcasting; every `'static` type has it.
+pub trait AsAny {
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+pub trait Node: AsAny + Send {
     /// A datagram arrives on input port `port` at `now`.
     fn handle_input(&mut self, port: Port, datagram: Datagram, now: Timestamp);
     /// Timer work due at or before `now`; a spurious call does nothing.
@@ -40,8 +56,6 @@ pub trait Node: Send {
     fn poll_output(&mut self, now: Timestamp) -> Option<(Port, Datagram)>;
     /// When the node next has something to do (`Timestamp::INFINITY`: nothing without input).
     fn poll_timeout(&self) -> Timestamp;
-    fn as_any(&self) -> &dyn Any;
-    fn as_any_mut(&mut self) -> &mut dyn Any;
     /// Whether the node is polled at every instant something happens anywhere, due or not
     /// (see [`Network`]). The sender is: its pacer pays its budget at every poll, rounded to
     /// the byte, and re-reads its queue-drain rate, so how often it is polled shows in its
@@ -69,12 +83,6 @@ impl Node for Sender {
     fn poll_timeout(&self) -> Timestamp {
         Sender::poll_timeout(self)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
 }
 
 impl Node for Receiver {
@@ -89,12 +97,6 @@ impl Node for Receiver {
     }
     fn poll_timeout(&self) -> Timestamp {
         Receiver::poll_timeout(self)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 
@@ -113,12 +115,6 @@ impl Node for Link {
     }
     fn poll_timeout(&self) -> Timestamp {
         Link::poll_timeout(self)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 
@@ -140,12 +136,6 @@ impl Node for Demux {
     }
     fn poll_timeout(&self) -> Timestamp {
         Timestamp::INFINITY
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 
@@ -204,12 +194,6 @@ impl Node for FaultNode {
     fn poll_timeout(&self) -> Timestamp {
         self.held.front().map_or(Timestamp::INFINITY, |(t, _)| *t)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
 }
 
 /// A node that exists only from `start` to `stop` (a competing flow with start and stop
@@ -258,12 +242,6 @@ impl<N: Node + 'static> Node for Scheduled<N> {
         } else {
             t
         }
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 
@@ -324,19 +302,20 @@ impl Network {
     }
     /// Node `id` as its concrete type, if it is one.
     pub fn get<T: Any>(&self, id: NodeId) -> Option<&T> {
-        self.nodes.get(id)?.1.as_any().downcast_ref()
+        // Through the node, not the box (a `Box<dyn Node>` is `Any` itself).
+        AsAny::as_any(&*self.nodes.get(id)?.1).downcast_ref()
     }
     /// Node `id` as its concrete type, if it is one; the network looks at it again before
     /// it next settles (whatever the caller does to it).
     pub fn get_mut<T: Any>(&mut self, id: NodeId) -> Option<&mut T> {
         *self.dirty.get_mut(id)? = true;
-        self.nodes.get_mut(id)?.1.as_any_mut().downcast_mut()
+        AsAny::as_any_mut(&mut *self.nodes.get_mut(id)?.1).downcast_mut()
     }
     /// Node `id` as its concrete type, to drain what it recorded (events, drop logs). The
     /// caller must not change what the node outputs or when: the network does not look at it
     /// again because of this access (use [`Network::get_mut`] for anything else).
     pub fn get_mut_for_events<T: Any>(&mut self, id: NodeId) -> Option<&mut T> {
-        self.nodes.get_mut(id)?.1.as_any_mut().downcast_mut()
+        AsAny::as_any_mut(&mut *self.nodes.get_mut(id)?.1).downcast_mut()
     }
     pub fn unrouted(&self) -> u64 {
         self.unrouted
@@ -420,12 +399,6 @@ mod tests {
         fn poll_timeout(&self) -> Timestamp {
             self.0.front().map_or(Timestamp::INFINITY, |(t, _)| *t)
         }
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-        fn as_any_mut(&mut self) -> &mut dyn Any {
-            self
-        }
     }
 
     /// Records what arrives, with the port and the time.
@@ -441,12 +414,6 @@ mod tests {
         }
         fn poll_timeout(&self) -> Timestamp {
             Timestamp::INFINITY
-        }
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-        fn as_any_mut(&mut self) -> &mut dyn Any {
-            self
         }
     }
 

@@ -467,7 +467,6 @@ fn queue_feedback_every_rtt_and_drop_feedback_at_once() {
 #[test]
 fn feedback_reaches_the_sender_exactly_the_access_delay_later() {
     use crate::sim::network::{Network, Node, Port, IN, OUT, REPORT};
-    use std::any::Any;
     /// Frames of 34 x 1200 B at 60 fps.
     struct Frames(u64);
     impl Node for Frames {
@@ -484,12 +483,6 @@ fn feedback_reaches_the_sender_exactly_the_access_delay_later() {
         fn poll_timeout(&self) -> Timestamp {
             Timestamp::ZERO + TimeDelta::from_secs_f64((self.0 / 34) as f64 / FPS)
         }
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-        fn as_any_mut(&mut self) -> &mut dyn Any {
-            self
-        }
     }
     #[derive(Default)]
     struct Sink(Vec<(Timestamp, Datagram)>);
@@ -503,12 +496,6 @@ fn feedback_reaches_the_sender_exactly_the_access_delay_later() {
         }
         fn poll_timeout(&self) -> Timestamp {
             Timestamp::INFINITY
-        }
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-        fn as_any_mut(&mut self) -> &mut dyn Any {
-            self
         }
     }
     let spec = crate::link::TraceSpec::parse_cli("steps:20@1,2@9").unwrap();
