@@ -98,6 +98,20 @@ pub struct SchemeConfig {
 }
 
 impl SchemeConfig {
+    /// `pacer` with every other component at its default: GCC, ABR + VBV(0.5 s), no frame
+    /// dropping, no Salsify stage, a drop-tail bottleneck, the run's feedback interval.
+    pub fn new(pacer: PacerConfig) -> Self {
+        SchemeConfig {
+            pacer,
+            cc: CcConfig::default(),
+            encoder_controller: EncoderControllerConfig::default(),
+            frame_drop: FrameDropConfig::default(),
+            salsify: None,
+            bottleneck: BottleneckConfig::DropTail {},
+            feedback_interval_ms: None,
+        }
+    }
+
     /// The scheme's encoder controller: `encoder_controller` behind the `salsify` stage and
     /// then the `frame_drop` stage (each if it is on).
     pub fn build_encoder_controller(&self) -> Box<dyn EncoderController> {
@@ -154,15 +168,7 @@ fn gcc_100ms(pre_reaction_ratio: Option<f64>) -> CcConfig {
 /// A scheme of MAE's comparison: GCC with the 100 ms trendline, the libwebrtc pacer,
 /// frame dropping off (MAE App. A.1: no frame lost for the x264 schemes).
 fn mae_testbed(cc: CcConfig, encoder_controller: EncoderControllerConfig) -> SchemeConfig {
-    SchemeConfig {
-        pacer: leaky(),
-        cc,
-        encoder_controller,
-        frame_drop: FrameDropConfig::default(),
-        salsify: None,
-        bottleneck: BottleneckConfig::DropTail {},
-        feedback_interval_ms: None,
-    }
+    SchemeConfig { cc, encoder_controller, ..SchemeConfig::new(leaky()) }
 }
 
 /// Copa as the `copa` scheme runs it, with `copa`'s settings and `encoder_controller`.
@@ -218,16 +224,16 @@ fn vidaptive(
     encoder_controller: VidaptiveConfig,
 ) -> SchemeConfig {
     SchemeConfig {
-        pacer: PacerConfig::Vidaptive(VidaptivePacerConfig { dummy, ..Default::default() }),
         cc,
         encoder_controller: EncoderControllerConfig::Vidaptive(encoder_controller),
-        frame_drop: FrameDropConfig::default(),
-        salsify: None,
-        bottleneck: BottleneckConfig::DropTail {},
         // As the `copa` baseline: ACK-clocked controllers need reports more often than
         // WebRTC's 50 ms; with 50 ms the window must also cover the report wait, and
         // cwnd / srtt overstates the rate the window allows.
         feedback_interval_ms: Some(10.0),
+        ..SchemeConfig::new(PacerConfig::Vidaptive(VidaptivePacerConfig {
+            dummy,
+            ..Default::default()
+        }))
     }
 }
 
@@ -257,7 +263,6 @@ fn combined(
         EncoderControllerConfig::default()
     };
     SchemeConfig {
-        pacer: leaky(),
         cc: CcConfig::Gcc(GccConfig { pacing_factor, ..gcc }),
         encoder_controller,
         frame_drop: if frame_drop {
@@ -265,9 +270,7 @@ fn combined(
         } else {
             FrameDropConfig::default()
         },
-        salsify: None,
-        bottleneck: BottleneckConfig::DropTail {},
-        feedback_interval_ms: None,
+        ..SchemeConfig::new(leaky())
     }
 }
 
@@ -289,13 +292,8 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#1f77b4",
             encoder: None,
             config: SchemeConfig {
-                pacer: leaky(),
-                cc: CcConfig::default(),
-                encoder_controller: EncoderControllerConfig::default(),
                 frame_drop: FrameDropConfig::LIBWEBRTC,
-                salsify: None,
-                bottleneck: BottleneckConfig::DropTail {},
-                feedback_interval_ms: None,
+                ..SchemeConfig::new(leaky())
             },
         },
         SchemeInfo {
@@ -304,16 +302,11 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#aec7e8",
             encoder: None,
             config: SchemeConfig {
-                pacer: PacerConfig::LeakyBucket(LeakyBucketConfig {
+                frame_drop: FrameDropConfig::LIBWEBRTC,
+                ..SchemeConfig::new(PacerConfig::LeakyBucket(LeakyBucketConfig {
                     burst_interval_ms: 40.0,
                     ..Default::default()
-                }),
-                cc: CcConfig::default(),
-                encoder_controller: EncoderControllerConfig::default(),
-                frame_drop: FrameDropConfig::LIBWEBRTC,
-                salsify: None,
-                bottleneck: BottleneckConfig::DropTail {},
-                feedback_interval_ms: None,
+                }))
             },
         },
         SchemeInfo {
@@ -322,13 +315,8 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#ff7f0e",
             encoder: None,
             config: SchemeConfig {
-                pacer: leaky(),
                 cc: gcc_pacing_2_5(),
-                encoder_controller: EncoderControllerConfig::default(),
-                frame_drop: FrameDropConfig::default(),
-                salsify: None,
-                bottleneck: BottleneckConfig::DropTail {},
-                feedback_interval_ms: None,
+                ..SchemeConfig::new(leaky())
             },
         },
         SchemeInfo {
@@ -336,30 +324,14 @@ pub fn registry() -> Vec<SchemeInfo> {
             description: "AlwaysBurst (ACE §6.1): GCC, no pacing; frames leave as one burst; frame dropping off as in ACE's runs (§6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#d62728",
             encoder: None,
-            config: SchemeConfig {
-                pacer: PacerConfig::None {},
-                cc: CcConfig::default(),
-                encoder_controller: EncoderControllerConfig::default(),
-                frame_drop: FrameDropConfig::default(),
-                salsify: None,
-                bottleneck: BottleneckConfig::DropTail {},
-                feedback_interval_ms: None,
-            },
+            config: SchemeConfig::new(PacerConfig::None {}),
         },
         SchemeInfo {
             name: "webrtc-x264",
             description: "WebRTC* (ACE §6.1): x264 ABR + VBV(0.5 s), GCC, leaky-bucket pacer at 1.1x; frame dropping off as in ACE's runs (§6.3), so GCC's DropFrame-mode pushback has no effect",
             color: "#2ca02c",
             encoder: Some("x264"),
-            config: SchemeConfig {
-                pacer: leaky(),
-                cc: CcConfig::default(),
-                encoder_controller: EncoderControllerConfig::default(),
-                frame_drop: FrameDropConfig::default(),
-                salsify: None,
-                bottleneck: BottleneckConfig::DropTail {},
-                feedback_interval_ms: None,
-            },
+            config: SchemeConfig::new(leaky()),
         },
         SchemeInfo {
             name: "cbr",
@@ -367,13 +339,8 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#9467bd",
             encoder: None,
             config: SchemeConfig {
-                pacer: leaky(),
-                cc: CcConfig::default(),
                 encoder_controller: EncoderControllerConfig::OneFrameVbv { filler: false },
-                frame_drop: FrameDropConfig::default(),
-                salsify: None,
-                bottleneck: BottleneckConfig::DropTail {},
-                feedback_interval_ms: None,
+                ..SchemeConfig::new(leaky())
             },
         },
         SchemeInfo {
@@ -399,13 +366,9 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#8c564b",
             encoder: Some("x264"),
             config: SchemeConfig {
-                pacer: leaky(),
                 cc: gcc_200ms(1.0),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
-                frame_drop: FrameDropConfig::default(),
-                salsify: None,
-                bottleneck: BottleneckConfig::DropTail {},
-                feedback_interval_ms: None,
+                ..SchemeConfig::new(leaky())
             },
         },
         SchemeInfo {
@@ -414,13 +377,8 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#17becf",
             encoder: Some("x264"),
             config: SchemeConfig {
-                pacer: PacerConfig::AceN(AceNConfig::default()),
                 cc: gcc_200ms(1.1),
-                encoder_controller: EncoderControllerConfig::default(),
-                frame_drop: FrameDropConfig::default(),
-                salsify: None,
-                bottleneck: BottleneckConfig::DropTail {},
-                feedback_interval_ms: None,
+                ..SchemeConfig::new(PacerConfig::AceN(AceNConfig::default()))
             },
         },
         SchemeInfo {
@@ -429,13 +387,9 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#e377c2",
             encoder: Some("x264"),
             config: SchemeConfig {
-                pacer: PacerConfig::AceN(AceNConfig::default()),
                 cc: gcc_200ms(1.1),
                 encoder_controller: EncoderControllerConfig::AceC(AceCConfig::default()),
-                frame_drop: FrameDropConfig::default(),
-                salsify: None,
-                bottleneck: BottleneckConfig::DropTail {},
-                feedback_interval_ms: None,
+                ..SchemeConfig::new(PacerConfig::AceN(AceNConfig::default()))
             },
         },
         SchemeInfo {
