@@ -29,7 +29,6 @@ pub const REPORT: Port = 1;
 /// The input port of every built-in node.
 pub const IN: Port = 0;
 
-/// One element of the simulated network.
 /// A node's view as [`Any`], for the simulator to reach a concrete node (the sender, a link)
 /// by downcasting; every `'static` type has it.
 pub trait AsAny {
@@ -46,6 +45,7 @@ impl<T: Any> AsAny for T {
     }
 }
 
+/// One element of the simulated network.
 pub trait Node: AsAny + Send {
     /// A datagram arrives on input port `port` at `now`.
     fn handle_input(&mut self, port: Port, datagram: Datagram, now: Timestamp);
