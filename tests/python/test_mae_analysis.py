@@ -134,3 +134,24 @@ def test_mae_report_on_the_model_plan(tmp_path, capsys):
     # two results of the same encoder are a user error, not a stack trace
     assert mae.main([str(root / "mae-tiny"), str(root / "mae-tiny")]) == 2
     assert "two model results" in capsys.readouterr().err
+
+
+def test_after_events_follows_the_frames_after_a_tight_one_and_after_a_cut() -> None:
+    from sluice.analysis.mae import AFTER_FRAMES, after_events
+
+    # 30 fps at 240 kbps: a frame's share is 1000 B. Frame 2 is tight; the target is cut by
+    # half at frame 4 (its share 500 B from there).
+    sizes = [1000, 1000, 300, 250, 400, 500, 600]
+    target = [240_000] * 4 + [120_000] * 3
+    frames = pd.DataFrame({"size_bytes": sizes, "target_rate_bps": target,
+                           "encoder_adapted": [False, False, True, False, False, False, False]})
+    tight, cut = after_events(frames, 30.0)
+    assert len(tight) == len(cut) == AFTER_FRAMES
+    # After the tight frame: 250 / 1000, then 400 / 500, 500 / 500, 600 / 500.
+    assert tight[:4] == [[0.25], [0.8], [1.0], [1.2]]
+    assert all(t == [] for t in tight[4:])
+    # From the cut (frame 4 is k = 0): 400, 500, 600 over 500.
+    assert cut[:3] == [[0.8], [1.0], [1.2]] and all(c == [] for c in cut[3:])
+    # Without the adapted column (the baseline), no tight frames; the cut is still seen.
+    tight, cut = after_events(frames.drop(columns=["encoder_adapted"]), 30.0)
+    assert all(t == [] for t in tight) and cut[0] == [0.8]

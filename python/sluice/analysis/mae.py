@@ -323,6 +323,78 @@ def plot_lead_cdf(lead_sets: dict[str, np.ndarray], out: Path) -> Path:
     return save(fig, out)
 
 
+#: Frames after an event that :func:`after_events` follows.
+AFTER_FRAMES = 30
+#: A rate cut: the target falls by more than this share from one frame to the next.
+CUT_SHARE = 0.1
+
+
+def after_events(frames: Any, fps: float) -> tuple[list[list[float]], list[list[float]]]:
+    """Each frame's size over its share of the target (``size * 8 * fps / target``) in the
+    ``AFTER_FRAMES`` frames after an event: ``[k]`` holds the values of the ``k + 1``-th frame
+    after the last tight frame (tight frames themselves left out; a new tight frame starts
+    over), and of the ``k``-th frame from a rate cut (the first frame at the lower target is
+    ``k = 0``)."""
+    size = frames["size_bytes"].to_numpy(dtype=float)
+    target = frames["target_rate_bps"].to_numpy(dtype=float)
+    ratio = np.where(target > 0, size * 8.0 * fps / np.where(target > 0, target, 1.0), np.nan)
+    tight = (
+        frames["encoder_adapted"].fillna(False).astype(bool).to_numpy()
+        if "encoder_adapted" in frames
+        else np.zeros(len(frames), dtype=bool)
+    )
+    after_tight: list[list[float]] = [[] for _ in range(AFTER_FRAMES)]
+    after_cut: list[list[float]] = [[] for _ in range(AFTER_FRAMES)]
+    last_tight = None
+    for i in range(len(frames)):
+        if tight[i]:
+            last_tight = i
+        elif last_tight is not None and i - last_tight <= AFTER_FRAMES:
+            after_tight[i - last_tight - 1].append(ratio[i])
+        if i > 0 and target[i] < (1.0 - CUT_SHARE) * target[i - 1]:
+            for k in range(min(AFTER_FRAMES, len(frames) - i)):
+                after_cut[k].append(ratio[i + k])
+    return after_tight, after_cut
+
+
+def plot_after_events(df: Any, out: Path, schemes: Sequence[str]) -> Path:
+    """Frame size over its share of the target after a tight frame and after a rate cut,
+    every x264 run of ``schemes`` in ``df`` pooled: libx264's undershoot after MAE's tight
+    frames, and its overshoot after GCC's cuts (docs/results/mae.md)."""
+    fig, (ax_t, ax_c) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained", sharey=True)
+    k = np.arange(1, AFTER_FRAMES + 1)
+    for scheme in schemes:
+        tight: list[list[float]] = [[] for _ in range(AFTER_FRAMES)]
+        cut: list[list[float]] = [[] for _ in range(AFTER_FRAMES)]
+        for run_dir in df.loc[df["scheme"] == scheme, "run_dir"]:
+            run = results.load_run(run_dir)
+            t, c = after_events(run.frames, float((run.header.get("config") or {})["fps"]))
+            for acc, new in ((tight, t), (cut, c)):
+                for a, n in zip(acc, new):
+                    a.extend(n)
+        color = scheme_color(scheme)
+        for ax, acc, x in ((ax_t, tight, k), (ax_c, cut, k - 1)):
+            mean = [np.nanmean(a) if a else np.nan for a in acc]
+            if any(a for a in acc):
+                ax.plot(x, mean, marker=".", color=color, label=f"{scheme} ({len(acc[0])})")
+    for ax, title, xlabel in (
+        (ax_t, "after the last tight frame", "frames after the last tight frame"),
+        (ax_c, "from a rate cut (target down > 10 %)", "frames from the cut"),
+    ):
+        ax.axhline(1.0, ls="--", lw=1, color="0.5")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+        else:
+            no_data(ax, "no such frames")
+    ax_t.set_ylabel("frame size / its share of the target")
+    fig.suptitle("x264 after MAE's tight frames and after GCC's cuts (mean over events)",
+                 fontsize=10)  # fmt: skip
+    return save(fig, out)
+
+
 def plot_drop(runs: Sequence[results.Run], out: Path, t0: float, t1: float) -> Path:
     """Around one drop: capacity and target, the encoded frame sizes against the target frame
     size, MAE's tight flag, and frame latency (MAE Fig. 2, Fig. 16)."""
@@ -384,9 +456,17 @@ def plot_drop(runs: Sequence[results.Run], out: Path, t0: float, t1: float) -> P
 
 
 def make_figures(
-    x264: Any, model: Any, img: Path, lead_sets: dict[str, np.ndarray]
+    x264: Any, model: Any, img: Path, lead_sets: dict[str, np.ndarray], heldout: Any = None
 ) -> dict[str, tuple[Path, str]]:
     figs: dict[str, tuple[Path, str]] = {}
+    if heldout is not None and len(heldout):
+        names = ordered_schemes(heldout, (BASELINE, "mae", "mae-latch"))
+        figs["after"] = (
+            plot_after_events(heldout, img / "mae-after-tight.png", names),
+            "Held out, x264: each frame's size over its share of the target after the last "
+            "tight frame (left) and from a GCC rate cut (right), mean over the events of the "
+            "three runs of each scheme (the count in the legend)",
+        )
     if len(x264):
         main = ordered_schemes(x264, MAIN)
         figs["tradeoff"] = (
@@ -526,7 +606,7 @@ def write_report(
     lead_sets = (
         {s: leads(model, s) for s in ordered_schemes(model, LEAD_SCHEMES)} if len(model) else {}
     )
-    figs = make_figures(x264, model, img, lead_sets)
+    figs = make_figures(x264, model, img, lead_sets, heldout)
 
     def fig(key: str) -> str:
         if key not in figs:
@@ -607,6 +687,7 @@ def write_report(
         L.append(pooled_table(heldout, names, BASELINE) + "\n")
         L.append(means_table(heldout, names, METRICS) + "\n")
         L.append(relative_table(heldout, names, []) + "\n")
+        L.append(fig("after"))
 
     if len(model):
         main = ordered_schemes(model, MAIN)
