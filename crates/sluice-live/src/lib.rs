@@ -27,7 +27,8 @@ use sluice_core::session::{ConfigError, RunConfig};
 
 /// What every live entry point checks before it builds anything: the config itself, then
 /// what live mode cannot carry (one bottleneck, the relay's; TCP cross traffic only, which
-/// the relay builds with [`sluice_core::sim::flows::CrossTraffic::for_run`]).
+/// the relay builds with [`sluice_core::sim::flows::CrossTraffic::for_run`]; checked here
+/// without building it).
 pub fn check_live_config(cfg: &RunConfig) -> Result<(), ConfigError> {
     cfg.validate()?;
     if cfg.second_bottleneck.is_some() {
@@ -35,5 +36,5 @@ pub fn check_live_config(cfg: &RunConfig) -> Result<(), ConfigError> {
             "live mode has one bottleneck, the relay's: second_bottleneck is simulated only".into(),
         ));
     }
-    sluice_core::sim::flows::CrossTraffic::for_run(cfg).map(|_| ())
+    sluice_core::sim::flows::CrossTraffic::check(cfg)
 }

@@ -603,9 +603,24 @@ pub struct CrossTraffic {
 }
 
 impl CrossTraffic {
+    /// Whether the relay can carry `cfg.competing` (TCP flows only), without building it:
+    /// `Err` names the first competing media flow, which needs a sender and a receiver of its
+    /// own, not a relay.
+    pub fn check(cfg: &RunConfig) -> Result<(), ConfigError> {
+        match cfg.competing.iter().find(|c| matches!(c.kind, CompetingKind::Media { .. })) {
+            Some(c) => Err(ConfigError(format!(
+                "competing flow '{}': a media flow needs its own sender and receiver; live \
+                 mode carries TCP cross traffic only (tcp:..., short-tcp)",
+                c.spec()
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// The TCP flows of `cfg.competing` (`None` without any); `Err` for a competing media
     /// flow, which needs a sender and a receiver of its own, not a relay.
     pub fn for_run(cfg: &RunConfig) -> Result<Option<CrossTraffic>, ConfigError> {
+        Self::check(cfg)?;
         if cfg.competing.is_empty() {
             return Ok(None);
         }
@@ -620,13 +635,7 @@ impl CrossTraffic {
                 .stop_s
                 .map_or(Timestamp::INFINITY, |s| Timestamp::ZERO + TimeDelta::from_secs_f64(s));
             let s = match &c.kind {
-                CompetingKind::Media { .. } => {
-                    return Err(ConfigError(format!(
-                        "competing flow '{}': a media flow needs its own sender and receiver; \
-                         live mode carries TCP cross traffic only (tcp:..., short-tcp)",
-                        c.spec()
-                    )))
-                }
+                CompetingKind::Media { .. } => unreachable!("refused by CrossTraffic::check"),
                 CompetingKind::Tcp(cc) => {
                     net.add("tcp-sender", Box::new(TcpSender::new(flow, *cc, start, until)))
                 }
