@@ -119,18 +119,31 @@ fn filler_data_pads_a_cheap_stream_to_the_bitrate() {
     assert!(without < 0.2, "without filler: {without:.3} of the bitrate");
 }
 
+/// Frame sizes of the first `frames` frames of the clip from `enc`, with `rate(i)` (bitrate,
+/// VBV max rate, VBV buffer; bits and bits per second) set before frame `i` where it is
+/// `Some`.
+fn sizes_with_rates(
+    enc: &mut X264Encoder,
+    frames: u32,
+    mut rate: impl FnMut(u32) -> Option<(u64, u64, u64)>,
+) -> Vec<f64> {
+    let mut clip = Clip::new();
+    (0..frames)
+        .map(|i| {
+            if let Some((bitrate, max, buffer)) = rate(i) {
+                enc.reconfigure_rate(bitrate, max, buffer).unwrap();
+            }
+            enc.encode(&clip.frame(i), false).unwrap().size_bytes() as f64
+        })
+        .collect()
+}
+
 #[test]
 fn reconfigure_rate_drops_frame_size() {
     let mut enc = open(2_000_000);
-    let mut clip = Clip::new();
-    let mut sizes = Vec::new();
-    for i in 0..60 {
-        if i == 30 {
-            enc.reconfigure_rate(200_000, 200_000, 100_000).unwrap();
-            assert_eq!(enc.rate().bitrate_bps, 200_000);
-        }
-        sizes.push(enc.encode(&clip.frame(i), false).unwrap().size_bytes() as f64);
-    }
+    let sizes =
+        sizes_with_rates(&mut enc, 60, |i| (i == 30).then_some((200_000, 200_000, 100_000)));
+    assert_eq!(enc.rate().bitrate_bps, 200_000);
     let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
     let before = mean(&sizes[10..30]);
     let after = mean(&sizes[40..60]);
@@ -145,17 +158,12 @@ fn reconfigure_rate_drops_frame_size() {
 /// buffer, the rest at 0.5 s, the VBV max rate `max_factor` x the 1 Mbps ABR bitrate from
 /// frame 20 on. Frame sizes.
 fn vbv_run(tight: std::ops::Range<u32>, max_factor: f64) -> Vec<f64> {
-    let mut enc = open(1_000_000);
-    let mut clip = Clip::new();
-    (0..80)
-        .map(|i| {
-            let r = 1_000_000;
-            let max = if i >= 20 { (r as f64 * max_factor) as u64 } else { r };
-            let buffer = if tight.contains(&i) { r * 40 / 1000 } else { r / 2 };
-            enc.reconfigure_rate(r, max, buffer).unwrap();
-            enc.encode(&clip.frame(i), false).unwrap().size_bytes() as f64
-        })
-        .collect()
+    let r = 1_000_000;
+    sizes_with_rates(&mut open(r), 80, |i| {
+        let max = if i >= 20 { (r as f64 * max_factor) as u64 } else { r };
+        let buffer = if tight.contains(&i) { r * 40 / 1000 } else { r / 2 };
+        Some((r, max, buffer))
+    })
 }
 
 #[test]
@@ -189,15 +197,9 @@ fn x264_takes_a_new_abr_bitrate_only_with_the_max_rate_at_the_bitrate() {
         let mut cfg = X264Config::new(W, H, FPS, 200_000);
         cfg.vbv_max_rate_bps = (200_000.0 * max_factor) as u64;
         let mut enc = X264Encoder::open(&cfg).expect("open x264");
-        let mut clip = Clip::new();
-        let mut sizes = Vec::new();
-        for i in 0..60 {
-            if i == 30 {
-                let max = (2_000_000.0 * max_factor) as u64;
-                enc.reconfigure_rate(2_000_000, max, 1_000_000).unwrap();
-            }
-            sizes.push(enc.encode(&clip.frame(i), false).unwrap().size_bytes() as f64);
-        }
+        let max = (2_000_000.0 * max_factor) as u64;
+        let sizes =
+            sizes_with_rates(&mut enc, 60, |i| (i == 30).then_some((2_000_000, max, 1_000_000)));
         sizes[40..60].iter().sum::<f64>() / sizes[10..30].iter().sum::<f64>()
     };
     let (at, above) = (rise(1.0), rise(2.0));
