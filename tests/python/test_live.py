@@ -42,6 +42,28 @@ def test_live_run_of_webrtc_displays_frames_and_writes_results_plot_draws(tmp_pa
         assert (out / png).stat().st_size > 10_000
 
 
+def test_a_live_run_shares_the_relay_with_a_competing_media_flow_and_counts_both(
+        tmp_path, capsys):
+    # Issue 29: the relay carries a competing media flow (its sender and receiver run inside
+    # the relay); the summary has `flows` and `jain_index` as a simulated run's.
+    out = tmp_path / "shared"
+    rc = main(["live", "run", "--trace", "gen:constant:4", "--queue-bytes", "60000",
+               "--delay-ms", "25", "--duration", "14", "--competing", "media:webrtc@1",
+               "--out", str(out), "--json"])  # fmt: skip
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    flows = summary["flows"]
+    assert [(f["flow"], f["kind"], f["scheme"]) for f in flows] == [
+        (0, "media", "webrtc"), (1, "media", "webrtc")]
+    # Both send, and together they fill most of the 4 Mbps from 1 s on.
+    assert all(f["mean_rate_bps"] > 0.3e6 for f in flows), flows
+    assert sum(f["mean_rate_bps"] for f in flows) > 3.0e6, flows
+    assert abs(sum(f["share"] for f in flows) - 1.0) < 0.01, flows
+    assert 0.5 < summary["jain_index"] <= 1.0, summary["jain_index"]
+    run = results.load_run(out)
+    assert run.samples["flow1_rate_bps"].iloc[-50:].sum() > 0
+
+
 def test_live_run_over_webrtc_counts_forged_datagrams_and_displays_every_frame(tmp_path, capsys):
     # Issue 28: DTLS-SRTP between the sender and the receiver (str0m); the relay forges SRTP
     # packets to the receiver and sends plain NACKs and keyframe requests to the sender.

@@ -246,7 +246,7 @@ pub struct Summary {
 }
 
 /// One flow's share of the bottleneck (`flows` in the summary).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FlowSummary {
     /// The flow id (0: the session's media flow).
     pub flow: u32,

@@ -27,6 +27,8 @@ pub struct MergeInput<'a> {
     pub bottleneck_drops: bool,
     /// What the path faults did (the summary's `path_faults`), if the run had any.
     pub path_faults: Option<sluice_core::link::faults::FaultStats>,
+    /// With competing flows: every flow's summary and Jain's index (the relay's).
+    pub flows: Option<(Vec<metrics::FlowSummary>, Option<f64>)>,
 }
 
 /// The simulator's result of a live session, and the bottleneck reports that reached the
@@ -61,6 +63,11 @@ pub fn merge(input: MergeInput<'_>) -> (RunResult, u64) {
         input.end,
     );
     summary.path_faults = input.path_faults;
+    if let Some((flows, jain)) = input.flows {
+        // As the simulator's summary: an index that cannot be computed is NaN (null).
+        summary.flows = Some(flows);
+        summary.jain_index = Some(jain.unwrap_or(f64::NAN));
+    }
     let reports = recorder.bottleneck_reports;
     let run = RunResult {
         frames,

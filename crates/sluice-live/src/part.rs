@@ -140,6 +140,12 @@ pub struct RelayPart {
     /// Every datagram's way through the relay, if the relay was asked to log them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub datagrams: Vec<crate::endpoint::DatagramRecord>,
+    /// With competing flows: every flow at the bottleneck (the summary's `flows`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<Vec<sluice_core::metrics::FlowSummary>>,
+    /// With competing flows: Jain's index (`None`: no interval with every flow active).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jain_index: Option<f64>,
 }
 
 /// One process's part.
@@ -301,6 +307,7 @@ impl RelayPart {
     /// The part of a relay that has ended, with the link samples it recorded.
     pub fn of(r: &RelayEndpoint, info: PartInfo, link_samples: Vec<LinkSampleRecord>) -> Self {
         let stats = r.media_stats();
+        let flows = r.flow_summaries();
         RelayPart {
             info,
             malformed: r.malformed(),
@@ -318,6 +325,8 @@ impl RelayPart {
             policy_dropped_frames: r.policy_dropped_frames.clone(),
             link_samples,
             datagrams: r.datagram_log(),
+            flows: flows.as_ref().map(|(f, _)| f.clone()),
+            jain_index: flows.and_then(|(_, j)| j),
         }
     }
 }
@@ -440,6 +449,7 @@ pub fn merge_parts(
         bottleneck_drops: relay.is_some() && scheme.bottleneck.drops_frames(),
         // The relay's path faults (the merged config has the relay's `faults`).
         path_faults: relay.filter(|_| !cfg.faults.is_none()).map(|r| r.faults),
+        flows: r.flows.clone().map(|f| (f, r.jain_index)),
     });
     let stats = live_stats(sender, relay, receiver, reports);
     Ok(LiveResult { run, stats })

@@ -372,6 +372,7 @@ impl LiveRun {
             end: self.end,
             bottleneck_drops: self.bottleneck_drops,
             path_faults: self.path_faults.then_some(xp.faults),
+            flows: xp.flows.clone().map(|f| (f, xp.jain_index)),
         });
         let live = LiveStats {
             sender_restarts: restarts.0,

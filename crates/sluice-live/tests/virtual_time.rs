@@ -178,6 +178,10 @@ fn the_relay_carries_tcp_cross_traffic_in_its_bottleneck() {
     let live_share = media.delivered_bytes as f64 / total;
     eprintln!("media share over the wire {live_share:.3}, simulated {:.3}", flows[0].share);
     assert!((live_share - flows[0].share).abs() < 0.1, "{live_share} vs {}", flows[0].share);
+    // The relay's summary of the flows says the same as its counters, and has the TCP flow.
+    let (summary, _) = relay.flow_summaries().expect("flows with cross traffic");
+    assert!((summary[0].share - live_share).abs() < 0.02, "{summary:?} vs {live_share}");
+    assert_eq!((summary[1].kind.as_str(), summary[1].scheme.as_str()), ("tcp", "cubic"));
     assert!(frames.iter().any(|f| f.displayed_us.is_some()));
     // The sender's samples carry every flow's rate, as the simulator's; flow 0's is the
     // session's delivered rate (its own bytes, not the link's).
@@ -192,10 +196,61 @@ fn the_relay_carries_tcp_cross_traffic_in_its_bottleneck() {
     }
 }
 
+/// The relay carries a competing media flow inside its downlink too (its sender and
+/// receiver run in the relay, as TCP's do): `webrtc` against a second `webrtc` from 5 s on a
+/// 4 Mbps link with a 60 kB queue (issue 29's acceptance case, shortened), and the live
+/// summary's `flows` and `jain_index` come out as the simulator's do for the same run.
 #[test]
-fn a_competing_media_flow_is_refused_in_live_mode() {
+fn the_relay_carries_a_competing_media_flow_and_counts_every_flow() {
     let mut cfg = config();
-    cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("media:webrtc").unwrap()];
+    cfg.duration_s = 40.0;
+    cfg.downlink.queue_bytes = Some(60_000);
+    cfg.downlink.delay_ms = 25.0;
+    cfg.uplink.delay_ms = 25.0;
+    cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("media:webrtc@5").unwrap()];
+    let trace = Arc::new(Trace::constant(DataRate::from_mbps(4), TimeDelta::from_secs(1)));
+    let scheme = cfg.resolve_scheme().unwrap();
+    let relay =
+        RelayEndpoint::for_run(&cfg, &scheme, Some(trace.clone()), None, Faults::default(), None);
+    let (frames, malformed, relay, _) = run_with_relay(&cfg, relay, None);
+    assert_eq!(malformed, 0);
+    assert!(frames.iter().filter(|f| f.displayed_us.is_some()).count() > 1000);
+    let (live, live_jain) = relay.flow_summaries().expect("flows with a competing flow");
+    let sim = Simulation::new(&cfg, Some(trace), None, build_encoder(&cfg).unwrap()).unwrap().run();
+    let (flows, jain) = (sim.summary.flows.unwrap(), sim.summary.jain_index.unwrap());
+    let show = |f: &[sluice_core::metrics::FlowSummary]| {
+        f.iter()
+            .map(|f| format!("{} {:.2} Mbps {:.3}", f.scheme, f.mean_rate_bps / 1e6, f.share))
+            .collect::<Vec<_>>()
+    };
+    eprintln!(
+        "live {:?} jain {live_jain:?}; simulated {:?} jain {jain:.3}",
+        show(&live),
+        show(&flows)
+    );
+    assert_eq!(live.len(), 2);
+    assert_eq!(
+        (live[1].kind.as_str(), live[1].scheme.as_str(), live[1].start_s),
+        ("media", "webrtc", 5.0)
+    );
+    // Both flows send (the competing one is not a stub) and together fill most of the link.
+    let total: f64 = live.iter().map(|f| f.mean_rate_bps).sum();
+    assert!(live.iter().all(|f| f.mean_rate_bps > 0.5e6), "{:?}", show(&live));
+    assert!(total > 0.8 * 4e6, "{total}");
+    // Jain's index over 15-40 s, and each flow's share, as the simulator's within noise.
+    let live_jain = live_jain.expect("an interval with both flows active");
+    assert!((live_jain - jain).abs() < 0.1, "{live_jain} vs {jain}");
+    for (l, s) in live.iter().zip(&flows) {
+        assert!((l.share - s.share).abs() < 0.1, "{:?} vs {:?}", show(&live), show(&flows));
+    }
+}
+
+#[test]
+fn a_reverse_media_flow_is_refused_in_live_mode() {
+    let mut cfg = config();
+    cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("reverse-media:webrtc").unwrap()];
     let e = sluice_core::sim::flows::CrossTraffic::for_run(&cfg).err().unwrap();
-    assert!(e.0.contains("live mode carries TCP cross traffic only"), "{e}");
+    assert!(e.0.contains("the relay carries forward flows only"), "{e}");
+    cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("media:webrtc").unwrap()];
+    assert!(sluice_live::check_live_config(&cfg).is_ok());
 }

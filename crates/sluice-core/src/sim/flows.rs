@@ -164,16 +164,92 @@ fn connect_to_bottleneck(
     net.connect(a, OUT, to, IN);
 }
 
-/// The nodes of one flow.
-#[derive(Clone, Copy, Debug)]
-enum FlowNodes {
-    /// The session's media flow (its nodes are the simulation's own).
-    Main,
-    Media {
-        sender: NodeId,
-        receiver: NodeId,
-    },
-    Tcp,
+/// When competing flow `c` starts, and stops (`None`: it runs to the end).
+fn span(c: &crate::cross::CompetingFlow) -> (Timestamp, Option<Timestamp>) {
+    let at = |s: f64| Timestamp::ZERO + TimeDelta::from_secs_f64(s);
+    (at(c.start_s), c.stop_s.map(at))
+}
+
+/// The name of a competing flow's return path node.
+fn return_path_name(kind: &CompetingKind) -> &'static str {
+    match kind {
+        CompetingKind::Media { .. } => "competing-uplink",
+        _ => "tcp-ack-path",
+    }
+}
+
+/// The sender and receiver of competing media flow `c` (id `flow`), each active from its
+/// start to its stop: the flow's scheme (the session's composition for `self`), its own
+/// seed, the model encoder.
+fn media_flow(
+    cfg: &RunConfig,
+    c: &crate::cross::CompetingFlow,
+    flow: FlowId,
+) -> Result<(Scheduled<Sender>, Scheduled<Receiver>), ConfigError> {
+    let CompetingKind::Media { scheme, .. } = &c.kind else {
+        return Err(ConfigError(format!("competing flow '{}' is not a media flow", c.spec())));
+    };
+    let capture_end = Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s);
+    let (start, stop) = span(c);
+    let until = stop.unwrap_or(Timestamp::INFINITY);
+    let mut fc = cfg.clone();
+    if scheme != SELF {
+        // `self` keeps the session's scheme, its composition included.
+        fc.scheme_name = scheme.clone();
+        fc.scheme = None;
+    }
+    fc.competing = Vec::new();
+    fc.seed = Rng::fork(cfg.seed, &format!("competing-{flow}")).next_u64();
+    fc.duration_s = (until.min(capture_end) - start).as_secs_f64();
+    if let EncoderConfig::X264(_) = fc.encoder {
+        fc.encoder = EncoderConfig::default();
+    }
+    let scheme_cfg = fc.resolve_scheme()?;
+    let encoder = build_encoder(&fc)?;
+    let sender =
+        build_flow_sender(&fc, &scheme_cfg, Box::new(InlineEncoder::new(encoder)), start, flow);
+    let receiver = build_flow_receiver(&fc, &scheme_cfg, start, flow);
+    Ok((Scheduled::new(sender, start, until), Scheduled::new(receiver, start, until)))
+}
+
+/// Adds the sender and receiver of TCP flow `c` (bulk or short, id `flow`) to `net`.
+fn tcp_flow(
+    cfg: &RunConfig,
+    c: &crate::cross::CompetingFlow,
+    flow: FlowId,
+    net: &mut Network,
+) -> (NodeId, NodeId) {
+    let (start, stop) = span(c);
+    let s = match &c.kind {
+        CompetingKind::Tcp(cc) => net.add(
+            "tcp-sender",
+            Box::new(TcpSender::new(flow, *cc, start, stop.unwrap_or(Timestamp::INFINITY))),
+        ),
+        _ => net.add(
+            "short-tcp-sender",
+            Box::new(ShortTcpSender::new(
+                flow,
+                ShortTcpConfig::default(),
+                Rng::fork(cfg.seed, &format!("competing-{flow}-short-tcp")),
+                start,
+                Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s),
+            )),
+        ),
+    };
+    (s, net.add("tcp-receiver", Box::new(TcpReceiver::new(flow))))
+}
+
+/// Drops what competing media flows' senders and receivers recorded (their frames are not
+/// the session's).
+fn drain_media_events(net: &mut Network, media: &[(NodeId, NodeId)]) {
+    for &(sender, receiver) in media {
+        if let Some(s) = net.get_mut_for_events::<Scheduled<Sender>>(sender) {
+            while s.inner.poll_event().is_some() {}
+        }
+        if let Some(r) = net.get_mut_for_events::<Scheduled<Receiver>>(receiver) {
+            while r.inner.poll_event().is_some() {}
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -191,13 +267,14 @@ struct FlowEntry {
     start: Timestamp,
     stop: Option<Timestamp>,
     access_delay_ms: f64,
-    nodes: FlowNodes,
 }
 
 /// The flows of a session with competing traffic and their delivered bytes over time.
 #[derive(Debug)]
 pub struct Flows {
     entries: Vec<FlowEntry>,
+    /// The sender and receiver of each competing media flow (their events are drained).
+    media_nodes: Vec<(NodeId, NodeId)>,
     capture_end: Timestamp,
     /// Sample times, and each flow's bytes delivered by the bottleneck up to each (at its
     /// `at`, and at its `also`).
@@ -227,6 +304,60 @@ pub(super) struct Attach {
 }
 
 impl Flows {
+    /// The flows of `cfg` without their nodes: who they are, when they run and which link's
+    /// bytes of them count (the simulator adds the nodes in [`Flows::build`], the live relay
+    /// counts the flows it carries with it, [`CrossTraffic`]).
+    pub(super) fn describe(cfg: &RunConfig) -> Flows {
+        let second = cfg.second_bottleneck.is_some();
+        let capture_end = Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s);
+        let mut entries = vec![FlowEntry {
+            flow: 0,
+            kind: "media",
+            scheme: cfg.scheme_name.clone(),
+            at: if second { At::Second } else { At::Down },
+            also: second.then_some(At::Down),
+            start: Timestamp::ZERO,
+            stop: None,
+            access_delay_ms: cfg.downlink.access_delay_ms,
+        }];
+        for (k, c) in cfg.competing.iter().enumerate() {
+            let (start, stop) = span(c);
+            // Validated: `second` and `both` only with a second bottleneck, a reverse media
+            // flow crosses neither.
+            let (at, also) = match (&c.kind, c.crosses, second) {
+                (CompetingKind::Media { reverse: true, .. }, _, _) => (At::Up, None),
+                (_, Crosses::Second, true) => (At::Second, None),
+                (_, Crosses::Both, true) => (At::Second, Some(At::Down)),
+                _ => (At::Down, None),
+            };
+            entries.push(FlowEntry {
+                flow: (k + 1) as FlowId,
+                kind: c.kind_name(),
+                scheme: match &c.kind {
+                    CompetingKind::Media { scheme, .. } if scheme == SELF => {
+                        cfg.scheme_name.clone()
+                    }
+                    _ => c.scheme_name(),
+                },
+                at,
+                also,
+                start,
+                stop,
+                access_delay_ms: c.access_delay_ms,
+            });
+        }
+        let n = entries.len();
+        Flows {
+            entries,
+            media_nodes: Vec::new(),
+            capture_end,
+            times: Vec::new(),
+            delivered: vec![Vec::new(); n],
+            delivered_also: vec![Vec::new(); n],
+            last: vec![0; n],
+        }
+    }
+
     /// Adds the competing flows of `cfg` to `net`: their senders feed the downlink (or the
     /// second bottleneck, by `crosses`), the demultiplexer at the far end of the last one
     /// they cross hands each its datagrams (port = flow id); a reverse media flow's sender
@@ -238,173 +369,61 @@ impl Flows {
         a: Attach,
     ) -> Result<Flows, ConfigError> {
         let Attach { downlink, demux, uplink, up_demux, second } = a;
-        let capture_end = Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s);
-        let mut entries = vec![FlowEntry {
-            flow: 0,
-            kind: "media",
-            scheme: cfg.scheme_name.clone(),
-            at: if second.is_some() { At::Second } else { At::Down },
-            also: second.map(|_| At::Down),
-            start: Timestamp::ZERO,
-            stop: None,
-            access_delay_ms: cfg.downlink.access_delay_ms,
-            nodes: FlowNodes::Main,
-        }];
+        let mut flows = Flows::describe(cfg);
         for (k, c) in cfg.competing.iter().enumerate() {
             let flow = (k + 1) as FlowId;
-            let start = Timestamp::ZERO + TimeDelta::from_secs_f64(c.start_s);
-            let stop = c.stop_s.map(|s| Timestamp::ZERO + TimeDelta::from_secs_f64(s));
-            let until = stop.unwrap_or(Timestamp::INFINITY);
             let port = flow as Port;
             // The bottleneck it enters and the demultiplexer it leaves by (validated:
             // `second` and `both` only with a second bottleneck).
-            let (enter, exit, at, also) = match (c.crosses, second) {
-                (Crosses::Second, Some((b2, d2))) => (b2, d2, At::Second, None),
+            let (enter, exit) = match (c.crosses, second) {
+                (Crosses::Second, Some((b2, d2))) => (b2, d2),
                 (Crosses::Both, Some((b2, d2))) => {
                     net.connect(demux, port, b2, IN);
-                    (downlink, d2, At::Second, Some(At::Down))
+                    (downlink, d2)
                 }
-                _ => (downlink, demux, At::Down, None),
+                _ => (downlink, demux),
             };
-            let nodes = match &c.kind {
-                CompetingKind::Media { scheme, reverse } => {
-                    let mut fc = cfg.clone();
-                    if scheme != SELF {
-                        // `self` keeps the session's scheme, its composition included.
-                        fc.scheme_name = scheme.clone();
-                        fc.scheme = None;
+            let (s, r) = match &c.kind {
+                CompetingKind::Media { reverse, .. } => {
+                    let (sender, receiver) = media_flow(cfg, c, flow)?;
+                    let s = net.add("competing-sender", Box::new(sender));
+                    let r = net.add("competing-receiver", Box::new(receiver));
+                    flows.media_nodes.push((s, r));
+                    if let (true, Some(up_demux)) = (reverse, up_demux) {
+                        connect_to_bottleneck(net, s, uplink, c.access_delay_ms, cfg.seed, flow);
+                        net.connect(up_demux, port, r, IN);
+                        net.connect(r, OUT, downlink, IN);
+                        net.connect(demux, port, s, IN);
+                        continue;
                     }
-                    fc.competing = Vec::new();
-                    fc.seed = Rng::fork(cfg.seed, &format!("competing-{flow}")).next_u64();
-                    fc.duration_s = (until.min(capture_end) - start).as_secs_f64();
-                    if let EncoderConfig::X264(_) = fc.encoder {
-                        fc.encoder = EncoderConfig::default();
-                    }
-                    let scheme_cfg = fc.resolve_scheme()?;
-                    let encoder = build_encoder(&fc)?;
-                    let sender = build_flow_sender(
-                        &fc,
-                        &scheme_cfg,
-                        Box::new(InlineEncoder::new(encoder)),
-                        start,
-                        flow,
-                    );
-                    let receiver = build_flow_receiver(&fc, &scheme_cfg, start, flow);
-                    let s =
-                        net.add("competing-sender", Box::new(Scheduled::new(sender, start, until)));
-                    let r = net.add(
-                        "competing-receiver",
-                        Box::new(Scheduled::new(receiver, start, until)),
-                    );
-                    match (reverse, up_demux) {
-                        (true, Some(up_demux)) => {
-                            connect_to_bottleneck(
-                                net,
-                                s,
-                                uplink,
-                                c.access_delay_ms,
-                                cfg.seed,
-                                flow,
-                            );
-                            net.connect(up_demux, port, r, IN);
-                            net.connect(r, OUT, downlink, IN);
-                            net.connect(demux, port, s, IN);
-                        }
-                        _ => {
-                            let back = return_path(cfg, c, flow);
-                            let b = net.add("competing-uplink", Box::new(back));
-                            connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
-                            net.connect(exit, port, r, IN);
-                            net.connect(r, OUT, b, IN);
-                            net.connect(b, OUT, s, IN);
-                        }
-                    }
-                    FlowNodes::Media { sender: s, receiver: r }
+                    (s, r)
                 }
-                CompetingKind::ShortTcp => {
-                    let sender = ShortTcpSender::new(
-                        flow,
-                        ShortTcpConfig::default(),
-                        Rng::fork(cfg.seed, &format!("competing-{flow}-short-tcp")),
-                        start,
-                        capture_end,
-                    );
-                    let s = net.add("short-tcp-sender", Box::new(sender));
-                    let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
-                    let b = net.add("tcp-ack-path", Box::new(return_path(cfg, c, flow)));
-                    connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
-                    net.connect(exit, port, r, IN);
-                    net.connect(r, OUT, b, IN);
-                    net.connect(b, OUT, s, IN);
-                    FlowNodes::Tcp
-                }
-                CompetingKind::Tcp(cc) => {
-                    let s =
-                        net.add("tcp-sender", Box::new(TcpSender::new(flow, *cc, start, until)));
-                    let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
-                    let b = net.add("tcp-ack-path", Box::new(return_path(cfg, c, flow)));
-                    connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
-                    net.connect(exit, port, r, IN);
-                    net.connect(r, OUT, b, IN);
-                    net.connect(b, OUT, s, IN);
-                    FlowNodes::Tcp
-                }
+                _ => tcp_flow(cfg, c, flow, net),
             };
-            entries.push(FlowEntry {
-                flow,
-                kind: c.kind_name(),
-                scheme: match &c.kind {
-                    CompetingKind::Media { scheme, .. } if scheme == SELF => {
-                        cfg.scheme_name.clone()
-                    }
-                    _ => c.scheme_name(),
-                },
-                at: if matches!(c.kind, CompetingKind::Media { reverse: true, .. }) {
-                    At::Up
-                } else {
-                    at
-                },
-                also,
-                start,
-                stop,
-                access_delay_ms: c.access_delay_ms,
-                nodes,
-            });
+            let name = return_path_name(&c.kind);
+            let back = net.add(name, Box::new(return_path(cfg, c, flow)));
+            connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
+            net.connect(exit, port, r, IN);
+            net.connect(r, OUT, back, IN);
+            net.connect(back, OUT, s, IN);
         }
-        let n = entries.len();
-        Ok(Flows {
-            entries,
-            capture_end,
-            times: Vec::new(),
-            delivered: vec![Vec::new(); n],
-            delivered_also: vec![Vec::new(); n],
-            last: vec![0; n],
-        })
+        Ok(flows)
     }
 
     /// Drops what the competing media flows' senders and receivers recorded (their frames
     /// are not the session's).
     pub(super) fn drain_events(&self, net: &mut Network) {
-        for e in &self.entries {
-            if let FlowNodes::Media { sender, receiver } = e.nodes {
-                if let Some(s) = net.get_mut_for_events::<Scheduled<Sender>>(sender) {
-                    while s.inner.poll_event().is_some() {}
-                }
-                if let Some(r) = net.get_mut_for_events::<Scheduled<Receiver>>(receiver) {
-                    while r.inner.poll_event().is_some() {}
-                }
-            }
-        }
+        drain_media_events(net, &self.media_nodes);
     }
 
     /// Records every flow's delivered bytes at `now` and writes each flow's rate over the
-    /// last `interval` as the column `flow<ID>_rate_bps`.
+    /// last `interval` as the column `flow<ID>_rate_bps` (into `columns`, if given).
     pub(super) fn sample(
         &mut self,
         now: Timestamp,
         interval: TimeDelta,
         tables: Tables<'_>,
-        columns: &mut Columns,
+        mut columns: Option<&mut Columns>,
     ) {
         self.times.push(now);
         for (i, e) in self.entries.iter().enumerate() {
@@ -413,8 +432,10 @@ impl Flows {
                 let also = tables.of(at).map_or(0, |t| t.delivered_bytes(e.flow));
                 self.delivered_also[i].push(also);
             }
-            let rate = DataSize::from_bytes(d - self.last[i]) / interval;
-            columns.rate(format!("flow{}_rate_bps", e.flow), Some(rate));
+            if let Some(columns) = columns.as_deref_mut() {
+                let rate = DataSize::from_bytes(d - self.last[i]) / interval;
+                columns.rate(format!("flow{}_rate_bps", e.flow), Some(rate));
+            }
             self.last[i] = d;
             self.delivered[i].push(d);
         }
@@ -588,92 +609,102 @@ impl super::network::Node for Outbox {
     }
 }
 
-/// The TCP cross traffic of a run (bulk and short flows) as one sans-IO state machine
-/// around a bottleneck it does not own: the live relay carries it inside its downlink
+/// The competing flows of a run (media, bulk and short TCP) as one sans-IO state machine
+/// around a bottleneck it does not own: the live relay carries them inside its downlink
 /// (issue 29: "in live mode the relay carries the same cross traffic inside its
 /// bottleneck"). Each flow has the simulator's sender, receiver and return path (the
-/// uplink's delay and loss); their datagrams for the bottleneck come out of
-/// [`Self::poll_transmit`], and what the bottleneck delivers of their flows goes in with
-/// [`Self::deliver`]. Flow ids are the simulator's (competing flow `k` is `k + 1`).
+/// uplink's delay and loss): a media flow runs its scheme's sender and receiver with the
+/// model encoder, as in the simulator, but inside the relay, driven by its clock. Their
+/// datagrams for the bottleneck come out of [`Self::poll_transmit`], and what the
+/// bottleneck delivers of their flows goes in with [`Self::deliver`]. Flow ids are the
+/// simulator's (competing flow `k` is `k + 1`). It also keeps the per-flow series the
+/// simulator keeps ([`Self::sample`]), so a live run's summary has the same `flows` and
+/// `jain_index` ([`Self::summarize`]).
 pub struct CrossTraffic {
     net: Network,
     outbox: NodeId,
     /// The receiver of each flow, by flow id.
     receivers: std::collections::BTreeMap<FlowId, NodeId>,
+    /// The sender and receiver of each media flow (their events are drained).
+    media: Vec<(NodeId, NodeId)>,
+    /// Every flow's delivered bytes over time, the session's own (flow 0) first.
+    flows: Flows,
+    sample_interval: TimeDelta,
+    next_sample: Timestamp,
 }
 
 impl CrossTraffic {
-    /// Whether the relay can carry `cfg.competing` (TCP flows only), without building it:
-    /// `Err` names the first competing media flow, which needs a sender and a receiver of its
-    /// own, not a relay.
+    /// Whether the relay can carry `cfg.competing`, without building it: `Err` names the
+    /// first reverse media flow, which crosses the uplink (the relay carries only the
+    /// session's feedback there).
     pub fn check(cfg: &RunConfig) -> Result<(), ConfigError> {
-        match cfg.competing.iter().find(|c| matches!(c.kind, CompetingKind::Media { .. })) {
+        let reverse = |c: &&crate::cross::CompetingFlow| {
+            matches!(c.kind, CompetingKind::Media { reverse: true, .. })
+        };
+        match cfg.competing.iter().find(reverse) {
             Some(c) => Err(ConfigError(format!(
-                "competing flow '{}': a media flow needs its own sender and receiver; live \
-                 mode carries TCP cross traffic only (tcp:..., short-tcp)",
+                "competing flow '{}': a reverse media flow needs its own sender on the \
+                 receiver's side, which live mode does not have; the relay carries forward \
+                 flows only (media:..., tcp:..., short-tcp); RFC 8867 §5.3 runs in the \
+                 simulator",
                 c.spec()
             ))),
             None => Ok(()),
         }
     }
 
-    /// The TCP flows of `cfg.competing` (`None` without any); `Err` for a competing media
-    /// flow, which needs a sender and a receiver of its own, not a relay.
+    /// The competing flows of `cfg` (`None` without any); `Err` for one the relay cannot
+    /// carry ([`Self::check`]) or a media flow that does not build.
     pub fn for_run(cfg: &RunConfig) -> Result<Option<CrossTraffic>, ConfigError> {
         Self::check(cfg)?;
         if cfg.competing.is_empty() {
             return Ok(None);
         }
-        let capture_end = Timestamp::ZERO + TimeDelta::from_secs_f64(cfg.duration_s);
         let mut net = Network::default();
         let outbox = net.add("cross-outbox", Box::new(Outbox::default()));
         let mut receivers = std::collections::BTreeMap::new();
+        let mut media = Vec::new();
         for (k, c) in cfg.competing.iter().enumerate() {
             let flow = (k + 1) as FlowId;
-            let start = Timestamp::ZERO + TimeDelta::from_secs_f64(c.start_s);
-            let until = c
-                .stop_s
-                .map_or(Timestamp::INFINITY, |s| Timestamp::ZERO + TimeDelta::from_secs_f64(s));
-            let s = match &c.kind {
-                CompetingKind::Media { .. } => unreachable!("refused by CrossTraffic::check"),
-                CompetingKind::Tcp(cc) => {
-                    net.add("tcp-sender", Box::new(TcpSender::new(flow, *cc, start, until)))
+            let (s, r) = match &c.kind {
+                CompetingKind::Media { .. } => {
+                    let (sender, receiver) = media_flow(cfg, c, flow)?;
+                    let s = net.add("competing-sender", Box::new(sender));
+                    let r = net.add("competing-receiver", Box::new(receiver));
+                    media.push((s, r));
+                    (s, r)
                 }
-                CompetingKind::ShortTcp => net.add(
-                    "short-tcp-sender",
-                    Box::new(ShortTcpSender::new(
-                        flow,
-                        ShortTcpConfig::default(),
-                        Rng::fork(cfg.seed, &format!("competing-{flow}-short-tcp")),
-                        start,
-                        capture_end,
-                    )),
-                ),
+                _ => tcp_flow(cfg, c, flow, &mut net),
             };
-            let back = return_path(cfg, c, flow);
-            let r = net.add("tcp-receiver", Box::new(TcpReceiver::new(flow)));
-            let b = net.add("tcp-ack-path", Box::new(back));
+            let back = net.add(return_path_name(&c.kind), Box::new(return_path(cfg, c, flow)));
             connect_to_bottleneck(&mut net, s, outbox, c.access_delay_ms, cfg.seed, flow);
-            net.connect(r, OUT, b, IN);
-            net.connect(b, OUT, s, IN);
+            net.connect(r, OUT, back, IN);
+            net.connect(back, OUT, s, IN);
             receivers.insert(flow, r);
         }
-        Ok(Some(CrossTraffic { net, outbox, receivers }))
+        let sample_interval = TimeDelta::from_ms_f64(cfg.sample_interval_ms);
+        Ok(Some(CrossTraffic {
+            net,
+            outbox,
+            receivers,
+            media,
+            flows: Flows::describe(cfg),
+            sample_interval,
+            next_sample: Timestamp::ZERO + sample_interval,
+        }))
     }
 
     /// Runs the flows' timers due at `now`.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         assert!(self.net.settle(now, 1_000_000), "cross traffic livelock at {now:?}");
+        drain_media_events(&mut self.net, &self.media);
     }
 
-    /// A datagram of a cross-traffic flow that the bottleneck delivered at `now` (others are
+    /// A datagram of a competing flow that the bottleneck delivered at `now` (others are
     /// ignored).
     pub fn deliver(&mut self, d: crate::packet::Datagram, now: Timestamp) {
-        use super::network::Node;
         let Some(&r) = self.receivers.get(&d.flow()) else { return };
-        if let Some(rx) = self.net.get_mut::<TcpReceiver>(r) {
-            rx.handle_input(IN, d, now);
-        }
+        self.net.handle_input(r, IN, d, now);
         self.handle_timeout(now);
     }
 
@@ -693,8 +724,37 @@ impl CrossTraffic {
         self.net.get_mut_for_events::<Outbox>(self.outbox)?.0.pop_front()
     }
 
-    /// When the flows next have something to do.
+    /// When the flows next have something to do (a flow's timer, or the next sample).
     pub fn poll_timeout(&self) -> Timestamp {
-        self.net.poll_timeout()
+        self.net.poll_timeout().min(self.next_sample)
+    }
+
+    /// When the per-flow series takes its next sample ([`Self::sample`]): every
+    /// `sample_interval_ms` up to the end of capture, as the simulator samples.
+    pub fn next_sample(&self) -> Timestamp {
+        self.next_sample
+    }
+
+    /// Records every flow's bytes that the bottleneck (`table`: its per-flow counters)
+    /// delivered by `now`, if a sample is due.
+    pub fn sample(&mut self, now: Timestamp, table: &FlowStatsTable) {
+        if now < self.next_sample {
+            return;
+        }
+        let tables = Tables { down: table, up: None, second: None };
+        self.flows.sample(now, self.sample_interval, tables, None);
+        while self.next_sample <= now {
+            self.next_sample += self.sample_interval;
+        }
+        if self.next_sample > self.flows.capture_end {
+            self.next_sample = Timestamp::INFINITY;
+        }
+    }
+
+    /// Every flow's summary and Jain's index, as the simulator's summary has them (`flows`,
+    /// `jain_index`), from the samples taken.
+    pub fn summarize(&self, table: &FlowStatsTable) -> (Vec<FlowSummary>, Option<f64>) {
+        let until = self.flows.times.last().copied().unwrap_or(Timestamp::ZERO);
+        self.flows.summarize(Tables { down: table, up: None, second: None }, until)
     }
 }

@@ -309,7 +309,7 @@ impl Simulation {
                 columns.rate("uplink_capacity_bps", Some(c));
             }
             if let (Some(f), Some(t)) = (&mut flows, tables) {
-                f.sample(now, interval, t, columns);
+                f.sample(now, interval, t, Some(columns));
             }
         });
         self.samples.push(sample);

@@ -317,6 +317,11 @@ impl Network {
     pub fn get_mut_for_events<T: Any>(&mut self, id: NodeId) -> Option<&mut T> {
         AsAny::as_any_mut(&mut *self.nodes.get_mut(id)?.1).downcast_mut()
     }
+    /// Hands node `id` datagram `d` on its port `port` at `now`, as an edge would.
+    pub fn handle_input(&mut self, id: NodeId, port: Port, d: Datagram, now: Timestamp) {
+        self.nodes[id].1.handle_input(port, d, now);
+        self.dirty[id] = true;
+    }
     pub fn unrouted(&self) -> u64 {
         self.unrouted
     }

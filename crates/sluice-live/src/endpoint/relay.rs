@@ -93,7 +93,7 @@ pub struct RelayEndpoint {
     snapshot_interval: TimeDelta,
     /// Every datagram's way through the relay, if asked for ([`Self::log_datagrams`]).
     log: Option<DatagramLog>,
-    /// TCP cross traffic inside the downlink (`--competing tcp:...`, `short-tcp`).
+    /// Competing flows inside the downlink (`--competing media:...`, `tcp:...`, `short-tcp`).
     cross: Option<sluice_core::sim::flows::CrossTraffic>,
 }
 
@@ -184,7 +184,7 @@ impl RelayEndpoint {
         }
     }
 
-    /// Carries `cross` (TCP cross traffic, [`sluice_core::sim::flows::CrossTraffic`]) inside
+    /// Carries `cross` (competing flows, [`sluice_core::sim::flows::CrossTraffic`]) inside
     /// the downlink, sharing its queue and capacity with the media; the downlink then counts
     /// per flow ([`Link::flow_stats`]).
     pub fn set_cross_traffic(&mut self, cross: sluice_core::sim::flows::CrossTraffic) {
@@ -238,12 +238,19 @@ impl RelayEndpoint {
         if let Some(links) = sluice_core::session::build_access_links(cfg) {
             relay.set_access_path(links);
         }
-        // A media flow among them is refused by the caller's check
-        // (`CrossTraffic::for_run` before this); none is built here then.
+        // A flow the relay cannot carry is refused by the caller's check
+        // (`CrossTraffic::check` before this); none is built here then.
         if let Ok(Some(cross)) = sluice_core::sim::flows::CrossTraffic::for_run(cfg) {
             relay.set_cross_traffic(cross);
         }
         relay
+    }
+
+    /// With competing flows: every flow's summary and Jain's index (the summary's `flows`
+    /// and `jain_index`), as the simulator computes them from the downlink's per-flow
+    /// counters.
+    pub fn flow_summaries(&self) -> Option<(Vec<sluice_core::metrics::FlowSummary>, Option<f64>)> {
+        Some(self.cross.as_ref()?.summarize(self.downlink.flow_stats()?))
     }
 
     /// What the path faults did.
@@ -535,6 +542,9 @@ impl Endpoint for RelayEndpoint {
 
     fn handle_timeout(&mut self, now: Timestamp) {
         self.forward_access(now);
+        if let (Some(cross), Some(table)) = (self.cross.as_mut(), self.downlink.flow_stats()) {
+            cross.sample(now, table);
+        }
         self.pump_cross(now);
         if self.downlink.poll_timeout() <= now {
             self.downlink.handle_timeout(now);
