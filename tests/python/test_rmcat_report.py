@@ -31,9 +31,19 @@ def test_the_long_tcp_check_reads_the_media_share(sluice, tmp_path):
     # §5.6 shortened: webrtc against CUBIC from 60 s, on 2 Mbps with a 75 kB queue.
     out = tmp_path / "r"
     r = sluice("run", "--trace", "gen:constant:2", "--queue-bytes", "75000", "--delay-ms", "50",
-               "--duration", "100", "--competing", "tcp:cubic@60-240", "--out", str(out))
+               "--duration", "100", "--competing", "tcp:cubic@60-240", "--competing", "audio",
+               "--out", str(out))  # fmt: skip
     assert r.code == 0, r.err
-    ok, text = rmcat._check_56(results.load_run(out))
+    run = results.load_run(out)
+    ok, text = rmcat._check_56(run)
+    # RFC 8867's audio beside the video: what the report says of it is its flows entry.
+    audio = run.summary["flows"][2]
+    assert (audio["kind"], audio["scheme"]) == ("audio", "cbr")
+    assert audio["mean_rate_bps"] == pytest.approx(36_000, rel=0.02)
+    said = rmcat._audio(run)
+    assert said == (f"audio: queue P95 {audio['queue_delay_ms_p95']:.0f} ms, "
+                    f"loss {100 * audio['loss_rate']:.1f} %")  # fmt: skip
+    assert rmcat._audio(results.load_run(out)) and audio["queue_delay_ms_p95"] > 10
     # The media's share over 70-100 s: GCC backs off against CUBIC (the full-length case
     # gives 8 %; here the media has 30 s of it).
     share = float(text.split("media share ")[1].split()[0])

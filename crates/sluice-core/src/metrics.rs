@@ -250,9 +250,9 @@ pub struct Summary {
 pub struct FlowSummary {
     /// The flow id (0: the session's media flow).
     pub flow: u32,
-    /// `media`, `tcp` or `short-tcp`.
+    /// `media`, `reverse-media`, `tcp`, `short-tcp` or `audio`.
     pub kind: String,
-    /// The media flow's scheme, or the TCP flow's congestion control.
+    /// The media flow's scheme, the TCP flow's congestion control, or `cbr` (audio).
     pub scheme: String,
     pub start_s: f64,
     /// When it stopped (null: it ran to the end).

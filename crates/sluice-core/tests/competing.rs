@@ -510,3 +510,64 @@ fn a_second_bottleneck_carries_the_flows_that_cross_it() {
         assert!(bad.validate().unwrap_err().0.contains("second_bottleneck.rate_mbps"), "{rate}");
     }
 }
+
+/// RFC 8867 §4's audio beside the video flows (§5.1-5.4's media timelines): 20 Kbps CBR in
+/// 90-byte packets every 20 ms, 36 kbps on the wire whatever the video does, queued behind
+/// the video, and left out of Jain's index (a fixed demand, as the short TCP flows' finite
+/// one): two video flows and an audio flow give the same index as the two video flows
+/// would over their own rates.
+#[test]
+fn an_audio_flow_sends_its_constant_rate_and_stays_out_of_jains_index() {
+    let r = run_with(
+        "webrtc",
+        &["media:webrtc@5", "audio@2-40"],
+        45.0,
+        accept_path(QueueDisciplineKind::Droptail),
+    );
+    let s = &r.summary;
+    let flows = s.flows.as_ref().expect("flows");
+    eprintln!("jain {:?} | {}", s.jain_index, show(flows));
+    let audio = &flows[2];
+    assert_eq!(
+        (audio.kind.as_str(), audio.scheme.as_str(), audio.stop_s),
+        ("audio", "cbr", Some(40.0))
+    );
+    // 38 s of 90 bytes every 20 ms: 36 kbps, none lost on a link it barely uses.
+    assert!((audio.mean_rate_bps - 36_000.0).abs() < 500.0, "{}", audio.mean_rate_bps);
+    assert_eq!(audio.loss_rate, 0.0);
+    assert!(audio.share > 0.005 && audio.share < 0.015, "{}", audio.share);
+    // It waits in the video's queue (the 60 kB queue at 4 Mbps holds 120 ms).
+    let q = audio.queue_delay_ms_p95.unwrap();
+    assert!(q > 1.0 && q <= 125.0, "{q}");
+    // Jain's index over 15-40 s (the audio's stop is not the video flows'), of the video
+    // flows alone.
+    let rates = rates_between(&r, 2, 15.0, 45.0);
+    let j = (rates[0] + rates[1]).powi(2) / (2.0 * (rates[0].powi(2) + rates[1].powi(2)));
+    assert!((j - s.jain_index.unwrap()).abs() < 0.01, "{j} vs {:?}", s.jain_index);
+    // With the video flow alone beside it there is no index (one long flow).
+    let alone = run_with("webrtc", &["audio"], 20.0, accept_path(QueueDisciplineKind::Droptail));
+    assert!(alone.summary.jain_index.unwrap().is_nan());
+    assert_eq!(alone.summary.flows.unwrap()[1].kind, "audio");
+}
+
+/// Co-RTV's frame-dropping bottleneck drops only its own flow's frames, so RFC 8867's audio
+/// can share it (§5.1); a flow that adapts cannot, and is refused by name.
+#[test]
+fn co_rtv_shares_its_bottleneck_with_audio_only() {
+    let r = run_with("co-rtv", &["audio"], 30.0, accept_path(QueueDisciplineKind::Droptail));
+    let flows = r.summary.flows.as_ref().expect("flows");
+    eprintln!("{}", show(flows));
+    assert_eq!(flows[1].loss_rate, 0.0, "the node never drops the audio");
+    assert!((flows[1].mean_rate_bps - 36_000.0).abs() < 500.0);
+    assert!(r.frames.iter().filter(|f| f.displayed_us.is_some()).count() > 800);
+    let cfg = RunConfig {
+        scheme_name: "co-rtv".into(),
+        competing: vec![
+            CompetingFlow::parse("audio").unwrap(),
+            CompetingFlow::parse("tcp:cubic").unwrap(),
+        ],
+        ..Default::default()
+    };
+    let e = cfg.validate().unwrap_err().0;
+    assert!(e.contains("'tcp:cubic'") && e.contains("other than audio"), "{e}");
+}

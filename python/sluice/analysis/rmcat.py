@@ -79,6 +79,17 @@ def _media(run: results.Run) -> list[int]:
     return [f["flow"] for f in flows if f.get("kind") == "media"]
 
 
+def _audio(run: results.Run) -> str:
+    """What RFC 8867's audio flows met at the bottleneck (their queueing P95, the worst of
+    them, and their loss), or "" without any."""
+    audio = [f for f in (run.summary or {}).get("flows") or [] if f.get("kind") == "audio"]
+    if not audio:
+        return ""
+    q = max((f.get("queue_delay_ms_p95") or math.nan for f in audio), default=math.nan)
+    loss = max(float(f.get("loss_rate") or 0.0) for f in audio)
+    return f"audio: queue P95 {q:.0f} ms, loss {100 * loss:.1f} %"
+
+
 @dataclass(frozen=True)
 class Case:
     """One test case: its plan's name, title, the expected behaviour (RFC 8867's words and
@@ -291,16 +302,19 @@ def _plot(case: Case, runs: dict[str, results.Run], out: Path) -> Path:
             ucap = s["uplink_capacity_bps"].to_numpy(dtype=float) / 1e6
             ax.plot(t, np.convolve(ucap, np.ones(50) / 50, mode="same"), color="0.45", lw=0.9,
                     ls="--", label="capacity, backward")  # fmt: skip
-        cols = sorted((c for c in s.columns if str(c).startswith("flow")),
+        flows = (runs[scheme].summary or {}).get("flows") or []
+        names = {f["flow"]: f"{f['flow']} {f['kind']}:{f['scheme']}" for f in flows}
+        # RFC 8867's audio flows (a constant 36 kbps on the wire) would lie flat on the axis.
+        audio = {f"flow{f['flow']}_rate_bps" for f in flows if f.get("kind") == "audio"}
+        cols = sorted((c for c in s.columns if str(c).startswith("flow") and c not in audio),
                       key=lambda c: int(str(c)[4:-9])) or ["delivered_rate_bps"]  # fmt: skip
-        names = {f["flow"]: f"{f['flow']} {f['kind']}:{f['scheme']}"
-                 for f in (runs[scheme].summary or {}).get("flows") or []}  # fmt: skip
         for k, c in enumerate(cols):
             v = s[c].to_numpy(dtype=float) / 1e6
             smooth = np.convolve(v, np.ones(50) / 50, mode="same")  # 1 s at 20 ms
             color = scheme_color(scheme) if k == 0 else OTHERS[(k - 1) % len(OTHERS)]
+            flow = int(str(c)[4:-9]) if str(c).startswith("flow") else 0
             ax.plot(t, smooth, lw=1.0, color=color,
-                    label=names.get(k, "media") if len(cols) <= 4 or k < 3 else None)
+                    label=names.get(flow, "media") if len(cols) <= 4 or k < 3 else None)
         ax.set_title(scheme, fontsize=10)
         ax.set_xlabel("time (s)")
         ax.grid(True, alpha=0.3)
@@ -332,6 +346,11 @@ def write_report(results_root: str | Path, report_dir: str | Path, command: str)
             matrix[case.plan] = {s: case.check(r, refs.get(s)) for s, r in runs.items()}
         else:
             matrix[case.plan] = {s: case.check(r) for s, r in runs.items()}
+        for s, r in runs.items():
+            said = _audio(r)
+            if said and matrix[case.plan][s] is not None:
+                ok, numbers = matrix[case.plan][s]
+                matrix[case.plan][s] = ok, f"{numbers}; {said}"
         shas += [str(r.header.get("git_sha", "?")) for r in runs.values()]
         png = _plot(case, runs, img / f"{case.plan}.png")
         figures.append(figure(png, f"{_long(case.section)}, {case.title.lower()}: every "

@@ -2,9 +2,10 @@
 //! (issue 29; RFC 8867 §5's competing flows). A [`CompetingFlow`] is parsed from the
 //! command line's and plan files' spec (`media:SCHEME[@START_S[-STOP_S]]`,
 //! `reverse-media:SCHEME[@START_S[-STOP_S]]`,
-//! `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]`, `short-tcp[@START_S]`); media flows are
-//! built by the simulator from the scheme registry (their own sender, receiver and feedback
-//! path), bulk TCP-like flows by [`tcp`], short ones (RFC 8867 §5.7) by [`short_tcp`].
+//! `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]`, `short-tcp[@START_S]`,
+//! `audio[@START_S[-STOP_S]]`); media flows are built by the simulator from the scheme
+//! registry (their own sender, receiver and feedback path), bulk TCP-like flows by [`tcp`],
+//! short ones (RFC 8867 §5.7) by [`short_tcp`], RFC 8867's CBR audio by [`audio`].
 //!
 //! Why not quinn-proto's congestion controllers: its `Controller` trait takes
 //! `std::time::Instant`, which the core cannot make without reading a clock (the only
@@ -15,6 +16,7 @@
 //! §6) and delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation) in the
 //! sender ([`tcp::TcpSender`]).
 
+pub mod audio;
 pub mod bbr;
 pub mod cubic;
 pub mod newreno;
@@ -120,6 +122,8 @@ pub enum CompetingKind {
     /// A short TCP flow: downloads of 30-50 KB files and exponential idle times
     /// (RFC 8867 §5.7; [`short_tcp`]).
     ShortTcp,
+    /// RFC 8867 §4's audio: 20 Kbps CBR, not congestion controlled ([`audio`]).
+    Audio,
 }
 
 /// One competing flow of a session: what it is, when it runs (seconds from the start;
@@ -179,11 +183,12 @@ pub struct CompetingWithDelay {
 /// The spec grammar, for error messages.
 pub const SPEC_GRAMMAR: &str = "media:SCHEME[@START_S[-STOP_S]], \
      reverse-media:SCHEME[@START_S[-STOP_S]], tcp:newreno|cubic|bbr[@START_S[-STOP_S]], \
-     short-tcp[@START_S]";
+     short-tcp[@START_S], audio[@START_S[-STOP_S]]";
 
 impl CompetingFlow {
     /// Parses `media:SCHEME[@START_S[-STOP_S]]`, `reverse-media:SCHEME[@START_S[-STOP_S]]`,
-    /// `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]` or `short-tcp[@START_S]`;
+    /// `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]`, `short-tcp[@START_S]` or
+    /// `audio[@START_S[-STOP_S]]`;
     /// `Err` says what is wrong with it (the caller names the spec). The scheme is checked
     /// against the registry by [`crate::session::RunConfig::validate`].
     pub fn parse(spec: &str) -> Result<CompetingFlow, String> {
@@ -205,6 +210,7 @@ impl CompetingFlow {
                 return Err(format!("unknown TCP congestion control '{cc}' (newreno, cubic, bbr)"))
             }
             _ if what == "short-tcp" => CompetingKind::ShortTcp,
+            _ if what == "audio" => CompetingKind::Audio,
             _ => return Err(format!("expected {SPEC_GRAMMAR}")),
         };
         let seconds = |s: &str, what: &str| -> Result<f64, String> {
@@ -240,6 +246,7 @@ impl CompetingFlow {
             }
             CompetingKind::Tcp(cc) => format!("tcp:{}", cc.name()),
             CompetingKind::ShortTcp => "short-tcp".to_owned(),
+            CompetingKind::Audio => "audio".to_owned(),
         };
         match self.stop_s {
             Some(stop) => format!("{what}@{}-{}", self.start_s, stop),
@@ -248,22 +255,24 @@ impl CompetingFlow {
         }
     }
 
-    /// `media`, `reverse-media`, `tcp` or `short-tcp`.
+    /// `media`, `reverse-media`, `tcp`, `short-tcp` or `audio`.
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
             CompetingKind::Media { reverse: false, .. } => "media",
             CompetingKind::Media { reverse: true, .. } => "reverse-media",
             CompetingKind::Tcp(_) => "tcp",
             CompetingKind::ShortTcp => "short-tcp",
+            CompetingKind::Audio => "audio",
         }
     }
 
-    /// The scheme's name, or the TCP congestion control's.
+    /// The scheme's name, the TCP congestion control's, or `cbr` (audio).
     pub fn scheme_name(&self) -> String {
         match &self.kind {
             CompetingKind::Media { scheme, .. } => scheme.clone(),
             CompetingKind::Tcp(cc) => cc.name().to_owned(),
             CompetingKind::ShortTcp => short_tcp::ShortTcpConfig::default().cc.name().to_owned(),
+            CompetingKind::Audio => "cbr".to_owned(),
         }
     }
 }
@@ -398,6 +407,7 @@ mod tests {
             ("tcp:cubic@10", CompetingKind::Tcp(TcpCc::Cubic), 10.0, None),
             ("tcp:newreno@5-60.5", CompetingKind::Tcp(TcpCc::NewReno), 5.0, Some(60.5)),
             ("short-tcp@12.5", CompetingKind::ShortTcp, 12.5, None),
+            ("audio@20-99", CompetingKind::Audio, 20.0, Some(99.0)),
             ("tcp:bbr@1-2", CompetingKind::Tcp(TcpCc::Bbr), 1.0, Some(2.0)),
         ] {
             let c = CompetingFlow::parse(spec).unwrap();

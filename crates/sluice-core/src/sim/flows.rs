@@ -6,7 +6,8 @@
 //! sender (flow 0) ----+                                  +--> receiver (flow 0) -> uplink -> sender
 //! media sender i -----+--> downlink (bottleneck) --> demux --> media receiver i -> uplink i -> sender i
 //! TCP sender j -------+                                  +--> TCP receiver j -> ACK path j -> sender j
-//! (bulk or short)
+//! (bulk or short)     |                                  |
+//! audio sender k -----+                                  +--> audio receiver k (no feedback)
 //! ```
 //!
 //! Every competing flow has its own return path with the uplink's delay and loss (not its
@@ -25,6 +26,7 @@
 use super::network::{Network, NodeId, Port, Scheduled, IN, OUT};
 use super::RunConfig;
 use crate::columns::Columns;
+use crate::cross::audio::{AudioConfig, AudioReceiver, AudioSender};
 use crate::cross::short_tcp::{ShortTcpConfig, ShortTcpSender};
 use crate::cross::tcp::{TcpReceiver, TcpSender};
 use crate::cross::{CompetingKind, Crosses, SPEC_GRAMMAR};
@@ -63,11 +65,18 @@ pub(crate) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
         ));
     }
     let main = cfg.resolve_scheme().map_err(|e| e.0)?;
-    if main.bottleneck.drops_frames() {
-        return Err(format!(
-            "competing flows cannot share scheme '{}''s frame-dropping bottleneck",
-            cfg.scheme_name
-        ));
+    // A frame-dropping bottleneck (Co-RTV) drops only its own flow's frames and drains the
+    // whole queue at the link's rate: a constant audio flow can share it (RFC 8867's cases
+    // run one beside the video); flows that adapt to it cannot (its node is one flow's).
+    if let Some(c) = cfg.competing.iter().find(|c| c.kind != CompetingKind::Audio) {
+        if main.bottleneck.drops_frames() {
+            return Err(format!(
+                "competing flow '{}': competing flows other than audio cannot share scheme \
+                 '{}''s frame-dropping bottleneck",
+                c.spec(),
+                cfg.scheme_name
+            ));
+        }
     }
     for c in &cfg.competing {
         let spec = c.spec();
@@ -239,6 +248,22 @@ fn tcp_flow(
     (s, net.add("tcp-receiver", Box::new(TcpReceiver::new(flow))))
 }
 
+/// Adds the sender and receiver of audio flow `c` (id `flow`) to `net` (no return path:
+/// a CBR codec takes no feedback).
+fn audio_flow(
+    c: &crate::cross::CompetingFlow,
+    flow: FlowId,
+    net: &mut Network,
+) -> (NodeId, NodeId) {
+    let (start, stop) = span(c);
+    let until = stop.unwrap_or(Timestamp::INFINITY);
+    let s = net.add(
+        "audio-sender",
+        Box::new(AudioSender::new(flow, AudioConfig::default(), start, until)),
+    );
+    (s, net.add("audio-receiver", Box::new(AudioReceiver::default())))
+}
+
 /// Drops what competing media flows' senders and receivers recorded (their frames are not
 /// the session's).
 fn drain_media_events(net: &mut Network, media: &[(NodeId, NodeId)]) {
@@ -398,6 +423,12 @@ impl Flows {
                     }
                     (s, r)
                 }
+                CompetingKind::Audio => {
+                    let (s, r) = audio_flow(c, flow, net);
+                    connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
+                    net.connect(exit, port, r, IN);
+                    continue;
+                }
                 _ => tcp_flow(cfg, c, flow, net),
             };
             let name = return_path_name(&c.kind);
@@ -479,7 +510,7 @@ impl Flows {
 
     /// Every flow's summary, and Jain's index over the interval in which all flows are
     /// active (from [`JAIN_WARMUP`] after the last start to the first stop or the end of
-    /// capture; short TCP flows and reverse media flows left out; `None` if that interval is
+    /// capture; short TCP flows, audio flows and reverse media flows left out; `None` if that interval is
     /// empty or fewer than two flows are left). Rates and shares cover the sampled part of the
     /// session (up to `sampled_until`).
     pub(super) fn summarize(
@@ -514,10 +545,13 @@ impl Flows {
                 }
             })
             .collect();
-        // Short TCP flows are on and off with a finite demand, reverse media flows share
-        // another link: not part of the index.
+        // Short TCP flows are on and off with a finite demand, audio flows have a fixed one,
+        // reverse media flows share another link: not part of the index.
         let long: Vec<usize> = (0..self.entries.len())
-            .filter(|&i| self.entries[i].kind != "short-tcp" && self.entries[i].at != At::Up)
+            .filter(|&i| {
+                let e = &self.entries[i];
+                !matches!(e.kind, "short-tcp" | "audio") && e.at != At::Up
+            })
             .collect();
         let last_start =
             long.iter().map(|&i| self.entries[i].start).max().unwrap_or(Timestamp::ZERO);
@@ -645,7 +679,7 @@ impl CrossTraffic {
             Some(c) => Err(ConfigError(format!(
                 "competing flow '{}': a reverse media flow needs its own sender on the \
                  receiver's side, which live mode does not have; the relay carries forward \
-                 flows only (media:..., tcp:..., short-tcp); RFC 8867 §5.3 runs in the \
+                 flows only (media:..., tcp:..., short-tcp, audio); RFC 8867 §5.3 runs in the \
                  simulator",
                 c.spec()
             ))),
@@ -673,6 +707,12 @@ impl CrossTraffic {
                     let r = net.add("competing-receiver", Box::new(receiver));
                     media.push((s, r));
                     (s, r)
+                }
+                CompetingKind::Audio => {
+                    let (s, r) = audio_flow(c, flow, &mut net);
+                    connect_to_bottleneck(&mut net, s, outbox, c.access_delay_ms, cfg.seed, flow);
+                    receivers.insert(flow, r);
+                    continue;
                 }
                 _ => tcp_flow(cfg, c, flow, &mut net),
             };

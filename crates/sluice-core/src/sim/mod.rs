@@ -374,8 +374,9 @@ impl Simulation {
         };
         let table = self.link(self.downlink).flow_stats();
         if let (Some(_), Some(table)) = (&self.flows, table) {
-            // The media flow's own packets (drops at the shared queue are all congestion
-            // drops: a policy-dropping bottleneck is not combined with competing flows).
+            // The media flow's own packets (its drops count as the link's do without
+            // competing flows: a frame-dropping bottleneck's policy drops among them, only
+            // the media flow's are dropped by it).
             let f0 = table.get(0);
             totals.arrived_packets = f0.arrived_packets;
             totals.dropped_packets = f0.dropped_packets;
