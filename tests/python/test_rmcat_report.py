@@ -76,3 +76,16 @@ def test_the_bidirectional_check_compares_with_the_reference(sluice, tmp_path):
     assert ok == (ratio >= 0.8 and p95 <= ref_p95 + 100 and use >= 0.5)
     # Without a reference run the case fails and says why.
     assert rmcat._check_53(run, None) == (False, f"no reference run; backward: link use {use:.2f}")
+
+
+def test_the_two_bottleneck_check_counts_every_flow_that_crosses_each():
+    # §6.3's plan: flow 0 crosses both bottlenecks, competing flow k by its `crosses`
+    # (first by default); the audio flows use the bottlenecks too.
+    class Run:
+        header = {"config": {"competing": [
+            {"spec": "media:self", "access_delay_ms": 20.0},
+            {"spec": "media:self", "crosses": "second"},
+            {"spec": "audio", "crosses": "both"}, "audio",
+            {"spec": "audio", "crosses": "second"}]}}  # fmt: skip
+
+    assert rmcat._crossings(Run()) == {0: (1, 2), 1: (1,), 2: (2,), 3: (1, 2), 4: (1,), 5: (2,)}

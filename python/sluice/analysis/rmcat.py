@@ -136,6 +136,18 @@ def _check_53(run: results.Run, ref: results.Run | None) -> tuple[bool, str]:
                 f"(reference {ref_p95:.0f} ms); {said_back}")  # fmt: skip
 
 
+def _crossings(run: results.Run) -> dict[int, tuple[int, ...]]:
+    """The bottlenecks (1, 2) each flow crosses, by flow id, from the run's config: flow 0
+    both, competing flow ``k`` (from 1) by its ``crosses`` (``first`` by default)."""
+    config = (run.header or {}).get("config") or {}
+    which = {"first": (1,), "second": (2,), "both": (1, 2)}
+    out: dict[int, tuple[int, ...]] = {0: (1, 2)}
+    for k, c in enumerate(config.get("competing") or [], start=1):
+        crosses = c.get("crosses", "first") if isinstance(c, dict) else "first"
+        out[k] = which.get(crosses, (1,))
+    return out
+
+
 def _check_63(run: results.Run) -> tuple[bool, str]:
     """Flow 0 crosses both bottlenecks, flow 1 the first, flow 2 the second (the plan):
     each bottleneck used at >= 0.8 of its capacity, flows 0 and 2 share the second fairly,
@@ -149,7 +161,10 @@ def _check_63(run: results.Run) -> tuple[bool, str]:
     r = _rates(run, 10.0, end)
     r0, r1, r2 = r.get(0, 0.0), r.get(1, 0.0), r.get(2, 0.0)
     cap1 = _capacity(run, 10.0, end)
-    use1, use2 = (r0 + r1) / cap1, (r0 + r2) / cap2
+    # Every flow that crosses a bottleneck uses it (the RFC's audio flows too).
+    crossing = _crossings(run)
+    use1 = sum(x for f, x in r.items() if 1 in crossing.get(f, ())) / cap1
+    use2 = sum(x for f, x in r.items() if 2 in crossing.get(f, ())) / cap2
     # Max-min fair: the two flows of the tighter second bottleneck halve it, the first
     # flow takes the rest of the first.
     fair0 = min(cap1, cap2) / 2
