@@ -447,9 +447,9 @@ CASES += [
     case("set-competing-not-a-list", run_with("--set", "competing=5"), "competing", "array"),
     case("set-competing-bad-spec", run_with("--set", 'competing=["tcp:vegas"]'),
          "competing", "tcp:vegas"),
-    case("live-competing-reverse-media", ["live", "run", "--trace", T, "--duration", "2",
-         "--out", "out", "--competing", "reverse-media:webrtc"], "reverse-media:webrtc",
-         "forward flows only"),
+    case("live-competing-unknown-scheme", ["live", "run", "--trace", T, "--duration", "2",
+         "--out", "out", "--competing", "reverse-media:webrtx"], "reverse-media:webrtx",
+         "unknown scheme"),
     case("set-competing-access-negative", run_with("--set", 'competing=[{"spec": "tcp:cubic", '
          '"access_delay_ms": -5}]'), "access_delay_ms", "-5"),
     case("set-competing-object-typo", run_with("--set", 'competing=[{"spec": "tcp:cubic", '

@@ -26,9 +26,9 @@ pub mod wire;
 use sluice_core::session::{ConfigError, RunConfig};
 
 /// What every live entry point checks before it builds anything: the config itself, then
-/// what live mode cannot carry (one bottleneck, the relay's; forward competing flows only,
-/// media and TCP, which the relay builds with
-/// [`sluice_core::sim::flows::CrossTraffic::for_run`]; checked here without building them).
+/// what live mode cannot carry (one bottleneck, the relay's: no second one). The relay builds
+/// the competing flows with [`sluice_core::sim::flows::CrossTraffic::for_run`]; their config
+/// is checked here without building them.
 pub fn check_live_config(cfg: &RunConfig) -> Result<(), ConfigError> {
     cfg.validate()?;
     if cfg.second_bottleneck.is_some() {

@@ -245,12 +245,48 @@ fn the_relay_carries_a_competing_media_flow_and_counts_every_flow() {
     }
 }
 
+/// The relay carries a reverse media flow too (RFC 8867 §5.3): its media shares the relay's
+/// uplink with the session's feedback, its feedback the downlink with the session's media;
+/// the flows' summary (the reverse flow counted at the uplink) is the simulator's.
 #[test]
-fn a_reverse_media_flow_is_refused_in_live_mode() {
+fn the_relay_carries_a_reverse_media_flow_over_its_uplink() {
     let mut cfg = config();
+    cfg.duration_s = 30.0;
+    cfg.downlink.queue_bytes = Some(75_000);
+    cfg.uplink.queue_bytes = Some(40_000);
+    cfg.downlink.delay_ms = 50.0;
+    cfg.uplink.delay_ms = 50.0;
     cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("reverse-media:webrtc").unwrap()];
-    let e = sluice_core::sim::flows::CrossTraffic::for_run(&cfg).err().unwrap();
-    assert!(e.0.contains("the relay carries forward flows only"), "{e}");
-    cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("media:webrtc").unwrap()];
-    assert!(sluice_live::check_live_config(&cfg).is_ok());
+    let down = Arc::new(Trace::constant(DataRate::from_mbps(2), TimeDelta::from_secs(1)));
+    let up = Arc::new(Trace::constant(DataRate::from_mbps(1), TimeDelta::from_secs(1)));
+    let scheme = cfg.resolve_scheme().unwrap();
+    let relay = RelayEndpoint::for_run(
+        &cfg,
+        &scheme,
+        Some(down.clone()),
+        Some(up.clone()),
+        Faults::default(),
+        None,
+    );
+    let (frames, malformed, relay, _) = run_with_relay(&cfg, relay, None);
+    assert_eq!(malformed, 0);
+    assert!(frames.iter().filter(|f| f.displayed_us.is_some()).count() > 700);
+    let (live, _) = relay.flow_summaries().expect("flows with a competing flow");
+    let sim =
+        Simulation::new(&cfg, Some(down), Some(up), build_encoder(&cfg).unwrap()).unwrap().run();
+    let flows = sim.summary.flows.unwrap();
+    let rates = |f: &[sluice_core::metrics::FlowSummary]| {
+        f.iter().map(|f| (f.kind.clone(), (f.mean_rate_bps / 1e3).round())).collect::<Vec<_>>()
+    };
+    eprintln!("live {:?}; simulated {:?}", rates(&live), rates(&flows));
+    assert_eq!(live[1].kind, "reverse-media");
+    // The backward flow uses its 1 Mbps uplink (its feedback comes back over the downlink),
+    // and each flow's rate is the simulator's within 15 %.
+    assert!(live[1].mean_rate_bps > 0.5e6, "{:?}", rates(&live));
+    let up_table = relay.uplink().flow_stats().expect("per-flow counters on the uplink");
+    assert!(up_table.delivered_bytes(1) > 1_500_000);
+    for (l, s) in live.iter().zip(&flows) {
+        let r = l.mean_rate_bps / s.mean_rate_bps;
+        assert!((0.85..1.15).contains(&r), "{:?} vs {:?}", rates(&live), rates(&flows));
+    }
 }

@@ -643,22 +643,26 @@ impl super::network::Node for Outbox {
     }
 }
 
-/// The competing flows of a run (media, bulk and short TCP) as one sans-IO state machine
-/// around a bottleneck it does not own: the live relay carries them inside its downlink
-/// (issue 29: "in live mode the relay carries the same cross traffic inside its
-/// bottleneck"). Each flow has the simulator's sender, receiver and return path (the
-/// uplink's delay and loss): a media flow runs its scheme's sender and receiver with the
-/// model encoder, as in the simulator, but inside the relay, driven by its clock. Their
-/// datagrams for the bottleneck come out of [`Self::poll_transmit`], and what the
-/// bottleneck delivers of their flows goes in with [`Self::deliver`]. Flow ids are the
+/// The competing flows of a run (media both ways, bulk and short TCP, audio) as one sans-IO
+/// state machine around bottlenecks it does not own: the live relay carries them inside its
+/// downlink and uplink (issue 29: "in live mode the relay carries the same cross traffic
+/// inside its bottleneck"). Each flow has the simulator's sender, receiver and return path
+/// (the uplink's delay and loss): a media flow runs its scheme's sender and receiver with the
+/// model encoder, as in the simulator, but inside the relay, driven by its clock. What they
+/// send toward the downlink comes out of [`Self::poll_transmit`], toward the uplink (a
+/// reverse media flow's media, RFC 8867 §5.3) out of [`Self::poll_transmit_up`]; what either
+/// link delivers of their flows goes in with [`Self::deliver`]: media to the flow's receiver,
+/// feedback (a reverse flow's, back over the downlink) to its sender. Flow ids are the
 /// simulator's (competing flow `k` is `k + 1`). It also keeps the per-flow series the
 /// simulator keeps ([`Self::sample`]), so a live run's summary has the same `flows` and
 /// `jain_index` ([`Self::summarize`]).
 pub struct CrossTraffic {
     net: Network,
+    /// What the flows send toward the downlink, and toward the uplink.
     outbox: NodeId,
-    /// The receiver of each flow, by flow id.
-    receivers: std::collections::BTreeMap<FlowId, NodeId>,
+    up_outbox: NodeId,
+    /// The sender and receiver of each flow, by flow id.
+    endpoints: std::collections::BTreeMap<FlowId, (NodeId, NodeId)>,
     /// The sender and receiver of each media flow (their events are drained).
     media: Vec<(NodeId, NodeId)>,
     /// Every flow's delivered bytes over time, the session's own (flow 0) first.
@@ -668,27 +672,14 @@ pub struct CrossTraffic {
 }
 
 impl CrossTraffic {
-    /// Whether the relay can carry `cfg.competing`, without building it: `Err` names the
-    /// first reverse media flow, which crosses the uplink (the relay carries only the
-    /// session's feedback there).
+    /// Whether the relay can carry `cfg.competing`, without building it: it carries every
+    /// kind; what it cannot carry (a second bottleneck) the caller checks.
     pub fn check(cfg: &RunConfig) -> Result<(), ConfigError> {
-        let reverse = |c: &&crate::cross::CompetingFlow| {
-            matches!(c.kind, CompetingKind::Media { reverse: true, .. })
-        };
-        match cfg.competing.iter().find(reverse) {
-            Some(c) => Err(ConfigError(format!(
-                "competing flow '{}': a reverse media flow needs its own sender on the \
-                 receiver's side, which live mode does not have; the relay carries forward \
-                 flows only (media:..., tcp:..., short-tcp, audio); RFC 8867 §5.3 runs in the \
-                 simulator",
-                c.spec()
-            ))),
-            None => Ok(()),
-        }
+        validate_competing(cfg).map_err(ConfigError)
     }
 
-    /// The competing flows of `cfg` (`None` without any); `Err` for one the relay cannot
-    /// carry ([`Self::check`]) or a media flow that does not build.
+    /// The competing flows of `cfg` (`None` without any); `Err` for a media flow that does
+    /// not build.
     pub fn for_run(cfg: &RunConfig) -> Result<Option<CrossTraffic>, ConfigError> {
         Self::check(cfg)?;
         if cfg.competing.is_empty() {
@@ -696,22 +687,37 @@ impl CrossTraffic {
         }
         let mut net = Network::default();
         let outbox = net.add("cross-outbox", Box::new(Outbox::default()));
-        let mut receivers = std::collections::BTreeMap::new();
+        let up_outbox = net.add("cross-up-outbox", Box::new(Outbox::default()));
+        let mut endpoints = std::collections::BTreeMap::new();
         let mut media = Vec::new();
         for (k, c) in cfg.competing.iter().enumerate() {
             let flow = (k + 1) as FlowId;
             let (s, r) = match &c.kind {
-                CompetingKind::Media { .. } => {
+                CompetingKind::Media { reverse, .. } => {
                     let (sender, receiver) = media_flow(cfg, c, flow)?;
                     let s = net.add("competing-sender", Box::new(sender));
                     let r = net.add("competing-receiver", Box::new(receiver));
                     media.push((s, r));
+                    endpoints.insert(flow, (s, r));
+                    if *reverse {
+                        // Its media over the uplink, its feedback over the downlink.
+                        connect_to_bottleneck(
+                            &mut net,
+                            s,
+                            up_outbox,
+                            c.access_delay_ms,
+                            cfg.seed,
+                            flow,
+                        );
+                        net.connect(r, OUT, outbox, IN);
+                        continue;
+                    }
                     (s, r)
                 }
                 CompetingKind::Audio => {
                     let (s, r) = audio_flow(c, flow, &mut net);
                     connect_to_bottleneck(&mut net, s, outbox, c.access_delay_ms, cfg.seed, flow);
-                    receivers.insert(flow, r);
+                    endpoints.insert(flow, (s, r));
                     continue;
                 }
                 _ => tcp_flow(cfg, c, flow, &mut net),
@@ -720,13 +726,14 @@ impl CrossTraffic {
             connect_to_bottleneck(&mut net, s, outbox, c.access_delay_ms, cfg.seed, flow);
             net.connect(r, OUT, back, IN);
             net.connect(back, OUT, s, IN);
-            receivers.insert(flow, r);
+            endpoints.insert(flow, (s, r));
         }
         let sample_interval = TimeDelta::from_ms_f64(cfg.sample_interval_ms);
         Ok(Some(CrossTraffic {
             net,
             outbox,
-            receivers,
+            up_outbox,
+            endpoints,
             media,
             flows: Flows::describe(cfg),
             sample_interval,
@@ -740,28 +747,39 @@ impl CrossTraffic {
         drain_media_events(&mut self.net, &self.media);
     }
 
-    /// A datagram of a competing flow that the bottleneck delivered at `now` (others are
-    /// ignored).
+    /// A datagram of a competing flow that a link delivered at `now`: media to the flow's
+    /// receiver, feedback to its sender (others are ignored).
     pub fn deliver(&mut self, d: crate::packet::Datagram, now: Timestamp) {
-        let Some(&r) = self.receivers.get(&d.flow()) else { return };
-        self.net.handle_input(r, IN, d, now);
+        let Some(&(s, r)) = self.endpoints.get(&d.flow()) else { return };
+        let to = match d {
+            crate::packet::Datagram::Media(_) => r,
+            crate::packet::Datagram::Feedback(_) => s,
+        };
+        self.net.handle_input(to, IN, d, now);
         self.handle_timeout(now);
     }
 
     /// Whether `flow` is one of these flows.
     pub fn carries(&self, flow: FlowId) -> bool {
-        self.receivers.contains_key(&flow)
+        self.endpoints.contains_key(&flow)
     }
 
-    /// The flows' ids, in order.
-    pub fn flows(&self) -> impl Iterator<Item = FlowId> + '_ {
-        self.receivers.keys().copied()
+    /// Whether a flow sends over the uplink (a reverse media flow): its per-flow counters
+    /// are then needed there too.
+    pub fn uses_uplink(&self) -> bool {
+        self.flows.entries.iter().any(|e| e.at == At::Up)
     }
 
-    /// The next datagram for the bottleneck.
+    /// The next datagram for the downlink.
     pub fn poll_transmit(&mut self, now: Timestamp) -> Option<crate::packet::Datagram> {
         self.handle_timeout(now);
         self.net.get_mut_for_events::<Outbox>(self.outbox)?.0.pop_front()
+    }
+
+    /// The next datagram for the uplink (a reverse media flow's media).
+    pub fn poll_transmit_up(&mut self, now: Timestamp) -> Option<crate::packet::Datagram> {
+        self.handle_timeout(now);
+        self.net.get_mut_for_events::<Outbox>(self.up_outbox)?.0.pop_front()
     }
 
     /// When the flows next have something to do (a flow's timer, or the next sample).
@@ -775,13 +793,29 @@ impl CrossTraffic {
         self.next_sample
     }
 
-    /// Records every flow's bytes that the bottleneck (`table`: its per-flow counters)
-    /// delivered by `now`, if a sample is due.
-    pub fn sample(&mut self, now: Timestamp, table: &FlowStatsTable) {
+    /// Every flow's bytes delivered so far, by flow id, the session's own (0) first: at the
+    /// link that carries its media (`down`: the downlink's per-flow counters, `up`: the
+    /// uplink's, with a reverse flow).
+    pub fn delivered_bytes(
+        &self,
+        down: &FlowStatsTable,
+        up: Option<&FlowStatsTable>,
+    ) -> Vec<(FlowId, i64)> {
+        let tables = Tables { down, up, second: None };
+        self.flows
+            .entries
+            .iter()
+            .map(|e| (e.flow, tables.of(e.at).map_or(0, |t| t.delivered_bytes(e.flow))))
+            .collect()
+    }
+
+    /// Records every flow's bytes that the links (their per-flow counters, as for
+    /// [`Self::delivered_bytes`]) delivered by `now`, if a sample is due.
+    pub fn sample(&mut self, now: Timestamp, down: &FlowStatsTable, up: Option<&FlowStatsTable>) {
         if now < self.next_sample {
             return;
         }
-        let tables = Tables { down: table, up: None, second: None };
+        let tables = Tables { down, up, second: None };
         self.flows.sample(now, self.sample_interval, tables, None);
         while self.next_sample <= now {
             self.next_sample += self.sample_interval;
@@ -793,8 +827,12 @@ impl CrossTraffic {
 
     /// Every flow's summary and Jain's index, as the simulator's summary has them (`flows`,
     /// `jain_index`), from the samples taken.
-    pub fn summarize(&self, table: &FlowStatsTable) -> (Vec<FlowSummary>, Option<f64>) {
+    pub fn summarize(
+        &self,
+        down: &FlowStatsTable,
+        up: Option<&FlowStatsTable>,
+    ) -> (Vec<FlowSummary>, Option<f64>) {
         let until = self.flows.times.last().copied().unwrap_or(Timestamp::ZERO);
-        self.flows.summarize(Tables { down: table, up: None, second: None }, until)
+        self.flows.summarize(Tables { down, up, second: None }, until)
     }
 }

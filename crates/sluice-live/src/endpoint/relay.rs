@@ -93,7 +93,8 @@ pub struct RelayEndpoint {
     snapshot_interval: TimeDelta,
     /// Every datagram's way through the relay, if asked for ([`Self::log_datagrams`]).
     log: Option<DatagramLog>,
-    /// Competing flows inside the downlink (`--competing media:...`, `tcp:...`, `short-tcp`).
+    /// Competing flows inside the downlink and the uplink (`--competing media:...`,
+    /// `reverse-media:...`, `tcp:...`, `short-tcp`, `audio`).
     cross: Option<sluice_core::sim::flows::CrossTraffic>,
 }
 
@@ -189,14 +190,21 @@ impl RelayEndpoint {
     /// per flow ([`Link::flow_stats`]).
     pub fn set_cross_traffic(&mut self, cross: sluice_core::sim::flows::CrossTraffic) {
         self.downlink.enable_flow_stats();
+        if cross.uses_uplink() {
+            self.uplink.enable_flow_stats();
+        }
         self.cross = Some(cross);
     }
 
-    /// Moves what the cross traffic sends at `now` into the downlink.
+    /// Moves what the cross traffic sends at `now` into the downlink, and a reverse media
+    /// flow's media into the uplink.
     fn pump_cross(&mut self, now: Timestamp) {
         let Some(cross) = self.cross.as_mut() else { return };
         while let Some(d) = cross.poll_transmit(now) {
             self.downlink.handle_datagram(d, now);
+        }
+        while let Some(d) = cross.poll_transmit_up(now) {
+            self.uplink.handle_datagram(d, now);
         }
     }
 
@@ -250,7 +258,8 @@ impl RelayEndpoint {
     /// and `jain_index`), as the simulator computes them from the downlink's per-flow
     /// counters.
     pub fn flow_summaries(&self) -> Option<(Vec<sluice_core::metrics::FlowSummary>, Option<f64>)> {
-        Some(self.cross.as_ref()?.summarize(self.downlink.flow_stats()?))
+        let down = self.downlink.flow_stats()?;
+        Some(self.cross.as_ref()?.summarize(down, self.uplink.flow_stats()))
     }
 
     /// What the path faults did.
@@ -265,6 +274,10 @@ impl RelayEndpoint {
 
     pub fn downlink(&self) -> &Link {
         &self.downlink
+    }
+
+    pub fn uplink(&self) -> &Link {
+        &self.uplink
     }
 
     /// The downlink's counters of the session's own packets: all of them, or with cross
@@ -440,6 +453,9 @@ impl RelayEndpoint {
         }
         while let Some((d, _)) = self.uplink.poll_drop() {
             if let Datagram::Media(p) = d {
+                if p.flow != 0 {
+                    continue; // a reverse media flow's: its receiver finds out
+                }
                 self.up_bytes.remove(&p.transport_seq);
                 if let Some(log) = self.log.as_mut() {
                     log.dropped(p.transport_seq);
@@ -468,9 +484,7 @@ impl RelayEndpoint {
             None => (stats.delivered_bytes, stats.dropped_packets()),
         };
         let flow_delivered_bytes = match (self.downlink.flow_stats(), &self.cross) {
-            (Some(t), Some(c)) => {
-                std::iter::once(0).chain(c.flows()).map(|f| (f, t.delivered_bytes(f))).collect()
-            }
+            (Some(t), Some(c)) => c.delivered_bytes(t, self.uplink.flow_stats()),
             _ => Vec::new(),
         };
         if let Ok(mut s) = shared.lock() {
@@ -543,7 +557,7 @@ impl Endpoint for RelayEndpoint {
     fn handle_timeout(&mut self, now: Timestamp) {
         self.forward_access(now);
         if let (Some(cross), Some(table)) = (self.cross.as_mut(), self.downlink.flow_stats()) {
-            cross.sample(now, table);
+            cross.sample(now, table, self.uplink.flow_stats());
         }
         self.pump_cross(now);
         if self.downlink.poll_timeout() <= now {
@@ -594,6 +608,11 @@ impl Endpoint for RelayEndpoint {
             return Some((Role::Receiver, b));
         }
         while let Some(d) = self.uplink.poll_datagram(now) {
+            if let Some(cross) = self.cross.as_mut().filter(|c| c.carries(d.flow())) {
+                cross.deliver(d, now); // a reverse media flow's media
+                self.pump_cross(now);
+                continue;
+            }
             if let Some(d) = self.toward_sender(d, now) {
                 if let Some(b) = self.sender_bytes(d, now) {
                     return Some((Role::Sender, b));
