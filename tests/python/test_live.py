@@ -131,7 +131,7 @@ def test_live_run_rejects_bad_options_in_one_line(tmp_path, capsys):
     # What the relay cannot carry is refused, not ignored: a second bottleneck (RFC 8867
     # §6.3 runs in the simulator), and what the simulator refuses too.
     refused = [(["--set", "second_bottleneck.rate_mbps=1.5"], "simulated only"),
-               (["--scheme", "co-rtv", "--competing", "tcp:cubic"], "other than audio")]  # fmt: skip
+               (["--scheme", "co-rtv", "--competing", "tcp:cubic"], "other than audio")]
     for extra, says in refused:
         rc = main(["live", "run", "--trace", "gen:constant:12", "--duration", "1", *extra,
                    "--out", str(tmp_path / "y")])  # fmt: skip
