@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from sluice import live, runner
+from sluice import live, run
 
 REPO = Path(__file__).resolve().parents[1]
 KEYS = ("latency_ms", "frames_displayed", "frames_skipped", "video_bitrate_bps",
@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
             base = dict(scheme=scheme, trace=str(REPO / trace), encoder="model",
                         overrides=overrides, progress=False)  # fmt: skip
             stem = f"{scheme}-{Path(trace).stem}-s{args.seed}"
-            sim_dir = runner.run_one(runner.RunSpec(out_dir=f"{args.work}/sim-{stem}", **base))
-            live_dir = live.run_live(runner.RunSpec(out_dir=f"{args.work}/live-{stem}", **base))
+            sim_dir = run.run_one(run.RunSpec(out_dir=f"{args.work}/sim-{stem}", **base))
+            live_dir = live.run_live(run.RunSpec(out_dir=f"{args.work}/live-{stem}", **base))
             sim = json.loads((sim_dir / "summary.json").read_text())
             lv = json.loads((live_dir / "summary.json").read_text())
             counters = json.loads((live_dir / "live.json").read_text())

@@ -63,14 +63,14 @@ def _md5(text: str) -> str:
 
 
 def cmd_run(out: Path) -> int:
-    from sluice import runner
+    from sluice import run
     from sluice.config import registry
 
     out.mkdir(parents=True, exist_ok=True)
     sums = {}
     for name, spec in _runs(registry()):
         d = out / name
-        runner.run_one(runner.RunSpec(out_dir=str(d), progress=False, **spec))
+        run.run_one(run.RunSpec(out_dir=str(d), progress=False, **spec))
         text = (d / "run.jsonl").read_text(encoding="utf-8")
         lines = text.splitlines()
         sums[name] = {

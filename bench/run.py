@@ -302,13 +302,13 @@ def ray_overhead_x264(tmp: Path, cells: int = 4) -> dict:
     scheduling, returning the records, writing them on the driver and the nodes' check.
     A first cell (not timed) starts the worker and decodes the clip on the node."""
     import ray
-    from sluice import cluster, pool, runner
+    from sluice import cluster, pool, run
 
     clip = ROOT / "data" / "videos" / "bbb-intro_1280x720_24fps_10s.mp4"
     trace = ROOT / "data" / "traces" / "wifi-hairpin14-70s.mahi"
 
-    def spec(seed: int, root: str) -> runner.RunSpec:
-        return runner.RunSpec(
+    def spec(seed: int, root: str) -> run.RunSpec:
+        return run.RunSpec(
             scheme="webrtc-x264", video=str(clip), trace=str(trace), width=640,
             encode_time="modeled", quality="none",
             overrides=(("duration_s", 10), ("seed", seed)), out_dir=str(tmp / root / f"s{seed}"),

@@ -2,7 +2,7 @@
 
 The simulator is the Rust extension ``sluice._core``; this package is the front end: run
 configs and config paths (:mod:`sluice.config`), trace loading, running one or many
-(:mod:`sluice.runner`), experiment plans and their results tables (:mod:`sluice.plan`,
+(:mod:`sluice.run`), experiment plans and their results tables (:mod:`sluice.plan`,
 :mod:`sluice.experiments`), the versioned result format, plots, analysis and the ``sluice``
 CLI.
 """

@@ -11,9 +11,9 @@ Ray itself:
   ``SLUICE_RAY_NODE_DIR`` where ``ray start`` ran, else ``<temp dir>/sluice-ray-<uid>``).
   Scheme files are already compositions in the specs (read where the plan or command line
   named them).
-- **Results come back.** A task runs :func:`sluice.runner.simulate` in a scratch directory
+- **Results come back.** A task runs :func:`sluice.run.simulate` in a scratch directory
   and returns the records and any files the run wrote (x264's bitstreams); the driver writes
-  the run directory (:meth:`sluice.runner.RunOutput.write`, the process pool's writer), so
+  the run directory (:meth:`sluice.run.RunOutput.write`, the process pool's writer), so
   ``--out`` and ``--results`` are local to the driver. The header's git SHA is the driver's
   (the nodes run the same code: below); ``encoder.bitstream_path`` is ``stream.264``, the
   run directory's own, as on the process pool. ``encoder.video_path`` is the decoded clip's
@@ -53,7 +53,7 @@ from typing import Any
 
 from . import __version__, results
 from .errors import SluiceError, one_line
-from .runner import RunSpec
+from .run import RunSpec
 from .traces import is_generated
 
 SHIP_ENV = "SLUICE_RAY_SHIP"
@@ -416,7 +416,7 @@ def run_cell(spec: RunSpec, inputs: list[tuple[str, str, str]], *blobs: bytes) -
     {file name: bytes}, (seconds, node id))`` or ``("error", one line)``."""
     import ray
 
-    from . import runner
+    from . import run
 
     root = node_dir()
     work = None
@@ -430,10 +430,10 @@ def run_cell(spec: RunSpec, inputs: list[tuple[str, str, str]], *blobs: bytes) -
         spec = replace(spec, **changes, out_dir=str(work / "run"), progress=False,
                        cache_dir=str(root / "video-cache"))  # fmt: skip
         t0 = time.perf_counter()
-        out = runner.simulate(spec)
+        out = run.simulate(spec)
         seconds = time.perf_counter() - t0
         # The run's own files (x264's streams) travel as bytes under their names in the run
-        # directory; the driver moves them into the result (runner.RunOutput.write).
+        # directory; the driver moves them into the result (run.RunOutput.write).
         enc = out.header["config"].get("encoder") or {}
         if enc.get("video_path"):  # relative to the scratch run directory, deleted below
             enc["video_path"] = str((out.run_dir / enc["video_path"]).resolve())
@@ -454,7 +454,7 @@ def run_cell(spec: RunSpec, inputs: list[tuple[str, str, str]], *blobs: bytes) -
 
 def _write_result(out: Any, files: dict[str, bytes], run_dir: Path) -> Path:
     """Writes a cell's result on the driver as one result: the run's own files under
-    temporary names, then :meth:`sluice.runner.RunOutput.write` moves them in with the
+    temporary names, then :meth:`sluice.run.RunOutput.write` moves them in with the
     records (the header's paths are relative to the run directory already)."""
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -474,7 +474,7 @@ def _write_result(out: Any, files: dict[str, bytes], run_dir: Path) -> Path:
 
 # --- running --------------------------------------------------------------------------------
 
-#: (seconds in :func:`sluice.runner.simulate`, Ray node id) of each finished cell of the
+#: (seconds in :func:`sluice.run.simulate`, Ray node id) of each finished cell of the
 #: last :func:`run_specs` call (None: failed): for the benchmark of Ray's overhead per cell
 #: and for tests.
 last_cells: list[tuple[float, str] | None] = []

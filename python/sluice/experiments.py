@@ -1,6 +1,6 @@
 """Running a matrix of cells resumably, and its results table.
 
-A :class:`Cell` is one run (a :class:`~sluice.runner.RunSpec` with a fixed output directory)
+A :class:`Cell` is one run (a :class:`~sluice.run.RunSpec` with a fixed output directory)
 and what it stands for (scheme, trace, clip, seed, the swept config values). Plans
 (:mod:`sluice.plan`) make the cells; :func:`run_cells` runs those without results on a
 process pool or Ray (:func:`~sluice.pool.run_many`) and :func:`results_table` gives one row
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from . import metrics, results
 from .errors import SluiceError
 from .pool import RunFailure, run_many
-from .runner import RunSpec
+from .run import RunSpec
 
 if TYPE_CHECKING:
     import pandas as pd

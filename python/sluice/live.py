@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 from . import results
 from .errors import SluiceError
 
-if TYPE_CHECKING:  # the runner (and what it imports) loads only when a run starts
-    from .runner import RunSpec
+if TYPE_CHECKING:  # the run stages (and what they import) load only when a run starts
+    from .run import RunSpec
 
 # Files of a live result: the live counters, and for x264 runs the H.264 stream the receiver
 # reassembled from RTP (displayed frames only).
@@ -186,7 +186,7 @@ def sdp(port: int, address: str = "127.0.0.1") -> str:
 
 
 class LiveSession:
-    """A :func:`sluice.runner.simulate` session that runs the scheme live (``LiveRun`` of the
+    """A :func:`sluice.run.simulate` session that runs the scheme live (``LiveRun`` of the
     extension: sender, relay and receiver on loopback UDP) instead of simulating it. Its own
     files for the result: ``live.json`` (the live counters), and for x264 runs
     ``received.264`` (what the receiver reassembled from RTP). With ``forward_rtp``,
@@ -215,7 +215,7 @@ class LiveSession:
 
     @property
     def interrupted(self) -> bool:
-        """The run stopped early (its records are partial; :func:`sluice.runner.simulate`
+        """The run stopped early (its records are partial; :func:`sluice.run.simulate`
         does not score them)."""
         return self.interrupt is not None
 
@@ -257,13 +257,13 @@ def run_live(
     transport: str = "rtp",
 ) -> Path:
     """Runs ``spec`` live on loopback and writes its results as one result (the simulated
-    run's files, through the same :func:`sluice.runner.simulate`, plus the live session's,
+    run's files, through the same :func:`sluice.run.simulate`, plus the live session's,
     :class:`LiveSession`); returns the run directory. ``forward_rtp``: a port on ``bind``
     that gets a copy of the received video RTP (an RTP player; ``stream.sdp`` in the run
     directory describes it). ``transport``: ``rtp`` or ``webrtc`` (DTLS-SRTP through str0m;
     ICE and DTLS are set up before the run's clock starts). Ctrl-C stops the run, writes
     what it has, then re-raises."""
-    from .runner import resolve_encoder, simulate
+    from .run import resolve_encoder, simulate
 
     faults = faults or LiveFaults()
     restarts = restarts or Restarts()

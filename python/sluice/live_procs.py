@@ -154,7 +154,7 @@ def _run_endpoint(role: str, spec: Any, cfg: dict[str, Any], out: Path, options:
     ``early`` (name: text) is written into ``out`` once the endpoint has bound its socket
     (for a player to read while it runs) and removed again if no part is written."""
     from .live import _progress
-    from .runner import _fold, captured_stderr
+    from .run import captured_stderr, fold_stderr
 
     files = dict(files or {})
     early = dict(early or {})
@@ -164,7 +164,7 @@ def _run_endpoint(role: str, spec: Any, cfg: dict[str, Any], out: Path, options:
             ep = _core.LiveEndpoint(role, json.dumps(cfg), json.dumps(options),
                                     down.trace if down else None, up.trace if up else None)
         except ValueError as e:
-            raise ValueError(_fold(str(e), said())) from None
+            raise ValueError(fold_stderr(str(e), said())) from None
     # Bound and running: only now does the previous part in `out` go (a command that cannot
     # bind leaves it as it was).
     _clean_old(out)
@@ -251,7 +251,7 @@ def _clean_old(out: Path) -> None:
 
 def cmd_send(args: argparse.Namespace) -> int:
     from . import config, video
-    from .runner import _overridden, planned_config, resolve_encoder, validate_config
+    from .run import overridden, planned_config, resolve_encoder, validate_config
 
     _check_peers(args.listen, [("peer", args.peer)])
     spec = _spec(args)
@@ -261,7 +261,7 @@ def cmd_send(args: argparse.Namespace) -> int:
     out = _out_dir(args)
     files: dict[str, Path] = {}
     if encoder == "x264":
-        fps = float(cfg["fps"]) if _overridden(spec, "fps") else None
+        fps = float(cfg["fps"]) if overridden(spec, "fps") else None
         raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
         cfg["fps"] = raw.fps
         stream = results.temp_path(out.resolve() / results.STREAM_FILE)
@@ -299,7 +299,7 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
 def _endpoint_config(spec: Any) -> dict[str, Any]:
     """The run config of a relay or a receiver (they have no encoder: the model's stands in;
     ``live merge`` does not compare encoders)."""
-    from .runner import planned_config, validate_config
+    from .run import planned_config, validate_config
 
     cfg = planned_config(spec, "model")
     validate_config(cfg)
@@ -344,7 +344,7 @@ def cmd_recv(args: argparse.Namespace) -> int:
 
 def cmd_relay(args: argparse.Namespace) -> int:
     from .live import faults_from_args
-    from .runner import load_traces
+    from .run import load_traces
 
     _check_peers(args.listen, [("sender", args.sender), ("receiver", args.receiver)])
     spec = _spec(args)
@@ -480,7 +480,7 @@ def check_together(parts: dict[str, tuple[str, dict[str, Any]]]) -> None:
 
 
 class MergedSession:
-    """A :func:`sluice.runner.simulate` session that merges parts instead of running: the
+    """A :func:`sluice.run.simulate` session that merges parts instead of running: the
     result files are written by the same code as a run's (and ``live run``'s)."""
 
     def __init__(self, parts: dict[str, tuple[str, dict[str, Any]]], merged_cfg: dict[str, Any],
@@ -550,7 +550,7 @@ def merge(sender: str, receiver: str, relay: str | None = None, out: str | None 
           quality: str = "fast") -> Path:  # fmt: skip
     """Merges the parts in these directories into one result (``live run``'s files) in
     ``out``; returns the run directory."""
-    from .runner import RunSpec, simulate
+    from .run import RunSpec, simulate
     from .traces import trace_stem
 
     parts = {"sender": (sender, read_part(sender, "sender"))}

@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import config, results, runner
+from . import config, results, run
 from .errors import DuplicateKey, SluiceError, regular_file, strict_json
 from .experiments import (
     MAX_NAME_CHARS,
@@ -172,7 +172,7 @@ class Plan:
         return [(p, v) for p, v in clip.overrides if config.has_path(cfg, p)]
 
     def spec(self, s: PlanScheme, trace: PlanTrace, clip: PlanClip, seed: int | None,
-             out_dir: str | None = None, with_clip: bool = True) -> runner.RunSpec:  # fmt: skip
+             out_dir: str | None = None, with_clip: bool = True) -> run.RunSpec:  # fmt: skip
         """The run of one cell (``with_clip=False``: without the clip's overrides)."""
         clip_set = self.clip_overrides(s, clip) if with_clip else []
         overrides = [*self.overrides, *trace.overrides, *clip_set, *s.overrides]
@@ -181,7 +181,7 @@ class Plan:
         if seed is not None:
             overrides.append(("seed", seed))
         video = {k: v for k, v in self.video.items() if k != "encoder"}
-        return runner.RunSpec(
+        return run.RunSpec(
             scheme=s.name, scheme_config=s.config, overrides=tuple(overrides),
             trace=trace.path, uplink_trace=trace.uplink, trace_format=trace.format,
             video=clip.path, encoder=s.encoder or self.video.get("encoder"),
@@ -472,8 +472,8 @@ def plan_from_dict(data: dict[str, Any], path: Path) -> Plan:
     ):
         raise vctx.error(f"'width' must be an integer >= 16, got {video['width']!r}")  # fmt: skip
     for key, allowed in (("quality", ("none", "fast", "full")),
-                         ("encode_time", runner.ENCODE_TIME_MODES),
-                         ("encoder", runner.ENCODERS)):  # fmt: skip
+                         ("encode_time", run.ENCODE_TIME_MODES),
+                         ("encoder", run.ENCODERS)):  # fmt: skip
         if key in video and video[key] not in allowed:
             raise vctx.error(f"'{key}' must be one of {', '.join(allowed)}, got {video[key]!r}")
     if "preset" in video:
@@ -532,8 +532,8 @@ def _schemes(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanScheme]:
         base_name = sctx.str(entry, "base")
         file = sctx.str(entry, "file")
         encoder = sctx.str(entry, "encoder")
-        if encoder is not None and encoder not in runner.ENCODERS:
-            raise sctx.error(f"'encoder' must be one of {', '.join(runner.ENCODERS)}, "
+        if encoder is not None and encoder not in run.ENCODERS:
+            raise sctx.error(f"'encoder' must be one of {', '.join(run.ENCODERS)}, "
                              f"got {encoder!r}")  # fmt: skip
         sets = _overrides(sctx, entry.get("set", {}), "'set'")
         if base_name and file:
@@ -660,7 +660,7 @@ def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
             for s in plan.schemes:
                 for clip in {c.path is None: c for c in plan.clips}.values():
                     try:
-                        runner.check(plan.spec(s, probe, clip, None))
+                        run.check(plan.spec(s, probe, clip, None))
                     except SluiceError as e:
                         raise ctx.at(f"trace '{t.label}', scheme '{s.name}'").error(
                             str(e)) from None  # fmt: skip
@@ -678,7 +678,7 @@ def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
             if clip.overrides:
                 for s in plan.schemes:
                     try:
-                        runner.check(plan.spec(s, trace, clip, None))
+                        run.check(plan.spec(s, trace, clip, None))
                     except SluiceError as e:
                         raise cctx.at(f", scheme '{s.name}'").error(str(e)) from None
     for s in plan.schemes:
@@ -688,7 +688,7 @@ def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
         for clip in {c.path is None: c for c in plan.clips}.values():
             spec = plan.spec(s, trace, clip, plan.seeds[0] if plan.seeds else None)
             try:
-                runner.check(spec)
+                run.check(spec)
             except SluiceError as e:
                 msg = str(e)
                 if clip.path is None and "needs a video" in msg:

@@ -1,7 +1,7 @@
 """Many runs at once: :func:`run_many` on a local process pool or on Ray
 (:mod:`sluice.cluster`).
 
-A run is :func:`sluice.runner.run_one` either way; this module only decides where it runs,
+A run is :func:`sluice.run.run_one` either way; this module only decides where it runs,
 shows one progress bar over all of them, and charges a worker's death to the run that died.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SluiceError, one_line
-from .runner import RunSpec, run_one
+from .run import RunSpec, run_one
 
 BACKENDS = ("process", "ray")
 

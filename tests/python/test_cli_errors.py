@@ -100,7 +100,7 @@ def test_x264_scheme_without_video(sluice, tmp_path):
 
 
 def test_encoder_option_overrides_the_schemes_encoder(tmp_path):
-    from sluice.runner import RunSpec, resolve_encoder
+    from sluice.run import RunSpec, resolve_encoder
 
     assert resolve_encoder(RunSpec(scheme="ace", trace=TRACE, encoder="model")) == "model"
     assert resolve_encoder(RunSpec(scheme="webrtc", trace=TRACE)) == "model"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sluice import experiments, results
 from sluice.errors import SluiceError
-from sluice.runner import RunSpec
+from sluice.run import RunSpec
 
 # The bounds: a run stops within a second of the signal (measured 0.05-0.2 s on 2
 # loaded cores; printed with -s), and no worker outlives a killed matrix parent by 5 s.
@@ -307,7 +307,7 @@ def test_resume_runs_a_damaged_cell_again(tmp_path, capsys):
 
 
 def test_resume_runs_a_cell_whose_quality_scoring_failed_again(tmp_path, capsys):
-    from sluice.runner import RunOutput
+    from sluice.run import RunOutput
 
     spec = RunSpec(out_dir=str(tmp_path / "cell"))
     cell = experiments.Cell(spec=spec, scheme="webrtc")

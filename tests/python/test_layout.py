@@ -80,9 +80,9 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_front_end_has_no_import_cycle():
     graph = _graph()
-    # The graph is read, not empty: the CLI reaches its command groups and the runner.
+    # The graph is read, not empty: the CLI reaches its command groups and the run.
     assert {"sluice.cli.run", "sluice.cli.options"} <= graph["sluice.cli"] | graph["sluice.cli.run"]
-    assert "sluice.runner" in graph["sluice.pool"]
+    assert "sluice.run" in graph["sluice.pool"]
     assert _cycles(graph) == []
 
 

@@ -143,7 +143,7 @@ def test_delivered_stream_links_the_whole_stream_and_copies_a_subset(tmp_path: P
 
 def test_a_run_without_kept_streams_is_scored_complete_and_has_no_h264(tmp_path: Path) -> None:
     from sluice import results
-    from sluice.runner import RunSpec, run_one
+    from sluice.run import RunSpec, run_one
 
     clip = _clip(tmp_path)
     common = dict(scheme="webrtc-x264", video=str(clip), quality="fast", encode_time="modeled",

@@ -126,7 +126,7 @@ def cells(plan: dict[str, Any]) -> list[Cell]:
 
 
 def spec_of(plan: dict[str, Any], cell: Cell, out: Path) -> Any:
-    from ..runner import RunSpec
+    from ..run import RunSpec
 
     v = plan["video"]
     overrides: list[tuple[str, Any]] = [
@@ -157,7 +157,7 @@ def run_cell(plan: dict[str, Any], cell: Cell, root: Path) -> Path:
     out = cell.dir(root)
     spec = spec_of(plan, cell, out)
     if cell.side in sim_sides(plan):
-        from ..runner import run_one
+        from ..run import run_one
 
         return run_one(spec)
     if cell.side == "live":

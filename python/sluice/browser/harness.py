@@ -336,7 +336,7 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
     ``event_log``: both pages' RTC event logs and their decoded records in the result too
     (:func:`event_log_files`). Raises :class:`SluiceError`."""
     from .. import config, results, video
-    from ..runner import load_traces, planned_config
+    from ..run import load_traces, planned_config
     from . import records
 
     if codec not in CODECS:
@@ -518,7 +518,7 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
     result files of a simulated run, scheme ``spec.scheme``; frames are those the page
     displayed. Raises :class:`SluiceError`."""
     from .. import config, results, video
-    from ..runner import load_traces, planned_config
+    from ..run import load_traces, planned_config
     from . import records
 
     chromium.executable()
@@ -691,7 +691,7 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
     the result files of a simulated run, scheme ``chrome``, receiver ``sluice``. Raises
     :class:`SluiceError`."""
     from .. import config, results, video
-    from ..runner import load_traces, planned_config
+    from ..run import load_traces, planned_config
     from . import records
 
     chromium.executable()

@@ -96,7 +96,7 @@ def cmd_browser_run(args: argparse.Namespace) -> int:
 
 
 def _spec(args: argparse.Namespace, scheme: str) -> Any:
-    from ..runner import RunSpec
+    from ..run import RunSpec
 
     return RunSpec(
         scheme=scheme,

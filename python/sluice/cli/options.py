@@ -2,7 +2,7 @@
 
 Every command group (:mod:`sluice.cli.run`, :mod:`~sluice.cli.tools`, :mod:`~sluice.cli.live`,
 :mod:`~sluice.cli.browser`) builds its parsers from these groups, so a flag means the same
-everywhere, and turns parsed arguments into a :class:`~sluice.runner.RunSpec` here. This
+everywhere, and turns parsed arguments into a :class:`~sluice.run.RunSpec` here. This
 module imports no command module.
 """
 
@@ -400,7 +400,7 @@ def overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
 
 
 def spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, out: str | None):
-    from ..runner import RunSpec, resolve_encoder
+    from ..run import RunSpec, resolve_encoder
 
     spec = RunSpec(
         scheme=scheme,

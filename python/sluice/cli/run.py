@@ -108,7 +108,7 @@ def _add_pool(p: argparse.ArgumentParser) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .. import report, results
-    from ..runner import run_one
+    from ..run import run_one
 
     name, cfg = o.scheme_from_args(args)
     seeds = o.seeds(args)
@@ -131,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .. import differences, plots, pool, report, results, runner
+    from .. import differences, plots, pool, report, results, run
     from ..traces import trace_stem
 
     names = [n.strip() for n in args.schemes.split(",") if n.strip()]
@@ -157,8 +157,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             spec = o.spec_from_args(args, n, cfg, str(out / n / f"s{seed}"))
             specs.append(replace(spec, overrides=(*spec.overrides, ("seed", seed))))
     # Configs and traces once up front, so mistakes come before any run starts.
-    cfgs = [runner.check(s) for s in specs]
-    runner.load_traces(specs[0], cfgs[0])
+    cfgs = [run.check(s) for s in specs]
+    run.load_traces(specs[0], cfgs[0])
     run_dirs = pool.run_many(specs, jobs=args.jobs, backend=args.backend,
                                address=args.address)  # fmt: skip
     runs = [results.load_run(d) for d in run_dirs]

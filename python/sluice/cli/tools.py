@@ -53,7 +53,7 @@ def add_commands(sub: Any) -> None:
 
 def cmd_config(args: argparse.Namespace) -> int:
     from .. import config
-    from ..runner import RunSpec, planned_config, validate_config
+    from ..run import RunSpec, planned_config, validate_config
 
     o.check_schemes([args.scheme])
     info = config.scheme_info(args.scheme) or {}

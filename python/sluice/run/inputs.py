@@ -1,0 +1,87 @@
+"""The second stage of a run: its inputs. The traces it names (generated ones long enough
+for the run and its drain) and, for x264, the video decoded into the raw frames the encoder
+reads, with the config filled in from them (trace names, the clip's frame rate and size, where
+the encoder writes its stream)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import results, video
+from ..errors import SluiceError
+from ..traces import load_trace
+from .spec import RunSpec, overridden
+
+
+def load_traces(spec: RunSpec, cfg: dict[str, Any]) -> tuple[Any, Any]:
+    """(downlink, uplink) :class:`~sluice.traces.LoadedTrace` or None, generated traces long
+    enough for the config's duration plus drain."""
+    total_s = float(cfg["duration_s"]) + float(cfg["drain_s"])
+    down = load_trace(spec.trace, duration_s=total_s, fmt=spec.trace_format) if spec.trace else None
+    up = (
+        load_trace(spec.uplink_trace, duration_s=total_s, fmt=spec.trace_format)
+        if spec.uplink_trace
+        else None
+    )
+    return down, up
+
+
+@dataclass
+class Inputs:
+    """What a run reads: its traces (or None), the raw video (x264 only) and, while it runs,
+    the encoder's stream under its temporary name. ``created_dir``: the run directory did not
+    exist before (a run that fails leaves none behind)."""
+
+    down: Any
+    up: Any
+    raw: Any = None
+    stream_tmp: Path | None = None
+    created_dir: bool = False
+
+    def discard(self, run_dir: Path) -> None:
+        """Removes what a run that did not finish left: the encoder's stream and its index,
+        and the run directory if this run created it and it is empty."""
+        if self.stream_tmp is not None:
+            self.stream_tmp.unlink(missing_ok=True)
+            Path(f"{self.stream_tmp}.idx").unlink(missing_ok=True)
+        if self.created_dir and run_dir.is_dir() and not any(run_dir.iterdir()):
+            run_dir.rmdir()
+
+
+def prepare(spec: RunSpec, cfg: dict[str, Any], encoder: str, run_dir: Path) -> Inputs:
+    """Loads the traces and, with x264, prepares the video; fills in ``cfg`` from them."""
+    down, up = load_traces(spec, cfg)
+    cfg["downlink"]["trace"] = down.name if down else None
+    cfg["uplink"]["trace"] = up.name if up else None
+    inputs = Inputs(down, up)
+    if encoder != "x264":
+        return inputs
+    assert spec.video is not None  # resolve_encoder checked it
+    if cfg["encoder"]["kind"] != "x264":
+        raise SluiceError(
+            f"an override replaced the x264 encoder's config with a {cfg['encoder']['kind']} "
+            "one: choose the encoder with --encoder (a plan's encoder = ...) instead"
+        )
+    fps = float(cfg["fps"]) if overridden(spec, "fps") else None
+    raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
+    inputs.raw = raw
+    inputs.created_dir = not run_dir.exists()
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SluiceError(f"cannot create output directory {run_dir}: {e}") from None
+    cfg["fps"] = raw.fps
+    # The stream is written under a temporary name and becomes part of the result only when
+    # the run is complete (results.write_run).
+    inputs.stream_tmp = results.temp_path(run_dir.resolve() / results.STREAM_FILE)
+    cfg["encoder"].update(
+        video_path=os.path.abspath(raw.path),
+        width=raw.width,
+        height=raw.height,
+        video_frames=raw.frames,
+        bitstream_path=str(inputs.stream_tmp),
+    )
+    return inputs
