@@ -83,14 +83,27 @@ def report_main(
     """A report command's ``main``: ``parse`` the arguments, then ``write(args, command)``
     the report (``command``: the line that regenerates it) and print the line it returns; a
     user's mistake (:class:`SluiceError`) is one line on stderr and exit status 2."""
+    global _CHECKOUT
     args_list = list(sys.argv[1:] if argv is None else argv)
     args = parse(args_list)
+    from .. import results
+
+    # The checkout as it was before the report wrote anything: its own figures and text,
+    # rewritten, would otherwise make every regenerated report say "dirty tree".
+    _CHECKOUT = results.git_info()
     try:
         line = write(args, shlex.join([*prog.split(), *args_list]))
     except SluiceError as e:
         return user_error(prog, e)
+    finally:
+        _CHECKOUT = None
     print(line)
     return 0
+
+
+#: The checkout a report command is writing from (:func:`report_main`), read before it
+#: wrote anything; None outside one.
+_CHECKOUT: tuple[str, bool | None] | None = None
 
 
 def load(where: str | Path, results_root: str | Path = "results") -> Results:
@@ -230,14 +243,15 @@ def relative_to_cwd(path: str | os.PathLike[str]) -> str:
 
 
 def provenance(run_shas: Any, command: str | None = None) -> list[str]:
-    """A report's provenance lines: this checkout's git SHA (and whether it is dirty), the
+    """A report's provenance lines: this checkout's git SHA (and whether it was dirty when
+    the report command started: :func:`report_main`), the
     commits the runs were produced at with their counts (``run_shas``: a ``git_sha`` column
     or any iterable of SHAs), the date, and the command that wrote the report."""
     from collections import Counter
 
     from .. import results
 
-    sha, dirty = results.git_info()
+    sha, dirty = _CHECKOUT or results.git_info()
     counts = Counter(str(x) for x in run_shas)
     lines = [
         f"- git: `{sha}`{' (dirty tree)' if dirty else ''}; runs produced at "
