@@ -571,3 +571,28 @@ fn co_rtv_shares_its_bottleneck_with_audio_only() {
     let e = cfg.validate().unwrap_err().0;
     assert!(e.contains("'tcp:cubic'") && e.contains("other than audio"), "{e}");
 }
+
+/// RFC 8867 §5.3's backward audio: `reverse-audio` sends over the session's uplink, beside
+/// its feedback, and its `flows` entry counts the uplink's bytes of it.
+#[test]
+fn a_reverse_audio_flow_uses_the_uplink() {
+    let cfg = RunConfig {
+        scheme_name: "webrtc".into(),
+        duration_s: 20.0,
+        downlink: accept_path(QueueDisciplineKind::Droptail),
+        uplink: PathConfig { delay_ms: 25.0, queue_bytes: Some(20_000), ..Default::default() },
+        competing: vec![CompetingFlow::parse("reverse-audio@1").unwrap()],
+        ..Default::default()
+    };
+    let t = |mbps| Arc::new(Trace::constant(DataRate::from_mbps(mbps), TimeDelta::from_secs(30)));
+    let r =
+        Simulation::new(&cfg, Some(t(4)), Some(t(1)), build_encoder(&cfg).unwrap()).unwrap().run();
+    let flows = r.summary.flows.as_ref().expect("flows");
+    eprintln!("{}", show(flows));
+    let a = &flows[1];
+    assert_eq!((a.kind.as_str(), a.scheme.as_str()), ("reverse-audio", "cbr"));
+    assert!((a.mean_rate_bps - 36_000.0).abs() < 500.0, "{}", a.mean_rate_bps);
+    assert!(r.summary.jain_index.unwrap().is_nan(), "one forward flow: no index");
+    // The video is not disturbed by 36 kbps beside its feedback.
+    assert!(r.frames.iter().filter(|f| f.displayed_us.is_some()).count() > 550);
+}

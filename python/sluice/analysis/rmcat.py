@@ -80,14 +80,18 @@ def _media(run: results.Run) -> list[int]:
 
 
 def _audio(run: results.Run) -> str:
-    """What RFC 8867's audio flows met at the bottleneck (their queueing P95, the worst of
-    them, and their loss), or "" without any."""
-    audio = [f for f in (run.summary or {}).get("flows") or [] if f.get("kind") == "audio"]
-    if not audio:
-        return ""
-    q = max((f.get("queue_delay_ms_p95") or math.nan for f in audio), default=math.nan)
-    loss = max(float(f.get("loss_rate") or 0.0) for f in audio)
-    return f"audio: queue P95 {q:.0f} ms, loss {100 * loss:.1f} %"
+    """What RFC 8867's audio flows met: at the bottleneck (``audio``: their queueing P95, the
+    worst of them, and their loss) and on the uplink (``reverse-audio``, §5.3's backward
+    audio); "" without any."""
+    flows = (run.summary or {}).get("flows") or []
+    said = []
+    for kind, name in (("audio", "audio"), ("reverse-audio", "backward audio")):
+        audio = [f for f in flows if f.get("kind") == kind]
+        if audio:
+            q = max((f.get("queue_delay_ms_p95") or math.nan for f in audio), default=math.nan)
+            loss = max(float(f.get("loss_rate") or 0.0) for f in audio)
+            said.append(f"{name}: queue P95 {q:.0f} ms, loss {100 * loss:.1f} %")
+    return "; ".join(said)
 
 
 @dataclass(frozen=True)
@@ -320,7 +324,8 @@ def _plot(case: Case, runs: dict[str, results.Run], out: Path) -> Path:
         flows = (runs[scheme].summary or {}).get("flows") or []
         names = {f["flow"]: f"{f['flow']} {f['kind']}:{f['scheme']}" for f in flows}
         # RFC 8867's audio flows (a constant 36 kbps on the wire) would lie flat on the axis.
-        audio = {f"flow{f['flow']}_rate_bps" for f in flows if f.get("kind") == "audio"}
+        audio = {f"flow{f['flow']}_rate_bps" for f in flows
+                 if f.get("kind") in ("audio", "reverse-audio")}  # fmt: skip
         cols = sorted((c for c in s.columns if str(c).startswith("flow") and c not in audio),
                       key=lambda c: int(str(c)[4:-9])) or ["delivered_rate_bps"]  # fmt: skip
         for k, c in enumerate(cols):

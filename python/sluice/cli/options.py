@@ -195,7 +195,7 @@ def add_sharing(p: argparse.ArgumentParser) -> None:
         "reverse-media:SCHEME[@START_S[-STOP_S]] (one the other way, its media on the uplink "
         "with the session's feedback), tcp:newreno|cubic|bbr[@START_S[-STOP_S]] (a bulk flow) or "
         "short-tcp[@START_S] (RFC 8867's short flow: 30-50 KB downloads, 10 s mean idle) or "
-        "audio[@START_S[-STOP_S]] (RFC 8867's 20 Kbps CBR audio); "
+        "audio[@START_S[-STOP_S]] (RFC 8867's 20 Kbps CBR audio; reverse-audio: over the uplink); "
         "the summary gains flows and jain_index",
     )  # fmt: skip
     g.add_argument(

@@ -3,7 +3,7 @@
 //! command line's and plan files' spec (`media:SCHEME[@START_S[-STOP_S]]`,
 //! `reverse-media:SCHEME[@START_S[-STOP_S]]`,
 //! `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]`, `short-tcp[@START_S]`,
-//! `audio[@START_S[-STOP_S]]`); media flows are built by the simulator from the scheme
+//! `audio[@START_S[-STOP_S]]`, `reverse-audio[@START_S[-STOP_S]]`); media flows are built by the simulator from the scheme
 //! registry (their own sender, receiver and feedback path), bulk TCP-like flows by [`tcp`],
 //! short ones (RFC 8867 §5.7) by [`short_tcp`], RFC 8867's CBR audio by [`audio`].
 //!
@@ -122,8 +122,9 @@ pub enum CompetingKind {
     /// A short TCP flow: downloads of 30-50 KB files and exponential idle times
     /// (RFC 8867 §5.7; [`short_tcp`]).
     ShortTcp,
-    /// RFC 8867 §4's audio: 20 Kbps CBR, not congestion controlled ([`audio`]).
-    Audio,
+    /// RFC 8867 §4's audio: 20 Kbps CBR, not congestion controlled ([`audio`]); `reverse`:
+    /// over the session's uplink (the backward audio of RFC 8867 §5.3, `reverse-audio`).
+    Audio { reverse: bool },
 }
 
 /// One competing flow of a session: what it is, when it runs (seconds from the start;
@@ -183,12 +184,12 @@ pub struct CompetingWithDelay {
 /// The spec grammar, for error messages.
 pub const SPEC_GRAMMAR: &str = "media:SCHEME[@START_S[-STOP_S]], \
      reverse-media:SCHEME[@START_S[-STOP_S]], tcp:newreno|cubic|bbr[@START_S[-STOP_S]], \
-     short-tcp[@START_S], audio[@START_S[-STOP_S]]";
+     short-tcp[@START_S], audio[@START_S[-STOP_S]], reverse-audio[@START_S[-STOP_S]]";
 
 impl CompetingFlow {
     /// Parses `media:SCHEME[@START_S[-STOP_S]]`, `reverse-media:SCHEME[@START_S[-STOP_S]]`,
     /// `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]`, `short-tcp[@START_S]` or
-    /// `audio[@START_S[-STOP_S]]`;
+    /// `audio[@START_S[-STOP_S]]` or `reverse-audio[@START_S[-STOP_S]]`;
     /// `Err` says what is wrong with it (the caller names the spec). The scheme is checked
     /// against the registry by [`crate::session::RunConfig::validate`].
     pub fn parse(spec: &str) -> Result<CompetingFlow, String> {
@@ -210,7 +211,8 @@ impl CompetingFlow {
                 return Err(format!("unknown TCP congestion control '{cc}' (newreno, cubic, bbr)"))
             }
             _ if what == "short-tcp" => CompetingKind::ShortTcp,
-            _ if what == "audio" => CompetingKind::Audio,
+            _ if what == "audio" => CompetingKind::Audio { reverse: false },
+            _ if what == "reverse-audio" => CompetingKind::Audio { reverse: true },
             _ => return Err(format!("expected {SPEC_GRAMMAR}")),
         };
         let seconds = |s: &str, what: &str| -> Result<f64, String> {
@@ -246,7 +248,7 @@ impl CompetingFlow {
             }
             CompetingKind::Tcp(cc) => format!("tcp:{}", cc.name()),
             CompetingKind::ShortTcp => "short-tcp".to_owned(),
-            CompetingKind::Audio => "audio".to_owned(),
+            CompetingKind::Audio { .. } => self.kind_name().to_owned(),
         };
         match self.stop_s {
             Some(stop) => format!("{what}@{}-{}", self.start_s, stop),
@@ -255,15 +257,25 @@ impl CompetingFlow {
         }
     }
 
-    /// `media`, `reverse-media`, `tcp`, `short-tcp` or `audio`.
+    /// `media`, `reverse-media`, `tcp`, `short-tcp`, `audio` or `reverse-audio`.
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
             CompetingKind::Media { reverse: false, .. } => "media",
             CompetingKind::Media { reverse: true, .. } => "reverse-media",
             CompetingKind::Tcp(_) => "tcp",
             CompetingKind::ShortTcp => "short-tcp",
-            CompetingKind::Audio => "audio",
+            CompetingKind::Audio { reverse: false } => "audio",
+            CompetingKind::Audio { reverse: true } => "reverse-audio",
         }
+    }
+
+    /// Whether it runs the other way, over the session's uplink (`reverse-media`,
+    /// `reverse-audio`).
+    pub fn is_reverse(&self) -> bool {
+        matches!(
+            self.kind,
+            CompetingKind::Media { reverse: true, .. } | CompetingKind::Audio { reverse: true }
+        )
     }
 
     /// The scheme's name, the TCP congestion control's, or `cbr` (audio).
@@ -272,7 +284,7 @@ impl CompetingFlow {
             CompetingKind::Media { scheme, .. } => scheme.clone(),
             CompetingKind::Tcp(cc) => cc.name().to_owned(),
             CompetingKind::ShortTcp => short_tcp::ShortTcpConfig::default().cc.name().to_owned(),
-            CompetingKind::Audio => "cbr".to_owned(),
+            CompetingKind::Audio { .. } => "cbr".to_owned(),
         }
     }
 }
@@ -407,7 +419,8 @@ mod tests {
             ("tcp:cubic@10", CompetingKind::Tcp(TcpCc::Cubic), 10.0, None),
             ("tcp:newreno@5-60.5", CompetingKind::Tcp(TcpCc::NewReno), 5.0, Some(60.5)),
             ("short-tcp@12.5", CompetingKind::ShortTcp, 12.5, None),
-            ("audio@20-99", CompetingKind::Audio, 20.0, Some(99.0)),
+            ("audio@20-99", CompetingKind::Audio { reverse: false }, 20.0, Some(99.0)),
+            ("reverse-audio", CompetingKind::Audio { reverse: true }, 0.0, None),
             ("tcp:bbr@1-2", CompetingKind::Tcp(TcpCc::Bbr), 1.0, Some(2.0)),
         ] {
             let c = CompetingFlow::parse(spec).unwrap();

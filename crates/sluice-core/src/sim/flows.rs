@@ -18,7 +18,8 @@
 //! media flow (`reverse-media:SCHEME`, RFC 8867 §5.3) runs the other way: its sender feeds
 //! the session's uplink, where its media queues with flow 0's feedback (a demultiplexer at
 //! the uplink's far end sorts them), and its receiver's feedback crosses the bottleneck with
-//! the forward media; its rate, share and queueing delay are the uplink's. A competing
+//! the forward media; its rate, share and queueing delay are the uplink's (so are a
+//! `reverse-audio` flow's, which has no feedback). A competing
 //! media flow runs the model encoder (the session's model settings, its own seed) whatever
 //! the session's encoder. Flow ids: 0 is the session's media flow, competing flow `k` (from
 //! 0, in the order given) is `k + 1`.
@@ -68,7 +69,7 @@ pub(crate) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
     // A frame-dropping bottleneck (Co-RTV) drops only its own flow's frames and drains the
     // whole queue at the link's rate: a constant audio flow can share it (RFC 8867's cases
     // run one beside the video); flows that adapt to it cannot (its node is one flow's).
-    if let Some(c) = cfg.competing.iter().find(|c| c.kind != CompetingKind::Audio) {
+    if let Some(c) = cfg.competing.iter().find(|c| !matches!(c.kind, CompetingKind::Audio { .. })) {
         if main.bottleneck.drops_frames() {
             return Err(format!(
                 "competing flow '{}': competing flows other than audio cannot share scheme \
@@ -87,9 +88,9 @@ pub(crate) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
                     c.crosses
                 ));
             }
-            if matches!(c.kind, CompetingKind::Media { reverse: true, .. }) {
+            if c.is_reverse() {
                 return Err(format!(
-                    "competing flow '{spec}': a reverse media flow crosses the uplink only"
+                    "competing flow '{spec}': a reverse flow crosses the uplink only"
                 ));
             }
         }
@@ -350,7 +351,7 @@ impl Flows {
             // Validated: `second` and `both` only with a second bottleneck, a reverse media
             // flow crosses neither.
             let (at, also) = match (&c.kind, c.crosses, second) {
-                (CompetingKind::Media { reverse: true, .. }, _, _) => (At::Up, None),
+                _ if c.is_reverse() => (At::Up, None),
                 (_, Crosses::Second, true) => (At::Second, None),
                 (_, Crosses::Both, true) => (At::Second, Some(At::Down)),
                 _ => (At::Down, None),
@@ -387,7 +388,7 @@ impl Flows {
     /// second bottleneck, by `crosses`), the demultiplexer at the far end of the last one
     /// they cross hands each its datagrams (port = flow id); a reverse media flow's sender
     /// feeds the uplink, whose demultiplexer hands its receiver the media (`Some` when `cfg`
-    /// has one, [`has_reverse_media`]).
+    /// has a reverse flow, [`has_reverse_flow`]).
     pub(super) fn build(
         cfg: &RunConfig,
         net: &mut Network,
@@ -423,10 +424,25 @@ impl Flows {
                     }
                     (s, r)
                 }
-                CompetingKind::Audio => {
+                CompetingKind::Audio { reverse } => {
                     let (s, r) = audio_flow(c, flow, net);
-                    connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
-                    net.connect(exit, port, r, IN);
+                    match (reverse, up_demux) {
+                        (true, Some(up_demux)) => {
+                            connect_to_bottleneck(
+                                net,
+                                s,
+                                uplink,
+                                c.access_delay_ms,
+                                cfg.seed,
+                                flow,
+                            );
+                            net.connect(up_demux, port, r, IN);
+                        }
+                        _ => {
+                            connect_to_bottleneck(net, s, enter, c.access_delay_ms, cfg.seed, flow);
+                            net.connect(exit, port, r, IN);
+                        }
+                    }
                     continue;
                 }
                 _ => tcp_flow(cfg, c, flow, net),
@@ -574,9 +590,9 @@ impl Flows {
     }
 }
 
-/// Whether `cfg` has a reverse media flow (its session's uplink then carries media).
-pub fn has_reverse_media(cfg: &RunConfig) -> bool {
-    cfg.competing.iter().any(|c| matches!(c.kind, CompetingKind::Media { reverse: true, .. }))
+/// Whether `cfg` has a reverse flow (its session's uplink then carries media or audio).
+pub fn has_reverse_flow(cfg: &RunConfig) -> bool {
+    cfg.competing.iter().any(|c| c.is_reverse())
 }
 
 /// The per-flow tables of the bottleneck and, with a reverse media flow, of the uplink,
@@ -714,9 +730,10 @@ impl CrossTraffic {
                     }
                     (s, r)
                 }
-                CompetingKind::Audio => {
+                CompetingKind::Audio { reverse } => {
                     let (s, r) = audio_flow(c, flow, &mut net);
-                    connect_to_bottleneck(&mut net, s, outbox, c.access_delay_ms, cfg.seed, flow);
+                    let to = if *reverse { up_outbox } else { outbox };
+                    connect_to_bottleneck(&mut net, s, to, c.access_delay_ms, cfg.seed, flow);
                     endpoints.insert(flow, (s, r));
                     continue;
                 }

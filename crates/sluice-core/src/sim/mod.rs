@@ -91,7 +91,7 @@ impl Simulation {
         let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
         let sender = build_sender(cfg, &scheme, Box::new(InlineEncoder::new(encoder)), now);
         let receiver = build_receiver(cfg, &scheme, now);
-        let reverse_media = flows::has_reverse_media(cfg);
+        let reverse_media = flows::has_reverse_flow(cfg); // media or audio on the uplink
         let reverse_uplink_trace = uplink_trace.clone().filter(|_| reverse_media);
         let (downlink, uplink) = build_links(cfg, &scheme, downlink_trace.clone(), uplink_trace);
         let bottleneck_drops = scheme.bottleneck.drops_frames();
