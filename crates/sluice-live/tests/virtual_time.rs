@@ -245,8 +245,9 @@ fn the_relay_carries_a_competing_media_flow_and_counts_every_flow() {
     }
 }
 
-/// The relay carries a reverse media flow too (RFC 8867 §5.3): its media shares the relay's
-/// uplink with the session's feedback, its feedback the downlink with the session's media;
+/// The relay carries a reverse media flow too (RFC 8867 §5.3), and its audio: its media shares
+/// the relay's uplink with the session's feedback, its feedback the downlink with the
+/// session's media;
 /// the flows' summary (the reverse flow counted at the uplink) is the simulator's.
 #[test]
 fn the_relay_carries_a_reverse_media_flow_over_its_uplink() {
@@ -256,7 +257,10 @@ fn the_relay_carries_a_reverse_media_flow_over_its_uplink() {
     cfg.uplink.queue_bytes = Some(40_000);
     cfg.downlink.delay_ms = 50.0;
     cfg.uplink.delay_ms = 50.0;
-    cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("reverse-media:webrtc").unwrap()];
+    cfg.competing = ["reverse-media:webrtc", "reverse-audio"]
+        .iter()
+        .map(|s| sluice_core::cross::CompetingFlow::parse(s).unwrap())
+        .collect();
     let down = Arc::new(Trace::constant(DataRate::from_mbps(2), TimeDelta::from_secs(1)));
     let up = Arc::new(Trace::constant(DataRate::from_mbps(1), TimeDelta::from_secs(1)));
     let scheme = cfg.resolve_scheme().unwrap();
@@ -280,6 +284,9 @@ fn the_relay_carries_a_reverse_media_flow_over_its_uplink() {
     };
     eprintln!("live {:?}; simulated {:?}", rates(&live), rates(&flows));
     assert_eq!(live[1].kind, "reverse-media");
+    // Its audio goes the same way (RFC 8867 §5.3's backward audio): 36 kbps on the uplink.
+    assert_eq!(live[2].kind, "reverse-audio");
+    assert!((live[2].mean_rate_bps - 36_000.0).abs() < 1_000.0, "{:?}", rates(&live));
     // The backward flow uses its 1 Mbps uplink (its feedback comes back over the downlink),
     // and each flow's rate is the simulator's within 15 %.
     assert!(live[1].mean_rate_bps > 0.5e6, "{:?}", rates(&live));
