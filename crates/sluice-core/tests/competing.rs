@@ -503,7 +503,7 @@ fn a_second_bottleneck_carries_the_flows_that_cross_it() {
     rev.crosses = Crosses::Both;
     bad.competing = vec![rev];
     let e = bad.validate().unwrap_err().0;
-    assert!(e.contains("reverse media flow crosses the uplink only"), "{e}");
+    assert!(e.contains("reverse flow crosses the uplink only"), "{e}");
     for rate in [0.0, 1e-9, f64::NAN, -1.0] {
         let mut bad = cfg.clone();
         bad.second_bottleneck.as_mut().unwrap().rate_mbps = rate;
