@@ -94,7 +94,7 @@ pub struct RelayEndpoint {
     /// Every datagram's way through the relay, if asked for ([`Self::log_datagrams`]).
     log: Option<DatagramLog>,
     /// Competing flows inside the downlink and the uplink (`--competing media:...`,
-    /// `reverse-media:...`, `tcp:...`, `short-tcp`, `audio`).
+    /// `reverse-media:...`, `tcp:...`, `short-tcp`, `audio`, `reverse-audio`).
     cross: Option<sluice_core::sim::flows::CrossTraffic>,
 }
 
@@ -186,8 +186,9 @@ impl RelayEndpoint {
     }
 
     /// Carries `cross` (competing flows, [`sluice_core::sim::flows::CrossTraffic`]) inside
-    /// the downlink, sharing its queue and capacity with the media; the downlink then counts
-    /// per flow ([`Link::flow_stats`]).
+    /// the downlink (and a reverse flow inside the uplink), sharing their queues and capacity
+    /// with the session's media and feedback; the links then count per flow
+    /// ([`Link::flow_stats`]).
     pub fn set_cross_traffic(&mut self, cross: sluice_core::sim::flows::CrossTraffic) {
         self.downlink.enable_flow_stats();
         if cross.uses_uplink() {
@@ -196,8 +197,8 @@ impl RelayEndpoint {
         self.cross = Some(cross);
     }
 
-    /// Moves what the cross traffic sends at `now` into the downlink, and a reverse media
-    /// flow's media into the uplink.
+    /// Moves what the cross traffic sends at `now` into the downlink, and a reverse flow's
+    /// media or audio into the uplink.
     fn pump_cross(&mut self, now: Timestamp) {
         let Some(cross) = self.cross.as_mut() else { return };
         while let Some(d) = cross.poll_transmit(now) {
@@ -454,7 +455,7 @@ impl RelayEndpoint {
         while let Some((d, _)) = self.uplink.poll_drop() {
             if let Datagram::Media(p) = d {
                 if p.flow != 0 {
-                    continue; // a reverse media flow's: its receiver finds out
+                    continue; // a reverse flow's: its receiver finds out
                 }
                 self.up_bytes.remove(&p.transport_seq);
                 if let Some(log) = self.log.as_mut() {
@@ -609,7 +610,7 @@ impl Endpoint for RelayEndpoint {
         }
         while let Some(d) = self.uplink.poll_datagram(now) {
             if let Some(cross) = self.cross.as_mut().filter(|c| c.carries(d.flow())) {
-                cross.deliver(d, now); // a reverse media flow's media
+                cross.deliver(d, now); // a reverse flow's media or audio
                 self.pump_cross(now);
                 continue;
             }
