@@ -262,7 +262,7 @@ fn audio_flow(
         "audio-sender",
         Box::new(AudioSender::new(flow, AudioConfig::default(), start, until)),
     );
-    (s, net.add("audio-receiver", Box::new(AudioReceiver::default())))
+    (s, net.add("audio-receiver", Box::new(AudioReceiver)))
 }
 
 /// Drops what competing media flows' senders and receivers recorded (their frames are not
@@ -688,16 +688,11 @@ pub struct CrossTraffic {
 }
 
 impl CrossTraffic {
-    /// Whether the relay can carry `cfg.competing`, without building it: it carries every
-    /// kind; what it cannot carry (a second bottleneck) the caller checks.
-    pub fn check(cfg: &RunConfig) -> Result<(), ConfigError> {
-        validate_competing(cfg).map_err(ConfigError)
-    }
-
-    /// The competing flows of `cfg` (`None` without any); `Err` for a media flow that does
-    /// not build.
+    /// The competing flows of `cfg` (`None` without any); `Err` for flows the config's own
+    /// checks refuse ([`RunConfig::validate`]) or a media flow that does not build. The relay
+    /// carries every kind; a second bottleneck, which it cannot carry, its caller refuses.
     pub fn for_run(cfg: &RunConfig) -> Result<Option<CrossTraffic>, ConfigError> {
-        Self::check(cfg)?;
+        validate_competing(cfg).map_err(ConfigError)?;
         if cfg.competing.is_empty() {
             return Ok(None);
         }

@@ -247,8 +247,8 @@ impl RelayEndpoint {
         if let Some(links) = sluice_core::session::build_access_links(cfg) {
             relay.set_access_path(links);
         }
-        // A flow the relay cannot carry is refused by the caller's check
-        // (`CrossTraffic::check` before this); none is built here then.
+        // The caller's check (`check_live_config`, before this) refused a config whose flows
+        // do not build; none is built here then.
         if let Ok(Some(cross)) = sluice_core::sim::flows::CrossTraffic::for_run(cfg) {
             relay.set_cross_traffic(cross);
         }
