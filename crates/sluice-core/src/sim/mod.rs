@@ -91,8 +91,8 @@ impl Simulation {
         let capture_end = now + TimeDelta::from_secs_f64(cfg.duration_s);
         let sender = build_sender(cfg, &scheme, Box::new(InlineEncoder::new(encoder)), now);
         let receiver = build_receiver(cfg, &scheme, now);
-        let reverse_media = flows::has_reverse_flow(cfg); // media or audio on the uplink
-        let reverse_uplink_trace = uplink_trace.clone().filter(|_| reverse_media);
+        let reverse_flows = flows::has_reverse_flow(cfg); // media or audio on the uplink
+        let reverse_uplink_trace = uplink_trace.clone().filter(|_| reverse_flows);
         let (downlink, uplink) = build_links(cfg, &scheme, downlink_trace.clone(), uplink_trace);
         let bottleneck_drops = scheme.bottleneck.drops_frames();
 
@@ -100,7 +100,7 @@ impl Simulation {
         if !cfg.competing.is_empty() {
             downlink.enable_flow_stats();
         }
-        if reverse_media {
+        if reverse_flows {
             uplink.enable_flow_stats();
         }
         let mut net = Network::default();
@@ -123,7 +123,7 @@ impl Simulation {
         }
         // With reverse media on the uplink its far end sorts too: flow 0's feedback on to
         // the sender (port 0), a reverse flow's media to its receiver.
-        let (up_out, up_out_port) = if reverse_media {
+        let (up_out, up_out_port) = if reverse_flows {
             let d = net.add("uplink-demux", Box::new(network::Demux::default()));
             net.connect(up, OUT, d, IN);
             (d, 0)
@@ -161,7 +161,7 @@ impl Simulation {
                 downlink: down,
                 demux,
                 uplink: up,
-                up_demux: reverse_media.then_some(up_out),
+                up_demux: reverse_flows.then_some(up_out),
                 second,
             };
             Some(flows::Flows::build(cfg, &mut net, attach)?)
