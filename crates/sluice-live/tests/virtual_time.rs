@@ -112,13 +112,56 @@ fn run_with_relay(
     (rec.frames(), malformed, relay, tx.samples.clone())
 }
 
+/// A run of `cfg` through the relay of its config (its competing flows, the traces given);
+/// the sender's samples read the relay's link state with `link`. No datagram is malformed.
+fn run_relay_of(
+    cfg: &RunConfig,
+    down: &Arc<Trace>,
+    up: Option<&Arc<Trace>>,
+    link: Option<sluice_live::endpoint::SharedLink>,
+) -> (Vec<sluice_core::metrics::FrameRecord>, RelayEndpoint, Vec<sluice_core::metrics::Sample>) {
+    let scheme = cfg.resolve_scheme().unwrap();
+    let relay = RelayEndpoint::for_run(
+        cfg,
+        &scheme,
+        Some(down.clone()),
+        up.cloned(),
+        Faults::default(),
+        link.clone(),
+    );
+    let (frames, malformed, relay, samples) = run_with_relay(cfg, relay, link);
+    assert_eq!(malformed, 0);
+    (frames, relay, samples)
+}
+
+/// Issue 29's acceptance path (a constant 4 Mbps link, a 60 kB queue, 25 ms one way) for
+/// `seconds`, shared with one competing flow.
+fn shared_4mbps(seconds: f64, competing: &str) -> (RunConfig, Arc<Trace>) {
+    let mut cfg = config();
+    cfg.duration_s = seconds;
+    cfg.downlink.queue_bytes = Some(60_000);
+    cfg.downlink.delay_ms = 25.0;
+    cfg.uplink.delay_ms = 25.0;
+    cfg.competing = vec![sluice_core::cross::CompetingFlow::parse(competing).unwrap()];
+    (cfg, Arc::new(Trace::constant(DataRate::from_mbps(4), TimeDelta::from_secs(1))))
+}
+
+/// The same run in the simulator.
+fn simulate(
+    cfg: &RunConfig,
+    down: Arc<Trace>,
+    up: Option<Arc<Trace>>,
+) -> sluice_core::sim::RunResult {
+    Simulation::new(cfg, Some(down), up, build_encoder(cfg).unwrap()).unwrap().run()
+}
+
 #[test]
 fn endpoints_over_the_wire_match_the_simulator_closely_in_virtual_time() {
     let cfg = config();
     let trace = Arc::new(Trace::constant(DataRate::from_mbps(12), TimeDelta::from_secs(1)));
     let (frames, malformed) = run_endpoints(&cfg, trace.clone());
     assert_eq!(malformed, 0);
-    let sim = Simulation::new(&cfg, Some(trace), None, build_encoder(&cfg).unwrap()).unwrap().run();
+    let sim = simulate(&cfg, trace, None);
     let shown = |f: &[sluice_core::metrics::FrameRecord]| {
         f.iter().filter(|f| f.displayed_us.is_some()).count()
     };
@@ -144,25 +187,8 @@ fn endpoints_over_the_wire_match_the_simulator_closely_in_virtual_time() {
 /// 3 s shares the 4 Mbps bottleneck with the media over the wire, as in the simulator.
 #[test]
 fn the_relay_carries_tcp_cross_traffic_in_its_bottleneck() {
-    let mut cfg = config();
-    cfg.duration_s = 30.0;
-    cfg.downlink.queue_bytes = Some(60_000);
-    cfg.downlink.delay_ms = 25.0;
-    cfg.uplink.delay_ms = 25.0;
-    cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("tcp:cubic@3").unwrap()];
-    let trace = Arc::new(Trace::constant(DataRate::from_mbps(4), TimeDelta::from_secs(1)));
-    let scheme = cfg.resolve_scheme().unwrap();
-    let link: sluice_live::endpoint::SharedLink = Arc::default();
-    let relay = RelayEndpoint::for_run(
-        &cfg,
-        &scheme,
-        Some(trace.clone()),
-        None,
-        Faults::default(),
-        Some(link.clone()),
-    );
-    let (frames, malformed, relay, samples) = run_with_relay(&cfg, relay, Some(link));
-    assert_eq!(malformed, 0);
+    let (cfg, trace) = shared_4mbps(30.0, "tcp:cubic@3");
+    let (frames, relay, samples) = run_relay_of(&cfg, &trace, None, Some(Arc::default()));
     let table = relay.downlink().flow_stats().expect("per-flow counters");
     let (media, tcp) = (table.get(0), table.get(1));
     // Over 27 s the CUBIC flow delivers megabytes and the two fill the link (13.5 MB).
@@ -173,7 +199,7 @@ fn the_relay_carries_tcp_cross_traffic_in_its_bottleneck() {
     let q = media.queue_delay_quantile(0.95).unwrap().as_ms();
     assert!((90..=125).contains(&q), "media P95 queueing {q} ms");
     // The same run in the simulator: the media's share of the bytes is alike.
-    let sim = Simulation::new(&cfg, Some(trace), None, build_encoder(&cfg).unwrap()).unwrap().run();
+    let sim = simulate(&cfg, trace, None);
     let flows = sim.summary.flows.unwrap();
     let live_share = media.delivered_bytes as f64 / total;
     eprintln!("media share over the wire {live_share:.3}, simulated {:.3}", flows[0].share);
@@ -202,21 +228,11 @@ fn the_relay_carries_tcp_cross_traffic_in_its_bottleneck() {
 /// summary's `flows` and `jain_index` come out as the simulator's do for the same run.
 #[test]
 fn the_relay_carries_a_competing_media_flow_and_counts_every_flow() {
-    let mut cfg = config();
-    cfg.duration_s = 40.0;
-    cfg.downlink.queue_bytes = Some(60_000);
-    cfg.downlink.delay_ms = 25.0;
-    cfg.uplink.delay_ms = 25.0;
-    cfg.competing = vec![sluice_core::cross::CompetingFlow::parse("media:webrtc@5").unwrap()];
-    let trace = Arc::new(Trace::constant(DataRate::from_mbps(4), TimeDelta::from_secs(1)));
-    let scheme = cfg.resolve_scheme().unwrap();
-    let relay =
-        RelayEndpoint::for_run(&cfg, &scheme, Some(trace.clone()), None, Faults::default(), None);
-    let (frames, malformed, relay, _) = run_with_relay(&cfg, relay, None);
-    assert_eq!(malformed, 0);
+    let (cfg, trace) = shared_4mbps(40.0, "media:webrtc@5");
+    let (frames, relay, _) = run_relay_of(&cfg, &trace, None, None);
     assert!(frames.iter().filter(|f| f.displayed_us.is_some()).count() > 1000);
     let (live, live_jain) = relay.flow_summaries().expect("flows with a competing flow");
-    let sim = Simulation::new(&cfg, Some(trace), None, build_encoder(&cfg).unwrap()).unwrap().run();
+    let sim = simulate(&cfg, trace, None);
     let (flows, jain) = (sim.summary.flows.unwrap(), sim.summary.jain_index.unwrap());
     let show = |f: &[sluice_core::metrics::FlowSummary]| {
         f.iter()
@@ -263,21 +279,10 @@ fn the_relay_carries_a_reverse_media_flow_over_its_uplink() {
         .collect();
     let down = Arc::new(Trace::constant(DataRate::from_mbps(2), TimeDelta::from_secs(1)));
     let up = Arc::new(Trace::constant(DataRate::from_mbps(1), TimeDelta::from_secs(1)));
-    let scheme = cfg.resolve_scheme().unwrap();
-    let relay = RelayEndpoint::for_run(
-        &cfg,
-        &scheme,
-        Some(down.clone()),
-        Some(up.clone()),
-        Faults::default(),
-        None,
-    );
-    let (frames, malformed, relay, _) = run_with_relay(&cfg, relay, None);
-    assert_eq!(malformed, 0);
+    let (frames, relay, _) = run_relay_of(&cfg, &down, Some(&up), None);
     assert!(frames.iter().filter(|f| f.displayed_us.is_some()).count() > 700);
     let (live, _) = relay.flow_summaries().expect("flows with a competing flow");
-    let sim =
-        Simulation::new(&cfg, Some(down), Some(up), build_encoder(&cfg).unwrap()).unwrap().run();
+    let sim = simulate(&cfg, down, Some(up));
     let flows = sim.summary.flows.unwrap();
     let rates = |f: &[sluice_core::metrics::FlowSummary]| {
         f.iter().map(|f| (f.kind.clone(), (f.mean_rate_bps / 1e3).round())).collect::<Vec<_>>()
