@@ -138,6 +138,10 @@ pub struct StreamTx {
     /// Requested padding, that has not been turned into packets yet.
     padding: usize,
 
+    /// Set by [`StreamTx::write_padding`] (Sluice's patch): padding the application asked
+    /// for, sent at the next polls rather than at a pacer's rate.
+    padding_written: bool,
+
     /// Dummy packet for resends. Used between poll_packet and poll_packet_padding
     blank_packet: RtpPacket,
 
@@ -378,6 +382,7 @@ impl StreamTx {
             unpaced: None,
             resends: VecDeque::new(),
             padding: 0,
+            padding_written: false,
             blank_packet: RtpPacket::blank(),
             rtx_cache: RtxCache::new(2000, DEFAULT_RTX_CACHE_DURATION),
             rtx_ratio_cap: DEFAULT_RTX_RATIO_CAP,
@@ -956,6 +961,7 @@ impl StreamTx {
                 let seq_no = self.seq_no_rtx.inc();
 
                 self.padding = self.padding.saturating_sub(pkt.payload.len());
+                self.padding_written &= self.padding > 0;
 
                 return Some(NextPacket {
                     kind: NextPacketKind::Resend(orig_seq_no),
@@ -987,6 +993,7 @@ impl StreamTx {
             len
         };
         self.padding = self.padding.saturating_sub(charged_len);
+        self.padding_written &= self.padding > 0;
 
         Some(NextPacket {
             kind: NextPacketKind::Blank(len as u8),
@@ -1267,6 +1274,23 @@ impl StreamTx {
         self.pt_for_padding
     }
 
+    /// Queues `bytes` of padding on this stream's RTX SSRC, sent at the next polls: a recent
+    /// nackable packet resent (payload padding, as libwebrtc pads) when the RTX cache holds
+    /// one of a fitting size, blank padding packets (at most 240 bytes of padding each)
+    /// otherwise. For an application in RTP mode that paces and probes itself (without
+    /// str0m's BWE, whose pacer asks for padding itself). Returns false, and queues nothing,
+    /// when the stream cannot pad: no RTX SSRC or no payload type with RTX negotiated.
+    ///
+    /// Not in str0m 0.25.0: added by Sluice (vendor/README.md).
+    pub fn write_padding(&mut self, bytes: usize) -> bool {
+        if !self.padding_enabled() {
+            return false;
+        }
+        self.padding += bytes;
+        self.padding_written = true;
+        true
+    }
+
     pub(crate) fn generate_padding(&mut self, padding: usize) {
         if !self.padding_enabled() {
             return;
@@ -1275,7 +1299,8 @@ impl StreamTx {
     }
 
     pub(crate) fn need_timeout(&self) -> bool {
-        self.send_queue.need_timeout()
+        // Padding written by the application goes out without waiting for a pacer.
+        self.send_queue.need_timeout() || (self.padding_written && self.padding > 0)
     }
 
     pub(crate) fn handle_timeout<'a>(
@@ -1326,6 +1351,7 @@ impl StreamTx {
         self.rtx_cache.clear();
         self.resends.clear();
         self.padding = 0;
+        self.padding_written = false;
     }
 
     /// Reset this stream to use a new SSRC and optionally a new RTX SSRC.
