@@ -137,6 +137,13 @@ pub struct WebRtcStats {
     /// NACK), and keyframe requests sent as PLI.
     pub feedback_replaced: u64,
     pub plis_sent: u64,
+    /// Sender to a browser: padding packets sent on the RTX stream, and the core's padding
+    /// packets that went out as an empty packet on the media stream instead (no RTX
+    /// negotiated).
+    #[serde(default)]
+    pub padding_rtx_packets: u64,
+    #[serde(default)]
+    pub padding_unpadded: u64,
 }
 
 /// The window of the minimum report lag the hold time is estimated against.
@@ -173,14 +180,20 @@ pub struct WebRtc {
     transport_unwrap: Unwrapper,
     wire_to_media: BTreeMap<u64, u64>,
     /// Browser receivers: a retransmission repeats its original wire number (libwebrtc's
-    /// packet buffer assembles a frame from consecutive numbers) and padding goes out with
-    /// an empty payload (libwebrtc's padding); see [`WebRtc::for_browser`].
+    /// packet buffer assembles a frame from consecutive numbers) and padding goes out on the
+    /// RTX stream (libwebrtc's padding); see [`WebRtc::for_browser`].
     browser: bool,
     media_to_wire: BTreeMap<u64, u64>,
     /// Receiver of a browser's stream: its frames, told apart by RTP timestamp and marker,
     /// numbered and described as Sluice's ([`Assembler`]).
     assembler: Option<Assembler>,
     leaving: VecDeque<(u16, u64)>,
+    /// Sender to a browser: the core's padding packets written as RTX padding and not yet
+    /// all sent (Sluice's transport number, padding bytes still to leave), and the RTX SSRC
+    /// they leave on. str0m splits a request into packets of at most 240 bytes of padding;
+    /// each maps back to the core's one packet.
+    padding_leaving: VecDeque<(u64, usize)>,
+    rtx_ssrc: Option<u32>,
     twcc_unwrap: Unwrapper,
     twcc_to_sluice: BTreeMap<u64, u64>,
     /// Sender: the Sluice stream (from the SSRC it sends), for the feedback it is given.
@@ -271,6 +284,8 @@ impl WebRtc {
             media_to_wire: BTreeMap::new(),
             assembler: None,
             leaving: VecDeque::new(),
+            padding_leaving: VecDeque::new(),
+            rtx_ssrc: None,
             twcc_unwrap: Unwrapper::new(16),
             twcc_to_sluice: BTreeMap::new(),
             stream: 0,
@@ -336,8 +351,9 @@ impl WebRtc {
     }
 
     /// Sends to a browser (libwebrtc) instead of Sluice's receiver: a retransmission goes
-    /// out with its original RTP sequence number, padding with an empty payload (a
-    /// browser's padding packet; the core still accounts for the size it asked for).
+    /// out with its original RTP sequence number, padding as blank RTX padding packets of
+    /// the size the core counted (str0m's, at most 240 bytes of padding each; each maps
+    /// back to the core's one packet in transport-cc feedback).
     pub fn for_browser(&mut self) {
         self.browser = true;
         if self.side == Side::Receiver {
@@ -415,8 +431,12 @@ impl WebRtc {
             }
             Event::RtpPacket(p) => self.on_rtp(&p),
             Event::RawPacket(raw) => match *raw {
-                RawPacket::RtpTx(h, _) => {
-                    self.on_rtp_tx(h.sequence_number, h.ext_vals.transport_cc)
+                RawPacket::RtpTx(h, payload) => {
+                    if Some(*h.ssrc) == self.rtx_ssrc {
+                        self.on_padding_tx(payload.len(), h.ext_vals.transport_cc)
+                    } else {
+                        self.on_rtp_tx(h.sequence_number, h.ext_vals.transport_cc)
+                    }
                 }
                 RawPacket::RtpRx(..) => self.rx_seen += 1,
                 RawPacket::RtcpRx(fb) => {
@@ -446,15 +466,35 @@ impl WebRtc {
         while let Some(&(w, sluice)) = self.leaving.front() {
             self.leaving.pop_front();
             if w == wire_seq {
-                let t = self.twcc_unwrap.peek(twcc as u64);
-                self.twcc_unwrap.accept(t);
-                self.twcc_to_sluice.insert(t, sluice);
-                self.stats.twcc_mapped += 1;
-                while self.twcc_to_sluice.len() > MAP_KEPT {
-                    self.twcc_to_sluice.pop_first();
-                }
+                self.map_twcc(twcc, sluice);
                 return;
             }
+        }
+    }
+
+    /// A padding packet left on the RTX stream: its transport number maps to the core's
+    /// padding packet it is part of.
+    fn on_padding_tx(&mut self, len: usize, twcc: Option<u16>) {
+        self.stats.padding_rtx_packets += 1;
+        let Some(&mut (sluice, ref mut left)) = self.padding_leaving.front_mut() else {
+            return;
+        };
+        *left = left.saturating_sub(len.max(1));
+        if *left == 0 {
+            self.padding_leaving.pop_front();
+        }
+        if let Some(twcc) = twcc {
+            self.map_twcc(twcc, sluice);
+        }
+    }
+
+    fn map_twcc(&mut self, twcc: u16, sluice: u64) {
+        let t = self.twcc_unwrap.peek(twcc as u64);
+        self.twcc_unwrap.accept(t);
+        self.twcc_to_sluice.insert(t, sluice);
+        self.stats.twcc_mapped += 1;
+        while self.twcc_to_sluice.len() > MAP_KEPT {
+            self.twcc_to_sluice.pop_first();
         }
     }
 
@@ -472,7 +512,15 @@ impl WebRtc {
             }
         }
         reports.sort_by_key(|r| r.transport_seq);
-        reports.dedup_by_key(|r| r.transport_seq);
+        // The packets of one of the core's padding packets (RTX padding to a browser) report
+        // it once, arrived when its last packet did (lost only if all were).
+        reports.dedup_by(|later, first| {
+            let same = later.transport_seq == first.transport_seq;
+            if same {
+                first.arrival_time = first.arrival_time.max(later.arrival_time);
+            }
+            same
+        });
         // The hold time (from the newest arrival to the report's sending, which Sluice's
         // SLFB carries and transport-cc does not): the excess of `now - newest arrival`
         // (the arrival in the receiver's clock) over its minimum in the last 10 s. That
@@ -654,6 +702,15 @@ impl WebRtc {
             }
             None => (KIND_PADDING, None),
         };
+        // To a browser, padding goes on the RTX stream, as libwebrtc pads: its padding
+        // packets carry no media, so the browser's packet buffer never sees them, and they are
+        // as large as the core counted them (blank packets of at most 240 bytes of padding).
+        if self.browser && kind == KIND_PADDING {
+            if self.write_rtx_padding(mid, tseq, m.payload.len().max(1), now) {
+                return;
+            }
+            self.stats.padding_unpadded += 1;
+        }
         // Every transmission gets the next number of str0m's stream, a retransmission too:
         // str0m's receiver refuses a number more than 100 behind its newest (its replay and
         // NACK window), which a retransmission at video rates often is. The NACKs of either
@@ -696,6 +753,8 @@ impl WebRtc {
             self.stats.rejected += 1;
             return;
         };
+        // Padding without an RTX stream: an empty packet (its bytes are not what the core
+        // counted).
         let payload =
             if self.browser && kind == KIND_PADDING { Vec::new() } else { m.payload.to_vec() };
         tx.write_rtp(
@@ -707,6 +766,25 @@ impl WebRtc {
         self.leaving.push_back((wire_seq as u16, tseq));
         self.stats.rtp_written += 1;
         self.drain(now);
+    }
+
+    /// Sender to a browser: `bytes` of padding for the core's padding packet `tseq` on the
+    /// RTX stream; false if the stream has none (no RTX negotiated).
+    fn write_rtx_padding(&mut self, mid: Mid, tseq: u64, bytes: usize, now: Timestamp) -> bool {
+        let rtx = {
+            let mut api = self.rtc.direct_api();
+            let Some(tx) = api.stream_tx_by_mid(mid, None) else { return false };
+            let rtx = tx.rtx();
+            if rtx.is_none() || !tx.write_padding(bytes) {
+                return false;
+            }
+            rtx
+        };
+        self.rtx_ssrc = rtx.map(|s| *s);
+        self.padding_leaving.push_back((tseq, bytes));
+        self.stats.rtp_written += 1;
+        self.drain(now);
+        true
     }
 
     /// Receiver: one of the endpoint's feedback datagrams.

@@ -134,3 +134,45 @@ fn a_browsers_frames_are_described_once_complete() {
         a.described.iter().map(|f| (f.frame_id, f.is_keyframe, f.capture_us)).collect();
     assert_eq!(d, vec![(0, true, Some(5)), (2, false, None), (1, false, None)]);
 }
+
+#[test]
+fn padding_to_a_browser_goes_on_the_rtx_stream_and_is_reported_once() {
+    use sluice_core::packet::Packet;
+    use sluice_core::units::DataSize;
+    let (mut s, mut r, mut now) = connected_pair();
+    s.for_browser();
+    // One of the core's padding packets, 1200 bytes (a probe's).
+    let mut p = Packet::padding(DataSize::from_bytes(1200), now);
+    p.transport_seq = 7;
+    let d = wire::write_media(&p, 0, 0, 1, None).unwrap();
+    let padding = wire::media_parts(&d).unwrap().payload.len();
+    s.send_media(&d, now);
+    pump(&mut s, &mut r, now);
+    // Blank RTX padding packets (at most 240 bytes of padding each) adding up to it, each
+    // mapped to the core's packet.
+    assert_eq!(s.stats.padding_unpadded, 0, "{:?}", s.stats);
+    assert_eq!(s.stats.padding_rtx_packets, padding.div_ceil(240) as u64, "{:?}", s.stats);
+    assert!(s.twcc_to_sluice.len() as u64 == s.stats.padding_rtx_packets);
+    assert!(s.twcc_to_sluice.values().all(|&t| t == 7), "{:?}", s.twcc_to_sluice);
+    assert!(s.padding_leaving.is_empty());
+    // The receiver's transport-cc reports: the core hears of its packet once, arrived.
+    s.to_inner.clear();
+    for _ in 0..60 {
+        now += TimeDelta::from_ms(5);
+        pump(&mut s, &mut r, now);
+    }
+    assert!(s.stats.twcc_reports > 0, "{:?}", s.stats);
+    let sent = wire::SentNumbers { highest_transport_seq: 7, ..Default::default() };
+    let reported: Vec<(u64, bool)> = s
+        .to_inner
+        .iter()
+        .flat_map(|b| wire::read_feedback(b, &sent).unwrap())
+        .filter_map(|f| match f {
+            Feedback::Transport(t) => Some(t.packets),
+            _ => None,
+        })
+        .flatten()
+        .map(|p| (p.transport_seq, p.arrival_time.is_some()))
+        .collect();
+    assert_eq!(reported, vec![(7, true)]);
+}
