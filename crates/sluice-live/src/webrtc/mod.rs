@@ -118,7 +118,9 @@ pub struct WebRtcStats {
     /// Media packets held until the connection was up, and those dropped (queue full).
     pub held_before_connect: u64,
     pub dropped_before_connect: u64,
-    /// Sender: packets written to str0m, and the transport-wide numbers mapped to Sluice's.
+    /// Sender: RTP packets written to str0m (`write_rtp`; padding on the RTX stream counts in
+    /// `padding_rtx_packets` instead), and the transport-wide numbers mapped to Sluice's:
+    /// one for each of either.
     pub rtp_written: u64,
     pub twcc_mapped: u64,
     /// Sender: transport-cc reports received, and reported numbers that map to no packet
@@ -782,7 +784,6 @@ impl WebRtc {
         };
         self.rtx_ssrc = rtx.map(|s| *s);
         self.padding_leaving.push_back((tseq, bytes));
-        self.stats.rtp_written += 1;
         self.drain(now);
         true
     }
