@@ -26,67 +26,62 @@ WIDTH = "320"
 
 
 #: What the cells of the committed report showed (2-core machine with nothing else running,
-#: Chromium 156.0.8078.114 headless, 2026-12-06, all cells run again with --rerun); rewrite
-#: when the numbers change.
+#: Chromium 156.0.8078.114 headless, 2026-12-06: every Chromium cell run again after padding
+#: moved to the RTX stream; the simulator's cells are unchanged); rewrite when the numbers
+#: change.
 NOTES = """## Where Chromium and the simulator differ, and why
 
-* **Probes to Chromium measure bytes that were never sent (a harness defect, not fixed).**
-  The core's padding (probe clusters when no media waits, Vidaptive's dummy packets) goes to
-  Chromium as empty RTP packets, what a browser takes as padding, because str0m's RTP mode can
-  neither set the RTP padding bit nor send RTX (libwebrtc probes with RTX resends of media);
-  the core still counts the size it asked for (1200 B a probe packet). Feedback then says
-  probe clusters arrived at their send rate: GCC's target climbs while the stream is
-  application-limited, in 1 s to the 200 Mbps cap on the 30 Mbps step (probe results 56,
-  113, 200 Mbps; the simulator stops at 28.6), to 65 Mbps for ace on 6 Mbps (simulator 7.7),
-  184 for mae on markov-24-6 (23.3). On the step it costs latency: after the drop an ALR
-  probe "measured" 6.4 Mbps on the 3 Mbps link (12.9 s) and the target doubled into a queue
-  that was still draining (the simulator's target stays at or below 3.5 Mbps), which is
-  part of why webrtc-x264's and ace's P95 there is 1.0 to 1.2 s with Chromium against 0.73 s
-  in the simulator. Splitting each padding packet into empty packets of the size the core
-  counted made the probes right (24 to 26 Mbps on the 30 Mbps link) but, in one run of
-  webrtc-x264 on the step, 2772 such packets stalled Chromium's display from 0.7 to 3 s and
-  left 0.7 to 0.9 s of latency after the drop; it was not kept. Counting each padding
-  packet at its size on the wire (70 B) instead made probes measure nothing, and without
-  probes GCC's target crept up from 0.3 Mbps by about 0.1 Mbps every 3 s (0.69 Mbps at 11 s,
-  P95 414 ms); not kept either. The faithful fix is RTX payload padding (libwebrtc's): the
-  offer negotiates RTX (an FID group), but str0m 0.25's RTP mode writes only to the media
-  stream, its padding and resends come from its own pacer and bandwidth estimator, and a
-  second send stream declared on the RTX SSRC is never polled (its session finds the stream
-  to send by mid, which the media stream answers first); tried, and not kept.
+* **Padding goes to Chromium on the RTX stream, as libwebrtc pads** (since 2026-12-06). The
+  core's padding (probe clusters when no media waits, Vidaptive's dummy packets) leaves as
+  blank RTX padding packets of at most 240 bytes of padding each, adding up to the size the
+  core counted; each maps back to the core's one packet in Chromium's transport-cc feedback
+  (arrived when its last part did). str0m 0.25 cannot write padding in RTP mode; Sluice
+  builds it with a one-method patch (vendor/README.md). Before, padding went as empty
+  packets on the media stream that the core counted as 1200 bytes each, so probes "measured"
+  bytes never sent: GCC's target reached the 200 Mbps cap in 1 s on the 30 Mbps step, and
+  after the drop an ALR probe measured 6.4 Mbps on the 3 Mbps link. Now the step's probes
+  measure 22.3 to 23.0 Mbps on the 30 Mbps link and 2.9 on the 3 Mbps one, the markov
+  trace's 17.2 to 18.3 on 24 Mbps, constant-6's 4.1 to 5.3. That is 78 to 82 % of what the
+  simulator's probes measure (28.0 to 28.6, 22.5 to 23.3, 5.3 to 6.0): a padding packet
+  of 1200 bytes leaves as five RTX packets, each with its own RTP header, extensions and
+  SRTP tag, about 40 bytes the core does not count, so the link carries some 15 % more
+  than the core thinks it sent.
 * **Latency.** Every cell shows Chromium's displayed frames later than the simulator's
-  receiver model shows them: median 62 to 88 ms against 28 to 46 ms. The simulator's
-  receiver displays a frame when it is complete and decodable; Chromium adds its jitter
-  buffer (`jitterBufferDelay`), decoding and rendering, and `expectedDisplayTime` is the
-  next vsync of the headless compositor. The live path also pays real encode time and the
-  pacer's real timing.
+  receiver model shows them: median 60 to 102 ms against 28 to 46 ms (161 ms in one cell,
+  below). The simulator's receiver displays a frame when it is complete and decodable;
+  Chromium adds its jitter buffer (`jitterBufferDelay`), decoding and rendering, and
+  `expectedDisplayTime` is the next vsync of the headless compositor. The live path also
+  pays real encode time and the pacer's real timing.
+* **The step (30 to 3 Mbps)** now agrees with the simulator for the GCC-based schemes:
+  P95 859 against 734 ms (webrtc-x264), 874 against 734 (ace), 123 against 97 (mae), 224
+  against 212 (combined); with the phantom probe bytes it was 1152, 1012, 484 and 300. The
+  rest of the gap is the live path's latency above.
+* **Vidaptive's dummy packets now load the link**, as they do in the simulator: on
+  constant-6 its bitrate is 2.92 Mbps with Chromium and 2.91 in the simulator (3.23 when its
+  dummies went as empty packets), its P95 132 ms (96 in the simulator). Its encoder
+  controller paused 101 slots on constant-6 and 91 on the step in real time (the header's
+  `browser.sluice_sender.frames_skipped`; the simulator's run shows 12 and 29 skipped
+  slots), and on the step its P95 is lower with Chromium (322 against 655 ms): it sent less
+  into the drop.
+* **markov-24-6: two cells differ from the simulator.** mae sends 2.03 Mbps with Chromium
+  against 2.96 in the simulator: after the link drops to 6 Mbps at 4 s its target falls to
+  2.2 Mbps and then grows about 1.3 % a second, while in the simulator an ALR probe at 4.2 s
+  measured 19.3 Mbps and lifted it; with Chromium no probe fired there. webrtc-x264's
+  frames are shown 161 ms late at the median (P95 253; the simulator 36 / 125): from 12 s
+  on Chromium holds each frame 120 to 220 ms in its jitter buffer (`jitterBufferDelay` per
+  frame) while its target delay is 15 to 28 ms, after 9 to 11 s in which the sender's pacer
+  held frames up to 226 ms. The frames' arrivals are on time, so the wait is Chromium's
+  playout timing, which the simulator's receiver does not model; that libwebrtc's
+  RTP-timestamp-to-arrival mapping learned the pacer's delay and keeps it is the likely
+  reason, not isolated. Two more runs of this cell gave P95 149 and 245 ms.
 * **Frames shown.** The simulator shows every slot but vidaptive's own skips; Chromium
-  misses 2 to 4 % of slots for every scheme (webrtc-x264, ace, mae, combined) and for
-  vidaptive but on the step, where it shows 424 of 480: there its encoder controller paused
-  92 slots in real time (the header's `browser.sluice_sender.frames_skipped`) against 29 in
-  the simulator, which is also why its P95 on the step is lower with Chromium (171 against
-  655 ms): it sent less into the drop.
-* **The step (30 to 3 Mbps)** is where the two differ most: the GCC-based schemes reach a
-  higher P95 with Chromium (webrtc-x264 1152 against 734 ms, ace 1012 against 734, mae 484
-  against 97, combined 300 against 212). The probes' phantom bytes above are one cause
-  (webrtc-x264's target doubled to 6.4 Mbps 2.5 s after the drop); whether Chromium's
-  feedback timing adds to it was not isolated.
-* **Two cells of the previous report did not recur.** It showed ace on constant-6 at 488
-  ms P95 and mae on markov-24-6 collapsing to 0.95 Mbps with a 2.1 s median; its cells ran on
-  the same 2-core machine while other jobs ran, where the real-time sender, relay and
-  Chromium compete for the CPU. Here, on an idle machine, ace on constant-6 has 97 ms (and
-  101 to 104 ms in three more runs) and mae on markov-24-6 81 ms (79 to 98 ms in four more
-  runs, 466 to 469 of 480 frames shown). Their run directories were gone, so what happened
-  in them stays unknown; the earlier report saw both start from a target far above the link,
-  which the probe defect above allows. Runs of the live path belong on an otherwise idle
-  machine.
-* **combined** (issue 31): 98, 300 and 85 ms P95 on the three traces: with Chromium the
-  highest of the five on constant-6 (all within 88 to 98 ms), second to vidaptive on the step
-  (171 ms) and second to mae on markov-24-6 (81 ms); in the simulator the lowest on
-  constant-6 (57 ms, with webrtc-x264) and on markov-24-6 (54 ms), and second to mae on the
-  step (212 against 97 ms). Its edge over webrtc-x264 on the step holds with Chromium (300
-  against 1152 ms).
-* **Bitrates** agree within 11 %: the schemes are application-limited by this low-resolution
-  clip (320 px)."""
+  misses 2 to 4 % of slots for the other schemes.
+* **combined** (issue 31): 95, 224 and 87 ms P95 on the three traces with Chromium (57,
+  212 and 54 in the simulator): the lowest on the step but mae's 123, well below
+  webrtc-x264 (859) and ace (874) there; on constant-6 between webrtc-x264 (91) and ace
+  (105); on markov-24-6 second to vidaptive (76), ace (88) next.
+* **Bitrates** agree within 6 % but for mae on markov-24-6 (above): the schemes are
+  application-limited by this low-resolution clip (320 px)."""
 
 
 def stem(trace: str) -> str:
