@@ -82,6 +82,10 @@ pub struct GccConfig {
     /// Allow the recovery probe after a large drop outside ALR (libwebrtc's rapid-recovery
     /// experiment; off by default as in libwebrtc).
     pub rapid_recovery_probing: bool,
+    /// Sluice's outage-recovery probing, not libwebrtc's (off by default): after a collapse
+    /// of the estimate, probe every 5 s from twice the estimate towards the rate before it
+    /// ([`ProbeController::with_outage_recovery`]).
+    pub outage_recovery_probing: bool,
     /// RTT assumed until samples arrive (libwebrtc 200 ms).
     pub default_rtt: TimeDelta,
     /// Congestion-window pushback (Chrome's default `WebRTC-CongestionWindow` field trial,
@@ -161,6 +165,7 @@ impl Default for GccConfig {
             probing: true,
             alr_probing: false,
             rapid_recovery_probing: false,
+            outage_recovery_probing: false,
             default_rtt: TimeDelta::from_ms(200),
             acked_rate_estimator: AckedRateEstimator::Robust,
             congestion_window: Some(CongestionWindowConfig::default()),
@@ -224,7 +229,8 @@ impl Gcc {
             config.rapid_recovery_probing,
             start,
             max,
-        );
+        )
+        .with_outage_recovery(config.outage_recovery_probing);
         probe_controller.start(now);
         Gcc {
             inter_arrival: InterArrival::new(),
@@ -496,6 +502,7 @@ impl CongestionController for Gcc {
         }
         self.loss.update_estimate(now);
         self.probe_controller.set_alr_start_time(self.alr.alr_start_time());
+        self.probe_controller.set_overusing(self.trendline.state() == BandwidthUsage::Overusing);
         self.probe_controller.process(now);
         let min_rtt = self.min_feedback_max_rtt();
         if let Some(p) = &mut self.pushback {

@@ -1,7 +1,8 @@
 //! Decides when to send probe clusters: exponential start-up probing, further probing while
 //! results keep up, periodic probing in ALR and a recovery probe after a large drop.
 //! Follows libwebrtc's `ProbeController` (goog_cc) as summarised in
-//! `notes/gcc-pacing-copa.md` §1 "Probing".
+//! `notes/gcc-pacing-copa.md` §1 "Probing". One addition is Sluice's, not libwebrtc's, and
+//! off unless asked for: outage-recovery probing ([`ProbeController::with_outage_recovery`]).
 
 use crate::cc::ProbeClusterConfig;
 use crate::units::{DataRate, TimeDelta, Timestamp};
@@ -31,6 +32,11 @@ pub const BITRATE_DROP_TIMEOUT: TimeDelta = TimeDelta::from_secs(5);
 pub const MIN_TIME_BETWEEN_DROP_PROBES: TimeDelta = TimeDelta::from_secs(5);
 /// ALR counts as "recently ended" for this long (libwebrtc 3 s).
 pub const ALR_ENDED_TIMEOUT: TimeDelta = TimeDelta::from_secs(3);
+/// Outage-recovery probing (Sluice's): how long after a collapse began it keeps probing...
+pub const OUTAGE_RECOVERY_WINDOW: TimeDelta = TimeDelta::from_secs(60);
+/// ...once the estimate fell below this fraction of the rate before the collapse (an
+/// outage's trickle, not a drop to a slower link).
+pub const OUTAGE_DEPTH: f64 = 0.05;
 /// Probe cluster defaults (libwebrtc 15 ms, 5 probes).
 pub const PROBE_DURATION: TimeDelta = TimeDelta::from_ms(15);
 pub const MIN_PROBES: u32 = 5;
@@ -58,6 +64,13 @@ pub struct ProbeController {
     last_drop_probe_time: Option<Timestamp>,
     alr_start_time: Option<Timestamp>,
     alr_end_time: Option<Timestamp>,
+    outage_recovery: bool,
+    /// The estimate before a collapse (a chain of large drops, each within
+    /// [`BITRATE_DROP_TIMEOUT`] of the one before), when it began, and whether the estimate
+    /// has fallen below [`OUTAGE_DEPTH`] of it since.
+    collapse: Option<(DataRate, Timestamp, bool)>,
+    /// The delay-based detector is over-using (no recovery probe into a growing queue).
+    overusing: bool,
     next_id: u32,
     pending: VecDeque<ProbeClusterConfig>,
 }
@@ -87,9 +100,35 @@ impl ProbeController {
             last_drop_probe_time: None,
             alr_start_time: None,
             alr_end_time: None,
+            outage_recovery: false,
+            collapse: None,
+            overusing: false,
             next_id: 1,
             pending: VecDeque::new(),
         }
+    }
+
+    /// Outage-recovery probing (Sluice's, not libwebrtc's). After an outage the delay-based
+    /// estimate has fallen, drop after drop, to the trickle the link let through (tens of
+    /// kbps), and libwebrtc climbs back by about 8 % a second: minutes to regain what it had
+    /// (docs/results/combined.md; Chromium does the same, chrome-heldout/chrome.md). Its own
+    /// drop-recovery probe cannot help: it probes only within 5 s of the *last* large drop,
+    /// to 85 % of the rate before it, and in a collapse that rate is already a trickle. Here,
+    /// once the estimate has fallen below [`OUTAGE_DEPTH`] of what it was before the collapse
+    /// began, while it is below [`BITRATE_DROP_THRESHOLD`] of that rate (for at most
+    /// [`OUTAGE_RECOVERY_WINDOW`]) and the detector is not over-using, a probe goes out
+    /// every [`ALR_PROBING_INTERVAL`] at twice the estimate (at
+    /// least the start rate, at most 85 % of the rate before the collapse), and probing
+    /// continues exponentially while results keep up, as at start-up. On a link that stays
+    /// slow each probe costs one 15 ms cluster at about twice the link's rate.
+    pub fn with_outage_recovery(mut self, on: bool) -> Self {
+        self.outage_recovery = on;
+        self
+    }
+
+    /// Whether the delay-based detector is over-using.
+    pub fn set_overusing(&mut self, overusing: bool) {
+        self.overusing = overusing;
     }
 
     /// Starts exponential probing (3x and 6x the start rate).
@@ -139,10 +178,18 @@ impl ProbeController {
     /// results keep up with the probed rates.
     pub fn set_estimated_bitrate(&mut self, rate: DataRate, now: Timestamp) {
         if rate.as_bps_f64() < BITRATE_DROP_THRESHOLD * self.estimated.as_bps_f64() {
+            let chained =
+                self.time_of_last_large_drop.is_some_and(|t| now - t < BITRATE_DROP_TIMEOUT);
+            if self.collapse.is_none() || !chained {
+                self.collapse = Some((self.estimated, now, false));
+            }
             self.time_of_last_large_drop = Some(now);
             self.rate_before_last_large_drop = self.estimated;
         }
         self.estimated = rate;
+        if let Some((before, _, deep)) = &mut self.collapse {
+            *deep |= rate.as_bps_f64() < OUTAGE_DEPTH * before.as_bps_f64();
+        }
         if self.state == State::WaitingForProbingResult {
             if let Some(min) = self.min_rate_to_probe_further {
                 if rate > min {
@@ -195,6 +242,12 @@ impl ProbeController {
         if self.estimated == DataRate::ZERO || self.state != State::ProbingComplete {
             return;
         }
+        if self.outage_recovery {
+            self.recover_from_outage(now);
+            if self.state != State::ProbingComplete {
+                return;
+            }
+        }
         if self.alr_probing {
             if let Some(alr_start) = self.alr_start_time {
                 let base = match self.time_last_probing_initiated {
@@ -206,6 +259,25 @@ impl ProbeController {
                     self.initiate(now, &[r], true);
                 }
             }
+        }
+    }
+
+    /// See [`Self::with_outage_recovery`].
+    fn recover_from_outage(&mut self, now: Timestamp) {
+        let Some((before, since, deep)) = self.collapse else { return };
+        let recovered = self.estimated.as_bps_f64() >= BITRATE_DROP_THRESHOLD * before.as_bps_f64();
+        if recovered || now - since > OUTAGE_RECOVERY_WINDOW {
+            self.collapse = None;
+            return;
+        }
+        let due = self.time_last_probing_initiated.is_none_or(|t| now - t >= ALR_PROBING_INTERVAL);
+        if !deep || self.overusing || !due {
+            return;
+        }
+        let ceiling = before.scale(PROBE_FRACTION_AFTER_DROP);
+        let rate = self.estimated.scale(ALR_PROBE_SCALE).max(self.start_rate).min(ceiling);
+        if rate > self.estimated {
+            self.initiate(now, &[rate], true);
         }
     }
 
@@ -306,5 +378,63 @@ mod tests {
         pc.set_alr_start_time(Some(t(0)));
         pc.process(t(10_000));
         assert!(!pc.has_pending());
+    }
+
+    /// A controller past its start-up probing at `rate` (no ALR probing), then a collapse
+    /// of the estimate: 2450 kbps, then drops 1.5 s apart (a chain) to 20 kbps.
+    fn collapsed(outage_recovery: bool) -> ProbeController {
+        let mut pc = ProbeController::new(true, false, false, kbps(300), DataRate::from_mbps(30))
+            .with_outage_recovery(outage_recovery);
+        pc.start(t(0));
+        rates(&mut pc);
+        pc.process(t(1100));
+        pc.set_estimated_bitrate(kbps(2450), t(2000));
+        for (k, ms) in [(1600, 20_000), (500, 21_500), (100, 23_000), (20, 24_500)] {
+            pc.set_estimated_bitrate(kbps(k), t(ms));
+        }
+        assert!(rates(&mut pc).is_empty());
+        pc
+    }
+
+    #[test]
+    fn outage_recovery_probes_back_towards_the_rate_before_the_collapse() {
+        // libwebrtc's controller never probes here (not in ALR, no rapid recovery).
+        let mut pc = collapsed(false);
+        for ms in (25_000..90_000).step_by(1000) {
+            pc.process(t(ms));
+        }
+        assert!(rates(&mut pc).is_empty());
+
+        let mut pc = collapsed(true);
+        // Not into a queue the detector sees growing.
+        pc.set_overusing(true);
+        pc.process(t(25_000));
+        assert!(rates(&mut pc).is_empty());
+        // Then from twice the estimate, at least the start rate...
+        pc.set_overusing(false);
+        pc.process(t(25_100));
+        assert_eq!(rates(&mut pc), vec![kbps(300)]);
+        // ... on while results keep up, at most 85 % of the rate before the collapse...
+        pc.set_estimated_bitrate(kbps(290), t(25_300));
+        assert_eq!(rates(&mut pc), vec![kbps(580)]);
+        pc.set_estimated_bitrate(kbps(300), t(25_500)); // the link gave no more
+        assert!(rates(&mut pc).is_empty());
+        // ... and again every 5 s.
+        pc.process(t(26_500));
+        pc.process(t(30_099));
+        assert!(rates(&mut pc).is_empty());
+        pc.process(t(30_500));
+        assert_eq!(rates(&mut pc), vec![kbps(600)]);
+        pc.set_estimated_bitrate(kbps(1200), t(30_700));
+        assert_eq!(rates(&mut pc), vec![kbps(2400)]);
+        // Back above 0.66 x 2450 kbps: the collapse is over, no more recovery probes.
+        pc.set_estimated_bitrate(kbps(1700), t(31_000));
+        rates(&mut pc);
+        pc.process(t(40_000));
+        assert!(rates(&mut pc).is_empty() && pc.collapse.is_none());
+        // A collapse older than the window is left alone.
+        let mut pc = collapsed(true);
+        pc.process(t(20_000 + OUTAGE_RECOVERY_WINDOW.as_ms() + 1));
+        assert!(rates(&mut pc).is_empty() && pc.collapse.is_none());
     }
 }
