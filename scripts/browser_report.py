@@ -77,7 +77,7 @@ NOTES = """## Where Chromium and the simulator differ, and why
 * **Frames shown.** The simulator shows every slot but vidaptive's own skips; Chromium
   misses 2 to 4 % of slots for the other schemes.
 * **combined** (issue 31): 95, 224 and 87 ms P95 on the three traces with Chromium (57,
-  212 and 54 in the simulator): the lowest on the step but mae's 123, well below
+  212 and 54 in the simulator): second lowest on the step (mae 123), well below
   webrtc-x264 (859) and ace (874) there; on constant-6 between webrtc-x264 (91) and ace
   (105); on markov-24-6 second to vidaptive (76), ace (88) next.
 * **Bitrates** agree within 6 % but for mae on markov-24-6 (above): the schemes are
