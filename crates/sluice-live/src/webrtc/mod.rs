@@ -44,7 +44,7 @@ pub use transported::Transported;
 
 use crate::wire::{self, MediaParts, SentNumbers, Unwrapper};
 use sluice_core::cc::rtt::WindowedMin;
-use sluice_core::packet::{Feedback, PacketReport, TransportFeedback};
+use sluice_core::packet::{Feedback, PacketReport, TransportFeedback, UDP_IP_OVERHEAD};
 use sluice_core::units::{TimeDelta, Timestamp};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -146,6 +146,21 @@ pub struct WebRtcStats {
     pub padding_rtx_packets: u64,
     #[serde(default)]
     pub padding_unpadded: u64,
+}
+
+/// Bytes on the link of one of str0m's blank RTX padding packets besides its padding: the
+/// RTP header with its extensions (34), the SRTP tag (10) and UDP/IPv4 (28). A test holds it
+/// to what str0m writes.
+const RTX_PADDING_OVERHEAD: usize = 72;
+/// Most padding bytes in one blank RTX packet (str0m's `MAX_BLANK_PADDING_PAYLOAD_SIZE`).
+const RTX_PADDING_MAX: usize = 240;
+
+/// The padding to ask str0m for so that its blank RTX packets put `wire` bytes on the link
+/// (what the core counted for its padding packet, UDP/IP included): each of them carries
+/// [`RTX_PADDING_OVERHEAD`] bytes besides its padding.
+fn rtx_padding_for(wire: usize) -> usize {
+    let packets = wire.div_ceil(RTX_PADDING_MAX + RTX_PADDING_OVERHEAD);
+    wire.saturating_sub(packets * RTX_PADDING_OVERHEAD).max(1)
 }
 
 /// The window of the minimum report lag the hold time is estimated against.
@@ -708,7 +723,8 @@ impl WebRtc {
         // packets carry no media, so the browser's packet buffer never sees them, and they are
         // as large as the core counted them (blank packets of at most 240 bytes of padding).
         if self.browser && kind == KIND_PADDING {
-            if self.write_rtx_padding(mid, tseq, m.payload.len().max(1), now) {
+            let wire = bytes.len() + UDP_IP_OVERHEAD.as_bytes() as usize;
+            if self.write_rtx_padding(mid, tseq, rtx_padding_for(wire), now) {
                 return;
             }
             self.stats.padding_unpadded += 1;
@@ -771,7 +787,7 @@ impl WebRtc {
     }
 
     /// Sender to a browser: `bytes` of padding for the core's padding packet `tseq` on the
-    /// RTX stream; false if the stream has none (no RTX negotiated).
+    /// RTX stream ([`rtx_padding_for`]); false if the stream has none (no RTX negotiated).
     fn write_rtx_padding(&mut self, mid: Mid, tseq: u64, bytes: usize, now: Timestamp) -> bool {
         let rtx = {
             let mut api = self.rtc.direct_api();

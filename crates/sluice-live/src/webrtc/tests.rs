@@ -144,14 +144,28 @@ fn padding_to_a_browser_goes_on_the_rtx_stream_and_is_reported_once() {
     // One of the core's padding packets, 1200 bytes (a probe's).
     let mut p = Packet::padding(DataSize::from_bytes(1200), now);
     p.transport_seq = 7;
+    assert_eq!(rtx_padding_for(1200), 912); // 240, 240, 240 and 192 bytes of padding
     let d = wire::write_media(&p, 0, 0, 1, None).unwrap();
-    let padding = wire::media_parts(&d).unwrap().payload.len();
     s.send_media(&d, now);
-    pump(&mut s, &mut r, now);
-    // Blank RTX padding packets (at most 240 bytes of padding each) adding up to it, each
-    // mapped to the core's packet.
+    // Blank RTX padding packets (at most 240 bytes of padding each) putting the 1200 bytes
+    // the core counted on the link (UDP/IP included), each mapped to the core's packet.
+    let mut on_link = 0;
+    for _ in 0..20 {
+        s.tick(now);
+        for d in s.outbox.drain(..).collect::<Vec<_>>() {
+            if !(192..=223).contains(&d[1]) {
+                on_link += d.len() + 28; // RTP (not RTCP), with UDP/IPv4
+            }
+            r.receive(&d, now);
+        }
+        r.tick(now);
+        for d in r.outbox.drain(..).collect::<Vec<_>>() {
+            s.receive(&d, now);
+        }
+    }
     assert_eq!(s.stats.padding_unpadded, 0, "{:?}", s.stats);
-    assert_eq!(s.stats.padding_rtx_packets, padding.div_ceil(240) as u64, "{:?}", s.stats);
+    assert_eq!(s.stats.padding_rtx_packets, 4, "{:?}", s.stats);
+    assert!((1200..1216).contains(&on_link), "{on_link} bytes on the link");
     assert!(s.twcc_to_sluice.len() as u64 == s.stats.padding_rtx_packets);
     assert!(s.twcc_to_sluice.values().all(|&t| t == 7), "{:?}", s.twcc_to_sluice);
     assert!(s.padding_leaving.is_empty());
