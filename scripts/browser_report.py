@@ -33,55 +33,49 @@ NOTES = """## Where Chromium and the simulator differ, and why
 
 * **Padding goes to Chromium on the RTX stream, as libwebrtc pads** (since 2026-12-06). The
   core's padding (probe clusters when no media waits, Vidaptive's dummy packets) leaves as
-  blank RTX padding packets of at most 240 bytes of padding each, adding up to the size the
-  core counted; each maps back to the core's one packet in Chromium's transport-cc feedback
-  (arrived when its last part did). str0m 0.25 cannot write padding in RTP mode; Sluice
-  builds it with a one-method patch (vendor/README.md). Before, padding went as empty
-  packets on the media stream that the core counted as 1200 bytes each, so probes "measured"
-  bytes never sent: GCC's target reached the 200 Mbps cap in 1 s on the 30 Mbps step, and
-  after the drop an ALR probe measured 6.4 Mbps on the 3 Mbps link. Now the step's probes
-  measure 22.3 to 23.0 Mbps on the 30 Mbps link and 2.9 on the 3 Mbps one, the markov
-  trace's 17.2 to 18.3 on 24 Mbps, constant-6's 4.1 to 5.3. That is 78 to 82 % of what the
-  simulator's probes measure (28.0 to 28.6, 22.5 to 23.3, 5.3 to 6.0): a padding packet
-  of 1200 bytes leaves as five RTX packets, each with its own RTP header, extensions and
-  SRTP tag, about 40 bytes the core does not count, so the link carries some 15 % more
-  than the core thinks it sent.
+  blank RTX padding packets of at most 240 bytes of padding each, which put on the link the
+  bytes the core counted, headers included (a 1200-byte probe packet as four packets); each
+  maps back to the core's one packet in Chromium's transport-cc feedback (arrived when its
+  last part did). str0m 0.25 cannot write padding in RTP mode; Sluice builds it with a
+  one-method patch (vendor/README.md). Probes now measure what the simulator's do: 27.7 to
+  28.4 Mbps on the step's 30 Mbps (simulator 28.0 to 28.6), 2.3 to 2.9 on its 3 Mbps, 22.0
+  to 23.1 on the markov trace's 24 (22.5 to 23.3), 5.4 to 6.8 on constant-6 (5.3 to 6.0).
+  Before, padding went as empty packets on the media stream that the core counted as 1200
+  bytes each, so probes "measured" bytes never sent: GCC's target reached the 200 Mbps cap
+  in 1 s on the 30 Mbps step, and after the drop an ALR probe measured 6.4 Mbps on the
+  3 Mbps link. (A first RTX version asked str0m for the core's payload, so every packet's
+  headers came on top, 26 % more bytes than counted, and probes measured 78 to 82 % of the
+  link.)
 * **Latency.** Every cell shows Chromium's displayed frames later than the simulator's
-  receiver model shows them: median 60 to 102 ms against 28 to 46 ms (161 ms in one cell,
-  below). The simulator's receiver displays a frame when it is complete and decodable;
-  Chromium adds its jitter buffer (`jitterBufferDelay`), decoding and rendering, and
-  `expectedDisplayTime` is the next vsync of the headless compositor. The live path also
-  pays real encode time and the pacer's real timing.
+  receiver model shows them: median 63 to 88 ms against 28 to 46 ms. The simulator's
+  receiver displays a frame when it is complete and decodable; Chromium adds its jitter
+  buffer (`jitterBufferDelay`), decoding and rendering, and `expectedDisplayTime` is the
+  next vsync of the headless compositor. The live path also pays real encode time and the
+  pacer's real timing.
 * **The step (30 to 3 Mbps)** now agrees with the simulator for the GCC-based schemes:
-  P95 859 against 734 ms (webrtc-x264), 874 against 734 (ace), 123 against 97 (mae), 224
+  P95 828 against 734 ms (webrtc-x264), 842 against 734 (ace), 99 against 97 (mae), 227
   against 212 (combined); with the phantom probe bytes it was 1152, 1012, 484 and 300. The
   rest of the gap is the live path's latency above.
-* **Vidaptive's dummy packets now load the link**, as they do in the simulator: on
-  constant-6 its bitrate is 2.92 Mbps with Chromium and 2.91 in the simulator (3.23 when its
-  dummies went as empty packets), its P95 132 ms (96 in the simulator). Its encoder
-  controller paused 101 slots on constant-6 and 91 on the step in real time (the header's
-  `browser.sluice_sender.frames_skipped`; the simulator's run shows 12 and 29 skipped
-  slots), and on the step its P95 is lower with Chromium (322 against 655 ms): it sent less
-  into the drop.
-* **markov-24-6: two cells differ from the simulator.** mae sends 2.03 Mbps with Chromium
-  against 2.96 in the simulator: after the link drops to 6 Mbps at 4 s its target falls to
-  2.2 Mbps and then grows about 1.3 % a second, while in the simulator an ALR probe at 4.2 s
-  measured 19.3 Mbps and lifted it; with Chromium no probe fired there. webrtc-x264's
-  frames are shown 161 ms late at the median (P95 253; the simulator 36 / 125): from 12 s
-  on Chromium holds each frame 120 to 220 ms in its jitter buffer (`jitterBufferDelay` per
-  frame) while its target delay is 15 to 28 ms, after 9 to 11 s in which the sender's pacer
-  held frames up to 226 ms. The frames' arrivals are on time, so the wait is Chromium's
-  playout timing, which the simulator's receiver does not model; that libwebrtc's
-  RTP-timestamp-to-arrival mapping learned the pacer's delay and keeps it is the likely
-  reason, not isolated. Two more runs of this cell gave P95 149 and 245 ms.
+* **Vidaptive's dummy packets now load the link**, as they do in the simulator. Its encoder
+  controller paused 58 slots on constant-6 and 92 on the step in real time (the header's
+  `browser.sluice_sender.frames_skipped`; 12 and 29 in the simulator): the live sender's
+  frame service times include real encoding and the relay's real timing. On constant-6 its
+  bitrate is 3.17 Mbps against 2.91 (P95 119 against 96 ms); on the step its P95 is lower
+  with Chromium (232 against 655 ms): it sent less into the drop.
+* **markov-24-6**: webrtc-x264's P95 is 149 ms against 125. In three runs of this cell with
+  the first RTX version it was 149 to 253 ms; in the worst, from 12 s on Chromium held each
+  frame 120 to 220 ms in its jitter buffer (`jitterBufferDelay` per frame) while its target
+  delay was 15 to 28 ms, after 2 s in which the sender's pacer had held frames up to 226 ms:
+  Chromium's playout timing, which the simulator's receiver does not model, kept the delay
+  it had learned (the likely mechanism, not isolated).
 * **Frames shown.** The simulator shows every slot but vidaptive's own skips; Chromium
   misses 2 to 4 % of slots for the other schemes.
-* **combined** (issue 31): 95, 224 and 87 ms P95 on the three traces with Chromium (57,
-  212 and 54 in the simulator): second lowest on the step (mae 123), well below
-  webrtc-x264 (859) and ace (874) there; on constant-6 between webrtc-x264 (91) and ace
-  (105); on markov-24-6 second to vidaptive (76), ace (88) next.
-* **Bitrates** agree within 6 % but for mae on markov-24-6 (above): the schemes are
-  application-limited by this low-resolution clip (320 px)."""
+* **combined** (issue 31): 96, 227 and 78 ms P95 on the three traces with Chromium (57,
+  212 and 54 in the simulator): on the step second to mae (99 ms; vidaptive 232), well below
+  webrtc-x264 (828) and ace (842); on markov-24-6 the lowest (vidaptive 80, mae 89); on
+  constant-6 fourth of five, within 87 to 119 ms with the others.
+* **Bitrates** agree within 4 % but for vidaptive on constant-6 (9 %, above): the schemes
+  are application-limited by this low-resolution clip (320 px)."""
 
 
 def stem(trace: str) -> str:
