@@ -117,10 +117,10 @@ impl ProbeController {
     /// once the estimate has fallen below [`OUTAGE_DEPTH`] of what it was before the collapse
     /// began, while it is below [`BITRATE_DROP_THRESHOLD`] of that rate (for at most
     /// [`OUTAGE_RECOVERY_WINDOW`]) and the detector is not over-using, a probe goes out
-    /// every [`ALR_PROBING_INTERVAL`] at twice the estimate (at
-    /// least the start rate, at most 85 % of the rate before the collapse), and probing
-    /// continues exponentially while results keep up, as at start-up. On a link that stays
-    /// slow each probe costs one 15 ms cluster at about twice the link's rate.
+    /// every [`ALR_PROBING_INTERVAL`] at twice the estimate (at least the start rate, at most
+    /// 85 % of the rate before the collapse), and probing continues exponentially while
+    /// results keep up, as at start-up. On a link that stays slow each probe costs one 15 ms
+    /// cluster at about twice the link's rate.
     pub fn with_outage_recovery(mut self, on: bool) -> Self {
         self.outage_recovery = on;
         self
