@@ -82,9 +82,9 @@ pub struct GccConfig {
     /// Allow the recovery probe after a large drop outside ALR (libwebrtc's rapid-recovery
     /// experiment; off by default as in libwebrtc).
     pub rapid_recovery_probing: bool,
-    /// Sluice's outage-recovery probing, not libwebrtc's (off by default): after a collapse
-    /// of the estimate, probe every 5 s from twice the estimate towards the rate before it
-    /// ([`ProbeController::with_outage_recovery`]).
+    /// Sluice's outage-recovery probing, not libwebrtc's (off by default): once the estimate
+    /// has collapsed below 5 % of its rate before, probe every 5 s from twice the estimate
+    /// towards that rate ([`ProbeController::with_outage_recovery`]).
     pub outage_recovery_probing: bool,
     /// RTT assumed until samples arrive (libwebrtc 200 ms).
     pub default_rtt: TimeDelta,
