@@ -17,7 +17,8 @@
 //!   transport. Transport-cc has no hold time (Sluice's `SLFB`): it is estimated from the
 //!   reports' lag (`WebRtc::on_twcc`). Sluice's frame descriptor and Co-RTV's latest re-encoded number travel in
 //!   two header extensions of Sluice's own (`urn:x-sluice:*`), negotiated in SDP; padding
-//!   packets go on the video stream, marked as padding in that descriptor.
+//!   packets go on the video stream, marked as padding in that descriptor (to a browser:
+//!   on the RTX stream, [`WebRtc::for_browser`]).
 //! * Receiver side: str0m's decrypted RTP packets are put together again as Sluice's RTP
 //!   and given to the endpoint. str0m sends transport-cc feedback and NACKs itself (there is
 //!   no API to send one's own), so the endpoint's transport feedback and NACKs are dropped
