@@ -154,7 +154,7 @@ fn padding_to_a_browser_goes_on_the_rtx_stream_and_is_reported_once() {
         s.tick(now);
         for d in s.outbox.drain(..).collect::<Vec<_>>() {
             if !(192..=223).contains(&d[1]) {
-                on_link += d.len() + 28; // RTP (not RTCP), with UDP/IPv4
+                on_link += d.len() + UDP_IP_OVERHEAD.as_bytes() as usize; // RTP, not RTCP
             }
             r.receive(&d, now);
         }
