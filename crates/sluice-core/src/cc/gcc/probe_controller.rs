@@ -66,8 +66,9 @@ pub struct ProbeController {
     alr_end_time: Option<Timestamp>,
     outage_recovery: bool,
     /// The estimate before a collapse (a chain of large drops, each within
-    /// [`BITRATE_DROP_TIMEOUT`] of the one before), when it began, and whether the estimate
-    /// has fallen below [`OUTAGE_DEPTH`] of it since.
+    /// [`BITRATE_DROP_TIMEOUT`] of the one before, or any drop once the estimate has been
+    /// deep), when it began, and whether the estimate has fallen below [`OUTAGE_DEPTH`] of
+    /// it since.
     collapse: Option<(DataRate, Timestamp, bool)>,
     /// The delay-based detector is over-using (no recovery probe into a growing queue).
     overusing: bool,
@@ -180,7 +181,11 @@ impl ProbeController {
         if rate.as_bps_f64() < BITRATE_DROP_THRESHOLD * self.estimated.as_bps_f64() {
             let chained =
                 self.time_of_last_large_drop.is_some_and(|t| now - t < BITRATE_DROP_TIMEOUT);
-            if self.collapse.is_none() || !chained {
+            // A drop from a trickle within a deep collapse (the link's next outage before the
+            // estimate found it again) belongs to that collapse: anchoring a new one at the
+            // trickle would end the recovery before it began.
+            let deep = self.collapse.is_some_and(|(_, _, deep)| deep);
+            if self.collapse.is_none() || !(chained || deep) {
                 self.collapse = Some((self.estimated, now, false));
             }
             self.time_of_last_large_drop = Some(now);
@@ -432,6 +437,16 @@ mod tests {
         rates(&mut pc);
         pc.process(t(40_000));
         assert!(rates(&mut pc).is_empty() && pc.collapse.is_none());
+        // A drop from the trickle 10 s later (the next outage) stays in the collapse: the
+        // recovery probes keep aiming at the rate before it.
+        let mut pc = collapsed(true);
+        pc.process(t(25_100));
+        assert_eq!(rates(&mut pc), vec![kbps(300)]);
+        pc.set_estimated_bitrate(kbps(200), t(25_400));
+        pc.set_estimated_bitrate(kbps(60), t(35_000));
+        assert_eq!(pc.collapse.map(|(before, _, _)| before), Some(kbps(2450)));
+        pc.process(t(35_100));
+        assert_eq!(rates(&mut pc), vec![kbps(300)]);
         // A collapse older than the window is left alone.
         let mut pc = collapsed(true);
         pc.process(t(20_000 + OUTAGE_RECOVERY_WINDOW.as_ms() + 1));
