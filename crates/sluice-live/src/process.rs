@@ -589,15 +589,14 @@ impl EndpointProcess {
         let ctl = Control::default();
         let (_, end) = session_end(cfg);
         let shared: SharedLink = Arc::default();
-        let relay = RelayEndpoint::for_run(
+        let mut relay = RelayEndpoint::for_run(
             cfg,
             &scheme,
             downlink_trace.clone(),
             uplink_trace,
             options.faults.clone(),
             Some(shared.clone()),
-        );
-        let mut relay = relay;
+        )?;
         if options.log_datagrams {
             relay.log_datagrams();
         }

@@ -269,7 +269,7 @@ impl LiveRun {
             uplink_trace,
             options.faults.clone(),
             Some(link_snapshot),
-        );
+        )?;
         let (sender, receiver) = match webrtc {
             None => (Transported::plain(sender), Transported::plain(receiver)),
             Some((mut s, mut r)) => {

@@ -128,7 +128,8 @@ fn run_relay_of(
         up.cloned(),
         Faults::default(),
         link.clone(),
-    );
+    )
+    .unwrap();
     let (frames, malformed, relay, samples) = run_with_relay(cfg, relay, link);
     assert_eq!(malformed, 0);
     (frames, relay, samples)
@@ -220,6 +221,19 @@ fn the_relay_carries_tcp_cross_traffic_in_its_bottleneck() {
     for s in &late {
         assert_eq!(col(s, "flow0_rate_bps"), s.delivered_rate_bps);
     }
+}
+
+/// A relay whose competing flows cannot be built is an error, not a relay without them (the
+/// live entry points check the config first; this is the relay's own guard).
+#[test]
+fn a_relay_refuses_competing_flows_that_do_not_build() {
+    let (mut cfg, trace) = shared_4mbps(10.0, "tcp:cubic");
+    cfg.scheme_name = "co-rtv".into();
+    let scheme = cfg.resolve_scheme().unwrap();
+    let err = RelayEndpoint::for_run(&cfg, &scheme, Some(trace), None, Faults::default(), None)
+        .err()
+        .expect("a TCP flow cannot share co-rtv's frame-dropping bottleneck");
+    assert!(err.0.contains("frame-dropping bottleneck"), "{}", err.0);
 }
 
 /// The relay carries a competing media flow inside its downlink too (its sender and

@@ -224,7 +224,8 @@ impl RelayEndpoint {
     }
 
     /// The relay of a run: the simulator's downlink and uplink for `cfg` and `scheme`
-    /// ([`sluice_core::session::build_links`]), and its access path if `cfg` has an access delay.
+    /// ([`sluice_core::session::build_links`]), its access path if `cfg` has an access delay,
+    /// and its competing flows; an error if those flows do not build.
     pub fn for_run(
         cfg: &sluice_core::session::RunConfig,
         scheme: &sluice_core::scheme::SchemeConfig,
@@ -232,7 +233,7 @@ impl RelayEndpoint {
         uplink_trace: Option<Arc<sluice_core::link::trace::Trace>>,
         faults: Faults,
         shared: Option<SharedLink>,
-    ) -> Self {
+    ) -> Result<Self, sluice_core::session::ConfigError> {
         let (downlink, uplink) =
             sluice_core::session::build_links(cfg, scheme, downlink_trace.clone(), uplink_trace);
         let mut relay = RelayEndpoint::new(
@@ -247,12 +248,10 @@ impl RelayEndpoint {
         if let Some(links) = sluice_core::session::build_access_links(cfg) {
             relay.set_access_path(links);
         }
-        // The caller's check (`check_live_config`, before this) refused a config whose flows
-        // do not build; none is built here then.
-        if let Ok(Some(cross)) = sluice_core::sim::flows::CrossTraffic::for_run(cfg) {
+        if let Some(cross) = sluice_core::sim::flows::CrossTraffic::for_run(cfg)? {
             relay.set_cross_traffic(cross);
         }
-        relay
+        Ok(relay)
     }
 
     /// With competing flows: every flow's summary and Jain's index (the summary's `flows`
