@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from sluice.analysis import combined, load
+from sluice.analysis import combined, combined_verdict, load
 from sluice.analysis.cells import slot_latencies
 from sluice.cli import main as cli
 
@@ -65,6 +65,21 @@ def test_verdict_pools_slots_and_applies_the_issues_tests(tmp_path, capsys):
         assert "`webrtc`" in line.split("|")[3]
     for fam in off:
         assert f"| {fam} | **no**" in front
+
+    # The printed verdict (combined_verdict) from the same runs: the same rows, and per
+    # trace each scheme's pooled P95 and VMAF; an absent scheme is one line and exit 2.
+    printed = combined_verdict.report(df, ["combined"])
+    assert combined.verdict_table(combined.verdict(df)) in printed
+    assert "| `mae` | 2 |" in printed and "`webrtc`" not in printed.split("## Per trace")[0]
+    per_trace = printed.split("## Per trace", 1)[1]
+    assert per_trace.count("| drop |") == 1 and per_trace.count("| flat |") == 1
+    drop = df[df["trace"] == "drop"]
+    want = f"{np.percentile(slot_latencies(drop, 'mae'), 95):.0f} / 90.5"
+    assert want in next(line for line in per_trace.splitlines() if line.startswith("| drop |"))
+    capsys.readouterr()
+    assert combined_verdict.main([str(root / "combined-tiny"), "--scheme", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no finished runs of `nope`" in err[0]
 
     # The whole report from the same runs (as leaderboard and as ablations): written, each
     # scheme once per table.
