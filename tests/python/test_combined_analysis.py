@@ -80,6 +80,13 @@ def test_verdict_pools_slots_and_applies_the_issues_tests(tmp_path, capsys):
     assert combined_verdict.main([str(root / "combined-tiny"), "--scheme", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no finished runs of `nope`" in err[0]
+    # --clip keeps the cells of that clip (here the plan's one) and refuses an unknown one.
+    clip = str(df["clip"].astype(str).iloc[0])
+    assert combined_verdict.main([str(root / "combined-tiny"), "--clip", clip]) == 0
+    assert "| `mae` | 2 |" in capsys.readouterr().out
+    assert combined_verdict.main([str(root / "combined-tiny"), "--clip", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no cells of clip nope" in err[0]
 
     # The whole report from the same runs (as leaderboard and as ablations): written, each
     # scheme once per table.

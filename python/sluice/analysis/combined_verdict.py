@@ -1,7 +1,8 @@
 """Issue 31's test for any scheme on any results directory, printed, not written.
 
-``python -m sluice.analysis.combined_verdict RESULTS [--scheme NAME ...]`` prints, for each
-scheme (default ``combined``), the verdict :mod:`sluice.analysis.combined` writes into
+``python -m sluice.analysis.combined_verdict RESULTS [--scheme NAME ...] [--clip LABEL ...]``
+prints, for each scheme (default ``combined``; on the cells of the clips given, default
+all), the verdict :mod:`sluice.analysis.combined` writes into
 docs/results/combined.md: against each of its rivals (WebRTC*, ACE, MAE, Vidaptive), the
 pooled all-slot P95 over the cells both ran as a ratio, and the difference of their mean
 VMAF, with the issue's tests. Then the same numbers per trace, because a pooled P95 over
@@ -11,7 +12,9 @@ traces with long outages is decided by those traces alone. It is how a variant (
 
     sluice matrix experiments/checks/combined-heldout2.toml
     python -m sluice.analysis.combined_verdict results/combined-heldout2 \\
-        --scheme combined --scheme combined-recover
+        --scheme combined --scheme combined-recover [--clip game2]
+
+(``--clip game2``: only the cells of the clip the project does not ship.)
 """
 
 from __future__ import annotations
@@ -74,11 +77,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("results", help="a results directory (results/combined-heldout2)")
     ap.add_argument("--scheme", action="append", metavar="NAME",
                     help=f"the scheme to judge (repeatable; default {SCHEME})")  # fmt: skip
+    ap.add_argument("--clip", action="append", metavar="LABEL",
+                    help="only the cells of this clip (repeatable; default all)")  # fmt: skip
     args = ap.parse_args(argv)
     try:
         df = load(args.results).table
         if df.empty:
             raise SluiceError(f"no finished runs in {args.results}")
+        if args.clip:
+            known = set(df["clip"].astype(str))
+            unknown = [c for c in args.clip if c not in known]
+            if unknown:
+                raise SluiceError(
+                    f"no cells of clip {', '.join(unknown)} in {args.results} "
+                    f"(clips there: {', '.join(sorted(known))})"
+                )
+            df = df[df["clip"].astype(str).isin(args.clip)]
         print(report(df, args.scheme or [SCHEME]), end="")
     except SluiceError as e:
         return user_error(PROG, e)
