@@ -12,21 +12,26 @@ fn pair(origin: Instant) -> (WebRtc, WebRtc) {
 }
 
 /// Moves datagrams both ways and fires timers at `now` until nothing is left to move.
-fn pump(s: &mut WebRtc, r: &mut WebRtc, now: Timestamp) {
+/// Exchanges datagrams between `s` and `r` at `now` until neither has any to send; returns
+/// the datagrams `s` sent.
+fn pump(s: &mut WebRtc, r: &mut WebRtc, now: Timestamp) -> Vec<Vec<u8>> {
+    let mut sent = Vec::new();
     for _ in 0..100 {
         s.tick(now);
         r.tick(now);
         let (a, b): (Vec<_>, Vec<_>) = (s.outbox.drain(..).collect(), r.outbox.drain(..).collect());
         if a.is_empty() && b.is_empty() {
-            return;
+            break;
         }
         for d in a {
             r.receive(&d, now);
+            sent.push(d);
         }
         for d in b {
             s.receive(&d, now);
         }
     }
+    sent
 }
 
 fn connected_pair() -> (WebRtc, WebRtc, Timestamp) {
@@ -149,20 +154,11 @@ fn padding_to_a_browser_goes_on_the_rtx_stream_and_is_reported_once() {
     s.send_media(&d, now);
     // Blank RTX padding packets (at most 240 bytes of padding each) putting the 1200 bytes
     // the core counted on the link (UDP/IP included), each mapped to the core's packet.
-    let mut on_link = 0;
-    for _ in 0..20 {
-        s.tick(now);
-        for d in s.outbox.drain(..).collect::<Vec<_>>() {
-            if !(192..=223).contains(&d[1]) {
-                on_link += d.len() + UDP_IP_OVERHEAD.as_bytes() as usize; // RTP, not RTCP
-            }
-            r.receive(&d, now);
-        }
-        r.tick(now);
-        for d in r.outbox.drain(..).collect::<Vec<_>>() {
-            s.receive(&d, now);
-        }
-    }
+    let on_link: usize = pump(&mut s, &mut r, now)
+        .iter()
+        .filter(|d| !(192..=223).contains(&d[1])) // RTP, not RTCP
+        .map(|d| d.len() + UDP_IP_OVERHEAD.as_bytes() as usize)
+        .sum();
     assert_eq!(s.stats.padding_unpadded, 0, "{:?}", s.stats);
     assert_eq!(s.stats.padding_rtx_packets, 4, "{:?}", s.stats);
     assert!((1200..1216).contains(&on_link), "{on_link} bytes on the link");
