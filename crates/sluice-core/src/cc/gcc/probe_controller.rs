@@ -48,6 +48,18 @@ enum State {
     ProbingComplete,
 }
 
+/// A collapse of the estimate (outage-recovery probing): a chain of large drops, each within
+/// [`BITRATE_DROP_TIMEOUT`] of the one before, or any drop once the estimate has been deep.
+#[derive(Clone, Copy, Debug)]
+struct Collapse {
+    /// The estimate before the first drop.
+    before: DataRate,
+    /// When the first drop came.
+    since: Timestamp,
+    /// Whether the estimate has fallen below [`OUTAGE_DEPTH`] of `before` since.
+    deep: bool,
+}
+
 #[derive(Clone, Debug)]
 pub struct ProbeController {
     enabled: bool,
@@ -65,11 +77,8 @@ pub struct ProbeController {
     alr_start_time: Option<Timestamp>,
     alr_end_time: Option<Timestamp>,
     outage_recovery: bool,
-    /// The estimate before a collapse (a chain of large drops, each within
-    /// [`BITRATE_DROP_TIMEOUT`] of the one before, or any drop once the estimate has been
-    /// deep), when it began, and whether the estimate has fallen below [`OUTAGE_DEPTH`] of
-    /// it since.
-    collapse: Option<(DataRate, Timestamp, bool)>,
+    /// The collapse under way, if any (outage-recovery probing).
+    collapse: Option<Collapse>,
     /// The delay-based detector is over-using (no recovery probe into a growing queue).
     overusing: bool,
     next_id: u32,
@@ -184,16 +193,16 @@ impl ProbeController {
             // A drop from a trickle within a deep collapse (the link's next outage before the
             // estimate found it again) belongs to that collapse: anchoring a new one at the
             // trickle would end the recovery before it began.
-            let deep = self.collapse.is_some_and(|(_, _, deep)| deep);
+            let deep = self.collapse.is_some_and(|c| c.deep);
             if self.collapse.is_none() || !(chained || deep) {
-                self.collapse = Some((self.estimated, now, false));
+                self.collapse = Some(Collapse { before: self.estimated, since: now, deep: false });
             }
             self.time_of_last_large_drop = Some(now);
             self.rate_before_last_large_drop = self.estimated;
         }
         self.estimated = rate;
-        if let Some((before, _, deep)) = &mut self.collapse {
-            *deep |= rate.as_bps_f64() < OUTAGE_DEPTH * before.as_bps_f64();
+        if let Some(c) = &mut self.collapse {
+            c.deep |= rate.as_bps_f64() < OUTAGE_DEPTH * c.before.as_bps_f64();
         }
         if self.state == State::WaitingForProbingResult {
             if let Some(min) = self.min_rate_to_probe_further {
@@ -269,7 +278,7 @@ impl ProbeController {
 
     /// See [`Self::with_outage_recovery`].
     fn recover_from_outage(&mut self, now: Timestamp) {
-        let Some((before, since, deep)) = self.collapse else { return };
+        let Some(Collapse { before, since, deep }) = self.collapse else { return };
         let recovered = self.estimated.as_bps_f64() >= BITRATE_DROP_THRESHOLD * before.as_bps_f64();
         if recovered || now - since > OUTAGE_RECOVERY_WINDOW {
             self.collapse = None;
@@ -444,7 +453,7 @@ mod tests {
         assert_eq!(rates(&mut pc), vec![kbps(300)]);
         pc.set_estimated_bitrate(kbps(200), t(25_400));
         pc.set_estimated_bitrate(kbps(60), t(35_000));
-        assert_eq!(pc.collapse.map(|(before, _, _)| before), Some(kbps(2450)));
+        assert_eq!(pc.collapse.map(|c| c.before), Some(kbps(2450)));
         pc.process(t(35_100));
         assert_eq!(rates(&mut pc), vec![kbps(300)]);
         // A collapse older than the window is left alone.
