@@ -87,6 +87,12 @@ def test_verdict_pools_slots_and_applies_the_issues_tests(tmp_path, capsys):
     assert combined_verdict.main([str(root / "combined-tiny"), "--clip", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no cells of clip nope" in err[0]
+    # --trace keeps one trace's cells: one cell each, the other trace gone from the table.
+    assert combined_verdict.main([str(root / "combined-tiny"), "--trace", "drop"]) == 0
+    out = capsys.readouterr().out
+    assert "| `mae` | 1 |" in out and "| drop |" in out and "| flat |" not in out
+    assert combined_verdict.main([str(root / "combined-tiny"), "--trace", "nope"]) == 2
+    assert "no cells of trace nope" in capsys.readouterr().err
 
     # The whole report from the same runs (as leaderboard and as ablations): written, each
     # scheme once per table.

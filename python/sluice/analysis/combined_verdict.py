@@ -1,8 +1,8 @@
 """Issue 31's test for any scheme on any results directory, printed, not written.
 
-``python -m sluice.analysis.combined_verdict RESULTS [--scheme NAME ...] [--clip LABEL ...]``
-prints, for each scheme (default ``combined``; on the cells of the clips given, default
-all), the verdict :mod:`sluice.analysis.combined` writes into
+``python -m sluice.analysis.combined_verdict RESULTS [--scheme NAME ...] [--clip LABEL ...]
+[--trace LABEL ...]`` prints, for each scheme (default ``combined``; on the cells of the clips
+and traces given, default all), the verdict :mod:`sluice.analysis.combined` writes into
 docs/results/combined.md: against each of its rivals (WebRTC*, ACE, MAE, Vidaptive), the
 pooled all-slot P95 over the cells both ran as a ratio, and the difference of their mean
 VMAF, with the issue's tests. Then the same numbers per trace, because a pooled P95 over
@@ -12,9 +12,11 @@ traces with long outages is decided by those traces alone. It is how a variant (
 
     sluice matrix experiments/checks/combined-heldout2.toml
     python -m sluice.analysis.combined_verdict results/combined-heldout2 \\
-        --scheme combined --scheme combined-recover [--clip game2]
+        --scheme combined --scheme combined-recover --clip game2 \\
+        --trace lte-ghent8 --trace hsr-4 --trace lte-bus62 --trace 3g-norway-car12
 
-(``--clip game2``: only the cells of the clip the project does not ship.)
+(only the cells whose clip and trace the project does not ship: that plan's animation is
+data/videos/bbb-intro and its Wi-Fi trace data/traces/wifi-hairpin14-70s.mahi.)
 """
 
 from __future__ import annotations
@@ -72,6 +74,20 @@ def report(df: Any, schemes: Sequence[str]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def only(df: Any, column: str, labels: Sequence[str] | None, where: str) -> Any:
+    """The rows of ``df`` whose ``column`` (clip or trace) is one of ``labels`` (all if none)."""
+    if not labels:
+        return df
+    known = set(df[column].astype(str))
+    unknown = [c for c in labels if c not in known]
+    if unknown:
+        raise SluiceError(
+            f"no cells of {column} {', '.join(unknown)} in {where} "
+            f"({column}s there: {', '.join(sorted(known))})"
+        )
+    return df[df[column].astype(str).isin(labels)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("results", help="a results directory (results/combined-heldout2)")
@@ -79,20 +95,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help=f"the scheme to judge (repeatable; default {SCHEME})")  # fmt: skip
     ap.add_argument("--clip", action="append", metavar="LABEL",
                     help="only the cells of this clip (repeatable; default all)")  # fmt: skip
+    ap.add_argument("--trace", action="append", metavar="LABEL",
+                    help="only the cells of this trace (repeatable; default all)")  # fmt: skip
     args = ap.parse_args(argv)
     try:
         df = load(args.results).table
         if df.empty:
             raise SluiceError(f"no finished runs in {args.results}")
-        if args.clip:
-            known = set(df["clip"].astype(str))
-            unknown = [c for c in args.clip if c not in known]
-            if unknown:
-                raise SluiceError(
-                    f"no cells of clip {', '.join(unknown)} in {args.results} "
-                    f"(clips there: {', '.join(sorted(known))})"
-                )
-            df = df[df["clip"].astype(str).isin(args.clip)]
+        df = only(df, "clip", args.clip, args.results)
+        df = only(df, "trace", args.trace, args.results)
         print(report(df, args.scheme or [SCHEME]), end="")
     except SluiceError as e:
         return user_error(PROG, e)
