@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// Sluice's RTP): a later sequence number and a payload byte changed, or another SSRC, so
 /// it is not authentic. `None` for anything else (Sluice's plain RTP, RTCP, STUN, DTLS).
 fn forged_srtp(b: &[u8], r: u64) -> Option<Vec<u8>> {
-    let rtp = b.len() > 40 && (128..192).contains(&b[0]) && !(192..=223).contains(&b[1]);
+    let rtp = b.len() > 40 && (128..192).contains(&b[0]) && !crate::wire::is_rtcp_type(b[1]);
     if !rtp {
         return None;
     }

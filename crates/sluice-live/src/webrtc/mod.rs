@@ -831,7 +831,7 @@ impl WebRtc {
             return;
         };
         let srtp = bytes.len() >= 12 && (128..192).contains(&bytes[0]);
-        let rtcp = srtp && (192..=223).contains(&bytes[1]);
+        let rtcp = srtp && wire::is_rtcp_type(bytes[1]);
         let key = if srtp && !rtcp {
             let ssrc = u32::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
             if self.connected && !self.ssrcs.is_empty() && !self.ssrcs.contains(&ssrc) {

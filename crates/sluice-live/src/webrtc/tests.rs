@@ -156,7 +156,7 @@ fn padding_to_a_browser_goes_on_the_rtx_stream_and_is_reported_once() {
     // the core counted on the link (UDP/IP included), each mapped to the core's packet.
     let on_link: usize = pump(&mut s, &mut r, now)
         .iter()
-        .filter(|d| !(192..=223).contains(&d[1])) // RTP, not RTCP
+        .filter(|d| !crate::wire::is_rtcp_type(d[1])) // RTP, not RTCP
         .map(|d| d.len() + UDP_IP_OVERHEAD.as_bytes() as usize)
         .sum();
     assert_eq!(s.stats.padding_unpadded, 0, "{:?}", s.stats);

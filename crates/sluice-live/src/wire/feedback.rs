@@ -233,7 +233,7 @@ fn precheck_rtcp(buf: &[u8]) -> Result<(), WireError> {
     let mut i = 0;
     while i < buf.len() {
         let h = buf.get(i..i + 4).ok_or(WireError::TooShort)?;
-        if h[0] >> 6 != 2 || !(192..=223).contains(&h[1]) {
+        if h[0] >> 6 != 2 || !is_rtcp_type(h[1]) {
             return Err(WireError::NotRtcp);
         }
         let words = u16::from_be_bytes([h[2], h[3]]) as usize;
@@ -264,7 +264,7 @@ pub fn read_feedback(buf: &[u8], sent: &SentNumbers) -> Result<Vec<Feedback>, Wi
     if buf.len() > MAX_DATAGRAM {
         return Err(WireError::TooLong);
     }
-    if buf[0] >> 6 != 2 || !(192..=223).contains(&buf[1]) {
+    if buf[0] >> 6 != 2 || !is_rtcp_type(buf[1]) {
         return Err(WireError::NotRtcp);
     }
     precheck_rtcp(buf)?;

@@ -27,6 +27,12 @@
 
 use sluice_core::units::Timestamp;
 
+/// Whether `b`, the second byte of an RTP-version datagram, is an RTCP packet type: RTP and
+/// RTCP multiplexed on one port are told apart by it, 192-223 being RTCP (RFC 5761 §4).
+pub fn is_rtcp_type(b: u8) -> bool {
+    (192..=223).contains(&b)
+}
+
 pub const PT_VIDEO: u8 = 96;
 pub const PT_PADDING: u8 = 100;
 pub const SSRC_VIDEO: u32 = 0x51CE_0001;

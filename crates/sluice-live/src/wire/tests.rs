@@ -18,6 +18,17 @@ fn video(frame_id: u64, index: u16, count: u16, media_seq: u64, tseq: u64) -> Pa
 }
 
 #[test]
+fn what_sluice_writes_is_told_apart_by_its_second_byte() {
+    // RFC 5761 §4: 192-223 are RTCP; RTP's marker bit and payload type fall outside.
+    assert!([192, 200, 205, 206, 223].into_iter().all(is_rtcp_type));
+    assert!(![0, 96, 100, 127, 128 | 96, 191, 224, 255].into_iter().any(is_rtcp_type));
+    let pli = write_feedback(&Feedback::KeyframeRequest { flow: 0 }, 0).unwrap();
+    assert!(is_rtcp_type(pli[1]));
+    let media = write_media(&video(1, 0, 1, 0, 0), 0, 0, 0, None).unwrap();
+    assert!(!is_rtcp_type(media[1]));
+}
+
+#[test]
 fn unwrap_near_takes_the_nearest_cycle() {
     assert_eq!(unwrap_near(5, 16, 65_530), 65_541);
     assert_eq!(unwrap_near(65_530, 16, 65_541), 65_530);
