@@ -110,6 +110,16 @@ def spec_key(spec: RunSpec) -> dict[str, Any]:
     return json.loads(json.dumps(d))  # tuples -> lists, as read back
 
 
+def spec_matches(cell: Cell) -> bool:
+    """The cell's saved ``experiment-spec.json`` is its spec (its results are of this
+    version of the plan)."""
+    try:
+        saved = json.loads((cell.run_dir / SPEC_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return False
+    return bool(saved == spec_key(cell.spec))
+
+
 def is_done(cell: Cell, require_sha: str | None = None) -> bool:
     """The cell has results for its spec (and, with ``require_sha``, from that commit of a
     clean checkout)."""
@@ -207,19 +217,31 @@ def cell_row(cell: Cell, plan: str | None = None) -> dict[str, Any]:
 def results_table(
     cells: Sequence[Cell], plan: str | None = None, swept: Sequence[str] = ()
 ) -> pd.DataFrame:
-    """One row per finished cell (:func:`cell_row`; a cell without results is left out).
+    """One row per finished cell (:func:`cell_row`; a cell without results, or with results
+    of another spec (:func:`spec_matches`: a plan changed since, run with ``--only``) is left
+    out, with a warning for the latter).
     Columns: :data:`LABEL_COLUMNS`, the ``swept`` paths, the metrics, :data:`TAIL_COLUMNS`
     (the same columns whatever the cells' summaries hold)."""
     import pandas as pd
 
     rows = []
+    other_spec = []
     for c in cells:
         if not results.is_complete(c.run_dir, checksums=False):
+            continue
+        if not spec_matches(c):
+            other_spec.append(c)
             continue
         try:
             rows.append(cell_row(c, plan))
         except SluiceError as e:  # a damaged result: left out of the table, not fatal
             print(f"warning: {c.run_dir} left out of the table: {e}", file=sys.stderr)
+    if other_spec:
+        schemes = ", ".join(dict.fromkeys(c.scheme for c in other_spec))
+        print(f"warning: left out of the table: results of another version of the plan "
+              f"(duration, config, ...) in {len(other_spec)} cell(s) of {schemes}; run them "
+              f"again (without --only, or --only {schemes.replace(', ', ',')})",
+              file=sys.stderr)  # fmt: skip
     head = [*LABEL_COLUMNS, *swept]
     # Every known metric (NaN where a run has none, e.g. VMAF without video), then the
     # rest of the summaries: the same columns whatever ran.

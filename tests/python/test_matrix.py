@@ -172,6 +172,23 @@ def test_changed_setting_reruns_its_cells(tiny, tmp_path, monkeypatch):
     assert experiments.todo_cells(plans.load_plan(plan).cells(root)) == []
 
 
+def test_a_changed_plan_run_with_only_leaves_the_other_cells_out_of_the_table(sluice, tmp_path):
+    # Cells of the plan before a change are not mixed with those after it: a matrix run
+    # with --only after the change tables only the cells of the plan as it now is.
+    text = TINY.replace("seeds = [1, 2]", "seeds = [1]").split("[[sweep]]")[0]
+    plan = _plan_file(tmp_path, text)
+    root = tmp_path / "results"
+    assert sluice("matrix", str(plan), "--results", str(root), "--jobs", "1").code == 0
+    assert len(pd.read_csv(root / "tiny" / "results.csv")) == 2
+    plan.write_text(text.replace("duration_s = 2", "duration_s = 1.5"))
+    r = sluice("matrix", str(plan), "--results", str(root), "--jobs", "1", "--only", "webrtc")
+    assert r.code == 0, r.err
+    df = pd.read_csv(root / "tiny" / "results.csv")
+    assert df["scheme"].tolist() == ["webrtc"], df
+    assert "1 with results" in r.out
+    assert "plan (duration, config, ...) in 1 cell(s) of always-burst" in r.err
+
+
 @pytest.mark.parametrize(
     "change, needles",
     [

@@ -69,7 +69,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--no-report", action="store_true", help="skip the HTML report (report.html)")
     p.add_argument(
         "--only", metavar="SCHEME,...", default=None,
-        help="run only the cells of these schemes (the table still has every finished cell)",
+        help="run only the cells of these schemes (the table still has every finished cell "
+        "of this version of the plan)",
     )  # fmt: skip
     p.set_defaults(func=cmd_matrix)
 
