@@ -818,7 +818,7 @@ def run_plan(
     cells = plan.cells(results_root)
     todo = todo_cells([c for c in cells if not only or c.scheme in only], rerun)
     out_dir = results.check_result_dir(Path(results_root) / safe_label(plan.name),
-                                       "plan results directory")
+                                       "plan results directory", depth=4)
     if dry_run:
         return MatrixResult(None, cells, todo, None, [])
     if progress:

@@ -196,8 +196,12 @@ OWN_FILES = (MANIFEST_FILE, RUN_FILE, LIVE_FILE, "compare.md", "plan.json", "res
              "experiment-spec.json", "part.json", "events.json", RELAY_LOG_FILE)  # fmt: skip
 
 
-def is_own_dir(d: Path, depth: int = 2) -> bool:
-    """Whether directory ``d`` is recognisably Sluice's (:data:`OWN_FILES`)."""
+def is_own_dir(d: Path, depth: int = 0) -> bool:
+    """Whether directory ``d`` is recognisably Sluice's: it holds one of :data:`OWN_FILES`
+    (or a temporary file of one being written), or, up to ``depth`` levels down, nothing
+    but directories that are Sluice's themselves (a compare directory whose runs are there
+    but not yet its ``compare.md``). A directory with a file of anyone else's beside such
+    directories is not (``--out .`` in a folder of notes and old results)."""
     try:
         entries = list(os.scandir(d))
     except OSError:
@@ -205,19 +209,21 @@ def is_own_dir(d: Path, depth: int = 2) -> bool:
     for e in entries:
         if e.name in OWN_FILES or _TMP_RE.match(e.name):
             return True
-    if depth > 0:
-        for e in entries[:1000]:
-            if e.is_dir(follow_symlinks=False) and is_own_dir(Path(e.path), depth - 1):
-                return True
-    return False
+    if depth <= 0 or not entries or len(entries) > 1000:
+        return False
+    return all(
+        e.is_dir(follow_symlinks=False) and is_own_dir(Path(e.path), depth - 1) for e in entries
+    )
 
 
-def check_result_dir(path: str | os.PathLike[str], what: str = "output directory") -> Path:
+def check_result_dir(
+    path: str | os.PathLike[str], what: str = "output directory", depth: int = 0
+) -> Path:
     """``path`` if a result may be written into it: it does not exist yet (it is created
     fresh), or it is an empty directory, or one that is recognisably Sluice's own
-    (:func:`is_own_dir`). Otherwise (a file, a FIFO or device, a directory of other
-    files, such as ``--out .``) a :class:`SluiceError`: nothing of someone else's is
-    overwritten."""
+    (:func:`is_own_dir`, ``depth`` levels down: 0 for a run, 2 for a compare directory).
+    Otherwise (a file, a FIFO or device, a directory of other files, such as ``--out .``)
+    a :class:`SluiceError`: nothing of someone else's is overwritten."""
     d = Path(path)
     try:
         st = os.stat(d)
@@ -232,7 +238,7 @@ def check_result_dir(path: str | os.PathLike[str], what: str = "output directory
         empty = not any(os.scandir(d))
     except OSError as e:
         raise SluiceError(f"cannot use {what} {d}: {e.strerror or e}") from None
-    if not empty and not is_own_dir(d):
+    if not empty and not is_own_dir(d, depth):
         raise SluiceError(
             f"{what} {d} holds other files and no sluice result (no {MANIFEST_FILE} or "
             f"{RUN_FILE}): give a new or empty directory"

@@ -130,3 +130,18 @@ def test_outputs_go_only_into_new_empty_or_sluice_directories(sluice, tmp_path):
                    "--out", str(tmp_path / "cmp"), "--no-report")  # fmt: skip
         assert r.code == 0, r.err
     assert results.is_own_dir(tmp_path / "cmp") and not results.is_own_dir(tmp_path / "theirs")
+    # A folder of someone's files beside an old result is not Sluice's: `--out .` there is
+    # refused, for a run as for a compare, and nothing in it changes.
+    mine = tmp_path / "mine"
+    (mine / "old").mkdir(parents=True)
+    (mine / "notes.txt").write_text("hi\n")
+    _run(sluice, mine / "old" / "run")
+    for cmd in (["run"], ["compare", "--schemes", "webrtc", "--no-report"]):
+        r = sluice(*cmd, "--trace", TRACE, "--duration", DURATION, "--out", str(mine))
+        assert r.code == 2 and "no sluice result" in r.err, r.err
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "old"]
+    # A compare whose runs are there but not yet its table and plots (interrupted) is Sluice's.
+    for f in (tmp_path / "cmp").iterdir():
+        if f.is_file():
+            f.unlink()
+    assert results.is_own_dir(tmp_path / "cmp", 2) and not results.is_own_dir(tmp_path / "cmp")

@@ -148,7 +148,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     seeds = o.seeds(args)
 
     out = Path(args.out or os.path.join("results", f"compare-{trace_stem(args.trace)}"))
-    results.check_result_dir(out, "compare directory")
+    results.check_result_dir(out, "compare directory", depth=2)
     specs = []
     for n, cfg in entries:
         if seeds is None:
