@@ -130,14 +130,20 @@ LEGEND = (
 )
 
 
-def csv_text(named: Named) -> str:
-    """One row per run: ``scheme``, ``seed`` if known, and every summary metric
+def csv_text(named: Named, labels: Sequence[dict[str, Any]] | None = None) -> str:
+    """One row per run: ``scheme``, the run's ``labels`` if given (one dict per run in the
+    order of ``named``'s runs: its seed and directory), and every summary metric
     (:func:`~sluice.metrics.summary_row`)."""
     flat = [(name, summary_row(x)) for name, s in named for x in _runs(s)]
+    if labels is not None and len(labels) != len(flat):
+        raise ValueError(f"{len(labels)} labels for {len(flat)} runs")
+    labels = labels or [{} for _ in flat]
+    heads = list(dict.fromkeys(k for lab in labels for k in lab))
     cols = list(dict.fromkeys(k for _, r in flat for k in r))
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["scheme", *cols])
-    for name, r in flat:
-        w.writerow([name, *("" if r.get(c) is None else r[c] for c in cols)])
+    w.writerow(["scheme", *heads, *cols])
+    for (name, r), lab in zip(flat, labels):
+        w.writerow([name, *(lab.get(h, "") for h in heads),
+                    *("" if r.get(c) is None else r[c] for c in cols)])  # fmt: skip
     return buf.getvalue()

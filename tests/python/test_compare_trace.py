@@ -25,6 +25,8 @@ def test_compare_writes_table_and_plots(sluice, tmp_path):
     assert "| webrtc |" in md and "| always-burst |" in md
     rows = list(csv.DictReader((out / "summary.csv").open()))
     assert [row["scheme"] for row in rows] == ["webrtc", "always-burst"]
+    assert [row["seed"] for row in rows] == ["1", "1"]
+    assert rows[1]["run_dir"].endswith("always-burst")
     assert float(rows[0]["latency_ms_p95"]) > 0
     assert (out / "webrtc" / "run.jsonl").is_file()
     assert "webrtc" in r.out and "latency_cdf.png" in r.out
@@ -37,6 +39,28 @@ def test_compare_writes_table_and_plots(sluice, tmp_path):
     r = sluice("plot", str(out / "webrtc"), "--out", str(tmp_path / "single"))
     assert r.code == 0, r.err
     assert (tmp_path / "single" / "timeseries.png").is_file()
+
+
+def test_compare_with_seeds_says_which_run_is_which(sluice, tmp_path):
+    out = tmp_path / "cmp"
+    r = sluice("compare", "--schemes", "webrtc,always-burst", "--trace", TRACE,
+               "--duration", "1", "--seeds", "1-2", "--jobs", "2", "--no-report",
+               "--out", str(out))  # fmt: skip
+    assert r.code == 0, r.err
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    got = [(row["scheme"], row["seed"], row["run_dir"]) for row in rows]
+    assert got == [(s, str(k), str(out / s / f"s{k}")) for s in ("webrtc", "always-burst")
+                   for k in (1, 2)]  # fmt: skip
+    # The plots are of the first seed's runs, and are redrawn from the directory as such.
+    (out / "latency_cdf.png").unlink()
+    r = sluice("plot", str(out))
+    assert r.code == 0, r.err
+    assert (out / "latency_cdf.png").is_file()
+    from sluice import plots, results
+
+    runs = [results.load_run(out / "webrtc" / f"s{k}") for k in (1, 2)]
+    assert plots._title(runs[:1], "CDF").endswith(", seed 1)")
+    assert plots._title(runs, "CDF").endswith(", seeds 1, 2)")
 
 
 def test_trace_gen_and_info(sluice, tmp_path):

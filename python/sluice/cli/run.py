@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -164,8 +165,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                address=args.address)  # fmt: skip
     runs = [results.load_run(d) for d in run_dirs]
     by_scheme: dict[str, list[Any]] = {}
-    for r in runs:
+    where: dict[str, list[dict[str, Any]]] = {}  # each run's seed and directory, as given
+    for r, d in zip(runs, run_dirs):
         by_scheme.setdefault(r.scheme, []).append(r)
+        where.setdefault(r.scheme, []).append({"seed": r.seed, "run_dir": str(d)})
     named = [(n, [r.summary for r in rs]) for n, rs in by_scheme.items()]
 
     cfg = cfgs[0]
@@ -189,7 +192,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         body += ("\n## Settings the schemes differ in, which you did not choose\n\n"
                  + diffs + "\n")  # fmt: skip
     results.write_text(out / "compare.md", header + body)
-    results.write_text(out / "summary.csv", report.csv_text(named))
+    labels = [lab for scheme in by_scheme for lab in where[scheme]]
+    results.write_text(out / "summary.csv", report.csv_text(named, labels))
     pngs = plots.plot_runs(firsts, out, logx=args.log_x)
     html = None
     if not args.no_report:
@@ -273,6 +277,20 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     if res.outcome.failed:
         return o.fail(f"{len(res.outcome.failed)} of {len(res.todo)} runs failed (see above)")
     return 0
+def _first_seeds(d: Path) -> list[Path]:
+    """Of a compare directory made with ``--seeds`` (``<scheme>/s<seed>``), each scheme's
+    run of its lowest seed."""
+    from .. import results
+
+    out = []
+    for scheme in sorted(s for s in d.iterdir() if s.is_dir()):
+        seeds = [s for s in scheme.iterdir() if re.fullmatch(r"s\d+", s.name)
+                 and results.is_run_dir(s)]  # fmt: skip
+        if seeds:
+            out.append(min(seeds, key=lambda s: int(s.name[1:])))
+    return out
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     from .. import plots, results
 
@@ -282,6 +300,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
             dirs.append(d)
         elif d.is_dir() and (subs := sorted(s for s in d.iterdir() if results.is_run_dir(s))):
             dirs.extend(subs)  # a compare directory
+        elif d.is_dir() and (subs := _first_seeds(d)):
+            dirs.extend(subs)  # a compare directory with --seeds: its first seed, as compare
         elif not d.exists():
             raise SluiceError(f"no such run directory: {d}")
         else:
