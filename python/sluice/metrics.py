@@ -44,8 +44,9 @@ def _ratio(v: float) -> str:
     return f"{v:.2f}"
 
 
-def _int(v: float) -> str:
-    return f"{v:.0f}"
+def _count(v: float) -> str:
+    """A count: whole, or to one decimal when it is a mean over runs (0.5 freezes is not 0)."""
+    return f"{v:.0f}" if v == round(v) else f"{v:.1f}"
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,9 @@ _KNOWN = [
     Metric("latency_ms_max", "shown max ms", _ms, "low"),
     Metric("latency_ms_p95_steady", "shown P95 steady ms", _ms, "low"),
     Metric("stall_rate", "stall rate", _pct, "low"),
-    Metric("stall_count_200ms", "slots > 200 ms", _int, "low"),
+    Metric("stall_count_200ms", "slots > 200 ms", _count, "low"),
     Metric("stall_ratio_200ms", "slots > 200 ms", _pct, "low"),
-    Metric("freeze_count", "freezes", _int, "low"),
+    Metric("freeze_count", "freezes", _count, "low"),
     Metric("total_freezes_duration_s", "freeze time s", lambda v: f"{v:.2f}", "low"),
     Metric("fps", "fps", lambda v: f"{v:.1f}", "high"),
     Metric("loss_rate", "loss", _pct, "low"),

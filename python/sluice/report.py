@@ -56,15 +56,16 @@ def spreads(named: Named, names: Sequence[str]) -> list[tuple[str, int, dict[str
 
 
 def _marks(table: list[tuple[str, int, dict[str, Spread]]], m: str) -> dict[str, str]:
-    """``*`` for the best mean of metric ``m``, ``~`` for means inside its interval."""
-    better = metric(m).better
+    """``*`` for the best mean of metric ``m``, ``~`` for means inside its interval or
+    equal to it as printed (nothing when every mean prints the same)."""
+    met = metric(m)
     vals = [(n, sp[m]) for n, _, sp in table if sp[m].n > 0]
-    if better is None or len(vals) < 2 or len({round(v.mean, 12) for _, v in vals}) < 2:
+    if met.better is None or len(vals) < 2 or len({met.format(v.mean) for _, v in vals}) < 2:
         return {}
-    best_name, best = (min if better == "low" else max)(vals, key=lambda x: x[1].mean)
+    best_name, best = (min if met.better == "low" else max)(vals, key=lambda x: x[1].mean)
     out = {best_name: "*"}
     for n, sp in vals:
-        if n != best_name and sp.overlaps(best):
+        if n != best_name and (sp.overlaps(best) or met.format(sp.mean) == met.format(best.mean)):
             out[n] = "~"
     return out
 

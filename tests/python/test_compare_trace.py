@@ -115,3 +115,23 @@ def test_schemes_lists_registry(sluice):
         assert name in registry
     listed = json.loads(sluice("schemes", "--json").out)
     assert [entry["name"] for entry in listed] == registry
+
+
+
+def test_table_marks_and_counts_read_as_printed():
+    from sluice import report
+
+    def runs(freezes, p5):
+        return [{"freeze_count": f, "vmaf_mean": 90.0, "vmaf_p5": p5} for f in freezes]
+
+    # A mean of counts keeps its half (0.5 freezes is not 0), and a best mark is given only
+    # where the printed values differ; a value that prints as the best's is marked like it.
+    named = [("a", runs([0, 1], 99.181)), ("b", runs([2, 2], 99.179)), ("c", runs([3, 3], 98))]
+    head, body = report.rows(named, markdown_marks=True)
+    freezes = [r[head.index("freezes")] for r in body]
+    assert freezes[0] == "**0.5 ± 6.4**" and freezes[1:] == ["2 ± 0 ~", "3 ± 0 ~"]
+    p5 = [r[head.index("VMAF p5")] for r in body]
+    assert p5 == ["**99.18 ± 0.00**", "99.18 ± 0.00 ~", "98.00 ± 0.00"]
+    same = [("a", runs([0], 99.181)), ("b", runs([0], 99.179))]
+    head, body = report.rows(same, markdown_marks=True)
+    assert [r[head.index("VMAF p5")] for r in body] == ["99.18", "99.18"]
