@@ -35,6 +35,7 @@ import math
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -173,17 +174,21 @@ def score(
     encoded_stream: Path,
     mode: str = "full",
     fast_step: int = FAST_STEP,
+    progress: bool = False,
 ) -> tuple[list[FrameQuality], dict[str, float | None]]:
     """Scores the viewer's sequence against the source. ``displayed``: (source index, frame
     id) of the displayed frames in frame-id order; ``encoded_stream``: the encoder's whole
-    Annex-B stream, every encode in frame-id order. Returns per-slot scores and the summary."""
+    Annex-B stream, every encode in frame-id order. Returns per-slot scores and the summary.
+    ``progress``: a bar on stderr over the scored slots, once as the sequences are written
+    and once as ffmpeg scores them."""
     if mode not in MODES:
         raise SluiceError(f"quality mode must be one of {', '.join(MODES)}, got {mode!r}")
     if mode == "none" or slots <= 0:
         return [], {}
     step = fast_step if mode == "fast" else 1
     chosen = list(range(0, slots, step))
-    with tempfile.TemporaryDirectory(prefix="sluice-quality-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="sluice-quality-") as tmp, \
+            _Bar(len(chosen), progress, "quality: decoding") as bar:  # fmt: skip
         tmpd = Path(tmp)
         dist_path = tmpd / "viewer.yuv"
         ref_path = tmpd / "reference.yuv"
@@ -205,6 +210,7 @@ def score(
                 dist.write(data)
                 src.seek(_core.clip_frame(slot, video.frames) * video.frame_bytes)
                 ref.write(src.read(video.frame_bytes))
+                bar.update(1)
         raw = ["-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", f"{video.width}x{video.height}",
                "-r", f"{video.fps:g}"]  # fmt: skip
         graph = (
@@ -213,13 +219,15 @@ def score(
             f"[d1][r2]ssim=stats_file={ssim_log}[d2];"
             f"[d2][r3]psnr=stats_file={psnr_log}"
         )
-        cmd = [ffmpeg_exe(), "-v", "error", "-nostdin", *raw, "-i", str(dist_path), *raw,
-               "-i", str(ref_path), "-lavfi", graph, "-f", "null", "-"]  # fmt: skip
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
+        cmd = [ffmpeg_exe(), "-v", "error", "-nostdin", "-nostats", "-progress", "pipe:1",
+               *raw, "-i", str(dist_path), *raw, "-i", str(ref_path), "-lavfi", graph,
+               "-f", "null", "-"]  # fmt: skip
+        bar.phase("quality: scoring")
+        returncode, stderr = _run_with_progress(cmd, bar, len(chosen))
+        if returncode != 0:
             raise SluiceError(
                 f"ffmpeg quality scoring of {video.width}x{video.height} frames failed: "
-                + ffmpeg_failure(proc.returncode, proc.stderr)
+                + ffmpeg_failure(returncode, stderr)
             )
         vmaf = [f["metrics"]["vmaf"] for f in json.loads(vmaf_log.read_text())["frames"]]
         ssim = _stats(ssim_log, "All:")
@@ -232,6 +240,56 @@ def score(
         for i in range(n)
     ]
     return per_frame, summarize(per_frame)
+
+
+class _Bar:
+    """A tqdm bar on stderr over the scored frames, one phase after another, or nothing
+    (``show`` false)."""
+
+    def __init__(self, total: int, show: bool, desc: str) -> None:
+        self.bar = None
+        if show and total > 0:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit="frame", leave=False,
+                            file=sys.stderr)  # fmt: skip
+
+    def phase(self, desc: str) -> None:
+        """Starts the bar again from 0 under ``desc``."""
+        if self.bar is not None:
+            self.bar.reset()
+            self.bar.set_description(desc)
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def __enter__(self) -> _Bar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _run_with_progress(cmd: list[str], bar: _Bar, frames: int) -> tuple[int, str]:
+    """Runs ffmpeg with ``-progress pipe:1``, moving ``bar`` by the frames it reports (at
+    most ``frames``); returns its exit status and stderr."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err)
+        assert proc.stdout is not None
+        done = 0
+        for line in proc.stdout:
+            if line.startswith(b"frame="):
+                try:
+                    n = min(int(line[6:]), frames)
+                except ValueError:
+                    continue
+                bar.update(max(n - done, 0))
+                done = max(done, n)
+        returncode = proc.wait()
+        err.seek(0)
+        return returncode, err.read().decode("utf-8", "replace")
 
 
 def ffmpeg_failure(returncode: int, stderr: str) -> str:

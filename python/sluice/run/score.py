@@ -4,6 +4,7 @@ by slot against the source (:mod:`sluice.quality`: VMAF, SSIM, PSNR)."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,10 @@ def score(spec: RunSpec, run_dir: Path, raw: Any, frames: list[dict[str, Any]],
     try:
         quality.delivered_stream(files[results.STREAM_FILE], [f for _, f in shown], delivered)
         slots = quality.slot_count(frames, skips)
-        per_frame, out.summary = quality.score(raw, shown, slots, files[results.STREAM_FILE],
-                                               spec.quality)  # fmt: skip
+        per_frame, out.summary = quality.score(
+            raw, shown, slots, files[results.STREAM_FILE], spec.quality,
+            progress=spec.progress and sys.stderr.isatty(),
+        )  # fmt: skip
     except SluiceError as e:  # the run is kept; what failed is said once it is written
         out.error = str(e)
     else:
