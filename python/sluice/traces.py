@@ -179,9 +179,17 @@ def _detect_file_format(path: Path, arg: str) -> str:
 
 
 def bin_rates_bps(trace: Any, bin_s: float = 1.0) -> list[float]:
-    """Capacity over whole ``bin_s`` bins of one trace period (at least one bin)."""
-    period = trace.period_s
-    if period < bin_s:
-        return list(trace.rate_series_bps(period, period))
-    n = int(period // bin_s)
-    return list(trace.rate_series_bps(bin_s, n * bin_s))
+    """Capacity over whole ``bin_s`` bins of one trace period (at least one bin). The
+    period is taken as ``(0, period]``, a microsecond later than the link's ``[0, period)``:
+    a Mahimahi file's last opportunity, at the period itself, is one of its own (the next
+    lap's first is the file's opportunity at 0), so a file ``1000`` has one 1 s bin of
+    12 kbit/s, not none."""
+    period_us = round(trace.period_s * 1e6)
+    bin_us = round(bin_s * 1e6)
+    if period_us <= 0 or bin_us <= 0:
+        return []
+    if period_us < bin_us:
+        bin_us = period_us
+    n = period_us // bin_us
+    return [trace.capacity_bytes(i * bin_us + 1, (i + 1) * bin_us + 1) * 8e6 / bin_us
+            for i in range(n)]  # fmt: skip

@@ -78,6 +78,10 @@ def test_trace_gen_and_info(sluice, tmp_path):
     # 10,000 opportunities in 10 s; the core may count 1500 or 1504 bytes per opportunity.
     assert abs(info["mean_rate_mbps"] - 12) < 0.1
     assert abs(info["min_1s_mbps"] - 12) < 0.1 and abs(info["max_1s_mbps"] - 12) < 0.1
+    # A file of one opportunity at 1 s: one per second, in its one bin as in its mean.
+    (tmp_path / "one.mahi").write_text("1000\n")
+    info = json.loads(sluice("trace", "info", str(tmp_path / "one.mahi"), "--json").out)
+    assert info["min_1s_mbps"] == info["max_1s_mbps"] == info["mean_rate_mbps"] > 0
 
 
 def test_trace_info_rate_series_and_comments(sluice, tmp_path):

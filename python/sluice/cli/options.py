@@ -276,7 +276,8 @@ def add_video(p: argparse.ArgumentParser, quality: bool = True) -> None:
     v = p.add_argument_group("video")
     v.add_argument(
         "--video", metavar="CLIP", default=None,
-        help="encode this clip (any file ffmpeg reads) with x264; looped to the duration",
+        help="encode this clip (any file ffmpeg reads) with x264; played forwards and backwards "
+        "to the duration",
     )  # fmt: skip
     v.add_argument(
         "--encoder", choices=("x264", "model"), default=None,
