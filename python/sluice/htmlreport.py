@@ -75,6 +75,8 @@ def _runs_table(d: Path) -> tuple[Any, dict[str, Any], str]:
     if not rows:
         raise SluiceError(f"no finished runs in {d}")
     df = pd.DataFrame(rows)
+    if kind == "compare" and df["trace"].nunique() > 1:
+        kind = "runs"  # not one compare: runs on several traces, tabled per trace too
     order = _compare_order(d)
     if order:
         rank = {s: i for i, s in enumerate(order)}
@@ -167,14 +169,20 @@ def fig_tradeoff(df: Any, families: Sequence[str]) -> str:
         ax.set_ylabel(ylabel)
         ax.set_title(f"{fam} ({len(sub)} runs)", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
+        # Neither axis goes below what can be (an interval's whisker would take a bitrate
+        # below zero), and "better" points only where it is: up-left with VMAF, left only
+        # with a bitrate, which is not better or worse by itself.
+        low, high = ax.get_ylim()
+        ax.set_ylim(max(low, 0.0), min(high, 100.0) if y == "vmaf_mean" else high)
         ax.annotate(
-            "better",
-            xy=(0.05, 0.95),
-            xytext=(0.22, 0.78),
+            "better" if y == "vmaf_mean" else "lower latency",
+            xy=(0.05, 0.95 if y == "vmaf_mean" else 0.9),
+            xytext=(0.22, 0.78 if y == "vmaf_mean" else 0.9),
             xycoords="axes fraction",
             arrowprops={"arrowstyle": "->", "color": "0.4"},
             fontsize=8,
             color="0.4",
+            va="center",
         )
     for k in range(n, rows * cols):
         axes[k // cols][k % cols].set_visible(False)
@@ -279,16 +287,10 @@ def _table_html(df: Any, names: Sequence[str]) -> str:
         s: {m: spread(df.loc[df["scheme"] == s, m]) if m in df else spread([]) for m in metrics}
         for s in names
     }
-    marks: dict[str, dict[str, str]] = {m: {} for m in metrics}
-    for m in metrics:
-        better = metric(m).better
-        vals = [(s, spreads[s][m]) for s in names if spreads[s][m].n]
-        if better and len(vals) > 1 and len({round(v.mean, 12) for _, v in vals}) > 1:
-            best, b = (min if better == "low" else max)(vals, key=lambda x: x[1].mean)
-            marks[m][best] = "best"
-            for s, sp in vals:
-                if s != best and sp.overlaps(b):
-                    marks[m][s] = "tie"
+    css = {"*": "best", "~": "tie"}
+    marks = {m: {s: css[k] for s, k in report.best_marks([(s, spreads[s][m]) for s in names],
+                                                         m).items()}
+             for m in metrics}  # fmt: skip
     head = "".join(
         f"<th>{html.escape(h)}</th>"
         for h in ["scheme", "runs", *(metric(m).header for m in metrics)]
@@ -367,14 +369,28 @@ def write_report(
     parts = [f"<h1>Sluice {kind}: {html.escape(str(title))}</h1>"]
     if plan.get("description"):
         parts.append(f"<p>{html.escape(' '.join(str(plan['description']).split()))}</p>")
+    by_family = kind in ("matrix", "runs")
+    word = ("trace family", "trace families") if kind == "matrix" else ("trace", "traces")
     parts.append(
         f"<p class='note'>{len(df)} runs of {len(names)} schemes"
-        + (f" on {len(families)} trace families" if kind == "matrix" else "")
+        + (f" on {len(families)} {word[len(families) > 1]}" if by_family else "")
         + f". {html.escape(report.LEGEND)}</p>"
     )
+    durations = sorted(set(df["duration_s"].dropna())) if "duration_s" in df else []
+    if len(durations) > 1:
+        parts.append(
+            "<p class='note'><b>These runs differ in duration</b> ("
+            + ", ".join(f"{x:g} s" for x in durations)
+            + "): the tables pool them as they are.</p>"
+        )
+    if kind == "runs":
+        parts.append(
+            "<p class='note'><b>These runs are on different traces</b>: the first table pools "
+            "them (its intervals span the traces, not seeds); one table per trace follows.</p>"
+        )
 
     parts.append("<h2>All runs</h2>" + _table_html(df, names))
-    if kind == "matrix" and len(families) > 1:
+    if by_family and len(families) > 1:
         for fam in families:
             parts.append(
                 f"<h2>{html.escape(str(fam))}</h2>"
@@ -400,7 +416,7 @@ def write_report(
             "Left: CDF on a log axis; right: the tail, the share of slots at or above a latency",
         )
     )
-    for fam in families if kind == "matrix" else [None]:
+    for fam in families if by_family else [None]:
         sub = df if fam is None else df[df["network"] == fam]
         first = sub.iloc[0]
         cell = sub
@@ -413,7 +429,7 @@ def write_report(
             + _figure(
                 fig_timeseries(dirs),
                 "Rate (capacity, target, delivered), queue and pacer delay, frame latency; "
-                f"{'one cell: ' + str(first.get('trace')) if kind == 'matrix' else 'first seed'}",
+                f"{'one cell: ' + str(first.get('trace')) if by_family else 'first seed'}",
             )
         )
     sets = plan.get("set") or {}

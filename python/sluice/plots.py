@@ -171,9 +171,11 @@ def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
             )  # fmt: skip
             lost = f[f["latency_us"].isna()]
             if len(lost):
+                # Ticks on the time axis (axes coordinates), not points at a latency of 0.
                 ax_lat.scatter(
-                    lost["capture_us"] / 1e6, np.zeros(len(lost)), s=8, marker="x",
-                    color="tab:red", label=f"not displayed ({len(lost)})",
+                    lost["capture_us"] / 1e6, np.full(len(lost), 0.02), s=30, marker="|",
+                    color="tab:red", label=f"not displayed ({len(lost)}, at their capture)",
+                    transform=ax_lat.get_xaxis_transform(), clip_on=False,
                 )  # fmt: skip
                 ax_lat.legend(loc="upper right", fontsize=7)
         ax_rate.set_title(label, color=color, fontsize=11, fontweight="bold")

@@ -56,10 +56,15 @@ def spreads(named: Named, names: Sequence[str]) -> list[tuple[str, int, dict[str
 
 
 def _marks(table: list[tuple[str, int, dict[str, Spread]]], m: str) -> dict[str, str]:
-    """``*`` for the best mean of metric ``m``, ``~`` for means inside its interval or
-    equal to it as printed (nothing when every mean prints the same)."""
+    return best_marks([(n, sp[m]) for n, _, sp in table], m)
+
+
+def best_marks(spreads: Sequence[tuple[str, Spread]], m: str) -> dict[str, str]:
+    """``*`` for the best mean of metric ``m`` among ``spreads`` (name, spread), ``~`` for
+    means inside its interval or equal to it as printed (nothing when every mean prints the
+    same, or the metric has no better direction)."""
     met = metric(m)
-    vals = [(n, sp[m]) for n, _, sp in table if sp[m].n > 0]
+    vals = [(n, sp) for n, sp in spreads if sp.n > 0]
     if met.better is None or len(vals) < 2 or len({met.format(v.mean) for _, v in vals}) < 2:
         return {}
     best_name, best = (min if met.better == "low" else max)(vals, key=lambda x: x[1].mean)
