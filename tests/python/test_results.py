@@ -145,3 +145,17 @@ def test_outputs_go_only_into_new_empty_or_sluice_directories(sluice, tmp_path):
         if f.is_file():
             f.unlink()
     assert results.is_own_dir(tmp_path / "cmp", 2) and not results.is_own_dir(tmp_path / "cmp")
+
+
+def test_a_run_to_its_default_directory_says_it_replaces_the_one_there(sluice, tmp_path,
+                                                                     monkeypatch):  # fmt: skip
+    # The default directory is named by scheme, trace and seed only: a second run with other
+    # settings replaces the first, and says so.
+    monkeypatch.chdir(tmp_path)
+    first = sluice("run", "--trace", TRACE, "--duration", DURATION)
+    assert first.code == 0 and "replacing" not in first.err, first.err
+    again = sluice("run", "--trace", TRACE, "--duration", DURATION, "--set", "cc.pacing_factor=3")
+    assert again.code == 0, again.err
+    assert "note: replacing the earlier run in results/webrtc-" in again.err
+    mine = sluice("run", "--trace", TRACE, "--duration", DURATION, "--out", "kept")
+    assert mine.code == 0 and "replacing" not in mine.err
