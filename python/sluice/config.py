@@ -299,12 +299,32 @@ def set_path(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     return _resolve_after(cfg, path, value)
 
 
+_INT_TYPES = r"(?:i64|u64|i32|u32|u16|u8|usize)"
+
+
+def _plain(msg: str) -> str:
+    """serde's type errors in the words of the rest of the CLI."""
+    msg = re.sub(rf"invalid type: floating point `([^`]*)`, expected {_INT_TYPES}",
+                 r"takes a whole number, got \1", msg)  # fmt: skip
+    msg = re.sub(rf'invalid type: string "([^"]*)", expected (?:{_INT_TYPES}|f64|f32)',
+                 r'takes a number, got the string "\1" (no units: 100000, not 100kB)',
+                 msg)  # fmt: skip
+    return msg
+
+
 def _resolve_after(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     try:
         return resolve(cfg)
     except SluiceError as e:
         msg = str(e).removeprefix("invalid run config: ")
-        raise SluiceError(f"{path}={_show(value)}: {msg}") from None
+        whole = isinstance(value, float) and value.is_integer()
+        if whole and re.search(rf"floating point `[^`]*`, expected {_INT_TYPES}", msg):
+            # 1e5 for a count of bytes: the whole number it is.
+            keys = split_path(path)
+            cfg = copy.deepcopy(cfg)
+            _locate(cfg, keys, path)[keys[-1]] = int(value)
+            return _resolve_after(cfg, path, int(value))
+        raise SluiceError(f"{path}={_show(value)}: {_plain(msg)}") from None
 
 
 def apply_overrides(cfg: dict[str, Any], overrides: Iterable[Override]) -> dict[str, Any]:

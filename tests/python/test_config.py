@@ -82,10 +82,15 @@ def test_types_must_match_the_default():
         _with(("fps", True))
     with pytest.raises(SluiceError, match="'cc.probing' takes a boolean"):
         _with(("cc.probing", 1))
-    with pytest.raises(SluiceError, match="seed=1.5: invalid type"):
+    with pytest.raises(SluiceError, match="seed=1.5: takes a whole number, got 1.5"):
         _with(("seed", 1.5))  # a number, but the core wants an integer
     # null fields take what the core accepts
     assert _with(("downlink.queue_packets", 40))["downlink"]["queue_packets"] == 40
+    # a whole number written as a float (1e5 on the command line, in TOML) is that number
+    assert _with(("downlink.queue_bytes", 1e5))["downlink"]["queue_bytes"] == 100_000
+    assert isinstance(_with(("seed", 7.0))["seed"], int)
+    with pytest.raises(SluiceError, match='takes a number, got the string "100kB" .no units'):
+        _with(("downlink.queue_bytes", "100kB"))
 
 
 def test_tagged_components_are_replaced_wholesale():
