@@ -152,13 +152,30 @@ def test_set_changes_the_config_and_unknown_paths_are_errors(sluice, tmp_path):
     r.assert_one_line_error("duration must be positive")
 
 
-def test_config_command(sluice):
+def test_config_command(sluice, tmp_path):
     r = sluice("config", "--scheme", "ace", "--paths", "--set", "pacer.threshold_packets=7.5")
     assert r.code == 0, r.err
     assert "pacer.threshold_packets=7.5" in r.out.splitlines()
     assert 'encoder.kind="x264"' in r.out.splitlines()
     assert json.loads(sluice("config").out)["scheme"]["pacer"]["kind"] == "leaky-bucket"
     sluice("config", "--set", "nope=1").assert_one_line_error("unknown config path 'nope'")
+    # The optional paths (absent unless set to something else) are listed too, after a
+    # comment line, and each can be set; set to another value, it is among the config's own.
+    lines = sluice("config", "--paths").out.splitlines()
+    optional = lines[lines.index(next(x for x in lines if x.startswith("# optional"))) + 1:]
+    assert "faults.duplicate=0.0" in optional and "second_bottleneck.rate_mbps=1.0" in optional
+    for line in optional:
+        assert sluice("config", "--paths", "--set", line).code == 0, line
+    for line in ("faults.duplicate=0.1", "downlink.queue_discipline=\"codel\"",
+                 "second_bottleneck.rate_mbps=2.0"):
+        r = sluice("config", "--paths", "--set", line)
+        assert line in r.out.split("# optional")[0].splitlines(), (line, r.err)
+    # A custom composition's config, from its file.
+    comp = tmp_path / "mine.json"
+    comp.write_text('{"pacer": {"kind": "none"}, "cc": {"kind": "gcc", "pacing_factor": 1.5}}')
+    r = sluice("config", "--scheme-file", str(comp), "--paths")
+    assert r.code == 0, r.err
+    assert 'pacer.kind="none"' in r.out.splitlines() and "cc.pacing_factor=1.5" in r.out
 
 
 def test_bugs_are_not_user_errors(monkeypatch):

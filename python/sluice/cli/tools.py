@@ -20,7 +20,7 @@ def add_commands(sub: Any) -> None:
         description="Prints the run config a scheme resolves to, with --set overrides "
         "applied (the config a run's header records, before trace names and video).",
     )  # fmt: skip
-    p.add_argument("--scheme", default="webrtc", metavar="S", help="scheme (default webrtc)")
+    o.add_scheme(p, help_file="a custom composition (its config instead of a scheme's)")
     p.add_argument(
         "--encoder", choices=("x264", "model"), default=None,
         help="the encoder's config to show (default: the scheme's, else model)",
@@ -55,16 +55,25 @@ def cmd_config(args: argparse.Namespace) -> int:
     from .. import config
     from ..run import RunSpec, planned_config, validate_config
 
-    o.check_schemes([args.scheme])
-    info = config.scheme_info(args.scheme) or {}
+    name, composition = o.scheme_from_args(args)
+    info = (config.scheme_info(name) or {}) if composition is None else {}
     encoder = info.get("encoder") or args.encoder or "model"
     if args.encoder and info.get("encoder") and args.encoder != info["encoder"]:
-        raise SluiceError(f"scheme {args.scheme} is defined with the {info['encoder']} encoder")
-    cfg = planned_config(RunSpec(scheme=args.scheme, overrides=tuple(args.overrides)), encoder)
+        raise SluiceError(f"scheme {name} is defined with the {info['encoder']} encoder")
+    spec = RunSpec(scheme=name, scheme_config=composition, overrides=tuple(args.overrides))
+    cfg = planned_config(spec, encoder)
     validate_config(cfg)  # what `run` refuses, `config` refuses too
     if args.paths:
-        for k, v in config.flatten(cfg).items():
+        flat = config.flatten(cfg)
+        for k, v in flat.items():
             print(f"{k}={json.dumps(v)}")
+        # What a run's config holds only once set (--set creates it from these defaults).
+        optional = {k: v for k, v in config.flatten(config.OPTIONAL_FIELDS).items()
+                    if k not in flat and not any(k.startswith(f + ".") for f in flat)}  # fmt: skip
+        if optional:
+            print("# optional: absent from a run's config unless set to other values; defaults:")
+            for k, v in optional.items():
+                print(f"{k}={json.dumps(v)}")
     else:
         print(json.dumps(cfg, indent=2))
     return 0
