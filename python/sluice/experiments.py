@@ -130,12 +130,12 @@ def is_done(cell: Cell, require_sha: str | None = None) -> bool:
             print(f"warning: {d}: not a complete result ({why}); it runs again",
                   file=sys.stderr)  # fmt: skip
         return False
+    matches = spec_matches(cell)
     try:
-        saved = json.loads((d / SPEC_FILE).read_text(encoding="utf-8"))
         failed = json.loads((d / results.SUMMARY_FILE).read_text(encoding="utf-8")).get(
             results.QUALITY_ERROR_KEY
         )
-        if failed and saved == spec_key(cell.spec):
+        if failed and matches:
             print(f"warning: {d}: its quality scoring failed ({failed}); it runs again",
                   file=sys.stderr)  # fmt: skip
             return False
@@ -145,7 +145,7 @@ def is_done(cell: Cell, require_sha: str | None = None) -> bool:
                 return False
     except (OSError, json.JSONDecodeError, SluiceError):
         return False
-    return bool(saved == spec_key(cell.spec))
+    return matches
 
 
 def _mark_pending(cell: Cell) -> None:

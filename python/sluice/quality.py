@@ -275,18 +275,22 @@ class _Bar:
 def _run_with_progress(cmd: list[str], bar: _Bar, frames: int) -> tuple[int, str]:
     """Runs ffmpeg with ``-progress pipe:1``, moving ``bar`` by the frames it reports (at
     most ``frames``); returns its exit status and stderr."""
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err)
+    with tempfile.TemporaryFile() as err, \
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err) as proc:  # fmt: skip
         assert proc.stdout is not None
         done = 0
-        for line in proc.stdout:
-            if line.startswith(b"frame="):
-                try:
-                    n = min(int(line[6:]), frames)
-                except ValueError:
-                    continue
-                bar.update(max(n - done, 0))
-                done = max(done, n)
+        try:
+            for line in proc.stdout:
+                if line.startswith(b"frame="):
+                    try:
+                        n = min(int(line[6:]), frames)
+                    except ValueError:
+                        continue
+                    bar.update(max(n - done, 0))
+                    done = max(done, n)
+        except BaseException:  # Ctrl-C, SIGTERM: ffmpeg goes too, as with subprocess.run
+            proc.kill()
+            raise
         returncode = proc.wait()
         err.seek(0)
         return returncode, err.read().decode("utf-8", "replace")

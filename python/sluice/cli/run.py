@@ -291,6 +291,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     if res.outcome.failed:
         return o.fail(f"{len(res.outcome.failed)} of {len(res.todo)} runs failed (see above)")
     return 0
+
+
 def _first_seeds(d: Path) -> list[Path]:
     """Of a compare directory made with ``--seeds`` (``<scheme>/s<seed>``), each scheme's
     run of its lowest seed."""
