@@ -35,6 +35,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -312,19 +313,59 @@ def _plain(msg: str) -> str:
     return msg
 
 
+def _as_int(v: Any, x: float) -> tuple[Any, bool]:
+    """``v`` with every float equal to the whole number ``x`` (at any depth) an int."""
+    if isinstance(v, float) and v == x:
+        return int(v), True
+    if isinstance(v, dict):
+        pairs = [(k, *_as_int(w, x)) for k, w in v.items()]
+        return {k: w for k, w, _ in pairs}, any(c for _, _, c in pairs)
+    if isinstance(v, list):
+        items = [_as_int(w, x) for w in v]
+        return [w for w, _ in items], any(c for _, c in items)
+    return v, False
+
+
+def resolve_whole(
+    cfg: dict[str, Any], validate: bool = False, given: tuple[str, Any] = ("", None)
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`resolve`, with whole numbers written as floats (``1e5``, ``1260.0``: TOML and
+    JSON write them so) taken as integers where the core wants an integer: ``cfg`` so
+    changed, and what it resolves to. A type error left is said in the CLI's words
+    (:class:`SluiceError`, without the ``invalid run config:`` prefix), with the paths in
+    ``given`` (the path and value the user gave) that hold the offending number."""
+    for _ in range(64):  # one whole number per round
+        try:
+            return cfg, resolve(cfg, validate=validate)
+        except SluiceError as e:
+            msg = str(e).removeprefix("invalid run config: ")
+            m = re.search(rf"floating point `([^`]*)`, expected {_INT_TYPES}", msg)
+            x = float(m.group(1)) if m else math.nan
+            changed = False
+            if x.is_integer():
+                cfg, changed = _as_int(cfg, x)
+            if not changed:
+                where = _paths_of(given[1], x, given[0]) if m else []
+                said = isinstance(given[1], float)  # the path given is the one
+                at = f" (at {', '.join(where[:3])})" if where and not said else ""
+                raise SluiceError(_plain(msg) + at) from None
+    return cfg, resolve(cfg, validate=validate)
+
+
+def _paths_of(v: Any, x: float, prefix: str = "") -> list[str]:
+    """The config paths (short form) whose value is the float ``x``."""
+    if isinstance(v, float) and v == x:
+        return [short_path(prefix)]
+    if isinstance(v, dict):
+        return [p for k, w in v.items() for p in _paths_of(w, x, f"{prefix}.{k}" if prefix else k)]
+    return []
+
+
 def _resolve_after(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     try:
-        return resolve(cfg)
+        return resolve_whole(cfg, given=(path, value))[1]
     except SluiceError as e:
-        msg = str(e).removeprefix("invalid run config: ")
-        whole = isinstance(value, float) and value.is_integer()
-        if whole and re.search(rf"floating point `[^`]*`, expected {_INT_TYPES}", msg):
-            # 1e5 for a count of bytes: the whole number it is.
-            keys = split_path(path)
-            cfg = copy.deepcopy(cfg)
-            _locate(cfg, keys, path)[keys[-1]] = int(value)
-            return _resolve_after(cfg, path, int(value))
-        raise SluiceError(f"{path}={_show(value)}: {_plain(msg)}") from None
+        raise SluiceError(f"{path}={_show(value)}: {e}") from None
 
 
 def apply_overrides(cfg: dict[str, Any], overrides: Iterable[Override]) -> dict[str, Any]:

@@ -188,20 +188,21 @@ def clean_stale_temps(run_dir: str | os.PathLike[str]) -> list[Path]:
     return removed
 
 
-#: Files that only Sluice writes: a directory holding one (or a temporary file of Sluice's,
-#: or a subdirectory that is such a directory, two levels down) is Sluice's own, and a run,
-#: compare, plan or live part may write into it. (summary.json is not among them: other
-#: programs write files of that name.)
+#: Files that only Sluice writes: a directory holding one (or a temporary file of Sluice's),
+#: or holding nothing but directories that are Sluice's (:func:`is_own_dir`), is Sluice's
+#: own, and a run, compare, plan or live part may write into it. (summary.json is not among
+#: them: other programs write files of that name.)
 OWN_FILES = (MANIFEST_FILE, RUN_FILE, LIVE_FILE, "compare.md", "plan.json", "results.csv",
              "experiment-spec.json", "part.json", "events.json", RELAY_LOG_FILE)  # fmt: skip
 
 
-def is_own_dir(d: Path, depth: int = 0) -> bool:
+def is_own_dir(d: Path, depth: int = 2) -> bool:
     """Whether directory ``d`` is recognisably Sluice's: it holds one of :data:`OWN_FILES`
     (or a temporary file of one being written), or, up to ``depth`` levels down, nothing
-    but directories that are Sluice's themselves (a compare directory whose runs are there
-    but not yet its ``compare.md``). A directory with a file of anyone else's beside such
-    directories is not (``--out .`` in a folder of notes and old results)."""
+    but directories that are Sluice's themselves, or empty, at least one of them Sluice's (a
+    compare directory whose runs are there but not yet its ``compare.md``, the parts of a
+    live session, the seeds of a run). A directory with a file of anyone else's beside
+    such directories is not (``--out .`` in a folder of notes and old results)."""
     try:
         entries = list(os.scandir(d))
     except OSError:
@@ -211,17 +212,23 @@ def is_own_dir(d: Path, depth: int = 0) -> bool:
             return True
     if depth <= 0 or not entries or len(entries) > 1000:
         return False
-    return all(
-        e.is_dir(follow_symlinks=False) and is_own_dir(Path(e.path), depth - 1) for e in entries
-    )
+    own = False
+    for e in entries:
+        if not e.is_dir(follow_symlinks=False):
+            return False
+        if is_own_dir(Path(e.path), depth - 1):
+            own = True
+        elif any(os.scandir(e.path)):  # a directory of someone else's
+            return False
+    return own
 
 
 def check_result_dir(
-    path: str | os.PathLike[str], what: str = "output directory", depth: int = 0
+    path: str | os.PathLike[str], what: str = "output directory", depth: int = 2
 ) -> Path:
     """``path`` if a result may be written into it: it does not exist yet (it is created
     fresh), or it is an empty directory, or one that is recognisably Sluice's own
-    (:func:`is_own_dir`, ``depth`` levels down: 0 for a run, 2 for a compare directory).
+    (:func:`is_own_dir`, ``depth`` levels down: 4 for a plan's directory).
     Otherwise (a file, a FIFO or device, a directory of other files, such as ``--out .``)
     a :class:`SluiceError`: nothing of someone else's is overwritten."""
     d = Path(path)
@@ -240,8 +247,8 @@ def check_result_dir(
         raise SluiceError(f"cannot use {what} {d}: {e.strerror or e}") from None
     if not empty and not is_own_dir(d, depth):
         raise SluiceError(
-            f"{what} {d} holds other files and no sluice result (no {MANIFEST_FILE} or "
-            f"{RUN_FILE}): give a new or empty directory"
+            f"{what} {d} is not a sluice result directory (it holds other files, or "
+            f"results beside them): give a new or empty directory"
         )
     return d
 

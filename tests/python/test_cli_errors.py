@@ -176,6 +176,13 @@ def test_config_command(sluice, tmp_path):
     r = sluice("config", "--scheme-file", str(comp), "--paths")
     assert r.code == 0, r.err
     assert 'pacer.kind="none"' in r.out.splitlines() and "cc.pacing_factor=1.5" in r.out
+    # A whole number written as a float is that number; a fraction for an integer is named.
+    comp.write_text('{"pacer": {"kind": "none"}, "cc": {"kind": "gcc", "start_rate": 3e5}}')
+    r = sluice("config", "--scheme-file", str(comp), "--paths")
+    assert "cc.start_rate=300000" in r.out.splitlines(), r.err
+    comp.write_text('{"pacer": {"kind": "none"}, "cc": {"kind": "gcc", "start_rate": 3.5}}')
+    r = sluice("config", "--scheme-file", str(comp))
+    r.assert_one_line_error("takes a whole number, got 3.5 (at cc.start_rate)")
 
 
 def test_bugs_are_not_user_errors(monkeypatch):

@@ -41,22 +41,31 @@ def test_compare_writes_table_and_plots(sluice, tmp_path):
     assert (tmp_path / "single" / "timeseries.png").is_file()
 
 
-def test_compare_with_seeds_says_which_run_is_which(sluice, tmp_path):
+def test_compare_with_seeds_says_which_run_is_which(sluice, tmp_path, monkeypatch):
+    from sluice import plots, results
+
     out = tmp_path / "cmp"
     r = sluice("compare", "--schemes", "webrtc,always-burst", "--trace", TRACE,
-               "--duration", "1", "--seeds", "1-2", "--jobs", "2", "--no-report",
+               "--duration", "1", "--seeds", "2,1", "--jobs", "2", "--no-report",
                "--out", str(out))  # fmt: skip
     assert r.code == 0, r.err
     rows = list(csv.DictReader((out / "summary.csv").open()))
     got = [(row["scheme"], row["seed"], row["run_dir"]) for row in rows]
-    assert got == [(s, str(k), str(out / s / f"s{k}")) for s in ("webrtc", "always-burst")
-                   for k in (1, 2)]  # fmt: skip
-    # The plots are of the first seed's runs, and are redrawn from the directory as such.
-    (out / "latency_cdf.png").unlink()
+    assert got == [(s, str(k), f"{s}/s{k}") for s in ("webrtc", "always-burst")
+                   for k in (2, 1)]  # fmt: skip
+    # compare drew each scheme's first seed given (2); `plot` of the directory draws the same.
+    drawn = []
+    real = plots.plot_runs
+
+    def spy(runs, *a, **k):
+        drawn.extend(runs)
+        return real(runs, *a, **k)
+
+    monkeypatch.setattr(plots, "plot_runs", spy)
     r = sluice("plot", str(out))
     assert r.code == 0, r.err
+    assert sorted((x.scheme, x.seed) for x in drawn) == [("always-burst", 2), ("webrtc", 2)]
     assert (out / "latency_cdf.png").is_file()
-    from sluice import plots, results
 
     runs = [results.load_run(out / "webrtc" / f"s{k}") for k in (1, 2)]
     assert plots._title(runs[:1], "CDF").endswith(", seed 1)")

@@ -91,6 +91,11 @@ def test_types_must_match_the_default():
     assert isinstance(_with(("seed", 7.0))["seed"], int)
     with pytest.raises(SluiceError, match='takes a number, got the string "100kB" .no units'):
         _with(("downlink.queue_bytes", "100kB"))
+    # ... inside an object too, and a fraction there is named by its path
+    pacer = _with(("pacer", {"kind": "ace-n", "packet_size_bytes": 1.26e3}))["scheme"]["pacer"]
+    assert pacer["packet_size_bytes"] == 1260 and isinstance(pacer["packet_size_bytes"], int)
+    with pytest.raises(SluiceError, match=r"got 1.5 \(at pacer.packet_size_bytes\)$"):
+        _with(("pacer", {"kind": "ace-n", "packet_size_bytes": 1.5}))
 
 
 def test_tagged_components_are_replaced_wholesale():

@@ -121,7 +121,7 @@ def test_outputs_go_only_into_new_empty_or_sluice_directories(sluice, tmp_path):
     (tmp_path / "theirs").mkdir()
     (tmp_path / "theirs" / "summary.json").write_text('{"mine": 1}\n')
     r = sluice("run", "--trace", TRACE, "--duration", DURATION, "--out", str(tmp_path / "theirs"))
-    assert r.code == 2 and "no sluice result" in r.err, r.err
+    assert r.code == 2 and "not a sluice result directory" in r.err, r.err
     assert (tmp_path / "theirs" / "summary.json").read_text() == '{"mine": 1}\n'
     assert sorted(p.name for p in (tmp_path / "theirs").iterdir()) == ["summary.json"]
     # A compare directory is Sluice's by its runs (and compare.md) the second time.
@@ -138,13 +138,23 @@ def test_outputs_go_only_into_new_empty_or_sluice_directories(sluice, tmp_path):
     _run(sluice, mine / "old" / "run")
     for cmd in (["run"], ["compare", "--schemes", "webrtc", "--no-report"]):
         r = sluice(*cmd, "--trace", TRACE, "--duration", DURATION, "--out", str(mine))
-        assert r.code == 2 and "no sluice result" in r.err, r.err
+        assert r.code == 2 and "not a sluice result directory" in r.err, r.err
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "old"]
     # A compare whose runs are there but not yet its table and plots (interrupted) is Sluice's.
     for f in (tmp_path / "cmp").iterdir():
         if f.is_file():
             f.unlink()
-    assert results.is_own_dir(tmp_path / "cmp", 2) and not results.is_own_dir(tmp_path / "cmp")
+    assert results.is_own_dir(tmp_path / "cmp") and not results.is_own_dir(tmp_path / "cmp", 0)
+    # ... also with the empty directory of a scheme whose run had not begun.
+    (tmp_path / "cmp" / "ace").mkdir()
+    assert results.is_own_dir(tmp_path / "cmp")
+    # The parts of a live session are Sluice's: `live merge --out` their directory is fine.
+    (tmp_path / "parts" / "send").mkdir(parents=True)
+    (tmp_path / "parts" / "send" / "part.json").write_text("{}")
+    assert results.is_own_dir(tmp_path / "parts")
+    (tmp_path / "parts" / "theirs").mkdir()
+    (tmp_path / "parts" / "theirs" / "notes.txt").write_text("hi\n")
+    assert not results.is_own_dir(tmp_path / "parts")
 
 
 def test_a_run_to_its_default_directory_says_it_replaces_the_one_there(sluice, tmp_path,

@@ -339,10 +339,9 @@ def load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
     cfg = config.default_config()
     cfg["scheme"] = obj
     try:
-        config.resolve(cfg, validate=True)
+        obj = config.resolve_whole(cfg, validate=True, given=("scheme", obj))[0]["scheme"]
     except SluiceError as e:
-        msg = str(e).removeprefix("invalid run config: ")
-        raise SluiceError(f"{path}: {msg}") from None
+        raise SluiceError(f"{path}: {e}") from None
     from ..experiments import name_problem
 
     name = Path(path).stem

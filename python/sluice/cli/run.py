@@ -163,7 +163,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     seeds = o.seeds(args)
 
     out = Path(args.out or os.path.join("results", f"compare-{trace_stem(args.trace)}"))
-    results.check_result_dir(out, "compare directory", depth=2)
+    results.check_result_dir(out, "compare directory")
     specs = []
     for n, cfg in entries:
         if seeds is None:
@@ -179,10 +179,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                address=args.address)  # fmt: skip
     runs = [results.load_run(d) for d in run_dirs]
     by_scheme: dict[str, list[Any]] = {}
-    where: dict[str, list[dict[str, Any]]] = {}  # each run's seed and directory, as given
+    where: dict[str, list[dict[str, Any]]] = {}  # each run's seed, its directory in `out`
     for r, d in zip(runs, run_dirs):
         by_scheme.setdefault(r.scheme, []).append(r)
-        where.setdefault(r.scheme, []).append({"seed": r.seed, "run_dir": str(d)})
+        where.setdefault(r.scheme, []).append(
+            {"seed": r.seed, "run_dir": os.path.relpath(d, out.resolve())})
     named = [(n, [r.summary for r in rs]) for n, rs in by_scheme.items()]
 
     cfg = cfgs[0]
@@ -294,10 +295,22 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def _first_seeds(d: Path) -> list[Path]:
-    """Of a compare directory made with ``--seeds`` (``<scheme>/s<seed>``), each scheme's
-    run of its lowest seed."""
+    """Of a compare directory made with ``--seeds`` (``<scheme>/s<seed>``), the runs its own
+    plots drew: each scheme's first seed in its ``summary.csv`` (the first given), else its
+    lowest."""
+    import csv
+
     from .. import results
 
+    table = d / "summary.csv"
+    if table.is_file():
+        with table.open(encoding="utf-8") as f:
+            firsts = {}
+            for row in csv.DictReader(f):
+                firsts.setdefault(row.get("scheme"), row.get("run_dir"))
+        dirs = [d / p for p in firsts.values() if p and results.is_run_dir(d / p)]
+        if dirs:
+            return dirs
     out = []
     for scheme in sorted(s for s in d.iterdir() if s.is_dir()):
         seeds = [s for s in scheme.iterdir() if re.fullmatch(r"s\d+", s.name)

@@ -38,7 +38,7 @@ def score(spec: RunSpec, run_dir: Path, raw: Any, frames: list[dict[str, Any]],
         slots = quality.slot_count(frames, skips)
         per_frame, out.summary = quality.score(
             raw, shown, slots, files[results.STREAM_FILE], spec.quality,
-            progress=spec.progress and sys.stderr.isatty(),
+            progress=spec.progress and hasattr(sys.stderr, "isatty") and sys.stderr.isatty(),
         )  # fmt: skip
     except SluiceError as e:  # the run is kept; what failed is said once it is written
         out.error = str(e)
