@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
@@ -63,7 +64,9 @@ class RawVideo:
 
 
 def _probe(path: Path) -> tuple[int, int, float]:
-    """(width, height, fps) of the first video stream, read from ffmpeg's banner."""
+    """(width, height, fps) of the first video stream, read from ffmpeg's banner; the fps
+    is the stream's average (:func:`_average_fps`) where that is more than 5 % off the
+    banner's, which for a variable-rate WebM is the container's default (24)."""
     proc = subprocess.run(
         [ffmpeg_exe(), "-hide_banner", "-i", str(path)],
         capture_output=True,
@@ -87,8 +90,31 @@ def _probe(path: Path) -> tuple[int, int, float]:
                 except ValueError:
                     pass
         if width and height:
+            avg = _average_fps(path, proc.stderr)
+            if avg and (not fps or abs(avg - fps) > 0.05 * fps):
+                fps = avg
             return width, height, fps or 30.0
     raise SluiceError(f"{path}: not a video file ffmpeg can read")
+
+
+def _average_fps(path: Path, banner: str) -> float | None:
+    """The first video stream's frames over the file's duration (its packets counted
+    without decoding), to 0.01, or the whole number within 1 % of it; None if unknown."""
+    m = re.search(r"Duration: (\d+):(\d+):(\d+(?:\.\d+)?)", banner)
+    if not m:
+        return None
+    duration = int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
+    proc = subprocess.run(
+        [ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path), "-map", "0:v:0",
+         "-c", "copy", "-f", "null", "-"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    frames = re.findall(r"frame=\s*(\d+)", proc.stderr)
+    if proc.returncode != 0 or not frames or duration <= 0:
+        return None
+    avg = int(frames[-1]) / duration
+    whole = round(avg)
+    return float(whole) if whole and abs(avg - whole) <= 0.01 * whole else round(avg, 2)
 
 
 def prepare(

@@ -121,3 +121,12 @@ def test_a_clip_shorter_than_the_run_plays_back_and_forth_without_a_keyframe_at_
     from sluice import _core
 
     assert [_core.clip_frame(i, 25) for i in (23, 24, 25, 26, 48, 49)] == [23, 24, 23, 22, 0, 1]
+
+
+def test_a_variable_rate_clip_runs_at_its_average_rate() -> None:
+    # The shipped game clip is a VP9 WebM at about 15 fps whose container says 24 (ffmpeg's
+    # banner): its frames over its duration decide; a constant-rate clip keeps its own.
+    repo = Path(__file__).resolve().parents[2]
+    game = repo / "data/videos/game_naev-asteroid-combat_1280x720_15fps_17s.webm"
+    assert video._probe(game) == (1280, 720, 15.0)
+    assert video._probe(repo / "data/videos/bbb-intro_1280x720_24fps_10s.mp4")[2] == 24.0
