@@ -73,3 +73,17 @@ def test_report_from_a_tiny_matrix(sluice, tmp_path):
     (out / "cortv.md").write_text(text)
     assert cortv.main([str(results / "cortv-tiny"), "--report-dir", str(out)]) == 0
     assert "\nMy analysis.\n" in Path(out / "cortv.md").read_text()
+
+
+def test_results_of_other_schemes_are_one_line(sluice, tmp_path, capsys):
+    # Results without this report's schemes (a webrtc run) are a one-line error, not a
+    # matplotlib traceback.
+    plan = tmp_path / "other.toml"
+    plan.write_text('name = "other"\n[set]\nduration_s = 1\n[[scheme]]\nname = "webrtc"\n'
+                    '[[trace]]\npath = "gen:constant:5"\nnetwork = "synthetic"\n')  # fmt: skip
+    results = tmp_path / "results"
+    assert sluice("matrix", str(plan), "--jobs", "1", "--results", str(results)).code == 0
+    capsys.readouterr()
+    assert cortv.main([str(results / "other"), "--report-dir", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no runs of this report's schemes" in err[0], err

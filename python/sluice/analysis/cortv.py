@@ -430,6 +430,11 @@ def write_report(
     main = main[main[DSB].isna() | (main[DSB] == 20)] if DSB in main else main
     groups = [g for g in NETWORKS if g in set(main["network"])]
     plotted = [s for s in PLOTTED if s in set(main["scheme"])]
+    if not groups or not plotted:
+        raise SluiceError(
+            f"{res.path}: no runs of this report's schemes ({', '.join(PLOTTED)}) on its "
+            f"networks ({', '.join(NETWORKS)}); it reports experiments/cortv.toml's results"
+        )
     figs = {
         "p95size": (
             plot_p95_size(main, img / "cortv-p95-size.png", groups),
