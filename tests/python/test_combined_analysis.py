@@ -41,6 +41,10 @@ def test_verdict_pools_slots_and_applies_the_issues_tests(tmp_path, capsys):
     assert cli(["matrix", str(plan), "--jobs", "2", "--no-report", "--results", str(root)]) == 0
     df = load(root / "combined-tiny").table
     assert len(df) == 6
+    # A rival judged is not its own rival; without quality scores the VMAF test is not made.
+    raw = combined.verdict(df, rivals=("mae", "webrtc"), scheme="mae")
+    assert [r["rival"] for r in raw] == ["webrtc"] and raw[0]["vmaf_ok"] is None
+    assert combined.verdict_table(raw, "mae").rstrip().endswith("| - |")
     # The model encoder scores no quality: give each scheme a VMAF to test the rule with.
     vmaf = {"combined": 90.0, "mae": 90.5, "webrtc": 92.0}
     df = df.assign(vmaf_mean=[vmaf[s] for s in df["scheme"]])

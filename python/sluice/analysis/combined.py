@@ -85,6 +85,8 @@ def verdict(df: Any, rivals: Sequence[str] = RIVALS, scheme: str = SCHEME) -> li
     three tests (lower P95, P95 at or under the goal, VMAF at most the slack below)."""
     out = []
     for r in rivals:
+        if r == scheme:  # a rival judged: not against itself
+            continue
         sub = _shared(df, scheme, r)
         n = int((sub["scheme"] == scheme).sum())
         if n == 0:
@@ -97,13 +99,19 @@ def verdict(df: Any, rivals: Sequence[str] = RIVALS, scheme: str = SCHEME) -> li
             "rival": r, "cells": n, "p95": c["p95"], "rival_p95": b["p95"], "p95_ratio": ratio,
             "p99_ratio": c["p99"] / b["p99"] if b["p99"] else math.nan,
             "vmaf": cv, "rival_vmaf": bv, "vmaf_diff": cv - bv,
-            "lower": ratio < 1.0, "goal": ratio <= GOAL, "vmaf_ok": cv >= bv - VMAF_SLACK,
+            "lower": ratio < 1.0, "goal": ratio <= GOAL,
+            # without quality scores (the model encoder) the VMAF test is not made
+            "vmaf_ok": cv >= bv - VMAF_SLACK if cv == cv and bv == bv else None,
         })  # fmt: skip
     return out
 
 
-def _yes(v: bool) -> str:
-    return "yes" if v else "**no**"
+def _yes(v: bool | None) -> str:
+    return "-" if v is None else "yes" if v else "**no**"
+
+
+def _two(a: float, b: float, f: str) -> str:
+    return "-" if a != a and b != b else f"{a:{f}} / {b:{f}}"
 
 
 def verdict_table(rows: Sequence[dict[str, Any]], scheme: str = SCHEME) -> str:
@@ -112,7 +120,8 @@ def verdict_table(rows: Sequence[dict[str, Any]], scheme: str = SCHEME) -> str:
             f"P95 <= {GOAL:g}x", f"VMAF >= rival - {VMAF_SLACK:g}"]  # fmt: skip
     body = [[f"`{r['rival']}`", str(r["cells"]), f"{r['p95']:.0f} / {r['rival_p95']:.0f}",
              f"{r['p95_ratio']:.2f}x", f"{r['p99_ratio']:.2f}x",
-             f"{r['vmaf']:.2f} / {r['rival_vmaf']:.2f}", f"{r['vmaf_diff']:+.2f}",
+             _two(r["vmaf"], r["rival_vmaf"], ".2f"),
+             "-" if r["vmaf_diff"] != r["vmaf_diff"] else f"{r['vmaf_diff']:+.2f}",
              _yes(r["lower"]), _yes(r["goal"]), _yes(r["vmaf_ok"])]
             for r in rows]  # fmt: skip
     return markdown(head, body)

@@ -137,14 +137,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(f"{out['cells']} cells each")
     for s, p in out["schemes"].items():
+        vmaf = p["vmaf_mean"]  # NaN without quality scores (the model encoder): not shown
         line = (f"{s:20s} all-slot P95 {p['latency_all_ms_p95']:8.1f} ms  P99 "
-                f"{p['latency_all_ms_p99']:8.1f} ms  stalls {100 * p['stall_ratio_200ms']:6.2f} %  "
-                f"VMAF {p['vmaf_mean']:6.2f}")  # fmt: skip
+                f"{p['latency_all_ms_p99']:8.1f} ms  stalls {100 * p['stall_ratio_200ms']:6.2f} %"
+                + (f"  VMAF {vmaf:6.2f}" if vmaf == vmaf else ""))  # fmt: skip
         if "vs_baseline" in p:
             v = p["vs_baseline"]
+            diff = v["vmaf_mean_diff"]
             line += (
                 f"   x{v['latency_all_ms_p95']:.2f} P95, x{v['latency_all_ms_p99']:.2f} P99, "
-                f"x{v['stall_ratio_200ms']:.2f} stalls, {v['vmaf_mean_diff']:+.2f} VMAF"
+                f"x{v['stall_ratio_200ms']:.2f} stalls"
+                + (f", {diff:+.2f} VMAF" if diff == diff else "")
             )
         print(line)
     return 0
