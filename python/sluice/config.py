@@ -307,9 +307,11 @@ def _plain(msg: str) -> str:
     """serde's type errors in the words of the rest of the CLI."""
     msg = re.sub(rf"invalid type: floating point `([^`]*)`, expected {_INT_TYPES}",
                  r"takes a whole number, got \1", msg)  # fmt: skip
-    msg = re.sub(rf'invalid type: string "([^"]*)", expected (?:{_INT_TYPES}|f64|f32)',
+    msg = re.sub(rf'invalid type: string "([0-9.][^"]*)", expected (?:{_INT_TYPES}|f64|f32)',
                  r'takes a number, got the string "\1" (no units: 100000, not 100kB)',
                  msg)  # fmt: skip
+    msg = re.sub(rf'invalid type: string "([^"]*)", expected (?:{_INT_TYPES}|f64|f32)',
+                 r'takes a number, got the string "\1"', msg)  # fmt: skip
     return msg
 
 
@@ -345,16 +347,18 @@ def resolve_whole(
             if x.is_integer():
                 cfg, changed = _as_int(cfg, x)
             if not changed:
-                where = _paths_of(given[1], x, given[0]) if m else []
-                said = isinstance(given[1], float)  # the path given is the one
+                text = re.search(r'invalid type: string "([^"]*)"', msg)
+                bad: Any = x if m else text[1] if text else None
+                where = _paths_of(given[1], bad, given[0]) if bad is not None else []
+                said = not isinstance(given[1], (dict, list))  # the path given is the one
                 at = f" (at {', '.join(where[:3])})" if where and not said else ""
                 raise SluiceError(_plain(msg) + at) from None
     return cfg, resolve(cfg, validate=validate)
 
 
-def _paths_of(v: Any, x: float, prefix: str = "") -> list[str]:
-    """The config paths (short form) whose value is the float ``x``."""
-    if isinstance(v, float) and v == x:
+def _paths_of(v: Any, x: float | str, prefix: str = "") -> list[str]:
+    """The config paths (short form) whose value is ``x`` (a float, or a string)."""
+    if isinstance(v, (float, str)) and type(v) is type(x) and v == x:
         return [short_path(prefix)]
     if isinstance(v, dict):
         return [p for k, w in v.items() for p in _paths_of(w, x, f"{prefix}.{k}" if prefix else k)]

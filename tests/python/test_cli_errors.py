@@ -183,6 +183,9 @@ def test_config_command(sluice, tmp_path):
     comp.write_text('{"pacer": {"kind": "none"}, "cc": {"kind": "gcc", "start_rate": 3.5}}')
     r = sluice("config", "--scheme-file", str(comp))
     r.assert_one_line_error("takes a whole number, got 3.5 (at cc.start_rate)")
+    comp.write_text('{"pacer": {"kind": "none"}, "cc": {"kind": "gcc", "pacing_factor": "x"}}')
+    r = sluice("config", "--scheme-file", str(comp))
+    r.assert_one_line_error('takes a number, got the string "x" (at cc.pacing_factor)')
 
 
 def test_bugs_are_not_user_errors(monkeypatch):
