@@ -329,6 +329,10 @@ def load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
     if not isinstance(obj, dict):
         raise SluiceError(f"{path}: expected a JSON object (a scheme composition)")
     if isinstance(obj.get("config"), dict) and "pacer" not in obj:
+        if obj.get("encoder") == "x264":  # what a composition file cannot pin
+            print(f"note: {path}: the copied scheme is defined on x264; a composition runs "
+                  f"on x264 with --video CLIP, on the model encoder without",
+                  file=sys.stderr)  # fmt: skip
         obj = obj["config"]  # an entry copied from `sluice schemes --json`
     bad = non_finite_path(obj)
     if bad:
