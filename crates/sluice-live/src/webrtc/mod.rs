@@ -341,7 +341,7 @@ impl WebRtc {
             .filter_map(|l| l.strip_prefix("a=ssrc:"))
             .filter_map(|l| l.split_whitespace().next()?.parse().ok())
             .collect();
-        let offer = SdpOffer::from_sdp_string(offer).map_err(|e| format!("SDP offer: {e}"))?;
+        let offer = SdpOffer::from_sdp_string(offer).map_err(|e| sdp_error("offer", e))?;
         let answer =
             self.rtc.sdp_api().accept_offer(offer).map_err(|e| format!("SDP offer: {e}"))?;
         self.drain(Timestamp::ZERO);
@@ -356,7 +356,7 @@ impl WebRtc {
         let pending = self.pending_offer.take().ok_or("no offer pending")?;
         let answer: String =
             answer.split_inclusive('\n').filter(|l| !l.starts_with("a=candidate")).collect();
-        let answer = SdpAnswer::from_sdp_string(&answer).map_err(|e| format!("SDP answer: {e}"))?;
+        let answer = SdpAnswer::from_sdp_string(&answer).map_err(|e| sdp_error("answer", e))?;
         self.rtc
             .sdp_api()
             .accept_answer(pending, answer)
@@ -888,6 +888,18 @@ impl WebRtc {
             self.drain(now);
         }
     }
+}
+
+/// str0m's SDP parse error as one line for a user: the parser's position is a memory address
+/// (`PointerOffset(0x7f...)`), which says nothing; the rest (what it expected) does.
+fn sdp_error(what: &str, e: impl std::fmt::Display) -> String {
+    let text = e.to_string();
+    let at = text.find(" at PointerOffset(");
+    let text = match at.and_then(|a| text[a..].find(')').map(|b| (a, a + b))) {
+        Some((a, b)) => format!("{}{}", &text[..a], &text[b + 1..]),
+        None => text,
+    };
+    format!("SDP {what}: {text}")
 }
 
 #[cfg(test)]
