@@ -349,6 +349,10 @@ def cmd_relay(args: argparse.Namespace) -> int:
     _check_peers(args.listen, [("sender", args.sender), ("receiver", args.receiver)])
     spec = _spec(args)
     cfg = _endpoint_config(spec)
+    if cfg.get("competing"):  # before the session, not at `live merge` after it
+        raise SluiceError("competing flows run in `live run` (one process), whose result holds "
+                          "them; a relay of separate processes cannot merge them with the "
+                          "sender's part")  # fmt: skip
     faults = faults_from_args(args).options()
     down, up = load_traces(spec, cfg)
     cfg["downlink"]["trace"] = down.name if down else None
@@ -573,6 +577,10 @@ def merge(sender: str, receiver: str, relay: str | None = None, out: str | None 
     if out is None:
         stem = trace_stem(parts["relay"][1]["spec"]["trace"]) if relay else "direct"
         out = os.path.join("results", f"live-{sp['scheme']}-{stem}-s{s['seed']}")
+    for role, (d, _) in parts.items():
+        if Path(out).resolve() == Path(d).resolve():
+            raise SluiceError(f"--out {out} is the {role}'s part: give the merged result a "
+                              "directory of its own")  # fmt: skip
     spec = RunSpec(
         scheme=sp["scheme"], scheme_config=sp["scheme_config"],
         overrides=tuple(tuple(o) for o in sp["overrides"]), video=sp["video"],

@@ -320,6 +320,9 @@ CASES += [
          "127.0.0.1:5998", "--trace", T, "--spoof", "nan", "--out", "o"], "--spoof", "nan"),
     case("live-send-idle-timeout-nan", ["live", "send", "--peer", PEER, "--idle-timeout-s",
          "nan", "--out", "o"], "--idle-timeout-s", "nan"),
+    case("live-relay-competing", ["live", "relay", "--sender", PEER, "--receiver",
+         "127.0.0.1:5998", "--trace", T, "--competing", "tcp:cubic", "--out", "o"],
+         "competing flows run in `live run`"),
 ]  # fmt: skip
 # --- the WebRTC transport (#28): an unknown transport, what it cannot carry ----------------
 CASES += [

@@ -150,6 +150,13 @@ def test_send_relay_recv_as_three_processes_merge_into_a_result(tmp_path, capsys
     assert rc == 2
     assert "the files of two parts are mixed" in capsys.readouterr().err
     assert not (tmp_path / "mixed").exists()
+    part_file.write_text(json.dumps(part))
+    # Nor does it write the merged result into one of the parts.
+    rc = main(["live", "merge", "--sender", str(tmp_path / "send"), "--relay",
+               str(tmp_path / "relay"), "--receiver", str(tmp_path / "recv"), "--out",
+               str(tmp_path / "send")])  # fmt: skip
+    assert rc == 2 and "is the sender's part" in capsys.readouterr().err
+    assert not (tmp_path / "send" / "run.jsonl").exists()
 
 
 def test_send_relay_recv_over_webrtc_signal_through_files_and_drop_every_forgery(tmp_path,
