@@ -278,6 +278,12 @@ def run_live(
         raise SluiceError("--restart-sender-at with x264 needs --quality none: the restarted "
                           "encoder's frames are not in stream.264, so the run cannot be "
                           "scored")  # fmt: skip
+    duration = float(spec.config()["duration_s"])
+    for flag, at in (("--restart-receiver-at", restarts.receiver_at_s),
+                     ("--restart-sender-at", restarts.sender_at_s)):  # fmt: skip
+        if at is not None and at >= duration:
+            raise SluiceError(f"{flag} {at:g} s is not within the run ({duration:g} s): it "
+                              "would never happen")  # fmt: skip
     if transport not in TRANSPORTS:
         raise SluiceError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
     if transport == "webrtc" and restarts.sender_at_s is not None:

@@ -320,6 +320,8 @@ CASES += [
          "127.0.0.1:5998", "--trace", T, "--spoof", "nan", "--out", "o"], "--spoof", "nan"),
     case("live-send-idle-timeout-nan", ["live", "send", "--peer", PEER, "--idle-timeout-s",
          "nan", "--out", "o"], "--idle-timeout-s", "nan"),
+    case("live-run-restart-after-the-end", ["live", "run", "--trace", T, "--duration", "3",
+         "--restart-sender-at", "5", "--out", "o"], "--restart-sender-at 5 s", "within"),
     case("live-relay-competing", ["live", "relay", "--sender", PEER, "--receiver",
          "127.0.0.1:5998", "--trace", T, "--competing", "tcp:cubic", "--out", "o"],
          "competing flows run in `live run`"),
