@@ -338,6 +338,8 @@ CASES += [
          "co-rtv", "--out", "o"], "co-rtv", "bottleneck's reports"),
     case("browser-receiver-sluice-with-scheme", ["browser", "run", "--trace", T, "--receiver",
          "sluice", "--scheme", "ace", "--out", "o"], "--receiver sluice", "--scheme"),
+    case("browser-receiver-sluice-with-vp8", ["browser", "run", "--trace", T, "--receiver",
+         "sluice", "--codec", "vp8", "--out", "o"], "--receiver sluice", "--codec vp8"),
     case("browser-receiver-unknown", ["browser", "run", "--trace", T, "--receiver", "nobody",
          "--out", "o"], "--receiver", "nobody"),
 ]  # fmt: skip

@@ -124,6 +124,9 @@ def test_chromium_sends_to_a_sluice_receiver_over_webrtc(tmp_path, capsys) -> No
     assert len(shown) >= 270, (len(shown), got)
     assert summary["frames_displayed"] == len(shown)
     assert (shown["latency_us"] > 0).all()
+    # No receiver page: the rate is what the relay delivered to Sluice's receiver.
+    assert summary["video_bitrate_bps"] == pytest.approx(
+        run.header["browser"]["relay"]["delivered_bytes"] * 8 / 10)
     # Chromium's congestion controller ran on that feedback: a target rate, and an RTT from
     # str0m's receiver reports.
     assert run.samples["target_rate_bps"].max() >= 300_000

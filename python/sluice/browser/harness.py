@@ -14,6 +14,7 @@ import os
 import secrets
 import shutil
 import socket
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -271,10 +272,11 @@ def _with_progress(desc: str, quiet: bool, keep_work: bool, work: Path,
     """Runs ``session(progress)`` behind a progress bar (none when ``quiet``) and returns the
     session and its relay's events; the work directory goes unless ``keep_work``."""
     bar = None
-    if not quiet:
+    if not quiet and hasattr(sys.stderr, "isatty") and sys.stderr.isatty():  # not into a log
         from tqdm import tqdm
 
-        bar = tqdm(total=100, desc=desc, unit="%", leave=False)
+        bar = tqdm(total=100, desc=desc, leave=False, file=sys.stderr,
+                   bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}]")  # fmt: skip
 
     def progress(x: float) -> None:
         if bar is not None:
@@ -727,6 +729,8 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
                               [], origin, duration, drain)  # fmt: skip
     webrtc = session.receiver.get("webrtc") or {}
     summary["srtp_auth_failed"] = int(webrtc.get("srtp_auth_failed") or 0)
+    if summary.get("video_bitrate_bps") is None:  # no receiver page: what the relay delivered
+        summary["video_bitrate_bps"] = int(part.get("delivered_bytes") or 0) * 8 / duration
     run_dir = Path(spec.out_dir or os.path.join(
         "results", f"chrome-to-sluice-{trace_stem(spec.trace)}-s{cfg['seed']}"))  # fmt: skip
     header = results.make_header(

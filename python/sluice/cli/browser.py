@@ -36,7 +36,7 @@ def add_commands(sub: Any) -> None:
         help=f"capture width, aspect kept (default {harness.DEFAULT_WIDTH})",
     )  # fmt: skip
     v.add_argument(
-        "--codec", choices=harness.CODECS, default="vp8",
+        "--codec", choices=harness.CODECS, default=None,
         help="the codec the sender page asks for first (default vp8, Chromium's own)",
     )  # fmt: skip
     v.add_argument(
@@ -87,7 +87,8 @@ def cmd_browser_run(args: argparse.Namespace) -> int:
     if args.scheme is not None:
         return _sluice_sender(args)
     # The relay's links only: drop-tail, as every WebRTC path.
-    run_dir = harness.run(_spec(args, "webrtc"), codec=args.codec, keep_work=args.keep_work,
+    run_dir = harness.run(_spec(args, "webrtc"), codec=args.codec or "vp8",
+                          keep_work=args.keep_work,
                           quiet=args.json, max_kbps=args.max_bitrate_kbps,
                           degradation="" if args.degradation == "default" else args.degradation,
                           event_log=args.event_log)  # fmt: skip
@@ -130,8 +131,9 @@ def _sluice_receiver(args: argparse.Namespace) -> int:
     if args.scheme is not None:
         raise SluiceError("--receiver sluice takes no --scheme: Chromium sends (for Sluice's "
                           "sender use --scheme S with the Chromium receiver)")  # fmt: skip
-    if args.codec != "vp8":
-        raise SluiceError("--receiver sluice takes no --codec: Chromium sends H.264 to it")
+    if args.codec not in (None, "h264"):
+        raise SluiceError(f"--receiver sluice takes no --codec {args.codec}: Chromium sends "
+                          "H.264 to it")  # fmt: skip
     # Sluice's receiver of the webrtc scheme; the relay's links.
     run_dir = harness.run_to_sluice(_spec(args, "webrtc"), keep_work=args.keep_work,
                                     quiet=args.json, max_kbps=args.max_bitrate_kbps)  # fmt: skip
