@@ -244,6 +244,10 @@ def test_a_terminated_receiver_still_writes_its_part(tmp_path, capsys):
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["interrupted"] is True and summary["frames_displayed"] >= 30
+    # Its table says so too.
+    rc = main(["live", "merge", "--sender", str(tmp_path / "send"), "--receiver",
+               str(tmp_path / "recv"), "--out", str(out)])  # fmt: skip
+    assert rc == 0 and "(interrupted: " in capsys.readouterr().out
 
 
 SEND_AT, RECV_AT = "127.0.0.1:5000", "127.0.0.1:5002"
