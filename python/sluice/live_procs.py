@@ -606,7 +606,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
         return 0
     scheme = read_part(args.sender, "sender")["scheme"]
-    print(report.text_table([(scheme, summary)]))
+    print(report.run_table(scheme, summary))
     print(f"\nresults: {run_dir}")
     from .live import spoof_note, srtp_note
 

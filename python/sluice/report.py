@@ -117,6 +117,14 @@ def text_table(named: Named) -> str:
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body)])
 
 
+def run_table(name: str, summary: dict[str, Any]) -> str:
+    """One run's table, and a line under it if the run was interrupted."""
+    table = text_table([(name, summary)])
+    if summary.get("interrupted"):
+        table += "\n(interrupted: the numbers are of the part of the run before it stopped)"
+    return table
+
+
 def markdown(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     """A Markdown table: the first column left-aligned, the others right-aligned."""
     rule = "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"

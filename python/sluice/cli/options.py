@@ -460,9 +460,7 @@ def print_summary(name: str, run_dir: Path, as_json: bool) -> dict[str, Any]:
     if as_json:
         print(json.dumps(summary, indent=2))
     else:
-        print(report.text_table([(name, summary)]))
-        if summary.get("interrupted"):
-            print("(interrupted: the numbers are of the part of the run before it stopped)")
+        print(report.run_table(name, summary))
         print(f"\nresults: {run_dir}")
     return summary
 
