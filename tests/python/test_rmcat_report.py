@@ -21,6 +21,20 @@ def test_every_case_has_a_plan_and_every_plan_loads():
     assert cases == {load_plan(p).name for p in PLANS}
 
 
+def test_a_run_shorter_than_its_case_is_not_judged(sluice, tmp_path):
+    # The report knows each case's length from its plan; a run cut short (its windows are
+    # not all there) is "n/a" with the reason, not a FAIL on NaN.
+    plans = [load_plan(p) for p in PLANS if "reference" not in p.stem]
+    assert rmcat.DURATION_S == {p.name: dict(p.overrides)["duration_s"] for p in plans}
+    out = tmp_path / "r"
+    r = sluice("run", "--trace", "gen:constant:2", "--duration", "5", "--out", str(out))
+    assert r.code == 0, r.err
+    case = next(c for c in rmcat.ALL if c.plan == "rmcat-5.8")
+    got = rmcat._judge(case, results.load_run(out))
+    assert got == (None, "not judged: the run is 5 s, the case 120 s")
+    assert rmcat._verdict(got) == "n/a"
+
+
 def test_jain_index_of_the_report():
     assert rmcat._jain([1.0, 1.0]) == 1.0
     assert rmcat._jain([3.0, 1.0]) == pytest.approx(0.8)
