@@ -90,7 +90,7 @@ def _probe(path: Path) -> tuple[int, int, float]:
                 except ValueError:
                     pass
         if width and height:
-            avg = _average_fps(path, proc.stderr)
+            avg = _average_fps(path, line)
             if avg and (not fps or abs(avg - fps) > 0.05 * fps):
                 fps = avg
             return width, height, fps or 30.0
@@ -98,21 +98,39 @@ def _probe(path: Path) -> tuple[int, int, float]:
 
 
 def _average_fps(path: Path, banner: str) -> float | None:
-    """The first video stream's frames over the file's duration (its packets counted
-    without decoding), to 0.01, or the whole number within 1 % of it; None if unknown."""
-    m = re.search(r"Duration: (\d+):(\d+):(\d+(?:\.\d+)?)", banner)
-    if not m:
+    """The first video stream's frames over its own span, from its packets' timestamps
+    (copied, not decoded): frames shown from time 0 on (a clip cut without re-encoding keeps
+    hidden packets before 0, at negative times), from the first one's start to the last
+    one's end. To 0.01, or the whole number within 1 % of it; None if unknown (a still
+    picture, a stream without timestamps)."""
+    if "attached pic" in banner or " Video: " not in banner:
         return None
-    duration = int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
     proc = subprocess.run(
         [ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path), "-map", "0:v:0",
-         "-c", "copy", "-f", "null", "-"],
+         "-c", "copy", "-f", "framecrc", "-"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    frames = re.findall(r"frame=\s*(\d+)", proc.stderr)
-    if proc.returncode != 0 or not frames or duration <= 0:
+    tb = re.search(r"^#tb 0: (\d+)/(\d+)$", proc.stdout, re.M)
+    if proc.returncode != 0 or not tb or int(tb[1]) <= 0:
         return None
-    avg = int(frames[-1]) / duration
+    starts, ends = [], []
+    for line in proc.stdout.splitlines():
+        f = line.split(",")
+        if len(f) < 4 or f[0].strip() != "0":
+            continue
+        try:
+            pts, dur = int(f[2]), int(f[3])
+        except ValueError:
+            return None
+        if pts >= 0:
+            starts.append(pts)
+            ends.append(pts + max(dur, 0))
+    if len(starts) < 2:
+        return None
+    span_s = (max(ends) - min(starts)) * int(tb[1]) / int(tb[2])
+    if span_s <= 0:
+        return None
+    avg = len(starts) / span_s
     whole = round(avg)
     return float(whole) if whole and abs(avg - whole) <= 0.01 * whole else round(avg, 2)
 

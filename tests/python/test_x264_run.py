@@ -130,3 +130,19 @@ def test_a_variable_rate_clip_runs_at_its_average_rate() -> None:
     game = repo / "data/videos/game_naev-asteroid-combat_1280x720_15fps_17s.webm"
     assert video._probe(game) == (1280, 720, 15.0)
     assert video._probe(repo / "data/videos/bbb-intro_1280x720_24fps_10s.mp4")[2] == 24.0
+
+
+def test_a_cut_clip_and_one_with_longer_audio_keep_their_rate(tmp_path: Path) -> None:
+    # A clip cut without re-encoding keeps hidden packets before its start (negative times),
+    # and an audio track may outlast the video: neither changes the video's frame rate.
+    ff = video.ffmpeg_exe()
+    repo = Path(__file__).resolve().parents[2]
+    flower = repo / "data/videos/handheld_flower_1280x720_30fps_10s.mp4"
+    cut, av = tmp_path / "cut.mp4", tmp_path / "av.mp4"
+    subprocess.run([ff, "-v", "error", "-ss", "5.5", "-i", str(flower), "-t", "4", "-c", "copy",
+                    str(cut)], check=True)  # fmt: skip
+    subprocess.run([ff, "-v", "error", "-f", "lavfi", "-i", "testsrc=r=30:d=2:s=64x48",
+                    "-f", "lavfi", "-i", "sine=d=3", "-c:v", "libx264", str(av)],
+                   check=True)  # fmt: skip
+    assert video._probe(cut)[2] == 30.0
+    assert video._probe(av) == (64, 48, 30.0)
