@@ -360,8 +360,9 @@ def _paths_of(v: Any, x: float | str, prefix: str = "") -> list[str]:
     """The config paths (short form) whose value is ``x`` (a float, or a string)."""
     if isinstance(v, (float, str)) and type(v) is type(x) and v == x:
         return [short_path(prefix)]
-    if isinstance(v, dict):
-        return [p for k, w in v.items() for p in _paths_of(w, x, f"{prefix}.{k}" if prefix else k)]
+    if isinstance(v, dict):  # a component's `kind` names it; a number it is not
+        return [p for k, w in v.items() if k != "kind"
+                for p in _paths_of(w, x, f"{prefix}.{k}" if prefix else k)]  # fmt: skip
     return []
 
 

@@ -121,7 +121,8 @@ def run_table(name: str, summary: dict[str, Any]) -> str:
     """One run's table, and a line under it if the run was interrupted."""
     table = text_table([(name, summary)])
     if summary.get("interrupted"):
-        table += "\n(interrupted: the numbers are of the part of the run before it stopped)"
+        table += ("\n(interrupted: stopped early; its rates count the planned duration, the "
+                  "slots never captured as stalls)")
     return table
 
 

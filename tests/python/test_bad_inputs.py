@@ -340,6 +340,8 @@ CASES += [
          "sluice", "--scheme", "ace", "--out", "o"], "--receiver sluice", "--scheme"),
     case("browser-receiver-sluice-with-vp8", ["browser", "run", "--trace", T, "--receiver",
          "sluice", "--codec", "vp8", "--out", "o"], "--receiver sluice", "--codec vp8"),
+    case("browser-scheme-with-vp9", ["browser", "run", "--trace", T, "--scheme", "webrtc",
+         "--codec", "vp9", "--out", "o"], "--scheme takes no --codec vp9"),
     case("browser-receiver-unknown", ["browser", "run", "--trace", T, "--receiver", "nobody",
          "--out", "o"], "--receiver", "nobody"),
 ]  # fmt: skip

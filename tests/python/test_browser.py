@@ -124,9 +124,10 @@ def test_chromium_sends_to_a_sluice_receiver_over_webrtc(tmp_path, capsys) -> No
     assert len(shown) >= 270, (len(shown), got)
     assert summary["frames_displayed"] == len(shown)
     assert (shown["latency_us"] > 0).all()
-    # No receiver page: the rate is what the relay delivered to Sluice's receiver.
-    assert summary["video_bitrate_bps"] == pytest.approx(
-        run.header["browser"]["relay"]["delivered_bytes"] * 8 / 10)
+    # No receiver page: the rate is what the relay delivered to Sluice's receiver in the
+    # session's 10 s (fewer bytes than it delivered in all, drain and teardown included).
+    total = run.header["browser"]["relay"]["delivered_bytes"] * 8 / 10
+    assert 100_000 < summary["video_bitrate_bps"] < total
     # Chromium's congestion controller ran on that feedback: a target rate, and an RTT from
     # str0m's receiver reports.
     assert run.samples["target_rate_bps"].max() >= 300_000

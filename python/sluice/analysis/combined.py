@@ -308,7 +308,8 @@ def _candidates(lb: Any, cands: Any, cands_ho: Any, ho: Any) -> list[str]:
     for c in names:
         df = pd.concat([base, t[t["scheme"] == c]], ignore_index=True)
         rows = {r["rival"]: r for r in verdict(df, RIVALS, c)}
-        cells = [f"{rows[r]['p95_ratio']:.2f}x, {rows[r]['vmaf_diff']:+.2f}" if r in rows else "-"
+        cells = [f"{rows[r]['p95_ratio']:.2f}x, " + ("-" if rows[r]["vmaf_ok"] is None
+                 else f"{rows[r]['vmaf_diff']:+.2f}") if r in rows else "-"
                  for r in RIVALS]  # fmt: skip
         passed = sum(1 for r in rows.values() if r["goal"] and r["vmaf_ok"])
         _, off = front_table(df, scheme=c)

@@ -87,6 +87,7 @@ def compare(results_dirs: Sequence[str | Path], baseline: str, schemes: Sequence
 
     table = pd.concat([load(d).table for d in results_dirs], ignore_index=True)
     table = table[table["status"] == "done"] if "status" in table else table
+    schemes = [s for s in dict.fromkeys(schemes) if s != baseline]  # not against itself
     names = [baseline, *schemes]
     missing = [s for s in names if s not in set(table["scheme"])]
     if missing:
@@ -144,9 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "vs_baseline" in p:
             v = p["vs_baseline"]
             diff = v["vmaf_mean_diff"]
+            stalls = v["stall_ratio_200ms"]  # NaN: the baseline had none
             line += (
-                f"   x{v['latency_all_ms_p95']:.2f} P95, x{v['latency_all_ms_p99']:.2f} P99, "
-                f"x{v['stall_ratio_200ms']:.2f} stalls"
+                f"   x{v['latency_all_ms_p95']:.2f} P95, x{v['latency_all_ms_p99']:.2f} P99"
+                + (f", x{stalls:.2f} stalls" if stalls == stalls else "")
                 + (f", {diff:+.2f} VMAF" if diff == diff else "")
             )
         print(line)

@@ -730,7 +730,10 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
     webrtc = session.receiver.get("webrtc") or {}
     summary["srtp_auth_failed"] = int(webrtc.get("srtp_auth_failed") or 0)
     if summary.get("video_bitrate_bps") is None:  # no receiver page: what the relay delivered
-        summary["video_bitrate_bps"] = int(part.get("delivered_bytes") or 0) * 8 / duration
+        # in the session (its link sample at its end; not the drain's and teardown's bytes)
+        upto = [x for x in part.get("link_samples") or [] if int(x["t_us"]) <= end_us]
+        delivered = int(upto[-1].get("delivered_bytes") or 0) if upto else 0
+        summary["video_bitrate_bps"] = delivered * 8 / duration
     run_dir = Path(spec.out_dir or os.path.join(
         "results", f"chrome-to-sluice-{trace_stem(spec.trace)}-s{cfg['seed']}"))  # fmt: skip
     header = results.make_header(

@@ -114,7 +114,11 @@ def _spec(args: argparse.Namespace, scheme: str) -> Any:
 def _sluice_sender(args: argparse.Namespace) -> int:
     """``browser run --scheme S``: Sluice's sender to a Chromium receiver page."""
     from ..browser import harness
+    from ..errors import SluiceError
 
+    if args.codec not in (None, "h264"):
+        raise SluiceError(f"--scheme takes no --codec {args.codec}: Sluice's sender sends "
+                          "H.264 (x264)")  # fmt: skip
     o.check_schemes([args.scheme])
     harness.check_scheme(args.scheme)
     run_dir = harness.run_scheme(_spec(args, args.scheme), keep_work=args.keep_work,

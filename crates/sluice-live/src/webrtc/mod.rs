@@ -891,7 +891,8 @@ impl WebRtc {
 }
 
 /// str0m's SDP parse error as one line for a user: the parser's position is a memory address
-/// (`PointerOffset(0x7f...)`), which says nothing; the rest (what it expected) does.
+/// (`PointerOffset(0x7f...)`), which says nothing; the rest (what it expected, a line each)
+/// does, joined with "; ".
 fn sdp_error(what: &str, e: impl std::fmt::Display) -> String {
     let text = e.to_string();
     let at = text.find(" at PointerOffset(");
@@ -899,7 +900,9 @@ fn sdp_error(what: &str, e: impl std::fmt::Display) -> String {
         Some((a, b)) => format!("{}{}", &text[..a], &text[b + 1..]),
         None => text,
     };
-    format!("SDP {what}: {text}")
+    // The parser says each thing on a line of its own.
+    let parts: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    format!("SDP {what}: {}", parts.join("; "))
 }
 
 #[cfg(test)]

@@ -189,10 +189,10 @@ fn padding_to_a_browser_goes_on_the_rtx_stream_and_is_reported_once() {
 
 #[test]
 fn an_sdp_parse_error_says_what_was_expected_not_a_memory_address() {
-    let e = "SDP parse: Parse error at PointerOffset(0x7fc180003d60) Unexpected 'h' Expected 'v'";
-    assert_eq!(
-        sdp_error("offer", e),
-        "SDP offer: SDP parse: Parse error Unexpected 'h' Expected 'v'"
-    );
+    // str0m's own error for a file that is not SDP.
+    let e = SdpOffer::from_sdp_string("hello").expect_err("not SDP");
+    let said = sdp_error("offer", &e);
+    assert!(!said.contains("PointerOffset") && !said.contains('\n'), "{said}");
+    assert!(said.starts_with("SDP offer: ") && said.contains("Expected"), "{said}");
     assert_eq!(sdp_error("answer", "no media (m-line)"), "SDP answer: no media (m-line)");
 }
