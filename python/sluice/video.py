@@ -64,15 +64,15 @@ class RawVideo:
 
 
 def _probe(path: Path) -> tuple[int, int, float]:
-    """(width, height, fps) of the first video stream, read from ffmpeg's banner; the fps
-    is the stream's average (:func:`_average_fps`) where that is more than 5 % off the
-    banner's, which for a variable-rate WebM is the container's default (24)."""
+    """(width, height, fps) of the first video stream, from one ffmpeg pass that copies its
+    packets (no decoding): the size and rate from ffmpeg's stream line, and the rate the
+    packets' own timestamps give (:func:`_average_fps`) where the line's is more than 5 %
+    off it, as for a variable-rate WebM, whose line says the container's default (24)."""
     proc = subprocess.run(
-        [ffmpeg_exe(), "-hide_banner", "-i", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+        [ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path), "-map", "0:v:0",
+         "-c", "copy", "-f", "framecrc", "-"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
     for line in proc.stderr.splitlines():
         if " Video: " not in line:
             continue
@@ -90,31 +90,25 @@ def _probe(path: Path) -> tuple[int, int, float]:
                 except ValueError:
                     pass
         if width and height:
-            avg = _average_fps(path, line)
+            still = "attached pic" in line or proc.returncode != 0
+            avg = None if still else _average_fps(proc.stdout)
             if avg and (not fps or abs(avg - fps) > 0.05 * fps):
                 fps = avg
             return width, height, fps or 30.0
     raise SluiceError(f"{path}: not a video file ffmpeg can read")
 
 
-def _average_fps(path: Path, banner: str) -> float | None:
-    """The first video stream's frames over its own span, from its packets' timestamps
-    (copied, not decoded): frames shown from time 0 on (a clip cut without re-encoding keeps
-    hidden packets before 0, at negative times), from the first one's start to the last
-    one's end. To 0.01, or the whole number within 1 % of it; None if unknown (a still
-    picture, a stream without timestamps)."""
-    if "attached pic" in banner or " Video: " not in banner:
-        return None
-    proc = subprocess.run(
-        [ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path), "-map", "0:v:0",
-         "-c", "copy", "-f", "framecrc", "-"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    tb = re.search(r"^#tb 0: (\d+)/(\d+)$", proc.stdout, re.M)
-    if proc.returncode != 0 or not tb or int(tb[1]) <= 0:
+def _average_fps(framecrc: str) -> float | None:
+    """The video stream's frames over its own span, from ffmpeg's ``framecrc`` of its
+    packets: frames shown from time 0 on (a clip cut without re-encoding keeps hidden
+    packets before 0, at negative times), from the first one's start to the last one's end.
+    To 0.01, or the whole number within 1 % of it; None if unknown (a stream without
+    timestamps)."""
+    tb = re.search(r"^#tb 0: (\d+)/(\d+)$", framecrc, re.M)
+    if not tb or int(tb[1]) <= 0:
         return None
     starts, ends = [], []
-    for line in proc.stdout.splitlines():
+    for line in framecrc.splitlines():
         f = line.split(",")
         if len(f) < 4 or f[0].strip() != "0":
             continue
