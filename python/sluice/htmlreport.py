@@ -87,13 +87,7 @@ def _runs_table(d: Path) -> tuple[Any, dict[str, Any], str]:
 
 def _compare_order(d: Path) -> list[str]:
     """The schemes in the order ``compare`` listed them (its summary.csv), if it did."""
-    import csv
-
-    p = d / "summary.csv"
-    if not p.is_file():
-        return []
-    with p.open(encoding="utf-8") as f:
-        return list(dict.fromkeys(r["scheme"] for r in csv.DictReader(f) if r.get("scheme")))
+    return list(dict.fromkeys(r["scheme"] for r in results.compare_rows(d)))
 
 
 # --- figures --------------------------------------------------------------------------------

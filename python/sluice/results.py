@@ -468,6 +468,18 @@ def is_run_dir(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / RUN_FILE).is_file()
 
 
+def compare_rows(d: str | os.PathLike[str]) -> list[dict[str, str]]:
+    """The rows of ``sluice compare``'s ``summary.csv`` in directory ``d`` (one per run, in
+    the order compare ran them: each scheme's seeds as given), or none without it."""
+    import csv
+
+    p = Path(d) / "summary.csv"
+    if not p.is_file():
+        return []
+    with p.open(encoding="utf-8") as f:
+        return [r for r in csv.DictReader(f) if r.get("scheme")]
+
+
 def read_header(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The header of ``run_dir/run.jsonl``, checked (cheap: reads one line)."""
     path = Path(run_dir) / RUN_FILE

@@ -298,19 +298,14 @@ def _first_seeds(d: Path) -> list[Path]:
     """Of a compare directory made with ``--seeds`` (``<scheme>/s<seed>``), the runs its own
     plots drew: each scheme's first seed in its ``summary.csv`` (the first given), else its
     lowest."""
-    import csv
-
     from .. import results
 
-    table = d / "summary.csv"
-    if table.is_file():
-        with table.open(encoding="utf-8") as f:
-            firsts = {}
-            for row in csv.DictReader(f):
-                firsts.setdefault(row.get("scheme"), row.get("run_dir"))
-        dirs = [d / p for p in firsts.values() if p and results.is_run_dir(d / p)]
-        if dirs:
-            return dirs
+    firsts: dict[str, str] = {}
+    for row in results.compare_rows(d):
+        firsts.setdefault(row["scheme"], row.get("run_dir") or "")
+    dirs = [d / p for p in firsts.values() if p and results.is_run_dir(d / p)]
+    if dirs:
+        return dirs
     out = []
     for scheme in sorted(s for s in d.iterdir() if s.is_dir()):
         seeds = [s for s in scheme.iterdir() if re.fullmatch(r"s\d+", s.name)
