@@ -87,3 +87,4 @@ def test_results_of_other_schemes_are_one_line(sluice, tmp_path, capsys):
     assert cortv.main([str(results / "other"), "--report-dir", str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no runs of this report's schemes" in err[0], err
+    assert not (tmp_path / "rep").exists()  # refused before anything was written

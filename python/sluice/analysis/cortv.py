@@ -408,10 +408,18 @@ def write_report(
     df = prepare(res.table)
     if df.empty:
         raise SluiceError(f"{res.path}: no finished runs to report")
-    if not set(df["scheme"]) & set(PLOTTED) or not set(df["network"]) & set(NETWORKS):
+    # The default cells: the registered schemes (variants only where a sweep's value is the
+    # default, which the table lists under the scheme's own name). Checked before anything
+    # is written.
+    main = df[df["scheme"].isin(BASE)]
+    main = main[main[DSB].isna() | (main[DSB] == 20)] if DSB in main else main
+    groups = [g for g in NETWORKS if g in set(main["network"])]
+    plotted = [s for s in PLOTTED if s in set(main["scheme"])]
+    if not groups or not plotted:
         raise SluiceError(
-            f"{res.path}: no runs of this report's schemes ({', '.join(PLOTTED)}) on its "
-            f"networks ({', '.join(NETWORKS)}); it reports experiments/cortv.toml's results"
+            f"{res.path}: no runs of this report's schemes ({', '.join(PLOTTED)}) at their "
+            f"defaults on its networks ({', '.join(NETWORKS)}); it reports "
+            "experiments/cortv.toml's results"
         )
     xdf = prepare(load(x264_dir).table) if x264_dir is not None else None
     f4 = prepare(load(fig4_dir).table) if fig4_dir is not None else None
@@ -429,14 +437,6 @@ def write_report(
     both["run_dir"] = [relative_to_cwd(d) for d in both["run_dir"]]
     both.to_csv(csv_path, index=False)
 
-    # The default cells: the registered schemes (variants only where a sweep's value is the
-    # default, which the table lists under the scheme's own name).
-    main = df[df["scheme"].isin(BASE)]
-    main = main[main[DSB].isna() | (main[DSB] == 20)] if DSB in main else main
-    groups = [g for g in NETWORKS if g in set(main["network"])]
-    plotted = [s for s in PLOTTED if s in set(main["scheme"])]
-    if not groups or not plotted:  # only sweep variants off the default
-        raise SluiceError(f"{res.path}: no default runs of this report's schemes to plot")
     figs = {
         "p95size": (
             plot_p95_size(main, img / "cortv-p95-size.png", groups),
