@@ -223,7 +223,7 @@ def _title(runs: Sequence[Run], what: str) -> str:
     if cfg.get("loss"):
         net.append(f"loss {cfg['loss']:g}")
     # Which seed each curve is (compare --seeds draws its first seed's runs only).
-    seeds = sorted({r.seed for r in runs if r.seed is not None}, key=lambda x: (str(type(x)), x))
+    seeds = sorted({int(r.seed) for r in runs if r.seed is not None})
     if seeds:
         net.append(("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds)))
     return f"{what}: {', '.join(traces)}" + (f" ({', '.join(net)})" if net else "")

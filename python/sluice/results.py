@@ -218,8 +218,10 @@ def is_own_dir(d: Path, depth: int = 2) -> bool:
             return False
         if is_own_dir(Path(e.path), depth - 1):
             own = True
-        elif any(os.scandir(e.path)):  # a directory of someone else's
-            return False
+            continue
+        with os.scandir(e.path) as inside:
+            if next(inside, None) is not None:  # a directory of someone else's
+                return False
     return own
 
 

@@ -11,6 +11,7 @@ where its inputs are absent (a fresh checkout)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -44,10 +45,12 @@ def _head(path: Path) -> list[str]:
         return [line.strip() for _, line in zip(range(PREFIX_LINES), f)]
 
 
+@functools.cache
 def _shipped_traces() -> dict[str, list[str]]:
     return {str(p.relative_to(ROOT)): _head(p) for p in (ROOT / "data" / "traces").rglob("*.mahi")}
 
 
+@functools.cache
 def _shipped_clips() -> dict[str, bytes]:
     videos = (ROOT / "data" / "videos").iterdir()
     return {str(p.relative_to(ROOT)): p.read_bytes() for p in videos if p.suffix != ".md"}
