@@ -94,6 +94,7 @@
 use super::copa_bottleneck::CopaBottleneck;
 use super::copa_pre_reaction::CopaPreReaction;
 use super::rtt::{StandingRtt, WindowedMin};
+use super::window_limits::{self, MAX_RTT_SAMPLE, MAX_WINDOW_BYTES, MIN_RTT_SAMPLE, TIME_LIMIT_US};
 use super::window_rate as rate;
 use super::{
     CcSignals, CongestionController, NetworkControlUpdate, PacketResult, ProbeClusterConfig,
@@ -310,15 +311,6 @@ const COMPETITIVE_EMPTY_FRACTION: f64 = 0.1;
 /// Competitive mode: the recent RTT range spans this many srtt (genericCC `is_copa_min` and
 /// `is_copa_max` windows: 4).
 const COMPETITIVE_WINDOW_SRTTS: f64 = 4.0;
-/// RTT samples are clamped to [1 us, 1 h]: below, a zero sample would make every ratio
-/// infinite; above, sums of times could overflow.
-const MIN_RTT_SAMPLE: TimeDelta = TimeDelta::from_us(1);
-const MAX_RTT_SAMPLE: TimeDelta = TimeDelta::from_secs(3600);
-/// Arrival times are clamped to +-2^61 us (73 000 years) so that differences never overflow.
-const TIME_LIMIT_US: i64 = 1 << 61;
-/// Numerical ceiling of the window (1 PB): keeps the window and its rates finite whatever
-/// sizes are reported.
-const MAX_WINDOW_BYTES: f64 = 1e15;
 
 /// Copa's state; [`CopaConfig::build`] builds it with the papers' wrappers.
 #[derive(Clone, Debug)]
@@ -506,13 +498,11 @@ impl Copa {
     }
 
     fn clamp_window(&self, bytes: f64) -> f64 {
-        let floor = (finite_or(self.config.min_window_packets, 2.0) * self.mss).clamp(1.0, 1e12);
-        finite_or(bytes, floor).clamp(floor, MAX_WINDOW_BYTES)
+        window_limits::clamp_window(bytes, self.config.min_window_packets, self.mss)
     }
 
     fn initial_rtt(&self) -> TimeDelta {
-        let ms = finite_or(self.config.initial_rtt_ms, 100.0);
-        TimeDelta::from_ms_f64(ms.clamp(0.001, MAX_RTT_SAMPLE.as_ms_f64()))
+        window_limits::initial_rtt(self.config.initial_rtt_ms)
     }
 
     fn rtt_of(&self, kind: CopaRtt) -> Option<TimeDelta> {

@@ -177,6 +177,38 @@ pub trait CongestionController: Send {
     fn debug_columns(&self, _out: &mut Columns) {}
 }
 
+/// Numerical limits shared by the window-based controllers (Copa, RoCC), which take RTT
+/// samples and arrival times from feedback that may be hostile.
+pub(crate) mod window_limits {
+    use crate::finite_or;
+    use crate::units::TimeDelta;
+
+    /// RTT samples are clamped to [1 us, 1 h]: below, a zero sample would make every ratio
+    /// infinite; above, sums of times could overflow.
+    pub(crate) const MIN_RTT_SAMPLE: TimeDelta = TimeDelta::from_us(1);
+    pub(crate) const MAX_RTT_SAMPLE: TimeDelta = TimeDelta::from_secs(3600);
+    /// Arrival times are clamped to +-2^61 us (73 000 years) so that differences never
+    /// overflow.
+    pub(crate) const TIME_LIMIT_US: i64 = 1 << 61;
+    /// Numerical ceiling of the window (1 PB): keeps the window and its rates finite whatever
+    /// sizes are reported.
+    pub(crate) const MAX_WINDOW_BYTES: f64 = 1e15;
+
+    /// A window of `bytes` kept in [`min_window_packets` packets of `mss`, the ceiling]; a
+    /// non-finite window or floor falls back to the floor (2 packets by default).
+    pub(crate) fn clamp_window(bytes: f64, min_window_packets: f64, mss: f64) -> f64 {
+        let floor = (finite_or(min_window_packets, 2.0) * mss).clamp(1.0, 1e12);
+        finite_or(bytes, floor).clamp(floor, MAX_WINDOW_BYTES)
+    }
+
+    /// The RTT assumed before the first sample, from the config's `initial_rtt_ms` (100 ms
+    /// if not finite), within the sample limits.
+    pub(crate) fn initial_rtt(initial_rtt_ms: f64) -> TimeDelta {
+        let ms = finite_or(initial_rtt_ms, 100.0);
+        TimeDelta::from_ms_f64(ms.clamp(0.001, MAX_RTT_SAMPLE.as_ms_f64()))
+    }
+}
+
 /// `bytes` per `rtt` as a rate, saturating at 0 (a window-based controller's rate).
 pub(crate) fn window_rate(bytes: f64, rtt: TimeDelta) -> DataRate {
     let us = rtt.as_us().max(1) as f64;

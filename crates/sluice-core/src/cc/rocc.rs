@@ -43,6 +43,7 @@
 //! [`RoccRtt::Min`]) or the loss-mode rate. No padding, no probes, no timer.
 //! [`CcSignals::queuing_delay`] is `srtt - RTTmin`.
 
+use super::window_limits::{self, MAX_RTT_SAMPLE, MIN_RTT_SAMPLE, TIME_LIMIT_US};
 use super::window_rate as rate;
 use super::{
     CcSignals, CongestionController, NetworkControlUpdate, PacketResult, ProbeClusterConfig,
@@ -145,13 +146,6 @@ impl RoccConfig {
     }
 }
 
-/// RTT samples are clamped to [1 us, 1 h] (as Copa's).
-const MIN_RTT_SAMPLE: TimeDelta = TimeDelta::from_us(1);
-const MAX_RTT_SAMPLE: TimeDelta = TimeDelta::from_secs(3600);
-/// Arrival times are clamped to +-2^61 us so that differences never overflow.
-const TIME_LIMIT_US: i64 = 1 << 61;
-/// Numerical ceiling of the window (1 PB).
-const MAX_WINDOW_BYTES: f64 = 1e15;
 /// Send records kept for the app-limited flags of packets not yet reported.
 const MAX_SEND_RECORDS: usize = 1 << 20;
 
@@ -246,13 +240,11 @@ impl Rocc {
     }
 
     fn clamp_window(&self, bytes: f64) -> f64 {
-        let floor = (finite_or(self.config.min_window_packets, 2.0) * self.mss).clamp(1.0, 1e12);
-        finite_or(bytes, floor).clamp(floor, MAX_WINDOW_BYTES)
+        window_limits::clamp_window(bytes, self.config.min_window_packets, self.mss)
     }
 
     fn initial_rtt(&self) -> TimeDelta {
-        let ms = finite_or(self.config.initial_rtt_ms, 100.0);
-        TimeDelta::from_ms_f64(ms.clamp(0.001, MAX_RTT_SAMPLE.as_ms_f64()))
+        window_limits::initial_rtt(self.config.initial_rtt_ms)
     }
 
     fn srtt_or_initial(&self) -> TimeDelta {
