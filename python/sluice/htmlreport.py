@@ -118,7 +118,7 @@ def _legend_beside(n: int) -> tuple[int, float]:
 
 def fig_tradeoff(df: Any, families: Sequence[str]) -> str:
     """All-slot P95 against quality, per family: means with 95 % intervals, runs faint."""
-    from .plots import plt, scheme_color
+    from .plots import plt, scheme_color, tidy_log_axis
 
     y, ylabel = _quality_axis(df)
     scale = 1e-6 if y == "video_bitrate_bps" else 1.0
@@ -144,10 +144,11 @@ def fig_tradeoff(df: Any, families: Sequence[str]) -> str:
             sx, sy = spread(xs), spread(ys)
             if sx.n == 0 or sy.n == 0:
                 continue
+            lo, hi = log_whisker(sx.mean, sx.half, xs)
             h = ax.errorbar(
                 [sx.mean],
                 [sy.mean],
-                xerr=[[sx.half if sx.half == sx.half else 0.0]],
+                xerr=[[lo], [hi]],
                 yerr=[[sy.half if sy.half == sy.half else 0.0]],
                 fmt="o",
                 color=c,
@@ -168,6 +169,7 @@ def fig_tradeoff(df: Any, families: Sequence[str]) -> str:
         # with a bitrate, which is not better or worse by itself.
         low, high = ax.get_ylim()
         ax.set_ylim(max(low, 0.0), min(high, 100.0) if y == "vmaf_mean" else high)
+        tidy_log_axis(ax.xaxis)
         ax.annotate(
             "better" if y == "vmaf_mean" else "lower latency",
             xy=(0.05, 0.95 if y == "vmaf_mean" else 0.9),
@@ -186,9 +188,19 @@ def fig_tradeoff(df: Any, families: Sequence[str]) -> str:
     return _png(fig)
 
 
+def log_whisker(mean: float, half: float, runs: np.ndarray) -> tuple[float, float]:
+    """(below, above) the mean: an interval's whisker on a log axis. An interval reaching 0
+    or below (few runs far apart) would run off the panel; its lower whisker stops at the
+    lowest run instead."""
+    half = half if math.isfinite(half) else 0.0
+    if mean - half > 0:
+        return half, half
+    return mean - float(np.nanmin(runs)), half
+
+
 def fig_latency(lat_by_scheme: dict[str, np.ndarray], title: str) -> str:
     """CDF of all-slot latency on a log axis, and its tail as a CCDF (log-log)."""
-    from .plots import plt, scheme_color
+    from .plots import plt, scheme_color, tidy_log_axis
 
     # Many schemes (a plan's sweep): the legend beside the panels; inside the left panel it
     # would collapse the layout.
@@ -219,6 +231,8 @@ def fig_latency(lat_by_scheme: dict[str, np.ndarray], title: str) -> str:
     b.set_ylabel("fraction of slots at or above (log)")
     for ax in (a, b):
         ax.grid(True, which="both", alpha=0.3)
+        tidy_log_axis(ax.xaxis)
+    tidy_log_axis(b.yaxis)
     fig.suptitle(title, fontsize=10)
     return _png(fig)
 
@@ -317,8 +331,10 @@ def _diff_html(df: Any, names: Sequence[str], chosen: Sequence[str]) -> str:
     diffs = differences.differences(configs, chosen)
     if not diffs:
         return (
-            "<p>The schemes differ in none of the settings Sluice watches "
-            "(frame dropping, pacer and pacing factor, encoder, bottleneck, ...).</p>"
+            "<p>Beyond their own components (pacer, congestion controller, encoder "
+            "controller), the schemes differ in none of the settings Sluice watches (frame "
+            "dropping, pacing factor or gain, feedback interval, encoder and its preset, "
+            "bottleneck behaviour).</p>"
         )
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ["setting", *names])
     rows = "".join(
@@ -350,6 +366,8 @@ def write_report(
 ) -> Path:
     """Writes the page for directory ``d`` to ``out`` (default ``d/report.html``)."""
     d = Path(d)
+    if d.exists() and not d.is_dir():
+        raise SluiceError(f"{d} is a file: give a result directory (a run, compare or plan's)")
     if not d.is_dir():
         raise SluiceError(f"no such directory: {d}")
     df, plan, kind = _runs_table(d)
@@ -434,8 +452,11 @@ def write_report(
         f"written {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
         f"git of this report: {results.git_info()[0][:12]}",
     ]
+    made = results.made_by(d)
+    if made and made != command:
+        prov.append(f"runs made by: {made}")
     if command:
-        prov.append(f"command: {command}")
+        prov.append(f"{'command' if made == command else 'this page made by'}: {command}")
     if plan:
         prov.append(
             "plan: "

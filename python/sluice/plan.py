@@ -62,6 +62,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -249,20 +250,19 @@ class Plan:
                 n = per_input * len(self.clips)
                 self._skip(f"trace '{t.label}' and its {n} cells skipped: {why}", warn)
             else:
-                raise SluiceError(f"{self.path}: trace '{t.label}': {why} "
-                                  "(mark it optional = true to skip it)")  # fmt: skip
+                raise SluiceError(f"{self.path}: trace '{t.label}': {why}{_missing_hint(why)}")
         keep_c = []
         for c in self.clips:
             if c.path is None or Path(c.path).is_file():
                 keep_c.append(c)
                 continue
-            why = f"video file not found: {c.path}"
+            why = (f"video file {c.path} is a directory, not a file" if Path(c.path).is_dir()
+                   else f"video file not found: {c.path}")  # fmt: skip
             if c.optional:
                 n = per_input * len(keep_t)
                 self._skip(f"clip '{c.label}' and its {n} cells skipped: {why}", warn)
             else:
-                raise SluiceError(f"{self.path}: clip '{c.label}': {why} "
-                                  "(mark it optional = true to skip it)")  # fmt: skip
+                raise SluiceError(f"{self.path}: clip '{c.label}': {why}{_missing_hint(why)}")
         if not keep_t:
             raise SluiceError(f"{self.path}: no trace left to run ({'; '.join(self.skipped)})")
         if not keep_c:
@@ -317,13 +317,20 @@ def _trace_problem(t: PlanTrace) -> str | None:
     for p in (t.path, t.uplink):
         if p is None:
             continue
+        if not is_generated(p) and Path(p).is_dir():
+            return f"trace file {p} is a directory, not a file"
         if not is_generated(p) and not Path(p).is_file():
             return f"trace file not found: {p}"
         try:
             load_trace(p, duration_s=1.0, fmt=t.format)
-        except SluiceError as e:
-            return str(e)
+        except SluiceError as e:  # the CLI's option is the plan's `format` key here
+            return str(e).replace("use --trace-format to choose", "set the trace's format")
     return None
+
+
+def _missing_hint(why: str) -> str:
+    """The hint for a plan input that cannot be used: only a missing file may be skipped."""
+    return " (mark it optional = true to skip it)" if "not found" in why else ""
 
 
 # --- loading --------------------------------------------------------------------------------
@@ -694,6 +701,9 @@ def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
                 if clip.path is None and "needs a video" in msg:
                     msg = ("it is defined on x264 and needs a clip: add [[clip]] tables, or "
                            "encoder = \"model\" to run it on the model encoder")  # fmt: skip
+                bad = re.match(r"unknown config path '([^']+)'", msg)
+                if bad and bad.group(1) in {p for p, _ in plan.overrides}:
+                    raise ctx.at(f"[set], applied to scheme '{s.name}'").error(msg) from None
                 raise sctx.error(msg) from None
 
 
@@ -737,7 +747,13 @@ def _sweeps(ctx: _Ctx, data: dict[str, Any], plan: Plan) -> list[Sweep]:
                 config.get_path(templates[n], path)
             except SluiceError as e:
                 raise wctx.error(f"scheme '{n}': {e}") from None
+        for j, v in enumerate(values):
+            if any(_same(v, w) for w in values[:j]):
+                raise wctx.error(f"'values' lists {json.dumps(v)} twice")
         label = wctx.str(entry, "label", default=path.split(".")[-1][:1].upper())
+        if safe_label(label) != label:
+            raise wctx.error(f"label {label!r}: letters, digits, '.', '-' and '_' only (it "
+                             "names the variants' directories)")  # fmt: skip
         new = sum(not _same(v, config.get_path(templates[n], path)) for n in names
                   for v in values)  # fmt: skip
         _check_size(wctx, plan, len(plan.schemes) + new)

@@ -97,6 +97,24 @@ def cdf_line(ax: plt.Axes, lat: np.ndarray, color: str, label: str) -> None:
     ax.step(lat, y, where="post", color=color, lw=1.6, label=f"{label} (p95 {p95:.0f} ms)")
 
 
+def tidy_log_axis(axis: Any) -> None:
+    """A log ``axis`` (``ax.xaxis``, ``ax.yaxis``) spanning less than two decades gets
+    plain-number ticks (205, 210, 215; or 20, 50, 100, 200) instead of matplotlib's
+    labelled minor ticks, which run into each other there (2.055x10^2 2.06x10^2 ...,
+    3x10^1 4x10^1). Call it once the data are drawn."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+    lo, hi = axis.get_view_interval()
+    if not (lo > 0 and hi > lo and hi / lo < 100):
+        return
+    if hi / lo < 10:
+        axis.set_major_locator(MaxNLocator(nbins=5, min_n_ticks=2))
+    else:  # one to two decades: 1, 2, 5 of each
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def cdf_axes(ax: plt.Axes, logx: bool, title: str) -> None:
     if logx:
         ax.set_xscale("log")
@@ -106,6 +124,8 @@ def cdf_axes(ax: plt.Axes, logx: bool, title: str) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(title, fontsize=10)
+    if logx:
+        tidy_log_axis(ax.xaxis)
 
 
 def plot_latency_cdf(runs: Sequence[Run], out: str | os.PathLike[str], logx: bool = False) -> Path:
@@ -152,9 +172,14 @@ def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
                 color="0.8", label="capacity",
             )  # fmt: skip
             ax_rate.plot(t, s["target_rate_bps"] / 1e6, color=color, lw=1.4, label="target")
+            # Black, unless the scheme's own colour is a dark grey or black (`combined`,
+            # `fdcc`): its target could not be told from the delivered line then.
+            _, light, sat = colorsys.rgb_to_hls(*matplotlib.colors.to_rgb(color))
+            dark = light < 0.2 or (light < 0.5 and sat < 0.25)
             ax_rate.plot(
-                t, s["delivered_rate_bps"] / 1e6, color="k", lw=0.8, alpha=0.7, label="delivered"
-            )
+                t, s["delivered_rate_bps"] / 1e6, color="#e6550d" if dark else "k", lw=0.8,
+                alpha=0.7, label="delivered",
+            )  # fmt: skip
             for flow, name, rate in competing_rates(run):
                 ax_rate.plot(
                     t, rate / 1e6, color=f"C{(flow + 1) % 10}", lw=0.9, alpha=0.85,

@@ -43,9 +43,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -253,6 +254,83 @@ def check_result_dir(
             f"results beside them): give a new or empty directory"
         )
     return d
+
+
+#: How ``compare.md`` names the command that made the compare (read back by reports).
+MADE_BY = "made by: "
+
+
+def made_by(d: str | os.PathLike[str]) -> str | None:
+    """The command that made the compare in ``d``, as its ``compare.md`` says (None for
+    other directories, or a compare from before it said)."""
+    try:
+        text = (Path(d) / "compare.md").read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        if line.startswith(MADE_BY + "`") and line.endswith("`"):
+            return line[len(MADE_BY) + 1 : -1]
+    return None
+
+
+#: What ``sluice compare`` writes beside its schemes' run directories.
+COMPARE_FILES = ("compare.md", "summary.csv", "latency_cdf.png", "timeseries.png", "report.html")
+#: The files at the top of a plan's results (``sluice matrix``).
+_PLAN_FILES = ("plan.json", "results.csv", "results.parquet", "experiment-spec.json")
+
+
+def _result_subdirs(d: Path) -> list[Path]:
+    """The sub-directories of ``d`` that hold Sluice's results (runs, their seeds)."""
+    try:
+        entries = [Path(e.path) for e in os.scandir(d) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+    return sorted(e for e in entries if is_own_dir(e))
+
+
+def check_run_target(d: Path) -> None:
+    """A single run (``sluice run``) is not written into a directory that holds other runs
+    in its folders (a compare, a plan's results, a run's seeds): a report or plot of that
+    directory would then show one of them, not both. A :class:`SluiceError` if it does."""
+    check_result_dir(d)  # someone else's files first
+    inside = _result_subdirs(d)
+    if inside and not is_run_dir(d):
+        names = ", ".join(p.name for p in inside[:4]) + (", ..." if len(inside) > 4 else "")
+        raise SluiceError(
+            f"{d} holds other runs in its folders ({names}): a run goes into a new directory "
+            "or one that holds a single run"
+        )
+
+
+def prepare_compare_dir(d: Path, schemes: Sequence[str], replace: bool) -> list[str]:
+    """Checks that ``sluice compare`` of ``schemes`` may write into ``d`` and, with
+    ``replace``, removes an earlier compare's runs and files from it, so that its report and
+    plots show this compare's runs only. Refused (a :class:`SluiceError`): a run's or a
+    plan's directory, or folders of runs that are not of an earlier compare (a run's seeds)
+    and not named for these schemes (an interrupted compare of them is redone). Returns the
+    names of the folders removed (or, without ``replace``, that would be)."""
+    if not d.is_dir():
+        return []
+    if is_run_dir(d) or (d / MANIFEST_FILE).is_file():
+        raise SluiceError(f"{d} is a run's directory, not a compare's: give a new --out")
+    if any((d / f).is_file() for f in _PLAN_FILES):
+        raise SluiceError(f"{d} holds a plan's results, not a compare: give a new --out")
+    inside = _result_subdirs(d)
+    earlier = any((d / f).is_file() for f in ("compare.md", "summary.csv"))
+    if not earlier:
+        strangers = [p.name for p in inside if p.name not in schemes]
+        if strangers:
+            raise SluiceError(
+                f"{d} holds runs that are not of a compare of these schemes "
+                f"({', '.join(strangers[:4])}{', ...' if len(strangers) > 4 else ''}): give a "
+                "new --out"
+            )
+    if replace:
+        for p in inside:
+            shutil.rmtree(p)
+        for f in COMPARE_FILES:
+            (d / f).unlink(missing_ok=True)
+    return [p.name for p in inside]
 
 
 def _file_entry(path: Path) -> dict[str, Any]:

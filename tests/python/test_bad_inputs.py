@@ -484,6 +484,40 @@ CASES += [
          files={"p.toml": _plan('"downlink.queue_discipline" = "pie"')}),
 ]  # fmt: skip
 
+# --- a new user's second trial (the messages name what to fix) -----------------------------
+CLIP = str(Path(__file__).resolve().parents[2] / "data/videos/bbb-intro_1280x720_24fps_10s.mp4")
+CASES += [
+    case("width-too-large", ["run", "--scheme", "cbr", "--video", CLIP, "--width", "100000",
+                             "--trace", T, "--out", "o"], "--width", "[16, 16384]", "100000"),
+    case("width-zero", run_with("--width", "0"), "--width", "[16, 16384]"),
+    case("queue-bytes-fraction", run_with("--queue-bytes", "2.5"), "--queue-bytes",
+         "whole number", "2.5"),
+    case("quality-without-video", run_with("--quality", "full"), "--quality",
+         "model encoder", "--video CLIP"),
+    case("preset-without-video", run_with("--preset", "slow", "--encode-time", "modeled"),
+         "--encode-time, --preset", "model encoder"),
+    case("video-with-model-encoder", run_with("--video", CLIP, "--encoder", "model"),
+         "--video", "--encoder model", "not be used"),
+    case("competing-negative-start", run_with("--competing", "tcp:cubic@-1"), "start",
+         ">= 0", "-1"),
+    case("subcommand-extra-argument", ["schemes", "foo"], "unrecognized arguments: foo",
+         "sluice schemes --help"),
+    case("report-of-a-file", ["report", "f.txt"], "f.txt is a file", "result directory",
+         files={"f.txt": "x\n"}),
+    case("plan-trace-is-directory", MATRIX, "p.toml", "d is a directory",
+         files={"p.toml": _plan("").replace("gen:constant:12", "d"), "d": DIR}),
+    case("plan-trace-format-hint", MATRIX, "p.toml", "t.txt", "set the trace's format",
+         files={"p.toml": _plan("").replace("gen:constant:12", "t.txt"), "t.txt": "abc\n"}),
+    case("plan-set-typo", MATRIX, "p.toml", "[set], applied to scheme 'webrtc'", "duraton_s",
+         files={"p.toml": _plan("duraton_s = 5")}),
+    case("plan-sweep-duplicate-values", MATRIX, "p.toml", "sweep 1", "lists 2.0 twice",
+         files={"p.toml": _plan("") + '[[sweep]]\npath = "cc.pacing_factor"\n'
+                'values = [2, 2.0]\n'}),
+    case("plan-sweep-label-slash", MATRIX, "p.toml", "sweep 1", "label 'a/b'", "letters",
+         files={"p.toml": _plan("") + '[[sweep]]\npath = "cc.pacing_factor"\n'
+                'values = [2.0]\nlabel = "a/b"\n'}),
+]  # fmt: skip
+
 
 def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
@@ -570,6 +604,14 @@ def test_bad_input(c: Case):
         assert n in lines[0], (n, lines[0])
     assert o.after == o.before, f"left behind: {sorted(o.after - o.before)}"
 
+
+def test_only_a_missing_plan_input_is_pointed_at_optional():
+    """`optional = true` skips a missing file; for a directory or an unreadable trace the
+    hint would send the user the wrong way (and the plan's key is `format`, not the CLI's
+    --trace-format)."""
+    out = _outcomes()
+    for cid in ("plan-trace-is-directory", "plan-trace-format-hint"):
+        assert "optional" not in out[cid].err and "--trace-format" not in out[cid].err, cid
 
 # --- on real video: what libx264 and ffmpeg say is folded into the one line ----------------
 

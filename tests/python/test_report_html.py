@@ -81,3 +81,61 @@ def test_figures_of_a_plan_with_many_schemes_keep_their_layout():
         for png in (htmlreport.fig_latency(lat, "many"),
                     htmlreport.fig_tradeoff(df, ["5G", "4G", "Wi-Fi", "synthetic"])):  # fmt: skip
             assert len(png) > 10_000
+
+
+def test_log_axes_are_readable_and_whiskers_stay_on_them():
+    """A narrow log axis (a plan's schemes within a few ms of each other) gets plain-number
+    ticks, not matplotlib's labelled minor ticks that run into each other; an interval that
+    reaches below zero on a log axis stops at the lowest run."""
+    import math
+
+    import numpy as np
+    from sluice import htmlreport
+    from sluice.plots import plt, tidy_log_axis
+
+    for lo, hi, shown in ((205.5, 208.3, None), (20.0, 300.0, {"20", "50", "100", "200"})):
+        fig, ax = plt.subplots()
+        ax.plot([lo, hi], [0, 1])
+        ax.set_xscale("log")
+        tidy_log_axis(ax.xaxis)
+        fig.canvas.draw()
+        major = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        minor = [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()]
+        plt.close(fig)
+        assert not minor and major, (minor, major)
+        assert all(float(t) > 0 for t in major), major  # plain numbers, not 2.055x10^2
+        if shown:
+            assert shown <= set(major), major
+    assert htmlreport.log_whisker(100.0, 20.0, np.array([80.0, 120.0])) == (20.0, 20.0)
+    below, above = htmlreport.log_whisker(100.0, 150.0, np.array([30.0, 170.0]))
+    assert (below, above) == (70.0, 150.0) and 100.0 - below > 0
+    assert htmlreport.log_whisker(100.0, math.nan, np.array([100.0])) == (0.0, 0.0)
+
+
+def test_the_delivered_rate_stands_apart_from_a_dark_schemes_target(tmp_path, capsys,
+                                                                    monkeypatch):
+    """`combined` is drawn in black: its target line was lost under the black delivered
+    line."""
+    from matplotlib.colors import to_hex
+    from matplotlib.figure import Figure
+    from sluice import plots, results
+
+    drawn: dict[str, dict[str, str]] = {}
+    real = Figure.savefig
+
+    def keep(fig, *a, **k):
+        drawn[str(a[0])] = {ln.get_label(): to_hex(ln.get_color())
+                            for ln in fig.axes[0].get_lines()}  # fmt: skip
+        return real(fig, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    for scheme in ("combined", "fdcc", "webrtc"):
+        out = tmp_path / scheme
+        assert cli(["run", "--scheme", scheme, "--trace", "gen:constant:5", "--duration", "1",
+                    "--out", str(out)]) == 0  # fmt: skip
+        png = tmp_path / f"{scheme}.png"
+        plots.plot_timeseries([results.load_run(out)], png)
+        lines = drawn[str(png)]
+        assert lines["target"] == plots.scheme_color(scheme)
+        assert lines["target"] != lines["delivered"], (scheme, lines)
+    assert drawn[str(tmp_path / "webrtc.png")]["delivered"] == "#000000"

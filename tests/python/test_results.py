@@ -169,3 +169,68 @@ def test_a_run_to_its_default_directory_says_it_replaces_the_one_there(sluice, t
     assert "note: replacing the earlier run in results/webrtc-" in again.err
     mine = sluice("run", "--trace", TRACE, "--duration", DURATION, "--out", "kept")
     assert mine.code == 0 and "replacing" not in mine.err
+
+
+def _compare(sluice, out, schemes, *extra):
+    return sluice("compare", "--schemes", schemes, "--trace", TRACE, "--duration", DURATION,
+                  "--jobs", "1", "--out", str(out), *extra)  # fmt: skip
+
+
+def test_a_compare_again_into_its_directory_replaces_the_earlier_one(sluice, tmp_path):
+    """A second compare into the same --out: the earlier compare's runs go (said on
+    stderr), so its table, report and plots show this compare's runs only; a user's own
+    file beside them stays."""
+    out = tmp_path / "cmp"
+    r = _compare(sluice, out, "webrtc,webrtc-b", "--seeds", "1-2", "--no-report")
+    assert r.code == 0, r.err
+    (out / "notes.txt").write_text("mine\n")
+    r = _compare(sluice, out, "cbr")
+    assert r.code == 0, r.err
+    assert "replacing the earlier compare" in r.err and "webrtc, webrtc-b" in r.err
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["cbr"]
+    assert (out / "notes.txt").read_text() == "mine\n"
+    page = (out / "report.html").read_text()
+    assert "1 runs of 1 schemes" in page and "webrtc-b" not in page
+    # The same schemes again: their runs are replaced too, and the earlier page is not left
+    # behind by --no-report to mislead.
+    r = _compare(sluice, out, "cbr", "--no-report")
+    assert r.code == 0 and "(its runs: cbr;" in r.err
+    assert not (out / "report.html").exists()
+
+
+def test_runs_and_compares_do_not_write_into_each_others_directories(sluice, tmp_path):
+    """A report or plot of a directory that held a run and a compare would show one of
+    them: each refuses the other's directory, and nothing there changes."""
+    run_dir, cmp_dir, seeds_dir = tmp_path / "run", tmp_path / "cmp", tmp_path / "seeds"
+    _run(sluice, run_dir)
+    _run(sluice, seeds_dir, "--seeds", "1,2")
+    assert _compare(sluice, cmp_dir, "cbr", "--no-report").code == 0
+    before = {p: sorted(x.name for x in p.rglob("*")) for p in (run_dir, cmp_dir, seeds_dir)}
+    r = _compare(sluice, run_dir, "cbr")
+    assert r.code == 2 and "a run's directory, not a compare's" in r.err, r.err
+    r = _compare(sluice, seeds_dir, "cbr")
+    assert r.code == 2 and "not of a compare of these schemes (s1, s2)" in r.err, r.err
+    for d in (cmp_dir, seeds_dir):
+        r = sluice("run", "--trace", TRACE, "--duration", DURATION, "--out", str(d))
+        assert r.code == 2 and "holds other runs in its folders" in r.err, r.err
+    r = sluice("run", "--trace", TRACE, "--duration", DURATION, "--out", str(run_dir),
+               "--seeds", "1,2")  # fmt: skip
+    assert r.code == 2 and "holds a single run" in r.err, r.err
+    assert before == {p: sorted(x.name for x in p.rglob("*")) for p in before}
+    # An interrupted compare (runs, no compare.md yet) of the same schemes is redone.
+    for f in results.COMPARE_FILES:
+        (cmp_dir / f).unlink(missing_ok=True)
+    assert _compare(sluice, cmp_dir, "cbr", "--no-report").code == 0
+
+
+def test_a_report_made_again_keeps_the_command_that_made_the_runs(sluice, tmp_path):
+    out = tmp_path / "cmp"
+    assert _compare(sluice, out, "cbr", "--no-report").code == 0
+    made = results.made_by(out)
+    assert made is not None and made.startswith("sluice compare --schemes cbr --trace")
+    assert made.endswith(f"--out {out} --no-report")
+    assert f"made by: `{made}`" in (out / "compare.md").read_text()
+    assert sluice("report", str(out)).code == 0
+    page = (out / "report.html").read_text()
+    assert f"runs made by: {made}" in page
+    assert f"this page made by: sluice report {out}" in page

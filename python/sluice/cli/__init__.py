@@ -49,7 +49,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     handle_sigterm()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    if extra:  # said by the command's own parser, whose --help is the one to read
+        subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        subs.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     debug = os.environ.get("SLUICE_DEBUG", "") not in ("", "0")
     try:
         return int(args.func(args) or 0)
@@ -64,8 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:
         if debug:
             raise
-        where = f": {e.filename}" if e.filename else ""
-        return options.fail(f"{e.strerror or e}{where}")
+        if e.filename:
+            return options.fail(f"cannot use {e.filename}: {e.strerror or e}")
+        return options.fail(f"{e.strerror or e}")
     except KeyboardInterrupt as e:  # SIGINT, or SIGTERM (Terminated)
         import signal
         import threading

@@ -43,8 +43,8 @@ def add_commands(sub: Any) -> None:
     none = {"trace": None, "uplink_trace": None, "trace_format": None, "delay_ms": None,
             "bn_delay_ms": None, "access_delay_ms": None, "queue_bytes": None,
             "queue_packets": None, "loss": None}  # fmt: skip
-    novideo = {"video": None, "encoder": None, "width": None, "encode_time": "measured",
-               "preset": "superfast"}  # fmt: skip
+    novideo = {"video": None, "encoder": None, "width": None, "encode_time": None,
+               "preset": None}  # fmt: skip
 
     p = lsub.add_parser("send", help="the sender alone: sends to --peer (a relay or a receiver)")
     o.add_scheme(p)

@@ -32,6 +32,14 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def command_line(args: argparse.Namespace) -> str:
+    """The command as the user typed it (for provenance): ``sluice`` and the arguments
+    :func:`sluice.cli.main` was given (not the interpreter's, when called in-process)."""
+    import shlex
+
+    return shlex.join(["sluice", *getattr(args, "argv", sys.argv[1:])])
+
+
 # --- argument types ------------------------------------------------------------------------
 
 
@@ -67,7 +75,14 @@ def int_in(minimum: int, what: str, maximum: int | None = None) -> Any:
         try:
             v = int(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}") from None
+            try:  # 1e5 is a whole number written as a float (as in config values)
+                f = float(s)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}") from None
+            if not f.is_integer():
+                raise argparse.ArgumentTypeError(
+                    f"expected {what} (a whole number), got {s!r}") from None  # fmt: skip
+            v = int(f)
         if v < minimum or (maximum is not None and v > maximum):
             raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}")
         return v
@@ -284,20 +299,22 @@ def add_video(p: argparse.ArgumentParser, quality: bool = True) -> None:
         help="encoder (default: x264 with --video, else the model encoder)",
     )  # fmt: skip
     v.add_argument(
-        "--width", type=int_in(16, "width"), default=None, metavar="W",
+        "--width", type=int_in(16, "a width in pixels in [16, 16384]", 16384), default=None,
+        metavar="W",
         help="scale the video to this width (aspect kept)",
     )  # fmt: skip
     if quality:
         v.add_argument(
-            "--quality", choices=("none", "fast", "full"), default="fast",
+            "--quality", choices=("none", "fast", "full"), default=None,
             help="VMAF/SSIM/PSNR as the viewer saw it: fast scores every 5th frame (default fast)",
         )  # fmt: skip
     v.add_argument(
-        "--encode-time", choices=("measured", "modeled"), default="measured",
-        help="charge x264's wall time (measured) or a deterministic model (modeled)",
+        "--encode-time", choices=("measured", "modeled"), default=None,
+        help="charge x264's wall time (measured) or a deterministic model (modeled); "
+        "default measured",
     )  # fmt: skip
     v.add_argument(
-        "--preset", default="superfast", choices=X264_PRESETS, metavar="P",
+        "--preset", default=None, choices=X264_PRESETS, metavar="P",
         help=f"x264 preset: {', '.join(X264_PRESETS)} (default superfast)",
     )  # fmt: skip
 
@@ -403,6 +420,11 @@ def overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
     return (*out, *args.overrides)
 
 
+#: (argument, flag) of the options that only an x264 run with a video uses (besides --video).
+X264_OPTIONS = (("width", "--width"), ("quality", "--quality"),
+                ("encode_time", "--encode-time"), ("preset", "--preset"))  # fmt: skip
+
+
 def spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, out: str | None):
     from ..run import RunSpec, resolve_encoder
 
@@ -417,13 +439,21 @@ def spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, ou
         video=args.video,
         encoder=args.encoder,
         width=args.width,
-        quality=args.quality,
-        encode_time=args.encode_time,
-        preset=args.preset,
+        quality=getattr(args, "quality", None) or "fast",
+        encode_time=args.encode_time or "measured",
+        preset=args.preset or "superfast",
     )
-    if args.width is not None and resolve_encoder(spec) != "x264":
-        raise SluiceError(f"--width {args.width} scales a video for x264; the model encoder "
-                          f"of {scheme} has no video (add --video CLIP, or leave --width out)")
+    # Options for x264's video, given for a run that has none, would do nothing.
+    given = [flag for attr, flag in X264_OPTIONS
+             if getattr(args, attr, None) not in (None, "none")]  # fmt: skip
+    if (args.video is not None or given) and resolve_encoder(spec) != "x264":
+        if args.video is not None:
+            raise SluiceError("--video is encoded by x264 only: with --encoder model the clip "
+                              "would not be used (leave one of them out)")  # fmt: skip
+        what = ", ".join(given)
+        raise SluiceError(f"{what} {'is' if len(given) == 1 else 'are'} for x264's video; "
+                          f"{scheme} runs on the model encoder here, which has none (add "
+                          f"--video CLIP without --encoder model, or leave {what} out)")
     return spec
 
 def seeds(args: argparse.Namespace) -> list[int] | None:

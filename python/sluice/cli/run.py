@@ -77,7 +77,7 @@ def add_commands(sub: Any) -> None:
 
     p = sub.add_parser(
         "report", help="one self-contained HTML page for a run, compare or matrix directory",
-        description="Writes DIR/report.html: the table with 95 %% intervals (all-slot latency "
+        description="Writes DIR/report.html: the table with 95 % intervals (all-slot latency "
         "first), latency against quality per trace family, latency CDFs on a log axis, time "
         "series, the settings the schemes differ in, and provenance. It opens offline.",
     )  # fmt: skip
@@ -125,6 +125,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     name, cfg = o.scheme_from_args(args)
     seeds = o.seeds(args)
+    if args.out and seeds is not None and results.is_run_dir(args.out):
+        raise SluiceError(f"{args.out} holds a single run: runs of several seeds go into a "
+                          "new directory or one that holds seeds")  # fmt: skip
+    if args.out and seeds is None:
+        results.check_run_target(Path(args.out))
     if seeds is None:
         spec = o.spec_from_args(args, name, cfg, args.out)
         _say_if_replacing(spec)
@@ -164,6 +169,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     out = Path(args.out or os.path.join("results", f"compare-{trace_stem(args.trace)}"))
     results.check_result_dir(out, "compare directory")
+    scheme_names = [n for n, _ in entries]
+    results.prepare_compare_dir(out, scheme_names, replace=False)  # refusals first
     specs = []
     for n, cfg in entries:
         if seeds is None:
@@ -175,6 +182,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # Configs and traces once up front, so mistakes come before any run starts.
     cfgs = [run.check(s) for s in specs]
     run.load_traces(specs[0], cfgs[0])
+    removed = results.prepare_compare_dir(out, scheme_names, replace=True)
+    if removed:
+        print(f"note: replacing the earlier compare in {out} (its runs: {', '.join(removed)}; "
+              "give --out to keep both)", file=sys.stderr)  # fmt: skip
     run_dirs = pool.run_many(specs, jobs=args.jobs, backend=args.backend,
                                address=args.address)  # fmt: skip
     runs = [results.load_run(d) for d in run_dirs]
@@ -190,6 +201,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     chosen = [p for p, _ in specs[0].overrides if p != "seed"]
     firsts = [rs[0] for rs in by_scheme.values()]
     diffs = differences.markdown([(r.scheme, r.config) for r in firsts], chosen)
+    command = o.command_line(args)
     seed_text = (f"seeds {', '.join(map(str, seeds))}" if seeds else f"seed {cfg['seed']}")
     header = (
         f"# sluice compare: {args.trace}\n\n"
@@ -201,6 +213,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             else ""
         )
         + f"queue {_queue_desc(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}\n\n"
+        + f"{results.MADE_BY}`{command}`\n\n"
     )
     body = report.markdown_table(named) + "\n\n" + report.LEGEND + "\n"
     if diffs:
@@ -214,7 +227,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not args.no_report:
         from ..htmlreport import write_report
 
-        html = write_report(out, command=" ".join(["sluice", *sys.argv[1:]]))
+        html = write_report(out, command=command)
 
     print(report.text_table(named))
     print(report.LEGEND)
@@ -235,7 +248,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.out:
         output_file(args.out, "--out")
-    path = write_report(args.dir, args.out, command=" ".join(["sluice", *sys.argv[1:]]))
+    path = write_report(args.dir, args.out, command=o.command_line(args))
     print(f"report: {path}")
     return 0
 
@@ -287,7 +300,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         from ..htmlreport import write_report
 
         html = write_report(Path(res.paths[0]).parent,
-                            command=" ".join(["sluice", *sys.argv[1:]]))  # fmt: skip
+                            command=o.command_line(args))  # fmt: skip
         print(f"report: {html}")
     if res.outcome.failed:
         return o.fail(f"{len(res.outcome.failed)} of {len(res.todo)} runs failed (see above)")

@@ -160,6 +160,15 @@ impl Crosses {
     pub fn is_first(&self) -> bool {
         *self == Crosses::First
     }
+
+    /// The name a config writes (`first`, `second`, `both`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Crosses::First => "first",
+            Crosses::Second => "second",
+            Crosses::Both => "both",
+        }
+    }
 }
 
 /// How a [`CompetingFlow`] is written: its spec, or its spec and an access delay.
@@ -224,6 +233,10 @@ impl CompetingFlow {
         };
         let (start_s, stop_s) = match when {
             None => (0.0, None),
+            // `@-3`: a negative start, not an empty one before the range's dash.
+            Some(t) if t.starts_with('-') => {
+                return Err(format!("start must be a finite number of seconds >= 0, got {t}"))
+            }
             Some(t) => match t.split_once('-') {
                 Some((a, b)) => (seconds(a, "start")?, Some(seconds(b, "stop")?)),
                 None => (seconds(t, "start")?, None),
@@ -453,6 +466,10 @@ mod tests {
             serde_json::to_string(&second).unwrap(),
             r#"{"spec":"media:self","access_delay_ms":0.0,"crosses":"second"}"#
         );
+        // Errors name a value as a config writes it.
+        for c in [Crosses::First, Crosses::Second, Crosses::Both] {
+            assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{}\"", c.name()));
+        }
         let plain: CompetingFlow = serde_json::from_str(r#""tcp:cubic""#).unwrap();
         assert_eq!(serde_json::to_string(&plain).unwrap(), r#""tcp:cubic""#);
         for bad in [
@@ -473,7 +490,7 @@ mod tests {
             ("media:", "expected media:SCHEME"),
             ("reverse-media:", "expected media:SCHEME"),
             ("tcp:cubic@x", "start 'x' is not a number"),
-            ("tcp:cubic@-3", "start '' is not a number"),
+            ("tcp:cubic@-3", "start must be a finite number of seconds >= 0, got -3"),
             ("tcp:cubic@5-2", "stop (2 s) must be after start (5 s)"),
             ("tcp:cubic@inf", "start must be a finite number"),
             ("short-tcp@3-9", "start time only"),

@@ -84,8 +84,8 @@ pub(crate) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
         if !c.crosses.is_first() {
             if cfg.second_bottleneck.is_none() {
                 return Err(format!(
-                    "competing flow '{spec}' crosses {:?}: the session has no second_bottleneck",
-                    c.crosses
+                    "competing flow '{spec}' crosses '{}': the session has no second_bottleneck",
+                    c.crosses.name()
                 ));
             }
             if c.is_reverse() {
