@@ -513,6 +513,18 @@ CASES += [
     case("plan-sweep-duplicate-values", MATRIX, "p.toml", "sweep 1", "lists 2.0 twice",
          files={"p.toml": _plan("") + '[[sweep]]\npath = "cc.pacing_factor"\n'
                 'values = [2, 2.0]\n'}),
+    case("reorder-ms-without-reorder", run_with("--reorder-ms", "20"), "--reorder-ms",
+         "--reorder P"),
+    case("blackout-after-the-end", run_with("--feedback-blackout", "10:20"),
+         "faults.feedback_blackout_s", "starts at 10 s", "end of capture (2 s)"),
+    case("trace-format-of-generated", run_with("--trace-format", "rate"), T, "is generated",
+         "trace format (rate)"),
+    case("trace-info-file-duration", ["trace", "info", "t.mahi", "--duration", "5"],
+         "--duration", "t.mahi has its own length", files={"t.mahi": "1\n2\n"}),
+    case("matrix-address-without-ray", [*MATRIX, "--address", "h:1"], "--address",
+         "--backend ray", files={"p.toml": _plan("")}),
+    case("matrix-only-empty", [*MATRIX, "--only", ""], "--only lists no scheme",
+         files={"p.toml": _plan("")}),
     case("plan-sweep-label-slash", MATRIX, "p.toml", "sweep 1", "label 'a/b'", "letters",
          files={"p.toml": _plan("") + '[[sweep]]\npath = "cc.pacing_factor"\n'
                 'values = [2.0]\nlabel = "a/b"\n'}),

@@ -229,7 +229,8 @@ def test_a_report_made_again_keeps_the_command_that_made_the_runs(sluice, tmp_pa
     made = results.made_by(out)
     assert made is not None and made.startswith("sluice compare --schemes cbr --trace")
     assert made.endswith(f"--out {out} --no-report")
-    assert f"made by: `{made}`" in (out / "compare.md").read_text()
+    text = (out / "compare.md").read_text()
+    assert f"made by: `{made}`" in text and "model encoder, 30 fps" in text
     assert sluice("report", str(out)).code == 0
     page = (out / "report.html").read_text()
     assert f"runs made by: {made}" in page

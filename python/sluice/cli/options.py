@@ -401,6 +401,9 @@ def overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
         out.append(("downlink.ecn", True))
     if getattr(args, "competing", None):
         out.append(("competing", list(args.competing)))
+    if getattr(args, "reorder_ms", None) is not None and not getattr(args, "reorder", None):
+        raise SluiceError("--reorder-ms is how long --reorder holds a datagram back: give "
+                          "--reorder P too")  # fmt: skip
     for flag, path in (("duplicate", "faults.duplicate"), ("reorder", "faults.reorder"),
                        ("reorder_ms", "faults.reorder_delay_ms"),
                        ("feedback_blackout", "faults.feedback_blackout_s")):  # fmt: skip

@@ -213,6 +213,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             else ""
         )
         + f"queue {_queue_desc(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}\n\n"
+        + _encoder_desc(args, firsts[0].config) + "\n\n"
         + f"{results.MADE_BY}`{command}`\n\n"
     )
     body = report.markdown_table(named) + "\n\n" + report.LEGEND + "\n"
@@ -253,6 +254,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _encoder_desc(args: argparse.Namespace, cfg: dict[str, Any]) -> str:
+    """What the compare's schemes encoded (from a run's resolved config): the clip and
+    x264's settings, or the model."""
+    enc = cfg.get("encoder") or {}
+    if enc.get("kind") == "x264":
+        out = (f"clip {args.video} at {enc.get('width')}x{enc.get('height')}, "
+               f"{cfg.get('fps', 0):g} fps; x264 preset {enc.get('preset')}, encode time "
+               f"{enc.get('encode_time')}; quality {args.quality or 'fast'}")  # fmt: skip
+    else:
+        out = f"model encoder, {cfg.get('fps', 0):g} fps"
+    if getattr(args, "frame_drop", None) is not None:
+        out += f"; frame dropping {args.frame_drop} for every scheme"
+    return out
+
+
 def _queue_desc(link: dict[str, Any]) -> str:
     if link.get("queue_bytes"):
         return f"{link['queue_bytes']} B"
@@ -264,8 +280,14 @@ def _queue_desc(link: dict[str, Any]) -> str:
 def cmd_matrix(args: argparse.Namespace) -> int:
     from .. import plan as plans
 
+    if args.address and args.backend != "ray":  # before the plan: also for --dry-run
+        raise SluiceError("--address is the Ray cluster's: add --backend ray")
     p = plans.load_plan(args.plan)
-    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    only = None
+    if args.only is not None:
+        only = [n.strip() for n in args.only.split(",") if n.strip()]
+        if not only:
+            raise SluiceError("--only lists no scheme: give SCHEME,... or leave it out")
     res = plans.run_plan(
         p, args.results, jobs=args.jobs, backend=args.backend, rerun=args.rerun, only=only,
         dry_run=args.dry_run, address=args.address,

@@ -46,7 +46,8 @@ def add_commands(sub: Any) -> None:
     i = tsub.add_parser("info", help="mean rate, period, min/max over 1 s bins")
     i.add_argument("file", metavar="FILE", help="trace file (or gen:SPEC with --duration)")
     i.add_argument("--trace-format", choices=("mahimahi", "rate"))
-    i.add_argument("--duration", type=o.duration, default=60.0, metavar="S", help="for gen:SPEC")
+    i.add_argument("--duration", type=o.duration, default=None, metavar="S",
+                   help="for gen:SPEC: how long to generate (default 60)")  # fmt: skip
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_trace_info)
 
@@ -129,7 +130,13 @@ def cmd_trace_gen(args: argparse.Namespace) -> int:
 def cmd_trace_info(args: argparse.Namespace) -> int:
     from ..traces import bin_rates_bps, load_trace
 
-    lt = load_trace(args.file, duration_s=args.duration, fmt=args.trace_format)
+    from ..traces import is_generated
+
+    if args.duration is not None and not is_generated(args.file):
+        raise SluiceError(f"--duration is for a generated trace (gen:SPEC); {args.file} has its "
+                          "own length")  # fmt: skip
+    duration = 60.0 if args.duration is None else args.duration
+    lt = load_trace(args.file, duration_s=duration, fmt=args.trace_format)
     bins = bin_rates_bps(lt.trace, 1.0)
     info = {
         "name": lt.name,

@@ -367,6 +367,14 @@ impl RunConfig {
         }
         flows::validate_competing(self).map_err(ConfigError)?;
         self.faults.validate().map_err(ConfigError)?;
+        if let Some((start, _)) = self.faults.feedback_blackout_s {
+            if start >= self.duration_s {
+                return err(format!(
+                    "faults.feedback_blackout_s starts at {start} s, at or after the end of                      capture ({} s): it would never happen",
+                    self.duration_s
+                ));
+            }
+        }
         if self.uplink.access_delay_ms != 0.0 {
             return err("the access delay is a downlink setting (sender to bottleneck)".into());
         }
