@@ -7,14 +7,15 @@ every capture slot leads (``all-slot``), then the displayed frames' own (``shown
 A row is a scheme and its runs (one per seed, or per trace and seed in a matrix): a value is
 their mean, with ``± h`` the half-width of its 95 % interval when there are several
 (:mod:`sluice.spread`). Per column with a better direction, the best mean is marked ``*``
-(bold in Markdown) and every other mean inside the interval of the best (not distinguishable
-from it at this many runs) ``~``.
+(bold in Markdown), as is every mean that prints as it (a tie), and every other mean inside
+the interval of the best (not distinguishable from it at this many runs) ``~``.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,9 +61,9 @@ def _marks(table: list[tuple[str, int, dict[str, Spread]]], m: str) -> dict[str,
 
 
 def best_marks(spreads: Sequence[tuple[str, Spread]], m: str) -> dict[str, str]:
-    """``*`` for the best mean of metric ``m`` among ``spreads`` (name, spread), ``~`` for
-    means inside its interval or equal to it as printed (nothing when every mean prints the
-    same, or the metric has no better direction)."""
+    """``*`` for the best mean of metric ``m`` among ``spreads`` (name, spread) and every
+    mean that prints as it (a tie shares the mark), ``~`` for means inside its interval
+    (nothing when every mean prints the same, or the metric has no better direction)."""
     met = metric(m)
     vals = [(n, sp) for n, sp in spreads if sp.n > 0]
     if met.better is None or len(vals) < 2 or len({met.format(v.mean) for _, v in vals}) < 2:
@@ -70,7 +71,9 @@ def best_marks(spreads: Sequence[tuple[str, Spread]], m: str) -> dict[str, str]:
     best_name, best = (min if met.better == "low" else max)(vals, key=lambda x: x[1].mean)
     out = {best_name: "*"}
     for n, sp in vals:
-        if n != best_name and (sp.overlaps(best) or met.format(sp.mean) == met.format(best.mean)):
+        if n != best_name and met.format(sp.mean) == met.format(best.mean):
+            out[n] = "*"
+        elif n != best_name and sp.overlaps(best):
             out[n] = "~"
     return out
 
@@ -141,8 +144,22 @@ def markdown_table(named: Named) -> str:
 LEGEND = (
     "all-slot: latency over every capture slot (a slot not shown counts until the next frame "
     "shown); shown: the displayed frames only. Means over the runs, ± the half-width of the "
-    "95 % interval; * the best, ~ not distinguishable from it."
+    "95 % interval; * the best (a tie shares it), ~ not distinguishable from it."
 )
+
+
+def identical_seeds_note(named: Named) -> str:
+    """A line naming the schemes whose several runs (seeds) gave identical summaries: their
+    "± 0" is not a spread over independent samples, nothing in the settings drew on the seed
+    (empty when there are none)."""
+    same = [n for n, s in named if len(runs := _runs(s)) > 1
+            and all(json.dumps(r, sort_keys=True, default=str)
+                    == json.dumps(runs[0], sort_keys=True, default=str) for r in runs)]  # fmt: skip
+    if not same:
+        return ""
+    return (f"note: every seed of {', '.join(same)} gave the same run: nothing in these settings "
+            "draws on the seed (no random loss or trace, x264 with modelled encode times, ...), "
+            "so its interval says nothing about the spread")  # fmt: skip
 
 
 def csv_text(named: Named, labels: Sequence[dict[str, Any]] | None = None) -> str:

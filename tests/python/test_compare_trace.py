@@ -138,13 +138,29 @@ def test_table_marks_and_counts_read_as_printed():
         return [{"freeze_count": f, "vmaf_mean": 90.0, "vmaf_p5": p5} for f in freezes]
 
     # A mean of counts keeps its half (0.5 freezes is not 0), and a best mark is given only
-    # where the printed values differ; a value that prints as the best's is marked like it.
+    # where the printed values differ; a value that prints as the best's shares its mark.
     named = [("a", runs([0, 1], 99.181)), ("b", runs([2, 2], 99.179)), ("c", runs([3, 3], 98))]
     head, body = report.rows(named, markdown_marks=True)
     freezes = [r[head.index("freezes")] for r in body]
     assert freezes[0] == "**0.5 ± 6.4**" and freezes[1:] == ["2 ± 0 ~", "3 ± 0 ~"]
     p5 = [r[head.index("VMAF p5")] for r in body]
-    assert p5 == ["**99.18 ± 0.00**", "99.18 ± 0.00 ~", "98.00 ± 0.00"]
+    assert p5 == ["**99.18 ± 0.00**", "**99.18 ± 0.00**", "98.00 ± 0.00"]
+    head, body = report.rows(named)
+    assert [r[head.index("VMAF p5")] for r in body] == [
+        "99.18 ± 0.00 *", "99.18 ± 0.00 *", "98.00 ± 0.00"]
     same = [("a", runs([0], 99.181)), ("b", runs([0], 99.179))]
     head, body = report.rows(same, markdown_marks=True)
     assert [r[head.index("VMAF p5")] for r in body] == ["99.18", "99.18"]
+
+
+def test_seeds_that_gave_the_same_run_are_said_to():
+    """With nothing drawing on the seed (x264 with modelled encode times on a constant trace),
+    every seed gives the same run: its "± 0" would read as a tight interval."""
+    from sluice import report
+
+    run = {"latency_all_ms": {"p95": 80.0}, "fps": 30.0}
+    other = {"latency_all_ms": {"p95": 90.0}, "fps": 30.0}
+    note = report.identical_seeds_note([("a", [run, dict(run)]), ("b", [run, other]),
+                                        ("c", [run])])  # fmt: skip
+    assert note.startswith("note: every seed of a gave the same run") and " b" not in note
+    assert report.identical_seeds_note([("b", [run, other]), ("c", run)]) == ""

@@ -148,7 +148,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(summaries, indent=2))
         return 0
     print(report.text_table([(name, summaries)]))
-    print(f"{report.LEGEND}\n\nresults: {', '.join(str(d) for d in run_dirs)}")
+    print(report.LEGEND)
+    if same := report.identical_seeds_note([(name, summaries)]):
+        print(same)
+    print(f"\nresults: {', '.join(str(d) for d in run_dirs)}")
     return 0
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -217,6 +220,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         + f"{results.MADE_BY}`{command}`\n\n"
     )
     body = report.markdown_table(named) + "\n\n" + report.LEGEND + "\n"
+    same = report.identical_seeds_note(named)
+    if same:
+        body += "\n" + same.removeprefix("note: ").capitalize() + ".\n"
     if diffs:
         body += ("\n## Settings the schemes differ in, which you did not choose\n\n"
                  + diffs + "\n")  # fmt: skip
@@ -232,6 +238,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     print(report.text_table(named))
     print(report.LEGEND)
+    if same:
+        print(same)
     note = differences.note([(r.scheme, r.config) for r in firsts], chosen)
     if note:
         print(note)

@@ -128,9 +128,7 @@ def cmd_trace_gen(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_info(args: argparse.Namespace) -> int:
-    from ..traces import bin_rates_bps, load_trace
-
-    from ..traces import is_generated
+    from ..traces import bin_rates_bps, is_generated, load_trace
 
     if args.duration is not None and not is_generated(args.file):
         raise SluiceError(f"--duration is for a generated trace (gen:SPEC); {args.file} has its "
