@@ -288,13 +288,23 @@ def _result_subdirs(d: Path) -> list[Path]:
     return sorted(e for e in entries if is_own_dir(e))
 
 
-def check_run_target(d: Path) -> None:
-    """A single run (``sluice run``) is not written into a directory that holds other runs
-    in its folders (a compare, a plan's results, a run's seeds): a report or plot of that
-    directory would then show one of them, not both. A :class:`SluiceError` if it does."""
+def check_run_target(d: Path, seeds: bool = False) -> None:
+    """``sluice run`` writes a single run, or with ``seeds`` one folder per seed (``s1``,
+    ``s2``), only into a directory that holds the same kind of result: a report or plot of
+    a directory holding two kinds (a run beside a compare, a plan's results or seeds) would
+    show one of them. A :class:`SluiceError` if it does not."""
     check_result_dir(d)  # someone else's files first
+    if seeds and is_run_dir(d):
+        raise SluiceError(f"{d} holds a single run: runs of several seeds go into a new "
+                          "directory or one that holds seeds")  # fmt: skip
     inside = _result_subdirs(d)
-    if inside and not is_run_dir(d):
+    if seeds:
+        others = [p for p in inside if not re.fullmatch(r"s\d+", p.name)]
+        if others or any((d / f).is_file() for f in ("compare.md", "summary.csv", *_PLAN_FILES)):
+            names = ", ".join(p.name for p in others[:4]) or "a compare's or plan's files"
+            raise SluiceError(f"{d} holds other results ({names}): runs of several seeds go "
+                              "into a new directory or one that holds seeds")  # fmt: skip
+    elif inside and not is_run_dir(d):
         names = ", ".join(p.name for p in inside[:4]) + (", ..." if len(inside) > 4 else "")
         raise SluiceError(
             f"{d} holds other runs in its folders ({names}): a run goes into a new directory "

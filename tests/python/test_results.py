@@ -216,6 +216,9 @@ def test_runs_and_compares_do_not_write_into_each_others_directories(sluice, tmp
     r = sluice("run", "--trace", TRACE, "--duration", DURATION, "--out", str(run_dir),
                "--seeds", "1,2")  # fmt: skip
     assert r.code == 2 and "holds a single run" in r.err, r.err
+    r = sluice("run", "--trace", TRACE, "--duration", DURATION, "--out", str(cmp_dir),
+               "--seeds", "1,2")  # fmt: skip
+    assert r.code == 2 and "holds other results (cbr)" in r.err, r.err
     assert before == {p: sorted(x.name for x in p.rglob("*")) for p in before}
     # An interrupted compare (runs, no compare.md yet) of the same schemes is redone.
     for f in results.COMPARE_FILES:

@@ -125,11 +125,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     name, cfg = o.scheme_from_args(args)
     seeds = o.seeds(args)
-    if args.out and seeds is not None and results.is_run_dir(args.out):
-        raise SluiceError(f"{args.out} holds a single run: runs of several seeds go into a "
-                          "new directory or one that holds seeds")  # fmt: skip
-    if args.out and seeds is None:
-        results.check_run_target(Path(args.out))
+    if args.out:
+        results.check_run_target(Path(args.out), seeds=seeds is not None)
     if seeds is None:
         spec = o.spec_from_args(args, name, cfg, args.out)
         _say_if_replacing(spec)
