@@ -197,12 +197,18 @@ OWN_FILES = (MANIFEST_FILE, RUN_FILE, LIVE_FILE, "compare.md", "plan.json", "res
              "experiment-spec.json", "part.json", "events.json", RELAY_LOG_FILE)  # fmt: skip
 
 
+#: Files Sluice writes beside runs it did not make (``sluice report``, ``sluice plot --out``
+#: into the directory): allowed there, but not enough to make a directory Sluice's.
+_BESIDE_FILES = ("report.html", "latency_cdf.png", "timeseries.png")
+
+
 def is_own_dir(d: Path, depth: int = 2) -> bool:
     """Whether directory ``d`` is recognisably Sluice's: it holds one of :data:`OWN_FILES`
     (or a temporary file of one being written), or, up to ``depth`` levels down, nothing
-    but directories that are Sluice's themselves, or empty, at least one of them Sluice's (a
-    compare directory whose runs are there but not yet its ``compare.md``, the parts of a
-    live session, the seeds of a run). A directory with a file of anyone else's beside
+    but directories that are Sluice's themselves, or empty, at least one of them Sluice's,
+    and the pages and plots Sluice writes of them (a compare directory whose runs are there
+    but not yet its ``compare.md``, the parts of a live session, the seeds of a run and
+    their ``report.html``). A directory with a file of anyone else's beside
     such directories is not (``--out .`` in a folder of notes and old results)."""
     try:
         entries = list(os.scandir(d))
@@ -216,6 +222,8 @@ def is_own_dir(d: Path, depth: int = 2) -> bool:
     own = False
     for e in entries:
         if not e.is_dir(follow_symlinks=False):
+            if e.name in _BESIDE_FILES:  # a page or plot Sluice wrote of the runs below
+                continue
             return False
         if is_own_dir(Path(e.path), depth - 1):
             own = True

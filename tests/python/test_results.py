@@ -220,6 +220,9 @@ def test_runs_and_compares_do_not_write_into_each_others_directories(sluice, tmp
                "--seeds", "1,2")  # fmt: skip
     assert r.code == 2 and "holds other results (cbr)" in r.err, r.err
     assert before == {p: sorted(x.name for x in p.rglob("*")) for p in before}
+    # A page of the seeds does not make their directory someone else's: they run again.
+    assert sluice("report", str(seeds_dir)).code == 0
+    _run(sluice, seeds_dir, "--seeds", "1,2")
     # An interrupted compare (runs, no compare.md yet) of the same schemes is redone.
     for f in results.COMPARE_FILES:
         (cmp_dir / f).unlink(missing_ok=True)
