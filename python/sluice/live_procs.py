@@ -271,8 +271,11 @@ def cmd_send(args: argparse.Namespace) -> int:
         files = {results.STREAM_FILE: stream,
                  results.STREAM_INDEX_FILE: Path(f"{stream}.idx")}  # fmt: skip
     cfg = config.apply_overrides(cfg, spec.overrides)
+    if args.start_timeout_s is not None and args.transport != "webrtc":
+        raise SluiceError("--start-timeout-s bounds the sender's wait for the peer's SDP "
+                          "answer: it is for --transport webrtc")  # fmt: skip
     options = {"listen": args.listen, "peer": args.peer, "idle_timeout_s": args.idle_timeout_s,
-               **_transport(args)}  # fmt: skip
+               "start_timeout_s": args.start_timeout_s, **_transport(args)}  # fmt: skip
     return _run_endpoint("sender", spec, cfg, out, options,
                          {"listen": args.listen, "peer": args.peer,
                           "transport": args.transport}, files=files)  # fmt: skip

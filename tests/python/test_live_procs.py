@@ -448,3 +448,22 @@ def test_a_sender_whose_peer_never_answers_is_one_line_and_leaves_nothing(tmp_pa
     assert len(err) == 1 and err[0].startswith("sluice: error: live sender: no answer"), err
     assert "datagrams sent" in err[0] and "no part written" in err[0], err
     assert not (tmp_path / "send").exists()
+
+
+def test_an_unanswered_webrtc_sender_takes_its_offer_back(tmp_path):
+    # A sender nobody answered (here within --start-timeout-s) leaves no offer behind: a
+    # receiver started later would answer it, and the next sender would wait in vain.
+    s, x = _free_ports(2)
+    sdp = tmp_path / "sdp"
+    sdp.mkdir()
+    send = _sluice(["live", "send", "--listen", _addr(s), "--peer", _addr(x), "--duration", "2",
+                    "--transport", "webrtc", "--sdp-out", str(sdp / "offer.sdp"), "--sdp-in",
+                    str(sdp / "answer.sdp"), "--start-timeout-s", "1", "--out", "send"],
+                   tmp_path)  # fmt: skip
+    _, err = send.communicate(timeout=60)
+    assert send.returncode == 2 and "no SDP from the peer" in err, err
+    assert not any(sdp.iterdir()), sorted(p.name for p in sdp.iterdir())
+    rtp = _sluice(["live", "send", "--listen", _addr(s), "--peer", _addr(x), "--duration", "2",
+                   "--start-timeout-s", "1", "--out", "send"], tmp_path)  # fmt: skip
+    _, err = rtp.communicate(timeout=60)
+    assert rtp.returncode == 2 and "is for --transport webrtc" in err, err

@@ -174,12 +174,18 @@ fn signal_and_connect(
     let local = socket.local_addr().map_err(|e| format!("socket: {e}"))?;
     let mut w = WebRtc::new(side, local, peer, Instant::now())?;
     // Each side takes its peer's file away once read, so a later session never reads a
-    // stale one; the sender, which starts the exchange, also clears an answer left behind.
+    // stale one; the sender, which starts the exchange, also clears an answer left behind,
+    // and takes its offer back when no answer came.
     match side {
         Side::Sender => {
             let _ = std::fs::remove_file(sdp_in);
             write_whole(sdp_out, &w.offer()?)?;
-            let Some(answer) = wait_for_file(sdp_in, ctl, timeout)? else { return Ok(None) };
+            let answer = wait_for_file(sdp_in, ctl, timeout);
+            if !matches!(answer, Ok(Some(_))) {
+                // Nobody took the offer: a receiver started later must not answer it.
+                let _ = std::fs::remove_file(sdp_out);
+            }
+            let Some(answer) = answer? else { return Ok(None) };
             let _ = std::fs::remove_file(sdp_in);
             w.accept_answer(&answer)?;
         }

@@ -198,6 +198,11 @@ def _add_endpoint(p: argparse.ArgumentParser, role: str, peers: list[tuple[str, 
             help="end once nothing came back from the peer for this long, counted from the "
             f"start (default {DEFAULT_IDLE_TIMEOUT_S:g}; a peer that never answers: exit 2)",
         )  # fmt: skip
+        g.add_argument(
+            "--start-timeout-s", type=timeout, default=None, metavar="S",
+            help="with webrtc: give up (exit 2) if the peer's SDP answer did not come in this "
+            "time, or the call did not connect (default 60)",
+        )  # fmt: skip
     else:
         g.add_argument(
             "--idle-timeout-s", type=timeout, default=DEFAULT_IDLE_TIMEOUT_S, metavar="S",
