@@ -126,6 +126,36 @@ def load(where: str | Path, results_root: str | Path = "results") -> Results:
     return Results(table, plan, p)
 
 
+def quality_words(mode: str | None) -> str:
+    """How a plan's quality mode scored (``quality fast (VMAF, SSIM, PSNR on every 5th
+    slot)``), for report headers."""
+    mode = mode or "fast"
+    how = {"fast": " (VMAF, SSIM, PSNR on every 5th slot)", "full": " (VMAF, SSIM, PSNR on "
+           "every slot)", "none": " (not scored)"}.get(mode, "")  # fmt: skip
+    return f"quality {mode}{how}"
+
+
+def require_schemes(res: Results, wanted: Sequence[str], reports: str) -> None:
+    """A :class:`SluiceError` unless ``res`` holds runs of some of ``wanted``: a report on
+    results without its schemes would be a page of dashes (``reports``: the plans it is
+    written for)."""
+    have = set(res.table["scheme"]) if "scheme" in res.table else set()
+    if not have & set(wanted):
+        raise SluiceError(f"{res.path}: no runs of this report's schemes "
+                          f"({', '.join(wanted)}); it reports {reports}")  # fmt: skip
+
+
+def run_encoder(res: Results) -> str:
+    """``x264`` or ``model``: the encoder of the results' first run."""
+    from .. import results
+
+    d = res.table["run_dir"] if "run_dir" in res.table else []
+    if len(d) == 0:
+        return "model"
+    enc = (results.read_header(d.iloc[0]).get("config") or {}).get("encoder") or {}
+    return "x264" if enc.get("kind") == "x264" else "model"
+
+
 # --- formatting -----------------------------------------------------------------------------
 
 

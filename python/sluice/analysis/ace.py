@@ -45,6 +45,7 @@ from . import (
     pct,
     prose,
     provenance,
+    quality_words,
     relative_to_cwd,
     report_main,
     write_markdown,
@@ -489,8 +490,8 @@ def _settings(res: Results) -> str:
     fps = f"{cfg.get('fps', math.nan):g}" if fps_set else "each clip's own"
     return (
         f"{cfg.get('duration_s', math.nan):g} s per run, seed {seeds}, {width}, "
-        f"fps {fps}, x264 encode time {enc.get('encode_time', '-')}, quality "
-        f"{video.get('quality', 'fast')} (VMAF every 5th frame with fast), drop-tail queue "
+        f"fps {fps}, x264 encode time {enc.get('encode_time', '-')}, "
+        f"{quality_words(video.get('quality'))}, drop-tail queue "
         f"{down.get('queue_bytes')} B, one-way delay {down.get('delay_ms', math.nan):g} ms"
     )
 

@@ -249,7 +249,8 @@ def write_report(res_dir: Path, report_dir: Path, command: str) -> Path:
     df = res.table
     if df.empty:
         raise SluiceError(f"no finished runs in {res_dir}")
-    missing = [c for c in ("latency_all_ms_p95", "vmaf_mean") if c not in df]
+    missing = [c for c in ("latency_all_ms_p95", "vmaf_mean")
+               if c not in df or not df[c].notna().any()]  # fmt: skip
     if missing:
         raise SluiceError(f"{res_dir}: results without {', '.join(missing)} (the leaderboard "
                           "needs clips scored for quality)")  # fmt: skip

@@ -49,6 +49,7 @@ from . import (
     provenance,
     relative_to_cwd,
     report_main,
+    require_schemes,
     write_markdown,
 )
 from .cells import (
@@ -589,6 +590,10 @@ def write_report(
     heldout = prepare(heldout_res, "x264") if heldout_res else None
     if (x264 is None or x264.empty) and (model is None or model.empty):
         raise SluiceError("no finished runs to report")
+    for r in (x264_res, model_res):
+        if r is not None:
+            require_schemes(r, (*MAIN, *ABLATION, *LATCH),
+                            "experiments/mae.toml and mae-model.toml's results")  # fmt: skip
     import pandas as pd
 
     x264 = x264 if x264 is not None else pd.DataFrame(columns=["scheme", "trace", "network"])
@@ -614,9 +619,12 @@ def write_report(
         return figure(*figs[key], out_dir)
 
     L: list[str] = ["# MAE (NSDI '26) in Sluice\n"]
-    plans = ", ".join(f"`experiments/{n}.toml`" for n, d in (
-        ("mae", x264), ("mae-model", model), ("mae-clips", clips),
-        ("checks/mae-heldout", heldout)) if d is not None and len(d))  # fmt: skip
+    # The plan each set of runs came from, as its plan.json says (the shipped plan's name
+    # for results from before it said).
+    plans = ", ".join(f"`{_plan_file(r, f'experiments/{n}.toml')}`" for n, r, d in (
+        ("mae", x264_res, x264), ("mae-model", model_res, model),
+        ("mae-clips", clips_res, clips), ("checks/mae-heldout", heldout_res, heldout))
+        if d is not None and len(d))  # fmt: skip
     L.append(prose(REPORT, "intro", prog=PROG, plans=plans,
                    csv=os.path.relpath(csv_path, out_dir)))  # fmt: skip
     L += provenance(both["git_sha"], command)
@@ -800,6 +808,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="where mae.md, mae-runs.csv and img/ go (default: <first results directory>/report)",
     )
     return p.parse_args(argv)
+
+
+def _plan_file(res: Results | None, default: str) -> str:
+    plan = (res.plan or {}).get("plan") if res is not None else None
+    return relative_to_cwd(plan) if plan else default
 
 
 def _encoder(res: Results) -> str:

@@ -48,8 +48,11 @@ from . import (
     pct,
     prose,
     provenance,
+    quality_words,
     relative_to_cwd,
     report_main,
+    require_schemes,
+    run_encoder,
     signed_pct,
     write_markdown,
 )
@@ -492,8 +495,7 @@ def _settings(res: Results) -> str:
     seeds = ", ".join(str(s) for s in sorted(set(df["seed"])))
     if enc.get("kind") == "x264":
         encoder = (f"libx264 {enc.get('preset', '')}, encode time {enc.get('encode_time', '-')}, "
-                   f"quality {(res.plan.get('video') or {}).get('quality', 'fast')} (VMAF, SSIM, "
-                   "PSNR on every 5th slot)")  # fmt: skip
+                   + quality_words((res.plan.get("video") or {}).get("quality")))
     else:
         encoder = f"model encoder ({enc.get('width')}x{enc.get('height')})"
     down = cfg.get("downlink") or {}
@@ -528,6 +530,13 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
     df = model.table.copy()
     if df.empty:
         raise SluiceError(f"{model.path}: no finished runs to report")
+    plans = "experiments/vidaptive.toml and vidaptive-x264.toml's results"
+    require_schemes(model, (*MAIN, *ABLATION), plans)
+    if run_encoder(model) != "model":
+        raise SluiceError(f"{model.path}: its runs are on x264; the first results are the "
+                          "model encoder's (experiments/vidaptive.toml), x264's come second")
+    if x264 is not None:
+        require_schemes(x264, (*MAIN, *ABLATION), plans)
     xdf = x264.table.copy() if x264 is not None else df.iloc[0:0]
     out_dir = Path(report_dir)
     img = out_dir / "img"

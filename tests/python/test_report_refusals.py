@@ -1,0 +1,43 @@
+"""The paper reports refuse results they cannot report (none of their schemes, no quality
+scores) in one line, before writing anything: a page of dashes, or a leaderboard ranked on
+NaN, under a header naming a plan the runs did not come from, misleads."""
+
+from __future__ import annotations
+
+import pytest
+from sluice.analysis import leaderboard, mae, vidaptive
+
+
+@pytest.fixture(scope="module")
+def other_results(tmp_path_factory):
+    from sluice.cli import main
+
+    root = tmp_path_factory.mktemp("other")
+    plan = root / "other.toml"
+    plan.write_text('name = "other"\n[set]\nduration_s = 1\n[[scheme]]\nname = "cbr"\n'
+                    '[[trace]]\npath = "gen:constant:5"\nnetwork = "synthetic"\n')  # fmt: skip
+    assert main(["matrix", str(plan), "--jobs", "1", "--results", str(root / "results")]) == 0
+    return root / "results" / "other"
+
+
+@pytest.mark.parametrize("report, needle", [
+    (mae, "no runs of this report's schemes"),
+    (vidaptive, "no runs of this report's schemes"),
+    (leaderboard, "results without vmaf_mean"),
+])  # fmt: skip
+def test_a_report_without_what_it_reads_is_one_line(report, needle, other_results, tmp_path,
+                                                    capsys):
+    capsys.readouterr()
+    out = tmp_path / "rep"
+    assert report.main([str(other_results), "--report-dir", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err
+    assert not out.exists()
+
+
+def test_report_headers_say_how_quality_was_scored():
+    from sluice.analysis import quality_words
+
+    assert quality_words("none") == "quality none (not scored)"
+    assert quality_words(None) == quality_words("fast")
+    assert "every 5th slot" in quality_words("fast") and "every slot" in quality_words("full")
