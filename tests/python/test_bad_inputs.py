@@ -525,6 +525,12 @@ CASES += [
          "--backend ray", files={"p.toml": _plan("")}),
     case("matrix-only-empty", [*MATRIX, "--only", ""], "--only lists no scheme",
          files={"p.toml": _plan("")}),
+    case("browser-scheme-event-log", ["browser", "run", "--scheme", "ace", "--event-log",
+                                      "--trace", T, "--out", "o"], "--event-log",
+         "not taken with --scheme"),
+    case("browser-receiver-degradation", ["browser", "run", "--receiver", "sluice",
+                                          "--degradation", "default", "--trace", T, "--out",
+                                          "o"], "--degradation", "--receiver sluice"),
     case("plan-sweep-label-slash", MATRIX, "p.toml", "sweep 1", "label 'a/b'", "letters",
          files={"p.toml": _plan("") + '[[sweep]]\npath = "cc.pacing_factor"\n'
                 'values = [2.0]\nlabel = "a/b"\n'}),

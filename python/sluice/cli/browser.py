@@ -32,7 +32,8 @@ def add_commands(sub: Any) -> None:
         "shipped bbb-intro clip)",
     )  # fmt: skip
     v.add_argument(
-        "--width", type=o.int_in(16, "width"), default=None, metavar="W",
+        "--width", type=o.int_in(16, "a width in pixels in [16, 16384]", 16384), default=None,
+        metavar="W",
         help=f"capture width, aspect kept (default {harness.DEFAULT_WIDTH})",
     )  # fmt: skip
     v.add_argument(
@@ -46,7 +47,7 @@ def add_commands(sub: Any) -> None:
     )  # fmt: skip
     v.add_argument(
         "--degradation", choices=[d for d in harness.DEGRADATIONS if d] + ["default"],
-        default=harness.DEFAULT_DEGRADATION,
+        default=None,
         help="the sender's degradationPreference: what Chromium gives up under limited "
         "bandwidth (default maintain-resolution, as Sluice's encoders; `default` leaves "
         "Chromium's own, which scales the resolution down)",
@@ -81,16 +82,28 @@ def add_commands(sub: Any) -> None:
 
 def cmd_browser_run(args: argparse.Namespace) -> int:
     from ..browser import harness
+    from ..errors import SluiceError
 
+    if args.receiver == "sluice" or args.scheme is not None:
+        # Options of a Chromium-to-Chromium session that these modes would not use.
+        mode = "--receiver sluice" if args.receiver == "sluice" else "--scheme"
+        unused = [flag for flag, given in (
+            ("--event-log", args.event_log), ("--degradation", args.degradation is not None),
+            ("--max-bitrate-kbps", args.scheme is not None and args.max_bitrate_kbps)) if given]
+        if unused:
+            raise SluiceError(f"{', '.join(unused)}: not taken with {mode}; only a session "
+                              "of Chromium to Chromium (without either) uses "
+                              f"{'it' if len(unused) == 1 else 'them'}")  # fmt: skip
     if args.receiver == "sluice":
         return _sluice_receiver(args)
     if args.scheme is not None:
         return _sluice_sender(args)
+    degradation = args.degradation or harness.DEFAULT_DEGRADATION
     # The relay's links only: drop-tail, as every WebRTC path.
     run_dir = harness.run(_spec(args, "webrtc"), codec=args.codec or "vp8",
                           keep_work=args.keep_work,
                           quiet=args.json, max_kbps=args.max_bitrate_kbps,
-                          degradation="" if args.degradation == "default" else args.degradation,
+                          degradation="" if degradation == "default" else degradation,
                           event_log=args.event_log)  # fmt: skip
     o.print_summary("chrome", run_dir, args.json)
     return 0
