@@ -31,6 +31,10 @@ from .errors import output_file  # noqa: E402
 from .metrics import metric  # noqa: E402
 from .results import Run  # noqa: E402
 
+#: Colours of runs that are not registered schemes: Chromium's own sender (``browser run``),
+#: whose derived hue fell next to ``webrtc``'s blue.
+OTHER_COLORS = {"chrome": "#6a3d9a"}
+
 
 def scheme_color(name: str, base: str | None = None) -> str:
     """The colour of scheme ``name`` in every plot: the registry's; else, for a variant of a
@@ -40,7 +44,10 @@ def scheme_color(name: str, base: str | None = None) -> str:
     reg = registry_colors()
     if name in reg:
         return reg[name]
+    if name in OTHER_COLORS:
+        return OTHER_COLORS[name]
     h = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big") / 2**32
+    reg = {**reg, **OTHER_COLORS}
     if base not in reg:
         base = max((b for b in reg if name.startswith(b + "-")), key=len, default=None)
     if base is not None:
@@ -57,8 +64,15 @@ def scheme_color(name: str, base: str | None = None) -> str:
 
 
 def scheme_colors(runs: Sequence[Run]) -> list[str]:
-    """One colour per run (:func:`scheme_color` of its scheme)."""
-    return [scheme_color(r.scheme) for r in runs]
+    """One colour per run: :func:`scheme_color` of its scheme, and for a scheme's second
+    and later runs in one plot (two traces, two seeds) a shade of it, so their lines differ."""
+    seen: dict[str, int] = {}
+    out = []
+    for r in runs:
+        k = seen[r.scheme] = seen.get(r.scheme, -1) + 1
+        out.append(scheme_color(r.scheme) if k == 0 else scheme_color(f"{r.scheme}-#{k}",
+                                                                      base=r.scheme))
+    return out
 
 
 def run_labels(runs: Sequence[Run]) -> list[str]:
@@ -133,7 +147,7 @@ def plot_latency_cdf(runs: Sequence[Run], out: str | os.PathLike[str], logx: boo
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
     for run, color, label in zip(runs, scheme_colors(runs), run_labels(runs)):
         cdf_line(ax, latency_ms(run), color, label)
-    cdf_axes(ax, logx, _title(runs, "Frame latency CDF"))
+    cdf_axes(ax, logx, _title(runs, "Frame latency CDF", width=80))
     return save(fig, out)
 
 
@@ -233,25 +247,41 @@ def plot_runs(
     ]
 
 
-def _title(runs: Sequence[Run], what: str) -> str:
+def _net_words(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    """(setting, how the title says it) of one run's downlink."""
+    out = []
+    if cfg.get("delay_ms") is not None:
+        out.append(("delay", f"{cfg['delay_ms']:g} ms one-way"))
+    if cfg.get("queue_bytes"):
+        out.append(("queue", f"queue {cfg['queue_bytes']} B"))
+    elif cfg.get("queue_packets"):
+        out.append(("queue", f"queue {cfg['queue_packets']} pkts"))
+    else:
+        out.append(("queue", "unlimited queue"))
+    if cfg.get("loss"):
+        out.append(("loss", f"loss {cfg['loss']:g}"))
+    return out
+
+
+def _title(runs: Sequence[Run], what: str, width: int = 100) -> str:
+    """``what``, the traces, and the network settings the runs share (a setting in which
+    they differ is said to differ, not given as the first run's), wrapped to fit a figure."""
+    import textwrap
+
     traces = sorted({r.trace_name for r in runs})
     if not runs:
         return what
-    cfg = runs[0].config.get("downlink", {})
+    per_run = [dict(_net_words(r.config.get("downlink", {}))) for r in runs]
     net = []
-    if cfg.get("delay_ms") is not None:
-        net.append(f"{cfg['delay_ms']:g} ms one-way")
-    if cfg.get("queue_bytes"):
-        net.append(f"queue {cfg['queue_bytes']} B")
-    elif cfg.get("queue_packets"):
-        net.append(f"queue {cfg['queue_packets']} pkts")
-    if cfg.get("loss"):
-        net.append(f"loss {cfg['loss']:g}")
+    for key in dict.fromkeys(k for words in per_run for k in words):
+        said = {words.get(key, "") for words in per_run}
+        net.append(next(iter(said)) if len(said) == 1 else f"{key} differs")
     # Which seed each curve is (compare --seeds draws its first seed's runs only).
     seeds = sorted({int(r.seed) for r in runs if r.seed is not None})
     if seeds:
         net.append(("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds)))
-    return f"{what}: {', '.join(traces)}" + (f" ({', '.join(net)})" if net else "")
+    text = f"{what}: {', '.join(traces)}" + (f" ({', '.join(net)})" if net else "")
+    return "\n".join(textwrap.wrap(text, width))
 
 
 def save(fig: plt.Figure, out: str | os.PathLike[str]) -> Path:

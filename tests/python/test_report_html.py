@@ -139,3 +139,33 @@ def test_the_delivered_rate_stands_apart_from_a_dark_schemes_target(tmp_path, ca
         assert lines["target"] == plots.scheme_color(scheme)
         assert lines["target"] != lines["delivered"], (scheme, lines)
     assert drawn[str(tmp_path / "webrtc.png")]["delivered"] == "#000000"
+
+
+def test_plot_titles_say_only_what_every_run_shares():
+    """A title gave the first run's queue for every run (a live run without a queue limit
+    was titled with the simulated run's 100000 B)."""
+    from types import SimpleNamespace
+
+    from sluice import plots
+
+    def run(queue, seed=1, trace="t"):
+        return SimpleNamespace(trace_name=trace, seed=seed, config={
+            "downlink": {"delay_ms": 20, "queue_bytes": queue, "loss": 0}})  # fmt: skip
+
+    same = plots._title([run(100_000), run(100_000)], "CDF")
+    assert "queue 100000 B" in same and "20 ms one-way" in same
+    mixed = plots._title([run(100_000), run(None, trace="u" * 120)], "CDF", width=60)
+    assert "queue differs" in mixed and "100000" not in mixed and "20 ms one-way" in mixed
+    assert all(len(line) <= 60 for line in mixed.splitlines())
+    assert plots.scheme_color("chrome") != plots.scheme_color("webrtc")
+
+
+def test_two_runs_of_one_scheme_are_drawn_apart():
+    from types import SimpleNamespace
+
+    from sluice import plots
+
+    runs = [SimpleNamespace(scheme=s) for s in ("webrtc", "webrtc", "ace", "chrome", "chrome")]
+    colors = plots.scheme_colors(runs)
+    assert colors[0] == plots.scheme_color("webrtc") and colors[2] == plots.scheme_color("ace")
+    assert len(set(colors)) == len(colors)
