@@ -298,5 +298,6 @@ def run_live(
 
     out = simulate(spec, session).write()
     if sessions and sessions[0].interrupted:
+        print(f"results (the run until it was stopped): {out}", file=sys.stderr)
         raise sessions[0].interrupt  # Ctrl-C: exit 130; SIGTERM (Terminated): 143
     return out

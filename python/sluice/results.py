@@ -578,6 +578,18 @@ def compare_rows(d: str | os.PathLike[str]) -> list[dict[str, str]]:
         return [r for r in csv.DictReader(f) if r.get("scheme")]
 
 
+def no_run_file(run_dir: str | os.PathLike[str]) -> str:
+    """Why ``run_dir`` has no run to read, and what to do where that is known."""
+    d = Path(run_dir)
+    if (d / "part.json").is_file():
+        return (f"{run_dir} is one endpoint's part of a live session: `sluice live merge` "
+                "makes the run of a session's parts")  # fmt: skip
+    if (d / "compare.md").is_file() or _result_subdirs(d):
+        return (f"{run_dir} holds several runs in its folders, not one run: give one of "
+                "them, or use `sluice report` on it")  # fmt: skip
+    return f"not a sluice run directory (no {RUN_FILE}): {run_dir}"
+
+
 def read_header(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The header of ``run_dir/run.jsonl``, checked (cheap: reads one line)."""
     path = Path(run_dir) / RUN_FILE
@@ -585,7 +597,7 @@ def read_header(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         with open(path, encoding="utf-8") as f:
             first = f.readline()
     except FileNotFoundError:
-        raise SluiceError(f"not a sluice run directory (no {RUN_FILE}): {run_dir}") from None
+        raise SluiceError(no_run_file(run_dir)) from None
     except OSError as e:
         raise SluiceError(f"cannot read {path}: {e.strerror or e}") from None
     return _check_header(_parse_line(first, path, 1), path)
@@ -637,7 +649,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
     try:
         f = open(path, encoding="utf-8")
     except FileNotFoundError:
-        raise SluiceError(f"not a sluice run directory (no {RUN_FILE}): {run_dir}") from None
+        raise SluiceError(no_run_file(run_dir)) from None
     except OSError as e:
         raise SluiceError(f"cannot read {path}: {e.strerror or e}") from None
     with f:

@@ -531,6 +531,11 @@ CASES += [
     case("browser-receiver-degradation", ["browser", "run", "--receiver", "sluice",
                                           "--degradation", "default", "--trace", T, "--out",
                                           "o"], "--degradation", "--receiver sluice"),
+    case("plot-of-a-live-part", ["plot", "p", "--out", "o"], "live session",
+         "sluice live merge", files={"p/part.json": "{}\n"}),
+    case("trace-gen-with-gen-prefix", ["trace", "gen", "gen:constant:12", "--duration", "2",
+                                       "--out", "t.mahi"], 'without its "gen:" prefix',
+         '"constant:12"'),
     case("plan-sweep-label-slash", MATRIX, "p.toml", "sweep 1", "label 'a/b'", "letters",
          files={"p.toml": _plan("") + '[[sweep]]\npath = "cc.pacing_factor"\n'
                 'values = [2.0]\nlabel = "a/b"\n'}),

@@ -152,6 +152,9 @@ def test_a_signal_stops_a_live_run_and_still_writes_its_results(tmp_path, sig, c
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err
     assert "Traceback" not in err
+    # It says where the run so far went, then that it was interrupted.
+    assert err.strip().splitlines()[-2:] == [
+        f"results (the run until it was stopped): {out}", "sluice: interrupted"], err
     run = results.load_run(out)
     assert 30 <= len(run.frames) < 600
     assert run.summary["interrupted"] is True  # its rates count the planned 60 s

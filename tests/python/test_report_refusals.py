@@ -41,3 +41,11 @@ def test_report_headers_say_how_quality_was_scored():
     assert quality_words("none") == "quality none (not scored)"
     assert quality_words(None) == quality_words("fast")
     assert "every 5th slot" in quality_words("fast") and "every slot" in quality_words("full")
+
+
+def test_the_chrome_report_given_a_directory_asks_for_the_plan(tmp_path, capsys):
+    from sluice.analysis import chrome
+
+    assert chrome.main([str(tmp_path), "--report-dir", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a directory: give the plan file" in err[0], err

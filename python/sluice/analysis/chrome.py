@@ -82,6 +82,9 @@ def load_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
     from ..plan import tomllib
 
     p = Path(path)
+    if p.is_dir():
+        raise SluiceError(f"{p} is a directory: give the plan file (a .toml whose results "
+                          "--results holds)")  # fmt: skip
     try:
         plan = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as e:

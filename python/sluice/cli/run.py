@@ -369,7 +369,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         elif not d.exists():
             raise SluiceError(f"no such run directory: {d}")
         else:
-            raise SluiceError(f"not a sluice run directory (no {results.RUN_FILE}): {d}")
+            raise SluiceError(results.no_run_file(d))
     runs = [results.load_run(d) for d in dirs]
     if args.out:
         out = Path(args.out)

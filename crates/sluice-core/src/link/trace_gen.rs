@@ -151,6 +151,13 @@ impl TraceSpec {
                 };
                 TraceSpec::Poisson { rate_mbps: parse_num("rate", args[0])?, seed }
             }
+            "gen" => {
+                // `gen:constant:12` where only the spec is asked for (`trace gen SPEC`).
+                return Err(format!(
+                    "trace spec {s:?}: give the spec without its \"gen:\" prefix ({:?}); {USAGE}",
+                    s.trim().trim_start_matches("gen:")
+                ));
+            }
             other => return Err(format!("trace spec {s:?}: unknown kind {other:?}; {USAGE}")),
         };
         spec.validate()?;
@@ -413,6 +420,8 @@ mod tests {
         assert!(e.contains("missing ':'"), "{e}");
         let e = TraceSpec::parse_cli("wobbly:1").unwrap_err();
         assert!(e.contains("unknown kind \"wobbly\""), "{e}");
+        let e = TraceSpec::parse_cli("gen:constant:12").unwrap_err();
+        assert!(e.contains("without its \"gen:\" prefix (\"constant:12\")"), "{e}");
         let e = TraceSpec::parse_cli("constant:abc").unwrap_err();
         assert!(e.contains("\"abc\" is not a number"), "{e}");
         let e = TraceSpec::parse_cli("constant:-1").unwrap_err();
