@@ -302,6 +302,9 @@ def check_run_target(d: Path, seeds: bool = False) -> None:
     a directory holding two kinds (a run beside a compare, a plan's results or seeds) would
     show one of them. A :class:`SluiceError` if it does not."""
     check_result_dir(d)  # someone else's files first
+    if (d / "part.json").is_file():
+        raise SluiceError(f"{d} is one endpoint's part of a live session: give the run a "
+                          "directory of its own")  # fmt: skip
     if seeds and is_run_dir(d):
         raise SluiceError(f"{d} holds a single run: runs of several seeds go into a new "
                           "directory or one that holds seeds")  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import sys
+from pathlib import Path
 from typing import Any
 
 from . import options as o
@@ -236,10 +237,11 @@ def _add_endpoint(p: argparse.ArgumentParser, role: str, peers: list[tuple[str, 
 
 
 def cmd_live_run(args: argparse.Namespace) -> int:
-    from .. import live
+    from .. import live, results
 
     name, cfg = o.scheme_from_args(args)
     spec = live.with_default_out(o.spec_from_args(args, name, cfg, args.out))
+    results.check_run_target(Path(spec.resolved_out_dir()))
     run_dir = live.run_live(spec, live.faults_from_args(args), bind=args.bind,
                             forward_rtp=args.forward_rtp, restarts=live.restarts_from_args(args),
                             transport=args.transport)  # fmt: skip
