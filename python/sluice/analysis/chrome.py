@@ -334,8 +334,9 @@ def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
 
     traces = [t["label"] for t in plan["trace"]]
     caps = [c["label"] for c in plan["cap"]]
-    fig, axes = plt.subplots(len(traces), len(caps), figsize=(5.5 * len(caps), 2.2 * len(traces)),
+    fig, axes = plt.subplots(len(traces), len(caps), figsize=(6 * len(caps), 2.8 * len(traces)),
                              sharex=False, squeeze=False)  # fmt: skip
+    handles: dict[str, Any] = {}
     colors = {"sim": scheme_color("webrtc"), "live": "#2ca02c", "chrome": "#d62728"}
     extra = iter(("#9467bd", "#8c564b", "#e377c2", "#17becf"))
     for v in plan.get("variant", []):
@@ -343,6 +344,7 @@ def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
     for i, t in enumerate(traces):
         for j, c in enumerate(caps):
             ax = axes[i][j]
+            top_capacity = 0.0
             for side in sides(plan):
                 d = root / t / c / side
                 if not results.is_complete(d):
@@ -361,17 +363,31 @@ def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
                 if side == "sim":
                     ax.fill_between(s["t_us"] / 1e6, 0, s["link_capacity_bps"] / 1e6,
                                     color="0.85", lw=0, label="capacity", step="post")  # fmt: skip
+                    top_capacity = float(s["link_capacity_bps"].max()) / 1e6
             ax.set_title(f"{t}, {c}", fontsize=9)
             ax.set_ylabel("Mbit/s", fontsize=8)
             ax.tick_params(labelsize=7)
             cap = next(x["kbps"] for x in plan["cap"] if x["label"] == c) / 1e3
-            ax.set_ylim(0, min(cap * 1.6, ax.get_ylim()[1]))
-            if i == 0 and j == 0:
-                ax.legend(fontsize=7, loc="upper right")
+            # Zoomed on the targets (up to 1.6x the bitrate cap): a capacity above that is
+            # said, not left to fill the panel unread.
+            top = min(cap * 1.6, ax.get_ylim()[1])
+            ax.set_ylim(0, top)
+            if top_capacity > top:
+                ax.text(0.01, 0.97, f"capacity up to {top_capacity:.1f} Mbit/s, above the axis",
+                        transform=ax.transAxes, fontsize=7, va="top", color="0.35")  # fmt: skip
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(lab, h)
     for ax in axes[-1]:
         ax.set_xlabel("time (s)", fontsize=8)
     fig.suptitle("GCC's target: Sluice's webrtc (simulator, live) and Chromium 156", fontsize=10)
-    fig.tight_layout()
+    bottom = 0.0
+    if handles:  # one legend under the panels, not over a panel's lines
+        ncols = max(1, min(len(handles), 3 * len(caps)))
+        rows = -(-len(handles) // ncols)
+        fig.legend(list(handles.values()), list(handles), loc="lower center", fontsize=7,
+                   ncols=ncols, frameon=False)  # fmt: skip
+        bottom = (0.02 + 0.18 * rows) / (2.8 * len(traces))
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     return save(fig, out)
 
 
