@@ -455,8 +455,9 @@ def write_report(
     made = results.made_by(d)
     if made and made != command:
         prov.append(f"runs made by: {made}")
-    if command:
-        prov.append(f"{'command' if made == command else 'this page made by'}: {command}")
+    if command:  # a page written again of a compare: the runs' command, then the page's
+        again = made is not None and made != command
+        prov.append(f"{'this page made by' if again else 'command'}: {command}")
     if plan:
         prov.append(
             "plan: "

@@ -238,15 +238,16 @@ class Plan:
 
     def check_inputs(self, warn: bool = True) -> None:
         """Checks that trace and clip files exist and traces parse. A missing optional one is
-        dropped with its cells and a warning (recorded in :attr:`skipped`); anything else is
-        a :class:`SluiceError` naming the input."""
+        dropped with its cells and a warning (recorded in :attr:`skipped`); anything else (a
+        directory, a malformed trace, optional or not) is a :class:`SluiceError` naming the
+        input."""
         per_input = len(self.schemes) * len(self.seeds or [None])
         keep_t = []
         for t in self.traces:
             why = _trace_problem(t)
             if why is None:
                 keep_t.append(t)
-            elif t.optional:
+            elif t.optional and _missing(why):
                 n = per_input * len(self.clips)
                 self._skip(f"trace '{t.label}' and its {n} cells skipped: {why}", warn)
             else:
@@ -258,7 +259,7 @@ class Plan:
                 continue
             why = (f"video file {c.path} is a directory, not a file" if Path(c.path).is_dir()
                    else f"video file not found: {c.path}")  # fmt: skip
-            if c.optional:
+            if c.optional and _missing(why):
                 n = per_input * len(keep_t)
                 self._skip(f"clip '{c.label}' and its {n} cells skipped: {why}", warn)
             else:
@@ -328,9 +329,15 @@ def _trace_problem(t: PlanTrace) -> str | None:
     return None
 
 
+def _missing(why: str) -> bool:
+    """Whether a plan input's problem is that its file is missing: the one problem
+    ``optional = true`` skips (a directory or a malformed trace is a mistake to fix)."""
+    return "not found" in why
+
+
 def _missing_hint(why: str) -> str:
     """The hint for a plan input that cannot be used: only a missing file may be skipped."""
-    return " (mark it optional = true to skip it)" if "not found" in why else ""
+    return " (mark it optional = true to skip it)" if _missing(why) else ""
 
 
 # --- loading --------------------------------------------------------------------------------

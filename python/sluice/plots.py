@@ -70,9 +70,22 @@ def scheme_colors(runs: Sequence[Run]) -> list[str]:
     out = []
     for r in runs:
         k = seen[r.scheme] = seen.get(r.scheme, -1) + 1
-        out.append(scheme_color(r.scheme) if k == 0 else scheme_color(f"{r.scheme}-#{k}",
-                                                                      base=r.scheme))
+        out.append(_shade(scheme_color(r.scheme), k))
     return out
+
+
+def _shade(color: str, k: int) -> str:
+    """``color`` itself for ``k`` 0, else its ``k``-th shade: lighter and darker in turn, a
+    step further each pair (+0.15, -0.15, +0.3, -0.3, ... of lightness), skipping the steps
+    that would leave [0.1, 0.9], so every ``k`` gets its own shade."""
+    if k == 0:
+        return color
+    hue, light, sat = colorsys.rgb_to_hls(*matplotlib.colors.to_rgb(color))
+    offsets = (0.15 * (n // 2 + 1) * (1 if n % 2 == 0 else -1) for n in range(40))
+    feasible = [light + d for d in offsets if 0.1 <= light + d <= 0.9]
+    new = feasible[(k - 1) % len(feasible)]
+    rgb = colorsys.hls_to_rgb(hue, new, sat)
+    return matplotlib.colors.to_hex(tuple(min(max(c, 0.0), 1.0) for c in rgb))
 
 
 def run_labels(runs: Sequence[Run]) -> list[str]:

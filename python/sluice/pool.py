@@ -44,6 +44,17 @@ def _run_caught(spec: RunSpec) -> tuple[bool, str]:
         return False, one_line(e)
 
 
+def check_pool(backend: str, jobs: int | None, address: str | None) -> None:
+    """Where runs go, checked before anything is run or replaced (:func:`run_many` checks
+    again)."""
+    if backend not in BACKENDS:
+        raise SluiceError(f"unknown backend {backend!r} (expected one of: {', '.join(BACKENDS)})")
+    if jobs is not None and jobs < 1:
+        raise SluiceError(f"--jobs must be at least 1, got {jobs}")
+    if address and backend != "ray":
+        raise SluiceError("--address is the Ray cluster's: add --backend ray")
+
+
 def run_many(
     specs: list[RunSpec],
     jobs: int | None = None,
@@ -65,12 +76,7 @@ def run_many(
     raised, unless ``keep_going``: then a run that fails is a :class:`RunFailure` in the list
     (its cause on one line) and the others go on.
     """
-    if backend not in BACKENDS:
-        raise SluiceError(f"unknown backend {backend!r} (expected one of: {', '.join(BACKENDS)})")
-    if jobs is not None and jobs < 1:
-        raise SluiceError(f"--jobs must be at least 1, got {jobs}")
-    if address and backend != "ray":
-        raise SluiceError("--address is the Ray cluster's: add --backend ray")
+    check_pool(backend, jobs, address)
     ray_jobs = jobs
     outs = [s.resolved_out_dir() for s in specs]
     if len(set(map(os.path.abspath, outs))) != len(outs):

@@ -282,7 +282,7 @@ def made_by(d: str | os.PathLike[str]) -> str | None:
 
 
 #: What ``sluice compare`` writes beside its schemes' run directories.
-COMPARE_FILES = ("compare.md", "summary.csv", "latency_cdf.png", "timeseries.png", "report.html")
+COMPARE_FILES = ("compare.md", "summary.csv", *_BESIDE_FILES)
 #: The files at the top of a plan's results (``sluice matrix``).
 _PLAN_FILES = ("plan.json", "results.csv", "results.parquet", "experiment-spec.json")
 
@@ -323,35 +323,81 @@ def check_run_target(d: Path, seeds: bool = False) -> None:
         )
 
 
+def _is_runs_folder(p: Path) -> bool:
+    """Whether ``p`` is a run's directory, or a directory of a run's seeds (``s1``, ``s2``:
+    nothing in it but such runs): what a compare writes per scheme."""
+    if is_run_dir(p) or (p / MANIFEST_FILE).is_file():
+        return True
+    try:
+        entries = list(os.scandir(p))
+    except OSError:
+        return False
+    return bool(entries) and all(
+        e.is_dir(follow_symlinks=False) and re.fullmatch(r"s\d+", e.name)
+        and (is_run_dir(e.path) or (Path(e.path) / MANIFEST_FILE).is_file())
+        for e in entries
+    )
+
+
+def _earlier_compare(d: Path) -> list[str] | None:
+    """The folders the compare in ``d`` wrote (its schemes', from its summary.csv), or None
+    if ``d`` holds no compare of Sluice's."""
+    try:
+        head = (d / "compare.md").read_text("utf-8")[:64]
+    except (OSError, UnicodeDecodeError):
+        head = ""
+    rows = compare_rows(d) if (d / "summary.csv").is_file() else []
+    if not head.startswith("# sluice compare:") and not rows:
+        return None
+    names = {Path(r["run_dir"]).parts[0] for r in rows if r.get("run_dir")}
+    names |= {r["scheme"] for r in rows if r.get("scheme")}
+    return sorted(n for n in names if n not in ("", ".", ".."))
+
+
 def prepare_compare_dir(d: Path, schemes: Sequence[str], replace: bool) -> list[str]:
     """Checks that ``sluice compare`` of ``schemes`` may write into ``d`` and, with
-    ``replace``, removes an earlier compare's runs and files from it, so that its report and
-    plots show this compare's runs only. Refused (a :class:`SluiceError`): a run's or a
-    plan's directory, or folders of runs that are not of an earlier compare (a run's seeds)
-    and not named for these schemes (an interrupted compare of them is redone). Returns the
-    names of the folders removed (or, without ``replace``, that would be)."""
+    ``replace``, removes the earlier compare's runs and files from it, so that its report
+    and plots show this compare's runs only. Only what a compare writes is removed: the
+    folders its summary.csv names and the folders named for these schemes, each a run or
+    a run's seeds; a folder of anything else is left, or refused where this compare would
+    write into it. Refused (a :class:`SluiceError`): a run's or a plan's directory, and
+    runs that are neither the earlier compare's nor these schemes' (a run's seeds). Returns
+    the names of the folders removed (or, without ``replace``, that would be)."""
     if not d.is_dir():
         return []
     if is_run_dir(d) or (d / MANIFEST_FILE).is_file():
         raise SluiceError(f"{d} is a run's directory, not a compare's: give a new --out")
     if any((d / f).is_file() for f in _PLAN_FILES):
         raise SluiceError(f"{d} holds a plan's results, not a compare: give a new --out")
-    inside = _result_subdirs(d)
-    earlier = any((d / f).is_file() for f in ("compare.md", "summary.csv"))
-    if not earlier:
-        strangers = [p.name for p in inside if p.name not in schemes]
-        if strangers:
-            raise SluiceError(
-                f"{d} holds runs that are not of a compare of these schemes "
-                f"({', '.join(strangers[:4])}{', ...' if len(strangers) > 4 else ''}): give a "
-                "new --out"
-            )
+    found = _earlier_compare(d)
+    if found is None and (d / "compare.md").exists():
+        raise SluiceError(f"{d / 'compare.md'} is not a compare of Sluice's, and this compare "
+                          "would write over it: give a new --out")  # fmt: skip
+    earlier = found or []
+    gone = []
+    for name in dict.fromkeys([*earlier, *schemes]):
+        p = d / name
+        if not p.exists():
+            continue
+        if p.is_dir() and not p.is_symlink() and _is_runs_folder(p):
+            gone.append(p)
+        elif name in schemes:
+            raise SluiceError(f"{p} is not a run of Sluice's, and this compare would write its "
+                              f"{name} runs there: give a new --out")  # fmt: skip
+    strangers = [p.name for p in _result_subdirs(d) if p not in gone and _is_runs_folder(p)]
+    if strangers:
+        raise SluiceError(
+            f"{d} holds runs that are not of a compare of these schemes "
+            f"({', '.join(strangers[:4])}{', ...' if len(strangers) > 4 else ''}): give a "
+            "new --out"
+        )
     if replace:
-        for p in inside:
+        for p in gone:
             shutil.rmtree(p)
-        for f in COMPARE_FILES:
-            (d / f).unlink(missing_ok=True)
-    return [p.name for p in inside]
+        if found is not None:
+            for f in COMPARE_FILES:
+                (d / f).unlink(missing_ok=True)
+    return [p.name for p in gone]
 
 
 def _file_entry(path: Path) -> dict[str, Any]:

@@ -133,8 +133,7 @@ def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = N
     """
     if is_generated(arg):
         spec = arg[len(GEN_PREFIX) :]
-        if fmt is not None:
-            raise SluiceError(f"{arg} is generated: a trace format ({fmt}) is for trace files")
+        # A format is for the files (the other trace of a run may be one): not used here.
         if duration_s is None:
             raise SluiceError(f"{arg}: a generated trace needs a duration")
         trace = generate(spec, float(duration_s))

@@ -165,7 +165,15 @@ def test_two_runs_of_one_scheme_are_drawn_apart():
 
     from sluice import plots
 
-    runs = [SimpleNamespace(scheme=s) for s in ("webrtc", "webrtc", "ace", "chrome", "chrome")]
-    colors = plots.scheme_colors(runs)
+    names = ("webrtc", "webrtc", "ace", "chrome", "chrome", "mine", "mine", "mine",
+             "combined", "combined", "combined")  # fmt: skip
+    colors = plots.scheme_colors([SimpleNamespace(scheme=s) for s in names])
     assert colors[0] == plots.scheme_color("webrtc") and colors[2] == plots.scheme_color("ace")
-    assert len(set(colors)) == len(colors)
+    assert len(set(colors)) == len(colors), colors
+    # A scheme's shades keep its hue (a scheme file's too, not a hue of their own).
+    import colorsys
+
+    from matplotlib.colors import to_rgb
+
+    hues = {round(colorsys.rgb_to_hls(*to_rgb(c))[0], 2) for c in colors[5:8]}
+    assert len(hues) == 1, colors[5:8]

@@ -241,3 +241,51 @@ def test_a_report_made_again_keeps_the_command_that_made_the_runs(sluice, tmp_pa
     page = (out / "report.html").read_text()
     assert f"runs made by: {made}" in page
     assert f"this page made by: sluice report {out}" in page
+
+
+def test_a_compare_replaces_only_what_the_earlier_compare_wrote(sluice, tmp_path):
+    """Only the earlier compare's runs go: a folder of someone's files that happens to hold a
+    name Sluice writes (results.csv, events.json), or a plan's results, stays; a run that is
+    not the compare's is refused, not deleted; so is a compare.md Sluice did not write; and
+    an option refused after the earlier compare was found leaves it whole."""
+    out = tmp_path / "cmp"
+    assert _compare(sluice, out, "cbr", "--no-report").code == 0
+    (out / "analysis").mkdir()
+    (out / "analysis" / "results.csv").write_text("a,b\n")
+    (out / "analysis" / "thesis.tex").write_text("x\n")
+    (out / "paper").mkdir()
+    (out / "paper" / "events.json").write_text("{}\n")
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    r = _compare(sluice, out, "cbr", "--address", "h:1")
+    assert r.code == 2 and "--backend ray" in r.err and "replacing" not in r.err, r.err
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
+    r = _compare(sluice, out, "webrtc", "--no-report")
+    assert r.code == 0 and "(its runs: cbr;" in r.err, r.err
+    assert (out / "analysis" / "thesis.tex").is_file() and (out / "paper" / "events.json").is_file()
+    assert not (out / "cbr").exists() and results.is_run_dir(out / "webrtc")
+    _run(sluice, out / "lone-run")
+    r = _compare(sluice, out, "webrtc", "--no-report")
+    assert r.code == 2 and "not of a compare of these schemes (lone-run)" in r.err, r.err
+    assert results.is_run_dir(out / "lone-run") and results.is_run_dir(out / "webrtc")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "compare.md").write_text("my notes\n")
+    r = _compare(sluice, notes, "cbr")
+    assert r.code == 2 and "is not a compare of Sluice's" in r.err, r.err
+    assert (notes / "compare.md").read_text() == "my notes\n"
+
+
+def test_a_run_s_page_names_its_command_as_the_command(sluice, tmp_path):
+    # Only a compare's page written again names two commands; a run's or a plan's page
+    # names the one that made it.
+    _run(sluice, tmp_path / "r")
+    assert sluice("report", str(tmp_path / "r")).code == 0
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert f"command: sluice report {tmp_path / 'r'}" in page and "made by" not in page
+
+
+def test_reorder_ms_is_taken_with_reordering_set_by_path(sluice, tmp_path):
+    r = sluice("run", "--trace", TRACE, "--duration", "1", "--reorder-ms", "20", "--set",
+               "faults.reorder=0.1", "--out", str(tmp_path / "r"))  # fmt: skip
+    assert r.code == 0, r.err
+    assert results.read_header(tmp_path / "r")["config"]["faults"]["reorder_delay_ms"] == 20

@@ -50,6 +50,7 @@ from . import (
     relative_to_cwd,
     report_main,
     require_schemes,
+    run_encoder,
     write_markdown,
 )
 from .cells import (
@@ -815,14 +816,6 @@ def _plan_file(res: Results | None, default: str) -> str:
     return relative_to_cwd(plan) if plan else default
 
 
-def _encoder(res: Results) -> str:
-    d = res.table["run_dir"]
-    if d.empty:
-        return "model"
-    enc = (results.read_header(d.iloc[0]).get("config") or {}).get("encoder") or {}
-    return "x264" if enc.get("kind") == "x264" else "model"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     return report_main(PROG, argv, parse_args, _write)
 
@@ -831,7 +824,7 @@ def _write(args: argparse.Namespace, command: str) -> str:
     loaded = [load(r, args.results_root) for r in args.results]
     by_encoder: dict[str, Results] = {}
     for res in loaded:
-        e = _encoder(res)
+        e = run_encoder(res)
         if e in by_encoder:
             raise SluiceError(f"two {e} results given: {by_encoder[e].path} and {res.path}")
         by_encoder[e] = res

@@ -51,9 +51,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    if extra:  # said by the command's own parser, whose --help is the one to read
-        subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        subs.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:  # said by the command's own parser (`trace info`), whose --help is the one
+        own: argparse.ArgumentParser = parser
+        while subs := next((a for a in own._actions
+                            if isinstance(a, argparse._SubParsersAction)), None):  # fmt: skip
+            chosen = getattr(args, subs.dest, None)
+            if chosen not in subs.choices:
+                break
+            own = subs.choices[chosen]
+        own.error(f"unrecognized arguments: {' '.join(extra)}")
     debug = os.environ.get("SLUICE_DEBUG", "") not in ("", "0")
     try:
         return int(args.func(args) or 0)

@@ -84,6 +84,9 @@ def cmd_browser_run(args: argparse.Namespace) -> int:
     from ..browser import harness
     from ..errors import SluiceError
 
+    if args.receiver == "sluice" and args.scheme is not None:
+        raise SluiceError("--receiver sluice takes no --scheme: Chromium sends (for Sluice's "
+                          "sender use --scheme S with the Chromium receiver)")  # fmt: skip
     if args.receiver == "sluice" or args.scheme is not None:
         # Options of a Chromium-to-Chromium session that these modes would not use.
         mode = "--receiver sluice" if args.receiver == "sluice" else "--scheme"
@@ -145,9 +148,6 @@ def _sluice_receiver(args: argparse.Namespace) -> int:
     from ..browser import harness
     from ..errors import SluiceError
 
-    if args.scheme is not None:
-        raise SluiceError("--receiver sluice takes no --scheme: Chromium sends (for Sluice's "
-                          "sender use --scheme S with the Chromium receiver)")  # fmt: skip
     if args.codec not in (None, "h264"):
         raise SluiceError(f"--receiver sluice takes no --codec {args.codec}: Chromium sends "
                           "H.264 to it")  # fmt: skip

@@ -401,7 +401,9 @@ def overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
         out.append(("downlink.ecn", True))
     if getattr(args, "competing", None):
         out.append(("competing", list(args.competing)))
-    if getattr(args, "reorder_ms", None) is not None and not getattr(args, "reorder", None):
+    reorder_set = any(p.endswith(("faults.reorder", "faults")) for p, _ in args.overrides)
+    if (getattr(args, "reorder_ms", None) is not None and not getattr(args, "reorder", None)
+            and not reorder_set):
         raise SluiceError("--reorder-ms is how long --reorder holds a datagram back: give "
                           "--reorder P too")  # fmt: skip
     for flag, path in (("duplicate", "faults.duplicate"), ("reorder", "faults.reorder"),
@@ -421,6 +423,16 @@ def overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
         on = frame_drop == "on"
         out.append(("frame_drop", {"frame_dropper": on, "cwnd_pushback": on}))
     return (*out, *args.overrides)
+
+
+def check_trace_format(fmt: str | None, *traces: str | None) -> None:
+    """--trace-format is for trace files: refused when every trace given is generated."""
+    from ..traces import is_generated
+
+    given = [t for t in traces if t]
+    if fmt is not None and given and all(is_generated(t) for t in given):
+        raise SluiceError(f"--trace-format {fmt} is for trace files; {', '.join(given)} "
+                          f"{'is' if len(given) == 1 else 'are'} generated")  # fmt: skip
 
 
 #: (argument, flag) of the options that only an x264 run with a video uses (besides --video).
@@ -446,6 +458,7 @@ def spec_from_args(args: argparse.Namespace, scheme: str, scheme_config: Any, ou
         encode_time=args.encode_time or "measured",
         preset=args.preset or "superfast",
     )
+    check_trace_format(args.trace_format, args.trace, args.uplink_trace)
     # Options for x264's video, given for a run that has none, would do nothing.
     given = [flag for attr, flag in X264_OPTIONS
              if getattr(args, attr, None) not in (None, "none")]  # fmt: skip

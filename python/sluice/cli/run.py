@@ -167,6 +167,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise SluiceError(f"scheme listed twice: {', '.join(dup)}")
     seeds = o.seeds(args)
 
+    pool.check_pool(args.backend, args.jobs, args.address)  # before an earlier compare goes
     out = Path(args.out or os.path.join("results", f"compare-{trace_stem(args.trace)}"))
     results.check_result_dir(out, "compare directory")
     scheme_names = [n for n, _ in entries]
@@ -219,7 +220,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     body = report.markdown_table(named) + "\n\n" + report.LEGEND + "\n"
     same = report.identical_seeds_note(named)
     if same:
-        body += "\n" + same.removeprefix("note: ").capitalize() + ".\n"
+        line = same.removeprefix("note: ")
+        body += "\n" + line[:1].upper() + line[1:] + ".\n"
     if diffs:
         body += ("\n## Settings the schemes differ in, which you did not choose\n\n"
                  + diffs + "\n")  # fmt: skip
@@ -284,9 +286,9 @@ def _queue_desc(link: dict[str, Any]) -> str:
 
 def cmd_matrix(args: argparse.Namespace) -> int:
     from .. import plan as plans
+    from ..pool import check_pool
 
-    if args.address and args.backend != "ray":  # before the plan: also for --dry-run
-        raise SluiceError("--address is the Ray cluster's: add --backend ray")
+    check_pool(args.backend, args.jobs, args.address)  # before the plan: also for --dry-run
     p = plans.load_plan(args.plan)
     only = None
     if args.only is not None:

@@ -133,6 +133,7 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
     if args.duration is not None and not is_generated(args.file):
         raise SluiceError(f"--duration is for a generated trace (gen:SPEC); {args.file} has its "
                           "own length")  # fmt: skip
+    o.check_trace_format(args.trace_format, args.file)
     duration = 60.0 if args.duration is None else args.duration
     lt = load_trace(args.file, duration_s=duration, fmt=args.trace_format)
     bins = bin_rates_bps(lt.trace, 1.0)

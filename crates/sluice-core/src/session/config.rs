@@ -370,7 +370,8 @@ impl RunConfig {
         if let Some((start, _)) = self.faults.feedback_blackout_s {
             if start >= self.duration_s {
                 return err(format!(
-                    "faults.feedback_blackout_s starts at {start} s, at or after the end of                      capture ({} s): it would never happen",
+                    "faults.feedback_blackout_s starts at {start} s, at or after the end of \
+                     capture ({} s): it would never happen",
                     self.duration_s
                 ));
             }
@@ -488,5 +489,24 @@ impl RunConfig {
             delay: TimeDelta::from_ms_f64(p.delay_ms),
             loss_rate: p.loss,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_feedback_blackout_after_the_end_is_refused_in_one_plain_sentence() {
+        let mut cfg = RunConfig { duration_s: 2.0, ..RunConfig::default() };
+        cfg.faults.feedback_blackout_s = Some((1.0, 3.0));
+        assert!(cfg.validate().is_ok());
+        cfg.faults.feedback_blackout_s = Some((2.0, 3.0));
+        let e = cfg.validate().unwrap_err().0;
+        assert_eq!(
+            e,
+            "faults.feedback_blackout_s starts at 2 s, at or after the end of capture (2 s): it \
+             would never happen"
+        );
     }
 }
