@@ -351,7 +351,8 @@ def _earlier_compare(d: Path) -> list[str] | None:
         return None
     names = {Path(r["run_dir"]).parts[0] for r in rows if r.get("run_dir")}
     names |= {r["scheme"] for r in rows if r.get("scheme")}
-    return sorted(n for n in names if n not in ("", ".", ".."))
+    # A folder of d's own, by a plain name (not /, .., a path).
+    return sorted(n for n in names if n and n not in (".", "..") and "/" not in n)
 
 
 def prepare_compare_dir(d: Path, schemes: Sequence[str], replace: bool) -> list[str]:
