@@ -323,10 +323,23 @@ def check_run_target(d: Path, seeds: bool = False) -> None:
         )
 
 
+def _is_run_folder(p: str | os.PathLike[str]) -> bool:
+    """A run's directory, or one a run was writing when it was stopped (nothing in it but
+    the temporary files of its results), or empty."""
+    if is_run_dir(p) or (Path(p) / MANIFEST_FILE).is_file():
+        return True
+    try:
+        return all(e.is_file(follow_symlinks=False) and _TMP_RE.match(e.name)
+                   for e in os.scandir(p))  # fmt: skip
+    except OSError:
+        return False
+
+
 def _is_runs_folder(p: Path) -> bool:
-    """Whether ``p`` is a run's directory, or a directory of a run's seeds (``s1``, ``s2``:
-    nothing in it but such runs): what a compare writes per scheme."""
-    if is_run_dir(p) or (p / MANIFEST_FILE).is_file():
+    """Whether ``p`` is a run's directory (:func:`_is_run_folder`), or a directory of a
+    run's seeds (``s1``, ``s2``: nothing in it but such runs): what a compare writes per
+    scheme."""
+    if _is_run_folder(p):
         return True
     try:
         entries = list(os.scandir(p))
@@ -334,7 +347,7 @@ def _is_runs_folder(p: Path) -> bool:
         return False
     return bool(entries) and all(
         e.is_dir(follow_symlinks=False) and re.fullmatch(r"s\d+", e.name)
-        and (is_run_dir(e.path) or (Path(e.path) / MANIFEST_FILE).is_file())
+        and _is_run_folder(e.path)
         for e in entries
     )
 

@@ -223,6 +223,13 @@ def test_runs_and_compares_do_not_write_into_each_others_directories(sluice, tmp
     # A page of the seeds does not make their directory someone else's: they run again.
     assert sluice("report", str(seeds_dir)).code == 0
     _run(sluice, seeds_dir, "--seeds", "1,2")
+    # A run stopped while writing (only its temporary files) is a run to redo, not a
+    # stranger's folder.
+    stopped = tmp_path / "stopped"
+    (stopped / "cbr").mkdir(parents=True)
+    (stopped / "cbr" / ".run.jsonl.tmp123").write_text("")
+    assert _compare(sluice, stopped, "cbr", "--no-report").code == 0
+    assert results.is_run_dir(stopped / "cbr")
     # An interrupted compare (runs, no compare.md yet) of the same schemes is redone.
     for f in results.COMPARE_FILES:
         (cmp_dir / f).unlink(missing_ok=True)
