@@ -40,6 +40,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import _core
 from .errors import SluiceError
@@ -188,7 +189,7 @@ def score(
     step = fast_step if mode == "fast" else 1
     chosen = list(range(0, slots, step))
     with tempfile.TemporaryDirectory(prefix="sluice-quality-") as tmp, \
-            _Bar(len(chosen), progress, "quality: decoding") as bar:  # fmt: skip
+            _bar(len(chosen), progress) as bar:  # fmt: skip
         tmpd = Path(tmp)
         dist_path = tmpd / "viewer.yuv"
         ref_path = tmpd / "reference.yuv"
@@ -222,7 +223,8 @@ def score(
         cmd = [ffmpeg_exe(), "-v", "error", "-nostdin", "-nostats", "-progress", "pipe:1",
                *raw, "-i", str(dist_path), *raw, "-i", str(ref_path), "-lavfi", graph,
                "-f", "null", "-"]  # fmt: skip
-        bar.phase("quality: scoring")
+        bar.reset()  # the second phase, over the same slots
+        bar.set_description("quality: scoring")
         returncode, stderr = _run_with_progress(cmd, bar, len(chosen))
         if returncode != 0:
             raise SluiceError(
@@ -242,37 +244,16 @@ def score(
     return per_frame, summarize(per_frame)
 
 
-class _Bar:
-    """A tqdm bar on stderr over the scored frames, one phase after another, or nothing
-    (``show`` false)."""
+def _bar(total: int, show: bool) -> Any:
+    """A tqdm bar on stderr over the scored slots (a no-op one unless ``show``), first
+    for decoding them."""
+    from tqdm import tqdm
 
-    def __init__(self, total: int, show: bool, desc: str) -> None:
-        self.bar = None
-        if show and total > 0:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, desc=desc, unit="frame", leave=False,
-                            file=sys.stderr)  # fmt: skip
-
-    def phase(self, desc: str) -> None:
-        """Starts the bar again from 0 under ``desc``."""
-        if self.bar is not None:
-            self.bar.reset()
-            self.bar.set_description(desc)
-
-    def update(self, n: int) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
-
-    def __enter__(self) -> _Bar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.close()
+    return tqdm(total=total, desc="quality: decoding", unit="frame", leave=False,
+                file=sys.stderr, disable=not show or total == 0)  # fmt: skip
 
 
-def _run_with_progress(cmd: list[str], bar: _Bar, frames: int) -> tuple[int, str]:
+def _run_with_progress(cmd: list[str], bar: Any, frames: int) -> tuple[int, str]:
     """Runs ffmpeg with ``-progress pipe:1``, moving ``bar`` by the frames it reports (at
     most ``frames``); returns its exit status and stderr."""
     with tempfile.TemporaryFile() as err, \
