@@ -281,6 +281,8 @@ def made_by(d: str | os.PathLike[str]) -> str | None:
     return None
 
 
+#: The folder of one seed's run (``run --seeds``, ``compare --seeds``): ``s1``, ``s2``.
+SEED_DIR = re.compile(r"s\d+")
 #: What ``sluice compare`` writes beside its schemes' run directories.
 COMPARE_FILES = ("compare.md", "summary.csv", *_BESIDE_FILES)
 #: The files at the top of a plan's results (``sluice matrix``).
@@ -310,7 +312,7 @@ def check_run_target(d: Path, seeds: bool = False) -> None:
                           "directory or one that holds seeds")  # fmt: skip
     inside = _result_subdirs(d)
     if seeds:
-        others = [p for p in inside if not re.fullmatch(r"s\d+", p.name)]
+        others = [p for p in inside if not SEED_DIR.fullmatch(p.name)]
         if others or any((d / f).is_file() for f in ("compare.md", "summary.csv", *_PLAN_FILES)):
             names = ", ".join(p.name for p in others[:4]) or "a compare's or plan's files"
             raise SluiceError(f"{d} holds other results ({names}): runs of several seeds go "
@@ -346,7 +348,7 @@ def _is_runs_folder(p: Path) -> bool:
     except OSError:
         return False
     return bool(entries) and all(
-        e.is_dir(follow_symlinks=False) and re.fullmatch(r"s\d+", e.name)
+        e.is_dir(follow_symlinks=False) and SEED_DIR.fullmatch(e.name)
         and _is_run_folder(e.path)
         for e in entries
     )
@@ -368,17 +370,33 @@ def _earlier_compare(d: Path) -> list[str] | None:
     return sorted(n for n in names if n and n not in (".", "..") and "/" not in n)
 
 
-def prepare_compare_dir(d: Path, schemes: Sequence[str], replace: bool) -> list[str]:
-    """Checks that ``sluice compare`` of ``schemes`` may write into ``d`` and, with
-    ``replace``, removes the earlier compare's runs and files from it, so that its report
-    and plots show this compare's runs only. Only what a compare writes is removed: the
-    folders its summary.csv names and the folders named for these schemes, each a run or
-    a run's seeds; a folder of anything else is left, or refused where this compare would
-    write into it. Refused (a :class:`SluiceError`): a run's or a plan's directory, and
-    runs that are neither the earlier compare's nor these schemes' (a run's seeds). Returns
-    the names of the folders removed (or, without ``replace``, that would be)."""
+@dataclass
+class EarlierCompare:
+    """What a compare into a directory replaces (:func:`prepare_compare_dir`): the folders
+    of runs and the files of an earlier compare there."""
+
+    folders: list[Path]
+    files: list[Path]
+
+    def remove(self) -> None:
+        for p in self.folders:
+            shutil.rmtree(p)
+        for f in self.files:
+            f.unlink(missing_ok=True)
+
+
+def prepare_compare_dir(d: Path, schemes: Sequence[str]) -> EarlierCompare:
+    """Checks that ``sluice compare`` of ``schemes`` may write into ``d``, and what it
+    replaces there (removed once the compare's own checks passed), so that its report and
+    plots show this compare's runs only. Only what a compare writes is replaced: the
+    folders the earlier compare's summary.csv names and the folders named for these
+    schemes, each a run or a run's seeds, and the earlier compare's files; a folder of
+    anything else is left, or refused where this compare would write into it. Refused (a
+    :class:`SluiceError`): a run's or a plan's directory, a ``compare.md`` Sluice did not
+    write, and runs that are neither the earlier compare's nor these schemes' (a run's
+    seeds)."""
     if not d.is_dir():
-        return []
+        return EarlierCompare([], [])
     if is_run_dir(d) or (d / MANIFEST_FILE).is_file():
         raise SluiceError(f"{d} is a run's directory, not a compare's: give a new --out")
     if any((d / f).is_file() for f in _PLAN_FILES):
@@ -387,9 +405,8 @@ def prepare_compare_dir(d: Path, schemes: Sequence[str], replace: bool) -> list[
     if found is None and (d / "compare.md").exists():
         raise SluiceError(f"{d / 'compare.md'} is not a compare of Sluice's, and this compare "
                           "would write over it: give a new --out")  # fmt: skip
-    earlier = found or []
     gone = []
-    for name in dict.fromkeys([*earlier, *schemes]):
+    for name in dict.fromkeys([*(found or []), *schemes]):
         p = d / name
         if not p.exists():
             continue
@@ -405,13 +422,8 @@ def prepare_compare_dir(d: Path, schemes: Sequence[str], replace: bool) -> list[
             f"({', '.join(strangers[:4])}{', ...' if len(strangers) > 4 else ''}): give a "
             "new --out"
         )
-    if replace:
-        for p in gone:
-            shutil.rmtree(p)
-        if found is not None:
-            for f in COMPARE_FILES:
-                (d / f).unlink(missing_ok=True)
-    return [p.name for p in gone]
+    files = [d / f for f in COMPARE_FILES] if found is not None else []
+    return EarlierCompare(gone, files)
 
 
 def _file_entry(path: Path) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -171,7 +170,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = Path(args.out or os.path.join("results", f"compare-{trace_stem(args.trace)}"))
     results.check_result_dir(out, "compare directory")
     scheme_names = [n for n, _ in entries]
-    results.prepare_compare_dir(out, scheme_names, replace=False)  # refusals first
+    earlier = results.prepare_compare_dir(out, scheme_names)  # refusals first
     specs = []
     for n, cfg in entries:
         if seeds is None:
@@ -183,10 +182,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # Configs and traces once up front, so mistakes come before any run starts.
     cfgs = [run.check(s) for s in specs]
     run.load_traces(specs[0], cfgs[0])
-    removed = results.prepare_compare_dir(out, scheme_names, replace=True)
-    if removed:
-        print(f"note: replacing the earlier compare in {out} (its runs: {', '.join(removed)}; "
-              "give --out to keep both)", file=sys.stderr)  # fmt: skip
+    if earlier.folders:
+        names = ", ".join(p.name for p in earlier.folders)
+        print(f"note: replacing the earlier compare in {out} (its runs: {names}; give --out "
+              "to keep both)", file=sys.stderr)  # fmt: skip
+    earlier.remove()
     run_dirs = pool.run_many(specs, jobs=args.jobs, backend=args.backend,
                                address=args.address)  # fmt: skip
     runs = [results.load_run(d) for d in run_dirs]
@@ -350,7 +350,7 @@ def _first_seeds(d: Path) -> list[Path]:
         return dirs
     out = []
     for scheme in sorted(s for s in d.iterdir() if s.is_dir()):
-        seeds = [s for s in scheme.iterdir() if re.fullmatch(r"s\d+", s.name)
+        seeds = [s for s in scheme.iterdir() if results.SEED_DIR.fullmatch(s.name)
                  and results.is_run_dir(s)]  # fmt: skip
         if seeds:
             out.append(min(seeds, key=lambda s: int(s.name[1:])))
