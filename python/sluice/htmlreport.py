@@ -453,10 +453,10 @@ def write_report(
         f"git of this report: {results.git_info()[0][:12]}",
     ]
     made = results.made_by(d)
-    if made and made != command:
+    again = made is not None and made != command  # a compare's page written again
+    if again:
         prov.append(f"runs made by: {made}")
-    if command:  # a page written again of a compare: the runs' command, then the page's
-        again = made is not None and made != command
+    if command:
         prov.append(f"{'this page made by' if again else 'command'}: {command}")
     if plan:
         prov.append(

@@ -41,13 +41,10 @@ def scheme_color(name: str, base: str | None = None) -> str:
     registered scheme (``base``, or the longest registered ``<base>-`` prefix of the name,
     as in ``ace-T7.5``), a shade of the base's colour; else a hue derived from the name.
     Stable across plots and runs."""
-    reg = registry_colors()
+    reg = {**registry_colors(), **OTHER_COLORS}
     if name in reg:
         return reg[name]
-    if name in OTHER_COLORS:
-        return OTHER_COLORS[name]
     h = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big") / 2**32
-    reg = {**reg, **OTHER_COLORS}
     if base not in reg:
         base = max((b for b in reg if name.startswith(b + "-")), key=len, default=None)
     if base is not None:
@@ -260,19 +257,19 @@ def plot_runs(
     ]
 
 
-def _net_words(cfg: dict[str, Any]) -> list[tuple[str, str]]:
-    """(setting, how the title says it) of one run's downlink."""
-    out = []
+def _net_words(cfg: dict[str, Any]) -> dict[str, str]:
+    """Setting -> how the title says it, of one run's downlink."""
+    out = {}
     if cfg.get("delay_ms") is not None:
-        out.append(("delay", f"{cfg['delay_ms']:g} ms one-way"))
+        out["delay"] = f"{cfg['delay_ms']:g} ms one-way"
     if cfg.get("queue_bytes"):
-        out.append(("queue", f"queue {cfg['queue_bytes']} B"))
+        out["queue"] = f"queue {cfg['queue_bytes']} B"
     elif cfg.get("queue_packets"):
-        out.append(("queue", f"queue {cfg['queue_packets']} pkts"))
+        out["queue"] = f"queue {cfg['queue_packets']} pkts"
     else:
-        out.append(("queue", "unlimited queue"))
+        out["queue"] = "unlimited queue"
     if cfg.get("loss"):
-        out.append(("loss", f"loss {cfg['loss']:g}"))
+        out["loss"] = f"loss {cfg['loss']:g}"
     return out
 
 
@@ -284,7 +281,7 @@ def _title(runs: Sequence[Run], what: str, width: int = 100) -> str:
     traces = sorted({r.trace_name for r in runs})
     if not runs:
         return what
-    per_run = [dict(_net_words(r.config.get("downlink", {}))) for r in runs]
+    per_run = [_net_words(r.config.get("downlink", {})) for r in runs]
     net = []
     for key in dict.fromkeys(k for words in per_run for k in words):
         said = {words.get(key, "") for words in per_run}

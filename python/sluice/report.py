@@ -149,15 +149,17 @@ LEGEND = (
 
 
 def identical_seeds_note(named: Named) -> str:
-    """A line naming the schemes whose several runs (seeds) gave identical summaries: their
+    """A sentence naming the schemes whose several runs (seeds) gave identical summaries: their
     "± 0" is not a spread over independent samples, nothing in the settings drew on the seed
     (empty when there are none)."""
+    def key(r: dict[str, Any]) -> str:  # NaN equals NaN here, as it does not in ==
+        return json.dumps(r, sort_keys=True, default=str)
+
     same = [n for n, s in named if len(runs := _runs(s)) > 1
-            and all(json.dumps(r, sort_keys=True, default=str)
-                    == json.dumps(runs[0], sort_keys=True, default=str) for r in runs)]  # fmt: skip
+            and len({key(r) for r in runs}) == 1]  # fmt: skip
     if not same:
         return ""
-    return (f"note: every seed of {', '.join(same)} gave the same run: nothing in these settings "
+    return (f"every seed of {', '.join(same)} gave the same run: nothing in these settings "
             "draws on the seed (no random loss or trace, x264 with modelled encode times, ...), "
             "so its interval says nothing about the spread")  # fmt: skip
 

@@ -162,5 +162,5 @@ def test_seeds_that_gave_the_same_run_are_said_to():
     other = {"latency_all_ms": {"p95": 90.0}, "fps": 30.0}
     note = report.identical_seeds_note([("a", [run, dict(run)]), ("b", [run, other]),
                                         ("c", [run])])  # fmt: skip
-    assert note.startswith("note: every seed of a gave the same run") and " b" not in note
+    assert note.startswith("every seed of a gave the same run") and " b" not in note
     assert report.identical_seeds_note([("b", [run, other]), ("c", run)]) == ""

@@ -146,7 +146,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(report.text_table([(name, summaries)]))
     print(report.LEGEND)
     if same := report.identical_seeds_note([(name, summaries)]):
-        print(same)
+        print(f"note: {same}")
     print(f"\nresults: {', '.join(str(d) for d in run_dirs)}")
     return 0
 
@@ -220,8 +220,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     body = report.markdown_table(named) + "\n\n" + report.LEGEND + "\n"
     same = report.identical_seeds_note(named)
     if same:
-        line = same.removeprefix("note: ")
-        body += "\n" + line[:1].upper() + line[1:] + ".\n"
+        body += f"\nNote: {same}.\n"
     if diffs:
         body += ("\n## Settings the schemes differ in, which you did not choose\n\n"
                  + diffs + "\n")  # fmt: skip
@@ -238,7 +237,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(report.text_table(named))
     print(report.LEGEND)
     if same:
-        print(same)
+        print(f"note: {same}")
     note = differences.note([(r.scheme, r.config) for r in firsts], chosen)
     if note:
         print(note)
