@@ -244,26 +244,28 @@ class Plan:
         per_input = len(self.schemes) * len(self.seeds or [None])
         keep_t = []
         for t in self.traces:
-            why = _trace_problem(t)
-            if why is None:
+            problem = _trace_problem(t)
+            if problem is None:
                 keep_t.append(t)
-            elif t.optional and _missing(why):
+                continue
+            why, missing = problem
+            if t.optional and missing:
                 n = per_input * len(self.clips)
                 self._skip(f"trace '{t.label}' and its {n} cells skipped: {why}", warn)
             else:
-                raise SluiceError(f"{self.path}: trace '{t.label}': {why}{_missing_hint(why)}")
+                raise SluiceError(f"{self.path}: trace '{t.label}': {why}{_hint(missing)}")
         keep_c = []
         for c in self.clips:
-            if c.path is None or Path(c.path).is_file():
+            problem = None if c.path is None else _file_problem(c.path, "video")
+            if problem is None:
                 keep_c.append(c)
                 continue
-            why = (f"video file {c.path} is a directory, not a file" if Path(c.path).is_dir()
-                   else f"video file not found: {c.path}")  # fmt: skip
-            if c.optional and _missing(why):
+            why, missing = problem
+            if c.optional and missing:
                 n = per_input * len(keep_t)
                 self._skip(f"clip '{c.label}' and its {n} cells skipped: {why}", warn)
             else:
-                raise SluiceError(f"{self.path}: clip '{c.label}': {why}{_missing_hint(why)}")
+                raise SluiceError(f"{self.path}: clip '{c.label}': {why}{_hint(missing)}")
         if not keep_t:
             raise SluiceError(f"{self.path}: no trace left to run ({'; '.join(self.skipped)})")
         if not keep_c:
@@ -314,30 +316,34 @@ class Plan:
         }
 
 
-def _trace_problem(t: PlanTrace) -> str | None:
-    for p in (t.path, t.uplink):
-        if p is None:
-            continue
-        if not is_generated(p) and Path(p).is_dir():
-            return f"trace file {p} is a directory, not a file"
-        if not is_generated(p) and not Path(p).is_file():
-            return f"trace file not found: {p}"
-        try:
-            load_trace(p, duration_s=1.0, fmt=t.format)
-        except SluiceError as e:  # the CLI's option is the plan's `format` key here
-            return str(e).replace("use --trace-format to choose", "set the trace's format")
+def _file_problem(p: str, what: str) -> tuple[str, bool] | None:
+    """Why plan input file ``p`` cannot be used, and whether because it is missing (the one
+    problem ``optional = true`` skips: a directory is a mistake to fix); None if it is a
+    file."""
+    if Path(p).is_dir():
+        return f"{what} file {p} is a directory, not a file", False
+    if not Path(p).is_file():
+        return f"{what} file not found: {p}", True
     return None
 
 
-def _missing(why: str) -> bool:
-    """Whether a plan input's problem is that its file is missing: the one problem
-    ``optional = true`` skips (a directory or a malformed trace is a mistake to fix)."""
-    return "not found" in why
+def _trace_problem(t: PlanTrace) -> tuple[str, bool] | None:
+    """:func:`_file_problem` of the trace's files, or why one does not parse (not missing)."""
+    for p in (t.path, t.uplink):
+        if p is None:
+            continue
+        if not is_generated(p) and (problem := _file_problem(p, "trace")):
+            return problem
+        try:
+            load_trace(p, duration_s=1.0, fmt=t.format)
+        except SluiceError as e:  # the CLI's option is the plan's `format` key here
+            return str(e).replace("use --trace-format to choose", "set the trace's format"), False
+    return None
 
 
-def _missing_hint(why: str) -> str:
+def _hint(missing: bool) -> str:
     """The hint for a plan input that cannot be used: only a missing file may be skipped."""
-    return " (mark it optional = true to skip it)" if _missing(why) else ""
+    return " (mark it optional = true to skip it)" if missing else ""
 
 
 # --- loading --------------------------------------------------------------------------------
