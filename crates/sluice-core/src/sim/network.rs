@@ -59,7 +59,9 @@ pub trait Node: AsAny + Send {
     /// Whether the node is polled at every instant something happens anywhere, due or not
     /// (see [`Network`]). The sender is: its pacer pays its budget at every poll, rounded to
     /// the byte, and re-reads its queue-drain rate, so how often it is polled shows in its
-    /// timing, as libwebrtc's pacer depends on when it runs.
+    /// timing, as libwebrtc's pacer depends on when it runs. Polled again at the same
+    /// instant with no input and no timer due, such a node must produce nothing: it is
+    /// polled again at an instant only when another round is needed for other reasons.
     fn polled_at_every_event(&self) -> bool {
         false
     }
@@ -329,9 +331,19 @@ impl Network {
     /// Runs every node's timers due at `now` and moves outputs along the edges until nothing
     /// more happens at `now`. Returns false if it did not settle within `max_rounds` rounds
     /// (a node that keeps producing output at the same instant).
+    ///
+    /// A round visits the nodes in order, so a node handed input by an earlier one is visited
+    /// later in the same round; another round runs only if something moved and a node may
+    /// still have work at `now`: one handed input by a later node (or itself), or one still
+    /// due after its visit.
     pub fn settle(&mut self, now: Timestamp, max_rounds: u32) -> bool {
         for _ in 0..max_rounds {
-            let mut progressed = false;
+            // Another round is needed only if a node may have more to do at `now`: one was
+            // handed input after its visit in this round (an edge back to an earlier node or
+            // to itself), or one is still due. Nodes handed input later in the order are
+            // visited in this round; a node polled at every event that is neither dirty nor
+            // due produces nothing when polled again at the same instant.
+            let (mut progressed, mut again) = (false, false);
             for i in 0..self.nodes.len() {
                 // A clean node's cached timeout is its current one: only input, timers,
                 // polling or outside access change it, and each of those marks it dirty or
@@ -353,14 +365,16 @@ impl Network {
                         Some((to, to_port)) => {
                             self.nodes[to].1.handle_input(to_port, d, now);
                             self.dirty[to] = true;
+                            again |= to <= i;
                         }
                         None => self.unrouted += 1,
                     }
                 }
                 self.timeouts[i] = self.nodes[i].1.poll_timeout();
                 self.dirty[i] = false;
+                again |= self.timeouts[i] <= now;
             }
-            if !progressed {
+            if !(progressed && again) {
                 return true;
             }
         }
@@ -556,5 +570,122 @@ mod tests {
         assert!(fed
             .iter()
             .all(|(_, at, _)| *at < Timestamp::from_ms(500) || *at >= Timestamp::from_ms(1000)));
+    }
+
+    /// What every relay was handed, in order: (node, time, packet id, hops left).
+    type Log = Arc<std::sync::Mutex<Vec<(usize, Timestamp, u64, u16)>>>;
+
+    /// Forwards each packet `delay` after it arrives while it has hops left, one hop fewer;
+    /// with `always`, it asks to be polled at every event; with `one_per_timer`, it releases
+    /// one packet per timer call (still due after its visit when more are waiting).
+    struct Relay {
+        id: usize,
+        delay: TimeDelta,
+        always: bool,
+        one_per_timer: bool,
+        released: bool,
+        held: VecDeque<(Timestamp, Packet)>,
+        log: Log,
+    }
+    impl Node for Relay {
+        fn handle_input(&mut self, _: Port, d: Datagram, now: Timestamp) {
+            let Datagram::Media(mut p) = d else { return };
+            self.log.lock().unwrap().push((self.id, now, p.frame_id, p.packet_index));
+            if p.packet_index > 0 {
+                p.packet_index -= 1;
+                self.held.push_back((now + self.delay, p));
+            }
+        }
+        fn handle_timeout(&mut self, _: Timestamp) {
+            self.released = false;
+        }
+        fn poll_output(&mut self, now: Timestamp) -> Option<(Port, Datagram)> {
+            if self.one_per_timer && self.released {
+                return None;
+            }
+            if self.held.front().is_some_and(|(t, _)| *t <= now) {
+                self.released = true;
+                return self.held.pop_front().map(|(_, p)| (OUT, Datagram::Media(p)));
+            }
+            None
+        }
+        fn poll_timeout(&self) -> Timestamp {
+            self.held.front().map_or(Timestamp::INFINITY, |(t, _)| *t)
+        }
+        fn polled_at_every_event(&self) -> bool {
+            self.always
+        }
+    }
+
+    /// The rule `settle` is an economy of: every node visited (timers, then outputs) every
+    /// round until a round moves nothing.
+    fn settle_visiting_every_node(net: &mut Network, now: Timestamp) {
+        loop {
+            let mut progressed = false;
+            for i in 0..net.nodes.len() {
+                if net.nodes[i].1.poll_timeout() <= now {
+                    net.nodes[i].1.handle_timeout(now);
+                }
+                while let Some((port, d)) = net.nodes[i].1.poll_output(now) {
+                    progressed = true;
+                    if let Some((to, to_port)) = net.routes[i][usize::from(port)] {
+                        net.nodes[to].1.handle_input(to_port, d, now);
+                    }
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn settling_moves_everything_in_the_order_visiting_every_node_every_round_would() {
+        // A source feeds pairs of packets to a ring of relays: into 1 (no delay, one packet
+        // per timer call) -> 2 (3 ms) -> 3 (no delay, polled at every event) -> back to 1, so
+        // packets go forward and back at the same instant, and 1 is still due after a visit.
+        let build = |log: &Log| {
+            let mut net = Network::default();
+            let mut rng = Rng::new(7);
+            let source: VecDeque<(Timestamp, Packet)> = (0..300u64)
+                .map(|i| {
+                    let mut p = Packet::padding(DataSize::from_bytes(100), Timestamp::ZERO);
+                    p.frame_id = i;
+                    p.packet_index = (rng.next_u64() % 7) as u16;
+                    (Timestamp::from_us(((i / 2) * 1700 + (i / 2) * 7919 % 1000) as i64), p)
+                })
+                .collect();
+            let src = net.add("source", Box::new(Source(source)));
+            let relay = |id, delay_ms, always, one_per_timer| Relay {
+                id,
+                delay: TimeDelta::from_ms(delay_ms),
+                always,
+                one_per_timer,
+                released: false,
+                held: VecDeque::new(),
+                log: log.clone(),
+            };
+            let a = net.add("a", Box::new(relay(1, 0, false, true)));
+            let b = net.add("b", Box::new(relay(2, 3, false, false)));
+            let c = net.add("c", Box::new(relay(3, 0, true, false)));
+            net.connect(src, OUT, a, IN);
+            net.connect(a, OUT, b, IN);
+            net.connect(b, OUT, c, IN);
+            net.connect(c, OUT, a, IN);
+            net
+        };
+        let (fast, reference): (Log, Log) = Default::default();
+        let (mut net, mut every) = (build(&fast), build(&reference));
+        // As the simulator steps: past an instant once it has settled.
+        let mut now = Timestamp::ZERO;
+        while now.is_finite() {
+            assert!(net.settle(now, 100));
+            settle_visiting_every_node(&mut every, now);
+            now = net.poll_timeout().max(now + TimeDelta::from_us(1));
+        }
+        let (fast, reference) = (fast.lock().unwrap(), reference.lock().unwrap());
+        assert!(fast.iter().any(|&(node, ..)| node == 1) && fast.iter().any(|&(n, ..)| n == 3));
+        assert!(reference.len() > 600, "{} hand-overs", reference.len());
+        assert_eq!(*fast, *reference);
     }
 }
