@@ -172,11 +172,36 @@ impl Crosses {
 }
 
 /// How a [`CompetingFlow`] is written: its spec, or its spec and an access delay.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub enum CompetingRepr {
     Spec(String),
     WithDelay(CompetingWithDelay),
+}
+
+/// A string or an object, told apart by what the input is, so a mistake in an object is
+/// reported as its own (an unknown key, a bad `crosses`), not as matching neither form.
+impl<'de> Deserialize<'de> for CompetingRepr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompetingRepr;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a competing-flow spec ({SPEC_GRAMMAR}) or an object with `spec`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(CompetingRepr::Spec(v.to_owned()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let de = serde::de::value::MapAccessDeserializer::new(map);
+                CompetingWithDelay::deserialize(de).map(CompetingRepr::WithDelay)
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// `{"spec": SPEC, "access_delay_ms": D, "crosses": C}` (both optional).
@@ -472,13 +497,16 @@ mod tests {
         }
         let plain: CompetingFlow = serde_json::from_str(r#""tcp:cubic""#).unwrap();
         assert_eq!(serde_json::to_string(&plain).unwrap(), r#""tcp:cubic""#);
-        for bad in [
-            r#"{"spec": "tcp:vegas"}"#,
-            r#"{"spec": "tcp:cubic", "delay": 3}"#,
-            r#"{"spec": "tcp:cubic", "crosses": "third"}"#,
-            "5",
+        // Each error says what is wrong with the object, not that it matches neither form.
+        for (bad, says) in [
+            (r#"{"spec": "tcp:vegas"}"#, "unknown TCP congestion control 'vegas'"),
+            (r#"{"spec": "tcp:cubic", "delay": 3}"#, "unknown field `delay`, expected one of"),
+            (r#"{"spec": "tcp:cubic", "crosses": "third"}"#, "unknown variant `third`"),
+            (r#"{"access_delay_ms": 3}"#, "missing field `spec`"),
+            ("5", "a competing-flow spec (media:SCHEME"),
         ] {
-            assert!(serde_json::from_str::<CompetingFlow>(bad).is_err(), "{bad}");
+            let e = serde_json::from_str::<CompetingFlow>(bad).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
         }
     }
 
