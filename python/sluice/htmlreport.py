@@ -287,9 +287,7 @@ window.addEventListener('load', function () {
 
 def _table_html(df: Any, names: Sequence[str]) -> str:
     """The schemes of ``df`` with the table metrics' means and intervals, best bold."""
-    metrics = list(report.TABLE_METRICS)
-    if "vmaf_mean" in df and df["vmaf_mean"].notna().any():
-        metrics += list(report.QUALITY_METRICS)
+    metrics = report.metric_names(df.to_dict("records"))
     rows = []
     spreads = {
         s: {m: spread(df.loc[df["scheme"] == s, m]) if m in df else spread([]) for m in metrics}
@@ -386,7 +384,7 @@ def write_report(
     parts.append(
         f"<p class='note'>{len(df)} runs of {len(names)} schemes"
         + (f" on {len(families)} {word[len(families) > 1]}" if by_family else "")
-        + f". {html.escape(report.LEGEND)}</p>"
+        + f". {html.escape(report.legend_of(report.metric_names(df.to_dict('records'))))}</p>"
     )
     durations = sorted(set(df["duration_s"].dropna())) if "duration_s" in df else []
     if len(durations) > 1:

@@ -168,7 +168,9 @@ def competing_rates(run: Run) -> list[tuple[int, str, Any]]:
     names = {}
     for f in (run.summary or {}).get("flows") or []:
         if isinstance(f, dict):
-            names[f.get("flow")] = f"{f.get('kind')}:{f.get('scheme')}"
+            # A reverse flow's bytes are the uplink's, not the drawn capacity's.
+            where = " (uplink)" if f.get("kind") == "reverse-media" else ""
+            names[f.get("flow")] = f"{f.get('kind')}:{f.get('scheme')}{where}"
     out = []
     for c in run.samples.columns:
         m = re.fullmatch(r"flow(\d+)_rate_bps", str(c))
@@ -182,19 +184,27 @@ def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
     """Per run (column): rates (and every competing flow's), bottleneck queue delay, pacer
     delay, frame latency."""
     n = max(1, len(runs))
+    width_in = 4.8 * n + 0.6
     fig, axes = plt.subplots(
-        4, n, figsize=(4.8 * n + 0.6, 10), sharex="col", sharey="row", squeeze=False,
-        layout="constrained",
+        4, n, figsize=(width_in, 10), sharex="col", squeeze=False, layout="constrained",
     )  # fmt: skip
     for col, (run, color, label) in enumerate(zip(runs, scheme_colors(runs), run_labels(runs))):
         ax_rate, ax_q, ax_p, ax_lat = axes[:, col]
         s = run.samples
+        flows = competing_rates(run) if not s.empty else []
         if not s.empty:
             t = s["t_us"].to_numpy(dtype=float) / 1e6
             ax_rate.fill_between(
                 t, s["link_capacity_bps"].to_numpy(dtype=float) / 1e6, step="pre",
                 color="0.8", label="capacity",
             )  # fmt: skip
+            # Competing flows under the session's own lines, in greys and dashes no scheme
+            # has (a scheme's colour would read as another scheme's target).
+            for k, (flow, name, rate) in enumerate(flows):
+                ax_rate.plot(
+                    t, rate / 1e6, color=str(0.3 + 0.35 * k / max(1, len(flows) - 1)),
+                    ls=FLOW_STYLES[k % len(FLOW_STYLES)], lw=1.0, label=f"flow {flow}: {name}",
+                )  # fmt: skip
             ax_rate.plot(t, s["target_rate_bps"] / 1e6, color=color, lw=1.4, label="target")
             # Black, unless the scheme's own colour is a dark grey or black (`combined`,
             # `fdcc`): its target could not be told from the delivered line then.
@@ -204,11 +214,6 @@ def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
                 t, s["delivered_rate_bps"] / 1e6, color="#e6550d" if dark else "k", lw=0.8,
                 alpha=0.7, label="delivered",
             )  # fmt: skip
-            for flow, name, rate in competing_rates(run):
-                ax_rate.plot(
-                    t, rate / 1e6, color=f"C{(flow + 1) % 10}", lw=0.9, alpha=0.85,
-                    label=f"flow {flow}: {name}",
-                )  # fmt: skip
             ax_q.plot(t, s["queue_delay_us"] / 1e3, color=color, lw=1)
             ax_p.plot(t, s["pacer_delay_us"] / 1e3, color=color, lw=1)
         f = run.frames
@@ -231,16 +236,43 @@ def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
         ax_lat.set_xlabel("time (s)")
         for ax in axes[:, col]:
             ax.grid(True, alpha=0.3)
-        if col == 0:
+        # Each run's own flows: its legend says which they are.
+        if col == 0 or flows:
             ax_rate.legend(loc="upper right", fontsize=7)
-    axes[0, 0].set_ylabel("rate (Mbit/s)")
-    axes[1, 0].set_ylabel("bottleneck queue delay (ms)")
-    axes[2, 0].set_ylabel("pacer delay (ms)")
-    axes[3, 0].set_ylabel("frame latency (ms)")
-    for ax in axes[1:, 0]:
-        ax.set_ylim(bottom=0)
-    fig.suptitle(_title(runs, "Time series"), fontsize=10)
+    labels = ["rate (Mbit/s)", "bottleneck queue delay (ms)", "pacer delay (ms)",
+              "frame latency (ms)"]  # fmt: skip
+    for row, text in enumerate(labels):
+        own = _share_row(axes[row], bottom_zero=row > 0)
+        axes[row, 0].set_ylabel(text + ("\n(each run its own scale)" if own else ""))
+    fig.suptitle(_title(runs, "Time series", width=int(width_in * 12)), fontsize=10)
     return save(fig, out)
+
+
+#: Line styles of competing flows in a time series.
+FLOW_STYLES = ("--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)))
+
+#: A row of time-series panels shares its scale unless one run's range is more than this
+#: many times another's (one run's seconds of delay would flatten the others' to a line).
+SHARED_RANGE_RATIO = 10.0
+
+
+def _share_row(axes: Sequence[plt.Axes], bottom_zero: bool) -> bool:
+    """Gives a row of panels one scale when their ranges are alike; True if each keeps its
+    own (their ranges differ by more than :data:`SHARED_RANGE_RATIO`)."""
+    if bottom_zero:
+        for ax in axes:
+            ax.set_ylim(bottom=0)
+    # The data's own tops (a run whose values are all 0 draws a flat line at any scale).
+    tops = [ax.dataLim.y1 for ax in axes if ax.has_data() and ax.dataLim.y1 > 0]
+    if len(tops) >= 2 and max(tops) / min(tops) > SHARED_RANGE_RATIO:
+        return True
+    lims = [ax.get_ylim() for ax in axes if ax.has_data()]
+    if len(lims) < 2:
+        return False
+    low, high = min(lo for lo, _ in lims), max(hi for _, hi in lims)
+    for ax in axes:
+        ax.set_ylim(low, high)
+    return False
 
 
 def plot_runs(
@@ -268,9 +300,16 @@ def _net_words(cfg: dict[str, Any]) -> dict[str, str]:
         out["queue"] = f"queue {cfg['queue_packets']} pkts"
     else:
         out["queue"] = "unlimited queue"
+    if cfg.get("queue_discipline") not in (None, "droptail"):
+        out["queue"] += f" ({cfg['queue_discipline']})"
     if cfg.get("loss"):
         out["loss"] = f"loss {cfg['loss']:g}"
     return out
+
+
+def _flow_words(flow: Any) -> str:
+    """A competing flow of a config as the title says it: its spec."""
+    return str(flow.get("spec")) if isinstance(flow, dict) else str(flow)
 
 
 def _title(runs: Sequence[Run], what: str, width: int = 100) -> str:
@@ -281,7 +320,10 @@ def _title(runs: Sequence[Run], what: str, width: int = 100) -> str:
     traces = sorted({r.trace_name for r in runs})
     if not runs:
         return what
-    per_run = [_net_words(r.config.get("downlink", {})) for r in runs]
+    per_run = [{**_net_words(r.config.get("downlink", {})),
+                **({"competing": "competing " + ", ".join(map(_flow_words, c))}
+                   if (c := r.config.get("competing")) else {})}
+               for r in runs]  # fmt: skip
     net = []
     for key in dict.fromkeys(k for words in per_run for k in words):
         said = {words.get(key, "") for words in per_run}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .metrics import metric, summary_row
@@ -78,13 +78,20 @@ def best_marks(spreads: Sequence[tuple[str, Spread]], m: str) -> dict[str, str]:
     return out
 
 
-def rows(named: Named, markdown_marks: bool = False) -> tuple[list[str], list[list[str]]]:
-    flat = [summary_row(x) for _, s in named for x in _runs(s)]
+def metric_names(flat: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The columns of a table of the runs ``flat`` (summary rows): the table metrics, the
+    quality metrics when some run was scored, the sharing metrics when some run had
+    competing flows."""
     names = list(TABLE_METRICS)
     if any(_finite(r.get("vmaf_mean")) for r in flat):
         names += QUALITY_METRICS
     if any(_finite(r.get("flows_0_share")) for r in flat):
         names += SHARING_METRICS
+    return names
+
+
+def rows(named: Named, markdown_marks: bool = False) -> tuple[list[str], list[list[str]]]:
+    names = metric_names([summary_row(x) for _, s in named for x in _runs(s)])
     table = spreads(named, names)
     several = any(n > 1 for _, n, _ in table)
     marks = {m: _marks(table, m) for m in names}
@@ -146,6 +153,24 @@ LEGEND = (
     "shown); shown: the displayed frames only. Means over the runs, ± the half-width of the "
     "95 % interval; * the best (a tie shares it), ~ not distinguishable from it."
 )
+
+
+#: Added to the legend when a table has the sharing metrics.
+SHARING_LEGEND = (
+    "Jain: Jain's index of the competing flows' rates from 10 s after the last flow started to "
+    "the first stop or the end (- when that interval is empty); own share: the session's share "
+    "of the bytes the bottleneck delivered."
+)
+
+
+def legend_of(metrics: Sequence[str]) -> str:
+    """What a table with columns ``metrics`` and its marks mean."""
+    return LEGEND + (" " + SHARING_LEGEND if SHARING_METRICS[0] in metrics else "")
+
+
+def legend(named: Named) -> str:
+    """What the table of ``named`` (see :func:`rows`) and its marks mean."""
+    return legend_of(metric_names([summary_row(x) for _, s in named for x in _runs(s)]))
 
 
 def identical_seeds_note(named: Named) -> str:

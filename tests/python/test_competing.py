@@ -5,8 +5,11 @@ tables numeric per-flow columns, and ``sluice plot`` draws every flow."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
-from sluice import results
+import matplotlib.pyplot as plt
+import pandas as pd
+from sluice import plots, results
 from sluice.metrics import summary_row
 from sluice.plots import competing_rates
 
@@ -66,3 +69,56 @@ def test_a_run_alone_has_no_flow_keys(sluice, tmp_path):
     header = results.load_run(tmp_path / "a").header
     assert "competing" not in header["config"]
     assert "queue_discipline" not in header["config"]["downlink"]
+
+
+def test_a_compare_with_competing_flows_says_so_in_every_output(sluice, tmp_path):
+    out = tmp_path / "cmp"
+    r = sluice("compare", "--schemes", "webrtc,copa", "--encoder", "model", *NET, "--duration",
+               "13", "--competing", "tcp:cubic@1", "--queue", "fq-codel", "--jobs", "1",
+               "--out", str(out))  # fmt: skip
+    assert r.code == 0, r.err
+    # The terminal, compare.md and the HTML page: the sharing columns and what they mean.
+    assert "Jain: Jain's index" in r.out
+    md = (out / "compare.md").read_text()
+    assert "queue 60000 B (fq-codel)" in md and "competing flows: tcp:cubic@1" in md
+    assert "| Jain | own share |" in md and "Jain: Jain's index" in md
+    page = (out / "report.html").read_text()
+    assert "<th>Jain</th><th>own share</th>" in page
+    assert "Jain: Jain&#x27;s index" in page
+    # The plots' titles name the queue and the competing traffic.
+    run = results.load_run(next(out.glob("webrtc*")))
+    title = plots._title([run], "Time series")
+    assert "(fq-codel)" in title and "competing tcp:cubic@1" in title
+
+
+def test_competing_adds_to_a_competing_list_given_with_set(sluice, tmp_path):
+    r = sluice("run", *NET, "--duration", "3", "--set", 'competing=["tcp:cubic@1"]',
+               "--competing", "media:self", "--json", "--out", str(tmp_path / "a"))  # fmt: skip
+    assert r.code == 0, r.err
+    assert [f["kind"] for f in json.loads(r.out)["flows"]] == ["media", "tcp", "media"]
+
+
+def test_a_reverse_flow_is_labelled_as_the_uplinks():
+    run = SimpleNamespace(
+        summary={"flows": [{"flow": 0, "kind": "media", "scheme": "webrtc"},
+                           {"flow": 1, "kind": "reverse-media", "scheme": "webrtc"}]},
+        samples=pd.DataFrame({"flow0_rate_bps": [1.0], "flow1_rate_bps": [2.0]}),
+    )  # fmt: skip
+    assert [name for _, name, _ in competing_rates(run)] == ["reverse-media:webrtc (uplink)"]
+
+
+def test_time_series_rows_share_a_scale_unless_one_run_would_flatten_the_others():
+    def row(*tops: float) -> list:
+        fig, axes = plt.subplots(1, len(tops))
+        for ax, top in zip(axes, tops):
+            ax.plot([0, 1], [0, top])
+        return list(axes)
+
+    alike = row(10, 40, 0)
+    assert not plots._share_row(alike, bottom_zero=True)
+    assert {ax.get_ylim() for ax in alike} == {alike[1].get_ylim()}
+    assert alike[1].get_ylim()[1] >= 40
+    apart = row(10, 400)
+    assert plots._share_row(apart, bottom_zero=True)
+    assert apart[0].get_ylim()[1] < 20 and apart[1].get_ylim()[1] >= 400
+    plt.close("all")

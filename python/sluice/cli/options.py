@@ -399,8 +399,14 @@ def overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
         out.append(("downlink.queue_discipline", args.queue))
     if getattr(args, "ecn", None):
         out.append(("downlink.ecn", True))
-    if getattr(args, "competing", None):
-        out.append(("competing", list(args.competing)))
+    # --competing adds to a `competing` list given with --set (after it), or is the list.
+    sets = list(args.overrides)
+    if flows := list(getattr(args, "competing", None) or ()):
+        given = [i for i, (p, v) in enumerate(sets) if p == "competing" and isinstance(v, list)]
+        if given:
+            sets[given[-1]] = ("competing", [*sets[given[-1]][1], *flows])
+        else:
+            out.append(("competing", flows))
     reorder_set = any(p.endswith(("faults.reorder", "faults")) for p, _ in args.overrides)
     if (getattr(args, "reorder_ms", None) is not None and not getattr(args, "reorder", None)
             and not reorder_set):
@@ -422,7 +428,7 @@ def overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
     if frame_drop is not None:
         on = frame_drop == "on"
         out.append(("frame_drop", {"frame_dropper": on, "cwnd_pushback": on}))
-    return (*out, *args.overrides)
+    return (*out, *sets)
 
 
 def check_trace_format(fmt: str | None, *traces: str | None) -> None:

@@ -144,7 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(summaries, indent=2))
         return 0
     print(report.text_table([(name, summaries)]))
-    print(report.LEGEND)
+    print(report.legend([(name, summaries)]))
     if same := report.identical_seeds_note([(name, summaries)]):
         print(f"note: {same}")
     print(f"\nresults: {', '.join(str(d) for d in run_dirs)}")
@@ -213,11 +213,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
             if cfg["downlink"].get("access_delay_ms")
             else ""
         )
-        + f"queue {_queue_desc(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}\n\n"
+        + f"queue {_queue_desc(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}"
+        + (f"; competing flows: {_competing_desc(cfg['competing'])}"
+           if cfg.get("competing") else "")  # fmt: skip
+        + "\n\n"
         + _encoder_desc(args, firsts[0].config) + "\n\n"
         + f"{results.MADE_BY}`{command}`\n\n"
     )
-    body = report.markdown_table(named) + "\n\n" + report.LEGEND + "\n"
+    body = report.markdown_table(named) + "\n\n" + report.legend(named) + "\n"
     same = report.identical_seeds_note(named)
     if same:
         body += f"\nNote: {same}.\n"
@@ -235,7 +238,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         html = write_report(out, command=command)
 
     print(report.text_table(named))
-    print(report.LEGEND)
+    print(report.legend(named))
     if same:
         print(f"note: {same}")
     note = differences.note([(r.scheme, r.config) for r in firsts], chosen)
@@ -277,10 +280,27 @@ def _encoder_desc(args: argparse.Namespace, cfg: dict[str, Any]) -> str:
 
 def _queue_desc(link: dict[str, Any]) -> str:
     if link.get("queue_bytes"):
-        return f"{link['queue_bytes']} B"
-    if link.get("queue_packets"):
-        return f"{link['queue_packets']} packets"
-    return "unlimited"
+        size = f"{link['queue_bytes']} B"
+    elif link.get("queue_packets"):
+        size = f"{link['queue_packets']} packets"
+    else:
+        size = "unlimited"
+    kind = link.get("queue_discipline", "droptail")
+    return size if kind == "droptail" else f"{size} ({kind})"
+
+
+def _competing_desc(flows: list[Any]) -> str:
+    """The competing flows of a config as they were given: specs, with an object's other
+    settings after its spec."""
+    out = []
+    for f in flows:
+        if isinstance(f, dict):
+            extra = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                              for k, v in f.items() if k != "spec")  # fmt: skip
+            out.append(f"{f.get('spec')} ({extra})" if extra else str(f.get("spec")))
+        else:
+            out.append(str(f))
+    return ", ".join(out)
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
@@ -322,7 +342,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         named = [(sch, t[t["scheme"] == sch].to_dict("records"))
                  for sch in dict.fromkeys(t["scheme"])]  # fmt: skip
         print(report.text_table(named))
-        print(report.LEGEND)
+        print(report.legend(named))
     print(f"table: {', '.join(str(x) for x in res.paths)}")
     if len(res.table) and not args.no_report:
         from ..htmlreport import write_report
