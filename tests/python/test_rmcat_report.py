@@ -103,3 +103,23 @@ def test_the_two_bottleneck_check_counts_every_flow_that_crosses_each():
             {"spec": "audio", "crosses": "second"}]}}  # fmt: skip
 
     assert rmcat._crossings(Run()) == {0: (1, 2), 1: (1,), 2: (2,), 3: (1, 2), 4: (1,), 5: (2,)}
+
+
+def test_the_two_flow_case_judges_adaptation_as_well_as_sharing(sluice, tmp_path):
+    # §5.2 shortened: two ACE flows share fairly but keep the 150 kB buffer full after the
+    # drop to 1 Mbps: Jain's index alone would pass them, §5.1's queueing threshold does not.
+    out = tmp_path / "r"
+    r = sluice("run", "--scheme", "ace", "--encoder", "model", "--trace",
+               "gen:steps:4@10,1@15", "--delay-ms", "50", "--queue-bytes", "150000",
+               "--competing", "media:self", "--duration", "25", "--out", str(out))  # fmt: skip
+    assert r.code == 0, r.err
+    run = results.load_run(out)
+    s = run.summary
+    case = next(c for c in rmcat.ALL if c.plan == "rmcat-5.2")
+    ok, text = case.check(run)
+    assert rmcat._check_jain(10.0, "two flows")(run)[0]
+    assert not ok and s["queue_delay_ms_p95"] > 150
+    assert text.endswith(f"queue P95 {s['queue_delay_ms_p95']:.0f} ms")
+    # What the viewer saw is said beside every case's numbers.
+    assert rmcat._viewer(run) == (f"video: all-slot P95 {s['latency_all_ms']['p95']:.0f} ms, "
+                                  f"frozen {s['total_freezes_duration_s']:.1f} s")  # fmt: skip
