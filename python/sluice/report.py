@@ -189,6 +189,22 @@ def identical_seeds_note(named: Named) -> str:
             "so its interval says nothing about the spread")  # fmt: skip
 
 
+def two_runs_note(named: Named) -> str:
+    """A sentence naming the rows of exactly two runs, whose 95 % interval (t = 12.7) is
+    too wide to read and may run past a metric's limits (empty when there are none)."""
+    two = [n for n, s in named if len(_runs(s)) == 2]
+    if not two:
+        return ""
+    return (f"{', '.join(two)} {'has' if len(two) == 1 else 'have'} two runs each: a 95 % "
+            "interval from two runs is 12.7 times half their difference and can run past a "
+            "metric's limits (a share below 0 %); three or more seeds give one worth reading")
+
+
+def seed_notes(named: Named) -> list[str]:
+    """The notes a table of several runs per row needs under it."""
+    return [x for x in (identical_seeds_note(named), two_runs_note(named)) if x]
+
+
 def csv_text(named: Named, labels: Sequence[dict[str, Any]] | None = None) -> str:
     """One row per run: ``scheme``, the run's ``labels`` if given (one dict per run in the
     order of ``named``'s runs: its seed and directory), and every summary metric

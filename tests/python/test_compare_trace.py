@@ -164,3 +164,19 @@ def test_seeds_that_gave_the_same_run_are_said_to():
                                         ("c", [run])])  # fmt: skip
     assert note.startswith("every seed of a gave the same run") and " b" not in note
     assert report.identical_seeds_note([("b", [run, other]), ("c", run)]) == ""
+
+
+def test_rows_of_two_runs_are_said_to_have_an_interval_too_wide_to_read():
+    from sluice import report
+    from sluice.spread import spread
+
+    def run(p95: float) -> dict:
+        return {"latency_all_ms": {"p95": p95}, "fps": 30.0}
+
+    named = [("a", [run(80), run(90)]), ("b", [run(80), run(85), run(90)]), ("c", [run(1)])]
+    note = report.two_runs_note(named)
+    assert note.startswith("a has two runs each: a 95 % interval from two runs is 12.7 times")
+    assert report.seed_notes(named) == [note]
+    assert report.two_runs_note([("b", named[1][1])]) == ""
+    # The 12.7 it names is the interval the table prints.
+    assert abs(spread([80.0, 90.0]).half - 12.706 * 5) < 0.01

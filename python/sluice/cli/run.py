@@ -145,8 +145,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     print(report.text_table([(name, summaries)]))
     print(report.legend([(name, summaries)]))
-    if same := report.identical_seeds_note([(name, summaries)]):
-        print(f"note: {same}")
+    for note in report.seed_notes([(name, summaries)]):
+        print(f"note: {note}")
     print(f"\nresults: {', '.join(str(d) for d in run_dirs)}")
     return 0
 
@@ -221,9 +221,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         + f"{results.MADE_BY}`{command}`\n\n"
     )
     body = report.markdown_table(named) + "\n\n" + report.legend(named) + "\n"
-    same = report.identical_seeds_note(named)
-    if same:
-        body += f"\nNote: {same}.\n"
+    notes = report.seed_notes(named)
+    for note in notes:
+        body += f"\nNote: {note}.\n"
     if diffs:
         body += ("\n## Settings the schemes differ in, which you did not choose\n\n"
                  + diffs + "\n")  # fmt: skip
@@ -239,8 +239,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     print(report.text_table(named))
     print(report.legend(named))
-    if same:
-        print(f"note: {same}")
+    for seed_note in notes:
+        print(f"note: {seed_note}")
     note = differences.note([(r.scheme, r.config) for r in firsts], chosen)
     if note:
         print(note)
