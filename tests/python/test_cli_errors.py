@@ -109,6 +109,10 @@ def test_encoder_option_overrides_the_schemes_encoder(tmp_path):
 def test_plot_not_a_run_dir(sluice, tmp_path):
     sluice("plot", str(tmp_path)).assert_one_line_error("not a sluice run directory")
     sluice("plot", str(tmp_path / "missing")).assert_one_line_error("no such run directory")
+    # A plan's results: its runs are folders below it; `report` takes the whole.
+    (tmp_path / "plan.json").write_text("{}")
+    sluice("plot", str(tmp_path)).assert_one_line_error("holds a plan's results",
+                                                        "`sluice report` on it")  # fmt: skip
 
 
 def test_unknown_schema_version(tmp_path):

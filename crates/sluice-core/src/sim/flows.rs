@@ -72,8 +72,8 @@ pub(crate) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
     if let Some(c) = cfg.competing.iter().find(|c| !matches!(c.kind, CompetingKind::Audio { .. })) {
         if main.bottleneck.drops_frames() {
             return Err(format!(
-                "competing flow '{}': competing flows other than audio cannot share scheme \
-                 '{}''s frame-dropping bottleneck",
+                "competing flow '{}': competing flows other than audio cannot share the \
+                 frame-dropping bottleneck of scheme '{}'",
                 c.spec(),
                 cfg.scheme_name
             ));
