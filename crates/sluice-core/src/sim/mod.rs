@@ -434,3 +434,92 @@ fn flow_tables(
         second: second.and_then(table),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cross::CompetingFlow;
+    use crate::link::trace_gen::{generate, TraceSpec};
+    use crate::session::{build_encoder, PathConfig, QueueDisciplineKind, SecondBottleneck};
+
+    /// The whole run's records as text, to compare runs exactly.
+    fn run(cfg: &RunConfig, round_after_any_output: bool) -> String {
+        let spec = |s: &str| TraceSpec::parse_cli(s).unwrap();
+        let len = TimeDelta::from_secs_f64(cfg.duration_s + 5.0);
+        let down = Arc::new(generate(&spec("steps:6@3,1.5@2,4@3"), len).unwrap());
+        let up = Arc::new(generate(&spec("constant:3"), len).unwrap());
+        let encoder = build_encoder(cfg).unwrap();
+        let mut sim = Simulation::new(cfg, Some(down), Some(up), encoder).unwrap();
+        sim.network.round_after_any_output = round_after_any_output;
+        let r = sim.run();
+        let json = |v: serde_json::Result<String>| v.unwrap();
+        [
+            json(serde_json::to_string(&r.frames)),
+            json(serde_json::to_string(&r.skips)),
+            json(serde_json::to_string(&r.samples)),
+            json(serde_json::to_string(&r.summary)),
+        ]
+        .join("\n")
+    }
+
+    #[test]
+    fn settling_in_one_round_where_it_can_changes_no_run() {
+        // Every kind of node and edge the topologies build: pacers of each kind (leaky
+        // bucket, ACE-N's tokens, Vidaptive's window and dummy packets), a frame-dropping
+        // bottleneck with its report path, competing flows of every kind (reverse ones on the
+        // uplink), faults, a second bottleneck, FQ-CoDel.
+        let flows = |specs: &[&str]| -> Vec<CompetingFlow> {
+            specs.iter().map(|s| CompetingFlow::parse(s).unwrap()).collect()
+        };
+        let base = RunConfig {
+            duration_s: 8.0,
+            downlink: PathConfig {
+                delay_ms: 20.0,
+                queue_bytes: Some(60_000),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut cases = Vec::new();
+        for scheme in ["webrtc", "ace-n", "vidaptive", "copa", "always-burst", "co-rtv"] {
+            cases.push(RunConfig { scheme_name: scheme.into(), ..base.clone() });
+        }
+        let mut c = RunConfig { scheme_name: "webrtc".into(), ..base.clone() };
+        c.competing = flows(&[
+            "tcp:cubic@1",
+            "media:copa@2-6",
+            "audio",
+            "reverse-media:webrtc@1",
+            "short-tcp@3",
+            "reverse-audio",
+        ]);
+        c.faults.duplicate = 0.02;
+        c.faults.reorder = 0.02;
+        c.faults.feedback_blackout_s = Some((4.0, 5.0));
+        cases.push(c);
+        let mut c = RunConfig { scheme_name: "vidaptive".into(), ..base.clone() };
+        c.competing = flows(&["media:self", "tcp:bbr@2"]);
+        c.downlink.queue_discipline = QueueDisciplineKind::FqCodel;
+        cases.push(c);
+        let mut c = RunConfig { scheme_name: "ace-n".into(), ..base.clone() };
+        c.second_bottleneck =
+            Some(SecondBottleneck { rate_mbps: 2.0, queue_bytes: Some(30_000), delay_ms: 5.0 });
+        let mut second = CompetingFlow::parse("media:webrtc@1").unwrap();
+        second.crosses = crate::cross::Crosses::Second;
+        c.competing = vec![second, CompetingFlow::parse("tcp:newreno@2").unwrap()];
+        cases.push(c);
+        let mut c = RunConfig { scheme_name: "co-rtv".into(), ..base.clone() };
+        c.competing = flows(&["audio"]);
+        cases.push(c);
+        for cfg in &cases {
+            let (fast, every) = (run(cfg, false), run(cfg, true));
+            assert!(fast.len() > 1000, "{}: a run with records", cfg.scheme_name);
+            assert!(
+                fast == every,
+                "{} {:?}: settling changed the run",
+                cfg.scheme_name,
+                cfg.competing.iter().map(|f| f.spec()).collect::<Vec<_>>()
+            );
+        }
+    }
+}
