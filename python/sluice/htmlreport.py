@@ -386,6 +386,12 @@ def write_report(
         + (f" on {len(families)} {word[len(families) > 1]}" if by_family else "")
         + f". {html.escape(report.legend_of(report.metric_names(df.to_dict('records'))))}</p>"
     )
+    if kind == "compare":  # one row a scheme, its runs the seeds
+        named = [(s, df[df["scheme"] == s].drop(columns=["run_dir", "seed"], errors="ignore")
+                  .to_dict("records"))
+                 for s in names]  # fmt: skip
+        for note in report.seed_notes(named):
+            parts.append(f"<p class='note'>Note: {html.escape(note)}.</p>")
     durations = sorted(set(df["duration_s"].dropna())) if "duration_s" in df else []
     if len(durations) > 1:
         parts.append(

@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 from .config import scheme_colors as registry_colors  # noqa: E402
 from .errors import output_file  # noqa: E402
 from .metrics import metric  # noqa: E402
+from .report import flow_words  # noqa: E402
 from .results import Run  # noqa: E402
 
 #: Colours of runs that are not registered schemes: Chromium's own sender (``browser run``),
@@ -169,7 +170,7 @@ def competing_rates(run: Run) -> list[tuple[int, str, Any]]:
     for f in (run.summary or {}).get("flows") or []:
         if isinstance(f, dict):
             # A reverse flow's bytes are the uplink's, not the drawn capacity's.
-            where = " (uplink)" if f.get("kind") == "reverse-media" else ""
+            where = " (uplink)" if str(f.get("kind")).startswith("reverse-") else ""
             names[f.get("flow")] = f"{f.get('kind')}:{f.get('scheme')}{where}"
     out = []
     for c in run.samples.columns:
@@ -307,11 +308,6 @@ def _net_words(cfg: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _flow_words(flow: Any) -> str:
-    """A competing flow of a config as the title says it: its spec."""
-    return str(flow.get("spec")) if isinstance(flow, dict) else str(flow)
-
-
 def _title(runs: Sequence[Run], what: str, width: int = 100) -> str:
     """``what``, the traces, and the network settings the runs share (a setting in which
     they differ is said to differ, not given as the first run's), wrapped to fit a figure."""
@@ -321,7 +317,7 @@ def _title(runs: Sequence[Run], what: str, width: int = 100) -> str:
     if not runs:
         return what
     per_run = [{**_net_words(r.config.get("downlink", {})),
-                **({"competing": "competing " + ", ".join(map(_flow_words, c))}
+                **({"competing": "competing " + ", ".join(map(flow_words, c))}
                    if (c := r.config.get("competing")) else {})}
                for r in runs]  # fmt: skip
     net = []

@@ -78,6 +78,16 @@ def best_marks(spreads: Sequence[tuple[str, Spread]], m: str) -> dict[str, str]:
     return out
 
 
+def flow_words(flow: Any) -> str:
+    """A competing flow of a config as it was given: its spec, with an object's other
+    settings after it (``media:self (access_delay_ms 40)``)."""
+    if not isinstance(flow, dict):
+        return str(flow)
+    extra = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                      for k, v in flow.items() if k != "spec")  # fmt: skip
+    return f"{flow.get('spec')} ({extra})" if extra else str(flow.get("spec"))
+
+
 def metric_names(flat: Sequence[Mapping[str, Any]]) -> list[str]:
     """The columns of a table of the runs ``flat`` (summary rows): the table metrics, the
     quality metrics when some run was scored, the sharing metrics when some run had
@@ -130,6 +140,8 @@ def text_table(named: Named) -> str:
 def run_table(name: str, summary: dict[str, Any]) -> str:
     """One run's table, and a line under it if the run was interrupted."""
     table = text_table([(name, summary)])
+    if SHARING_METRICS[0] in metric_names([summary_row(summary)]):
+        table += "\n" + SHARING_LEGEND
     if summary.get("interrupted"):
         table += ("\n(interrupted: stopped early; its rates count the planned duration, the "
                   "slots never captured as stalls)")
@@ -157,9 +169,10 @@ LEGEND = (
 
 #: Added to the legend when a table has the sharing metrics.
 SHARING_LEGEND = (
-    "Jain: Jain's index of the competing flows' rates from 10 s after the last flow started to "
-    "the first stop or the end (- when that interval is empty); own share: the session's share "
-    "of the bytes the bottleneck delivered."
+    "Jain: Jain's index of the rates of the session's flow and the long competing flows (short "
+    "TCP, audio and reverse flows left out), from 10 s after the last flow started to the first "
+    "stop or the end (- when that window is empty or fewer than two flows are left); own "
+    "share: the session's share of the bytes the bottleneck delivered."
 )
 
 
@@ -173,15 +186,20 @@ def legend(named: Named) -> str:
     return legend_of(metric_names([summary_row(x) for _, s in named for x in _runs(s)]))
 
 
+def _identical(named: Named) -> list[str]:
+    """The rows whose several runs (seeds) gave identical summaries."""
+    def key(r: dict[str, Any]) -> str:  # NaN equals NaN here, as it does not in ==
+        return json.dumps(r, sort_keys=True, default=str)
+
+    return [n for n, s in named if len(runs := _runs(s)) > 1
+            and len({key(r) for r in runs}) == 1]  # fmt: skip
+
+
 def identical_seeds_note(named: Named) -> str:
     """A sentence naming the schemes whose several runs (seeds) gave identical summaries: their
     "± 0" is not a spread over independent samples, nothing in the settings drew on the seed
     (empty when there are none)."""
-    def key(r: dict[str, Any]) -> str:  # NaN equals NaN here, as it does not in ==
-        return json.dumps(r, sort_keys=True, default=str)
-
-    same = [n for n, s in named if len(runs := _runs(s)) > 1
-            and len({key(r) for r in runs}) == 1]  # fmt: skip
+    same = _identical(named)
     if not same:
         return ""
     return (f"every seed of {', '.join(same)} gave the same run: nothing in these settings "
@@ -192,12 +210,14 @@ def identical_seeds_note(named: Named) -> str:
 def two_runs_note(named: Named) -> str:
     """A sentence naming the rows of exactly two runs, whose 95 % interval (t = 12.7) is
     too wide to read and may run past a metric's limits (empty when there are none)."""
-    two = [n for n, s in named if len(_runs(s)) == 2]
+    same = set(_identical(named))
+    two = [n for n, s in named if len(_runs(s)) == 2 and n not in same]
     if not two:
         return ""
-    return (f"{', '.join(two)} {'has' if len(two) == 1 else 'have'} two runs each: a 95 % "
-            "interval from two runs is 12.7 times half their difference and can run past a "
-            "metric's limits (a share below 0 %); three or more seeds give one worth reading")
+    return (f"{', '.join(two)} {'has two runs' if len(two) == 1 else 'have two runs each'}: "
+            "a 95 % interval from two runs is 12.7 times half their difference and can run "
+            "past a metric's limits (a share below 0 %); three or more seeds give one worth "
+            "reading")
 
 
 def seed_notes(named: Named) -> list[str]:

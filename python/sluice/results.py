@@ -661,7 +661,8 @@ def no_run_file(run_dir: str | os.PathLike[str]) -> str:
                 "makes the run of a session's parts")  # fmt: skip
     if (d / "plan.json").is_file():
         return (f"{run_dir} holds a plan's results, its runs in folders below it: give one of "
-                "them (`find DIR -name run.jsonl` lists them), or use `sluice report` on it")
+                f"them (each folder holding a run.jsonl, as `find {run_dir} -name run.jsonl` "
+                "lists), or use `sluice report` on it")
     if (d / "compare.md").is_file() or _result_subdirs(d):
         return (f"{run_dir} holds several runs in its folders, not one run: give one of "
                 "them, or use `sluice report` on it")  # fmt: skip

@@ -175,7 +175,11 @@ def test_rows_of_two_runs_are_said_to_have_an_interval_too_wide_to_read():
 
     named = [("a", [run(80), run(90)]), ("b", [run(80), run(85), run(90)]), ("c", [run(1)])]
     note = report.two_runs_note(named)
-    assert note.startswith("a has two runs each: a 95 % interval from two runs is 12.7 times")
+    assert note.startswith("a has two runs: a 95 % interval from two runs is 12.7 times")
+    # Identical runs have their own note (their "± 0" is no spread at all).
+    assert report.two_runs_note([("d", [run(80), run(80)])]) == ""
+    assert report.two_runs_note(named + [("e", named[0][1])]).startswith(
+        "a, e have two runs each")
     assert report.seed_notes(named) == [note]
     assert report.two_runs_note([("b", named[1][1])]) == ""
     # The 12.7 it names is the interval the table prints.

@@ -105,6 +105,8 @@ def test_a_reverse_flow_is_labelled_as_the_uplinks():
         samples=pd.DataFrame({"flow0_rate_bps": [1.0], "flow1_rate_bps": [2.0]}),
     )  # fmt: skip
     assert [name for _, name, _ in competing_rates(run)] == ["reverse-media:webrtc (uplink)"]
+    run.summary["flows"][1].update(kind="reverse-audio", scheme="cbr")
+    assert [name for _, name, _ in competing_rates(run)] == ["reverse-audio:cbr (uplink)"]
 
 
 def test_time_series_rows_share_a_scale_unless_one_run_would_flatten_the_others():

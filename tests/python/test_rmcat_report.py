@@ -123,3 +123,13 @@ def test_the_two_flow_case_judges_adaptation_as_well_as_sharing(sluice, tmp_path
     # What the viewer saw is said beside every case's numbers.
     assert rmcat._viewer(run) == (f"video: all-slot P95 {s['latency_all_ms']['p95']:.0f} ms, "
                                   f"frozen {s['total_freezes_duration_s']:.1f} s")  # fmt: skip
+
+
+def test_a_run_without_samples_or_shown_frames_is_judged_not_crashed_on():
+    # A NaN in a summary is written as null: the checks read it as NaN (a FAIL), not a crash.
+    run = results.Run(path=Path("r"), header={"config": {}}, summary={
+        "duration_s": 125.0, "latency_all_ms": {"p95": None}, "queue_delay_ms_p95": None,
+        "total_freezes_duration_s": None, "utilization": None,
+    }, frames=None, samples=None)  # fmt: skip
+    assert rmcat._viewer(run) == "video: all-slot P95 nan ms, frozen nan s"
+    assert rmcat._check_51(run) == (False, "utilisation nan, queue P95 nan ms")

@@ -214,7 +214,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             else ""
         )
         + f"queue {_queue_desc(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}"
-        + (f"; competing flows: {_competing_desc(cfg['competing'])}"
+        + (f"; competing flows: {', '.join(map(report.flow_words, cfg['competing']))}"
            if cfg.get("competing") else "")  # fmt: skip
         + "\n\n"
         + _encoder_desc(args, firsts[0].config) + "\n\n"
@@ -287,20 +287,6 @@ def _queue_desc(link: dict[str, Any]) -> str:
         size = "unlimited"
     kind = link.get("queue_discipline", "droptail")
     return size if kind == "droptail" else f"{size} ({kind})"
-
-
-def _competing_desc(flows: list[Any]) -> str:
-    """The competing flows of a config as they were given: specs, with an object's other
-    settings after its spec."""
-    out = []
-    for f in flows:
-        if isinstance(f, dict):
-            extra = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-                              for k, v in f.items() if k != "spec")  # fmt: skip
-            out.append(f"{f.get('spec')} ({extra})" if extra else str(f.get("spec")))
-        else:
-            out.append(str(f))
-    return ", ".join(out)
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
