@@ -687,6 +687,16 @@ def test_x264_preset_set_by_path_is_one_line(tiny_clip, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("path", ["encoder.width", "encoder.height", "encoder.video_frames"])
+def test_the_clips_own_encoder_fields_are_refused_as_overrides(tiny_clip, tmp_path, path):
+    # Set by the front end from the clip: an override made x264 read the prepared frames at
+    # the wrong size (a 1280x720 clip read as 320x180 frames: VMAF 34).
+    p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "1", "--out", "o",
+                 "--quality", "none", "--set", f"{path}=8"], tmp_path)  # fmt: skip
+    _one_line(p, f"{path} is set from the clip")
+    assert not (tmp_path / "o").exists()
+
+
 def test_quality_failure_keeps_the_finished_run(tiny_clip, tmp_path):
     from sluice import results
 

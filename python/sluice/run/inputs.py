@@ -15,6 +15,15 @@ from ..errors import SluiceError
 from ..traces import load_trace
 from .spec import RunSpec, overridden
 
+#: The x264 encoder's fields the front end sets from the clip (an override of one would make
+#: x264 read the prepared frames with the wrong size or count), and what to give instead.
+DERIVED_ENCODER_FIELDS = (
+    ("encoder.width", "give --width (a plan's width = ...); the height follows the clip"),
+    ("encoder.height", "give --width (a plan's width = ...); the height follows the clip"),
+    ("encoder.video_path", "give --video"),
+    ("encoder.video_frames", "it is the prepared clip's frame count"),
+    ("encoder.bitstream_path", "the stream is written into the run directory"),
+)
 
 def load_traces(spec: RunSpec, cfg: dict[str, Any]) -> tuple[Any, Any]:
     """(downlink, uplink) :class:`~sluice.traces.LoadedTrace` or None, generated traces long
@@ -65,6 +74,9 @@ def prepare(spec: RunSpec, cfg: dict[str, Any], encoder: str, run_dir: Path) -> 
             f"an override replaced the x264 encoder's config with a {cfg['encoder']['kind']} "
             "one: choose the encoder with --encoder (a plan's encoder = ...) instead"
         )
+    for path, instead in DERIVED_ENCODER_FIELDS:
+        if overridden(spec, path):
+            raise SluiceError(f"{path} is set from the clip for an x264 run: {instead}")
     fps = float(cfg["fps"]) if overridden(spec, "fps") else None
     raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
     inputs.raw = raw
