@@ -52,6 +52,16 @@ impl CcConfig {
         }
     }
 
+    /// Whether the controller signals a pre-reaction (MAE §5.2: GCC with a
+    /// `pre_reaction_ratio`, Copa with a `pre_reaction_queuing_delay_ms`).
+    pub fn pre_reacts(&self) -> bool {
+        match self {
+            CcConfig::Gcc(c) => c.pre_reaction_ratio.is_some(),
+            CcConfig::Copa(c) => c.pre_reaction_queuing_delay_ms.is_some(),
+            CcConfig::Rocc(_) | CcConfig::Fdcc(_) => false,
+        }
+    }
+
     /// The controller this config describes.
     pub fn build(&self, now: Timestamp) -> Box<dyn CongestionController> {
         match self {
@@ -98,6 +108,35 @@ pub struct SchemeConfig {
 }
 
 impl SchemeConfig {
+    /// A composition whose parts cannot work together (each part valid alone): an encoder
+    /// controller waiting for a signal the congestion controller never gives, a controller
+    /// reading reports no bottleneck sends. Such a scheme would run as another one.
+    pub fn check_composition(&self) -> Result<(), String> {
+        if let EncoderControllerConfig::Mae(m) = &self.encoder_controller {
+            let pre_reaction = m.mode == MaeMode::Code || m.trigger == MaeTrigger::PreReaction;
+            if pre_reaction && !self.cc.pre_reacts() {
+                return Err("encoder_controller mae waits for the congestion controller's \
+                            pre-reaction, which this cc never signals (gcc: set \
+                            cc.pre_reaction_ratio; copa: cc.pre_reaction_queuing_delay_ms; \
+                            rocc and fdcc have none): MAE would never tighten the buffer"
+                    .into());
+            }
+            if !pre_reaction && !matches!(self.cc, CcConfig::Gcc(_)) {
+                return Err("encoder_controller mae with trigger native-overuse needs gcc's \
+                            over-use detector (cc.kind gcc)"
+                    .into());
+            }
+        }
+        if matches!(self.cc, CcConfig::Fdcc(_))
+            && !matches!(self.bottleneck, BottleneckConfig::Fdcc(_))
+        {
+            return Err("cc fdcc sets its rate from the oracle bottleneck's reports: it needs \
+                        bottleneck.kind fdcc (without them it stays at its initial rate)"
+                .into());
+        }
+        Ok(())
+    }
+
     /// `pacer` with every other component at its default: GCC, ABR + VBV(0.5 s), no frame
     /// dropping, no Salsify stage, a drop-tail bottleneck, the run's feedback interval.
     pub fn new(pacer: PacerConfig) -> Self {
@@ -656,11 +695,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn compositions_whose_parts_cannot_work_together_are_refused() {
+        // MAE on a controller without its pre-reaction: it would never tighten (a scheme file
+        // with MAE on the default GCC ran exactly as ABR + VBV, without a word).
+        let mut mae = lookup("mae").unwrap().config;
+        assert_eq!(mae.check_composition(), Ok(()));
+        let CcConfig::Gcc(g) = &mut mae.cc else { panic!("mae is on gcc") };
+        g.pre_reaction_ratio = None;
+        assert!(mae.check_composition().unwrap_err().contains("cc.pre_reaction_ratio"));
+        let mut copa = lookup("mae-copa").unwrap().config;
+        assert_eq!(copa.check_composition(), Ok(()));
+        let CcConfig::Copa(c) = &mut copa.cc else { panic!("mae-copa is on copa") };
+        c.pre_reaction_queuing_delay_ms = None;
+        assert!(copa.check_composition().unwrap_err().contains("pre-reaction"));
+        let native = lookup("mae-no-prediction").unwrap().config;
+        assert_eq!(native.check_composition(), Ok(()));
+        let on_copa = SchemeConfig { cc: lookup("copa").unwrap().config.cc, ..native };
+        assert!(on_copa.check_composition().unwrap_err().contains("native-overuse"));
+        // FDCC without its oracle's reports stays at its initial rate.
+        let mut fdcc = lookup("fdcc").unwrap().config;
+        assert_eq!(fdcc.check_composition(), Ok(()));
+        fdcc.bottleneck = BottleneckConfig::default();
+        assert!(fdcc.check_composition().unwrap_err().contains("bottleneck.kind fdcc"));
+    }
+
+    #[test]
     fn registered_configs_validate_and_vidaptive_mistakes_are_named() {
         for s in registry() {
             let c = &s.config;
             let ok = c.pacer.validate().and(c.cc.validate()).and(c.encoder_controller.validate());
             assert_eq!(ok, Ok(()), "{}", s.name);
+            assert_eq!(c.check_composition(), Ok(()), "{}", s.name);
         }
         let v = lookup("vidaptive").unwrap().config;
         let EncoderControllerConfig::Vidaptive(ec) = v.encoder_controller else { panic!() };

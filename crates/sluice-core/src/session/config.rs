@@ -387,6 +387,7 @@ impl RunConfig {
         scheme.pacer.validate().map_err(ConfigError)?;
         scheme.cc.validate().map_err(ConfigError)?;
         scheme.bottleneck.validate().map_err(ConfigError)?;
+        scheme.check_composition().map_err(ConfigError)?;
         if let Some(f) = scheme.feedback_interval_ms {
             check_range("feedback_interval_ms", f, 1.0, false, 10_000.0)?;
         }
