@@ -276,7 +276,7 @@ def _check_type(old: Any, value: Any, path: str) -> None:
         return
     if _type(old) != _type(value):
         raise SluiceError(
-            f"config path '{path}' takes {_type(old)} (default {_show(old)}), "
+            f"config path '{path}' takes {_type(old)} (now {_show(old)}), "
             f"got {_type(value)} {_show(value)}"
         )
 

@@ -193,6 +193,7 @@ def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
         ax_rate, ax_q, ax_p, ax_lat = axes[:, col]
         s = run.samples
         flows = competing_rates(run) if not s.empty else []
+        dark = False
         if not s.empty:
             t = s["t_us"].to_numpy(dtype=float) / 1e6
             ax_rate.fill_between(
@@ -237,8 +238,8 @@ def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
         ax_lat.set_xlabel("time (s)")
         for ax in axes[:, col]:
             ax.grid(True, alpha=0.3)
-        # Each run's own flows: its legend says which they are.
-        if col == 0 or flows:
+        # Each run's own flows, or its delivered line in orange: its own legend says so.
+        if col == 0 or flows or dark:
             ax_rate.legend(loc="upper right", fontsize=7)
     labels = ["rate (Mbit/s)", "bottleneck queue delay (ms)", "pacer delay (ms)",
               "frame latency (ms)"]  # fmt: skip

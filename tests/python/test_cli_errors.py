@@ -92,6 +92,18 @@ def test_scheme_file_errors(sluice, tmp_path):
     missing = tmp_path / "missing.json"
     r = sluice("run", "--scheme-file", str(missing), "--trace", TRACE)
     r.assert_one_line_error("scheme file not found", str(missing))
+    # A file named as a registered scheme it is listed beside: the message says why.
+    same = tmp_path / "webrtc.json"
+    same.write_text(json.dumps({"pacer": {"kind": "leaky-bucket"}}))
+    r = sluice("compare", "--schemes", "webrtc", "--scheme-file", str(same), "--trace", TRACE,
+               "--out", str(tmp_path / "c"))  # fmt: skip
+    r.assert_one_line_error("scheme listed twice: webrtc", "named by its file name", str(same))
+    # A composition whose parts cannot work together is refused, naming the file.
+    bad.write_text(json.dumps({"pacer": {"kind": "leaky-bucket"},
+                               "encoder_controller": {"kind": "mae"}}))  # fmt: skip
+    r = sluice("run", "--scheme-file", str(bad), "--trace", TRACE, "--duration", DURATION,
+               "--out", str(tmp_path / "o"))  # fmt: skip
+    r.assert_one_line_error(str(bad), "mae waits for the congestion controller's pre-reaction")
 
 
 def test_x264_scheme_without_video(sluice, tmp_path):

@@ -163,7 +163,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     seen = [n for n, _ in entries]
     dup = sorted({n for n in seen if seen.count(n) > 1})
     if dup:
-        raise SluiceError(f"scheme listed twice: {', '.join(dup)}")
+        files = [str(f) for f in args.scheme_file if Path(f).stem in dup]
+        raise SluiceError(f"scheme listed twice: {', '.join(dup)}"
+                          + (f" (a scheme file is named by its file name: {', '.join(files)};"
+                             " rename it)" if files else ""))  # fmt: skip
     seeds = o.seeds(args)
 
     pool.check_pool(args.backend, args.jobs, args.address)  # before an earlier compare goes
@@ -329,6 +332,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
                  for sch in dict.fromkeys(t["scheme"])]  # fmt: skip
         print(report.text_table(named))
         print(report.legend(named))
+        for note in report.seed_notes(named):
+            print(f"note: {note}")
     print(f"table: {', '.join(str(x) for x in res.paths)}")
     if len(res.table) and not args.no_report:
         from ..htmlreport import write_report
