@@ -251,7 +251,7 @@ def _clean_old(out: Path) -> None:
 
 def cmd_send(args: argparse.Namespace) -> int:
     from . import config, video
-    from .run import overridden, planned_config, resolve_encoder, validate_config
+    from .run import keep_clip_fields, overridden, planned_config, resolve_encoder, validate_config
 
     _check_peers(args.listen, [("peer", args.peer)])
     spec = _spec(args)
@@ -270,7 +270,9 @@ def cmd_send(args: argparse.Namespace) -> int:
                               bitstream_path=str(stream))  # fmt: skip
         files = {results.STREAM_FILE: stream,
                  results.STREAM_INDEX_FILE: Path(f"{stream}.idx")}  # fmt: skip
-    cfg = config.apply_overrides(cfg, spec.overrides)
+    derived, cfg = cfg, config.apply_overrides(cfg, spec.overrides)
+    if encoder == "x264":
+        keep_clip_fields(derived, cfg)
     if args.start_timeout_s is not None and args.transport != "webrtc":
         raise SluiceError("--start-timeout-s bounds the sender's wait for the peer's SDP "
                           "answer: it is for --transport webrtc")  # fmt: skip

@@ -697,6 +697,13 @@ def test_the_clips_own_encoder_fields_are_refused_as_overrides(tiny_clip, tmp_pa
     assert not (tmp_path / "o").exists()
 
 
+def test_replacing_the_whole_encoder_object_cannot_change_the_clips_fields(tiny_clip, tmp_path):
+    p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "1", "--out", "o",
+                 "--quality", "none", "--set", 'encoder={"kind": "x264", "width": 8}'],
+                tmp_path)  # fmt: skip
+    _one_line(p, "encoder.width is set from the clip")
+
+
 def test_quality_failure_keeps_the_finished_run(tiny_clip, tmp_path):
     from sluice import results
 

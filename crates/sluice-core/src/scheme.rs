@@ -113,13 +113,19 @@ impl SchemeConfig {
     /// reading reports no bottleneck sends. Such a scheme would run as another one.
     pub fn check_composition(&self) -> Result<(), String> {
         if let EncoderControllerConfig::Mae(m) = &self.encoder_controller {
+            // In mode code the pre-reaction level decides, whatever the trigger.
             let pre_reaction = m.mode == MaeMode::Code || m.trigger == MaeTrigger::PreReaction;
             if pre_reaction && !self.cc.pre_reacts() {
-                return Err("encoder_controller mae waits for the congestion controller's \
-                            pre-reaction, which this cc never signals (gcc: set \
-                            cc.pre_reaction_ratio; copa: cc.pre_reaction_queuing_delay_ms; \
-                            rocc and fdcc have none): MAE would never tighten the buffer"
-                    .into());
+                let why = if m.mode == MaeMode::Code {
+                    "in mode code reads the congestion controller's pre-reaction level"
+                } else {
+                    "waits for the congestion controller's pre-reaction"
+                };
+                return Err(format!(
+                    "encoder_controller mae {why}, which this cc never signals (gcc: set \
+                     cc.pre_reaction_ratio; copa: cc.pre_reaction_queuing_delay_ms; rocc and \
+                     fdcc have none): MAE would never tighten the buffer"
+                ));
             }
             if !pre_reaction && !matches!(self.cc, CcConfig::Gcc(_)) {
                 return Err("encoder_controller mae with trigger native-overuse needs gcc's \
@@ -127,11 +133,11 @@ impl SchemeConfig {
                     .into());
             }
         }
-        if matches!(self.cc, CcConfig::Fdcc(_))
-            && !matches!(self.bottleneck, BottleneckConfig::Fdcc(_))
-        {
-            return Err("cc fdcc sets its rate from the oracle bottleneck's reports: it needs \
-                        bottleneck.kind fdcc (without them it stays at its initial rate)"
+        if matches!(self.cc, CcConfig::Fdcc(_)) && !self.bottleneck.reports() {
+            return Err("cc fdcc sets its rate from the bottleneck's reports of its capacity and \
+                        queue: it needs a bottleneck that reports (bottleneck.kind fdcc, \
+                        queue-report, or co-rtv with feedback); without them it stays at its \
+                        initial rate"
                 .into());
         }
         Ok(())
@@ -716,7 +722,16 @@ mod tests {
         let mut fdcc = lookup("fdcc").unwrap().config;
         assert_eq!(fdcc.check_composition(), Ok(()));
         fdcc.bottleneck = BottleneckConfig::default();
-        assert!(fdcc.check_composition().unwrap_err().contains("bottleneck.kind fdcc"));
+        assert!(fdcc.check_composition().unwrap_err().contains("a bottleneck that reports"));
+        fdcc.bottleneck = lookup("co-rtv").unwrap().config.bottleneck;
+        assert_eq!(fdcc.check_composition(), Ok(()));
+        // Mode code reads the level whatever the trigger: the message says so.
+        let mut code = lookup("mae").unwrap().config;
+        let EncoderControllerConfig::Mae(m) = &mut code.encoder_controller else { panic!() };
+        m.trigger = MaeTrigger::NativeOveruse;
+        let CcConfig::Gcc(g) = &mut code.cc else { panic!("mae is on gcc") };
+        g.pre_reaction_ratio = None;
+        assert!(code.check_composition().unwrap_err().contains("in mode code"));
     }
 
     #[test]

@@ -302,7 +302,7 @@ def _candidates(lb: Any, cands: Any, cands_ho: Any, ho: Any) -> list[str]:
     names = list(dict.fromkeys(t["scheme"]))
     L = ["## How `combined` was chosen\n", prose(REPORT, "candidates")]
     head = ["candidate", "recipe", *[f"vs `{r}`: P95 ratio, VMAF diff" for r in RIVALS],
-            "passes (P95 <= 0.9x, VMAF >= -1)", "off the front in"]  # fmt: skip
+            f"passes (P95 <= {GOAL:g}x, VMAF >= -{VMAF_SLACK:g})", "off the front in"]  # fmt: skip
     body = []
     base = lb[lb["scheme"] != SCHEME]
     for c in names:

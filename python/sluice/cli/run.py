@@ -332,8 +332,6 @@ def cmd_matrix(args: argparse.Namespace) -> int:
                  for sch in dict.fromkeys(t["scheme"])]  # fmt: skip
         print(report.text_table(named))
         print(report.legend(named))
-        for note in report.seed_notes(named):
-            print(f"note: {note}")
     print(f"table: {', '.join(str(x) for x in res.paths)}")
     if len(res.table) and not args.no_report:
         from ..htmlreport import write_report

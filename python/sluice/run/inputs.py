@@ -17,13 +17,22 @@ from .spec import RunSpec, overridden
 
 #: The x264 encoder's fields the front end sets from the clip (an override of one would make
 #: x264 read the prepared frames with the wrong size or count), and what to give instead.
-DERIVED_ENCODER_FIELDS = (
-    ("encoder.width", "give --width (a plan's width = ...); the height follows the clip"),
-    ("encoder.height", "give --width (a plan's width = ...); the height follows the clip"),
-    ("encoder.video_path", "give --video"),
-    ("encoder.video_frames", "it is the prepared clip's frame count"),
-    ("encoder.bitstream_path", "the stream is written into the run directory"),
+CLIP_FIELDS = (
+    ("width", "give --width (a plan's width = ...); the height follows the clip"),
+    ("height", "give --width (a plan's width = ...); the height follows the clip"),
+    ("video_path", "give --video"),
+    ("video_frames", "it is the prepared clip's frame count"),
+    ("bitstream_path", "the stream is written into the run directory"),
 )
+
+
+def keep_clip_fields(before: dict[str, Any], after: dict[str, Any]) -> None:
+    """Refuses a config whose overrides (``after``) changed a field the front end set from
+    the clip (``before``): by its path, or by replacing the whole ``encoder`` object."""
+    for field, instead in CLIP_FIELDS:
+        if (after.get("encoder") or {}).get(field) != before["encoder"].get(field):
+            raise SluiceError(f"encoder.{field} is set from the clip for an x264 run: {instead}")
+
 
 def load_traces(spec: RunSpec, cfg: dict[str, Any]) -> tuple[Any, Any]:
     """(downlink, uplink) :class:`~sluice.traces.LoadedTrace` or None, generated traces long
@@ -74,9 +83,9 @@ def prepare(spec: RunSpec, cfg: dict[str, Any], encoder: str, run_dir: Path) -> 
             f"an override replaced the x264 encoder's config with a {cfg['encoder']['kind']} "
             "one: choose the encoder with --encoder (a plan's encoder = ...) instead"
         )
-    for path, instead in DERIVED_ENCODER_FIELDS:
-        if overridden(spec, path):
-            raise SluiceError(f"{path} is set from the clip for an x264 run: {instead}")
+    for field, instead in CLIP_FIELDS:
+        if overridden(spec, f"encoder.{field}"):
+            raise SluiceError(f"encoder.{field} is set from the clip for an x264 run: {instead}")
     fps = float(cfg["fps"]) if overridden(spec, "fps") else None
     raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
     inputs.raw = raw

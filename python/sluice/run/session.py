@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import config, results
 from ..errors import core_errors
-from .inputs import Inputs
+from .inputs import Inputs, keep_clip_fields
 from .spec import RunSpec
 
 # Virtual seconds per run_until() step: the granularity of progress reporting and of
@@ -132,7 +132,9 @@ def open_session(_core: Any, spec: RunSpec, cfg: dict[str, Any], run_dir: Path,
     file) and the files of the result so far (the session's own, x264's stream and its
     index, by name in the run directory). libx264 reports on fd 2 itself ("x264 [error]:
     ..."): that is folded into the error of a session that does not build."""
-    cfg = config.apply_overrides(cfg, spec.overrides)
+    derived, cfg = cfg, config.apply_overrides(cfg, spec.overrides)
+    if inputs.raw is not None:
+        keep_clip_fields(derived, cfg)
     with captured_stderr() as said, core_errors():
         try:
             sim = session(_core, json.dumps(cfg), inputs.down.trace if inputs.down else None,
