@@ -83,9 +83,6 @@ def prepare(spec: RunSpec, cfg: dict[str, Any], encoder: str, run_dir: Path) -> 
             f"an override replaced the x264 encoder's config with a {cfg['encoder']['kind']} "
             "one: choose the encoder with --encoder (a plan's encoder = ...) instead"
         )
-    for field, instead in CLIP_FIELDS:
-        if overridden(spec, f"encoder.{field}"):
-            raise SluiceError(f"encoder.{field} is set from the clip for an x264 run: {instead}")
     fps = float(cfg["fps"]) if overridden(spec, "fps") else None
     raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
     inputs.raw = raw
