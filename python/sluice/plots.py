@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 from .config import scheme_colors as registry_colors  # noqa: E402
 from .errors import output_file  # noqa: E402
 from .metrics import metric  # noqa: E402
-from .report import flow_words  # noqa: E402
+from .report import flow_words, queue_words  # noqa: E402
 from .results import Run  # noqa: E402
 
 #: Colours of runs that are not registered schemes: Chromium's own sender (``browser run``),
@@ -296,14 +296,7 @@ def _net_words(cfg: dict[str, Any]) -> dict[str, str]:
     out = {}
     if cfg.get("delay_ms") is not None:
         out["delay"] = f"{cfg['delay_ms']:g} ms one-way"
-    if cfg.get("queue_bytes"):
-        out["queue"] = f"queue {cfg['queue_bytes']} B"
-    elif cfg.get("queue_packets"):
-        out["queue"] = f"queue {cfg['queue_packets']} pkts"
-    else:
-        out["queue"] = "unlimited queue"
-    if cfg.get("queue_discipline") not in (None, "droptail"):
-        out["queue"] += f" ({cfg['queue_discipline']})"
+    out["queue"] = f"queue {queue_words(cfg)}"
     if cfg.get("loss"):
         out["loss"] = f"loss {cfg['loss']:g}"
     return out

@@ -78,6 +78,19 @@ def best_marks(spreads: Sequence[tuple[str, Spread]], m: str) -> dict[str, str]:
     return out
 
 
+def queue_words(link: dict[str, Any]) -> str:
+    """A path's queue as the compare page and plot titles say it: its limit and, when not
+    drop-tail, its discipline (``60000 B (fq-codel)``, ``unlimited``)."""
+    if link.get("queue_bytes"):
+        size = f"{link['queue_bytes']} B"
+    elif link.get("queue_packets"):
+        size = f"{link['queue_packets']} packets"
+    else:
+        size = "unlimited"
+    kind = link.get("queue_discipline") or "droptail"
+    return size if kind == "droptail" else f"{size} ({kind})"
+
+
 def flow_words(flow: Any) -> str:
     """A competing flow of a config as it was given: its spec, with an object's other
     settings after it (``media:self (access_delay_ms 40)``)."""
@@ -100,8 +113,13 @@ def metric_names(flat: Sequence[Mapping[str, Any]]) -> list[str]:
     return names
 
 
+def named_metrics(named: Named) -> list[str]:
+    """:func:`metric_names` of every run of ``named``."""
+    return metric_names([summary_row(x) for _, s in named for x in _runs(s)])
+
+
 def rows(named: Named, markdown_marks: bool = False) -> tuple[list[str], list[list[str]]]:
-    names = metric_names([summary_row(x) for _, s in named for x in _runs(s)])
+    names = named_metrics(named)
     table = spreads(named, names)
     several = any(n > 1 for _, n, _ in table)
     marks = {m: _marks(table, m) for m in names}
@@ -140,7 +158,7 @@ def text_table(named: Named) -> str:
 def run_table(name: str, summary: dict[str, Any]) -> str:
     """One run's table, and a line under it if the run was interrupted."""
     table = text_table([(name, summary)])
-    if SHARING_METRICS[0] in metric_names([summary_row(summary)]):
+    if SHARING_METRICS[0] in named_metrics([(name, summary)]):
         table += "\n" + SHARING_LEGEND
     if summary.get("interrupted"):
         table += ("\n(interrupted: stopped early; its rates count the planned duration, the "
@@ -183,7 +201,7 @@ def legend_of(metrics: Sequence[str]) -> str:
 
 def legend(named: Named) -> str:
     """What the table of ``named`` (see :func:`rows`) and its marks mean."""
-    return legend_of(metric_names([summary_row(x) for _, s in named for x in _runs(s)]))
+    return legend_of(named_metrics(named))
 
 
 def _identical(named: Named) -> list[str]:

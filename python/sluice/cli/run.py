@@ -216,7 +216,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             if cfg["downlink"].get("access_delay_ms")
             else ""
         )
-        + f"queue {_queue_desc(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}"
+        + f"queue {report.queue_words(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}"
         + (f"; competing flows: {', '.join(map(report.flow_words, cfg['competing']))}"
            if cfg.get("competing") else "")  # fmt: skip
         + "\n\n"
@@ -279,17 +279,6 @@ def _encoder_desc(args: argparse.Namespace, cfg: dict[str, Any]) -> str:
     if getattr(args, "frame_drop", None) is not None:
         out += f"; frame dropping {args.frame_drop} for every scheme"
     return out
-
-
-def _queue_desc(link: dict[str, Any]) -> str:
-    if link.get("queue_bytes"):
-        size = f"{link['queue_bytes']} B"
-    elif link.get("queue_packets"):
-        size = f"{link['queue_packets']} packets"
-    else:
-        size = "unlimited"
-    kind = link.get("queue_discipline", "droptail")
-    return size if kind == "droptail" else f"{size} ({kind})"
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
