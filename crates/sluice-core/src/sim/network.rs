@@ -342,11 +342,8 @@ impl Network {
     /// due after its visit.
     pub fn settle(&mut self, now: Timestamp, max_rounds: u32) -> bool {
         for _ in 0..max_rounds {
-            // Another round is needed only if a node may have more to do at `now`: one was
-            // handed input after its visit in this round (an edge back to an earlier node or
-            // to itself), or one is still due. Nodes handed input later in the order are
-            // visited in this round; a node polled at every event that is neither dirty nor
-            // due produces nothing when polled again at the same instant.
+            // `again`: a node may still have work at `now` (see above); a node polled at
+            // every event that is neither dirty nor due produces nothing when polled again.
             let (mut progressed, mut again) = (false, false);
             for i in 0..self.nodes.len() {
                 // A clean node's cached timeout is its current one: only input, timers,
@@ -582,8 +579,9 @@ mod tests {
     type Log = Arc<std::sync::Mutex<Vec<(usize, Timestamp, u64, u16)>>>;
 
     /// Forwards each packet `delay` after it arrives while it has hops left, one hop fewer,
-    /// on the port of its hops' parity; with `always`, it asks to be polled at every event; with `one_per_timer`, it releases
-    /// one packet per timer call (still due after its visit when more are waiting).
+    /// on the port of its hops' parity; with `always`, it asks to be polled at every event;
+    /// with `one_per_timer`, it releases one packet per timer call (still due after its
+    /// visit when more are waiting).
     struct Relay {
         id: usize,
         delay: TimeDelta,
