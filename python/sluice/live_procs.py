@@ -251,7 +251,14 @@ def _clean_old(out: Path) -> None:
 
 def cmd_send(args: argparse.Namespace) -> int:
     from . import config, video
-    from .run import keep_clip_fields, overridden, planned_config, resolve_encoder, validate_config
+    from .run import (
+        clip_encoder_fields,
+        keep_clip_fields,
+        overridden,
+        planned_config,
+        resolve_encoder,
+        validate_config,
+    )
 
     _check_peers(args.listen, [("peer", args.peer)])
     spec = _spec(args)
@@ -265,9 +272,7 @@ def cmd_send(args: argparse.Namespace) -> int:
         raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
         cfg["fps"] = raw.fps
         stream = results.temp_path(out.resolve() / results.STREAM_FILE)
-        cfg["encoder"].update(video_path=os.path.abspath(raw.path), width=raw.width,
-                              height=raw.height, video_frames=raw.frames,
-                              bitstream_path=str(stream))  # fmt: skip
+        cfg["encoder"].update(clip_encoder_fields(raw, stream))
         files = {results.STREAM_FILE: stream,
                  results.STREAM_INDEX_FILE: Path(f"{stream}.idx")}  # fmt: skip
     derived, cfg = cfg, config.apply_overrides(cfg, spec.overrides)

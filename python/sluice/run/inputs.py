@@ -26,6 +26,13 @@ CLIP_FIELDS = (
 )
 
 
+def clip_encoder_fields(raw: Any, stream: Path) -> dict[str, Any]:
+    """The x264 encoder's :data:`CLIP_FIELDS` for the prepared clip ``raw``
+    (:func:`sluice.video.prepare`), its stream written to ``stream``."""
+    return {"video_path": os.path.abspath(raw.path), "width": raw.width, "height": raw.height,
+            "video_frames": raw.frames, "bitstream_path": str(stream)}
+
+
 def keep_clip_fields(before: dict[str, Any], after: dict[str, Any]) -> None:
     """Refuses a config whose overrides (``after``) changed a field the front end set from
     the clip (``before``): by its path, or by replacing the whole ``encoder`` object."""
@@ -95,11 +102,5 @@ def prepare(spec: RunSpec, cfg: dict[str, Any], encoder: str, run_dir: Path) -> 
     # The stream is written under a temporary name and becomes part of the result only when
     # the run is complete (results.write_run).
     inputs.stream_tmp = results.temp_path(run_dir.resolve() / results.STREAM_FILE)
-    cfg["encoder"].update(
-        video_path=os.path.abspath(raw.path),
-        width=raw.width,
-        height=raw.height,
-        video_frames=raw.frames,
-        bitstream_path=str(inputs.stream_tmp),
-    )
+    cfg["encoder"].update(clip_encoder_fields(raw, inputs.stream_tmp))
     return inputs
