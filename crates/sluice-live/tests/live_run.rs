@@ -257,8 +257,13 @@ fn an_access_delay_sits_between_the_sender_and_the_bottleneck_as_in_the_simulato
     eprintln!(
         "smallest RTT: live {live_ms:.1} ms, simulated {sim_ms:.1} ms, live without {base_ms:.1} ms"
     );
-    assert!((live_ms - sim_ms).abs() <= 3.0, "live {live_ms} ms, simulated {sim_ms} ms");
-    assert!((live_ms - base_ms - 40.0).abs() <= 3.0, "with {live_ms} ms, without {base_ms} ms");
+    // A live round trip also carries the machine's own scheduling (sockets, timers, two
+    // processes' worth of threads): 0.5-2.5 ms on an idle machine, 4.5 ms once on a busy
+    // CI runner, where a bound of 3 ms over the simulator failed. It is never shorter than
+    // the simulator's, and the access path adds its 40 ms in both.
+    assert!(live_ms >= sim_ms - 1.0, "live {live_ms} ms, simulated {sim_ms} ms");
+    assert!(live_ms <= sim_ms + 10.0, "live {live_ms} ms, simulated {sim_ms} ms");
+    assert!((live_ms - base_ms - 40.0).abs() <= 5.0, "with {live_ms} ms, without {base_ms} ms");
 }
 
 #[test]
