@@ -149,7 +149,7 @@ impl WindowedBandwidth {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::{DropReason, DropTail, QueueDiscipline, Queued};
+    use crate::link::{DropTail, Drops, QueueDiscipline, Queued};
     use crate::link::{Link, LinkConfig, LinkRate, QueueLimit};
     use crate::rng::Rng;
     use std::sync::{Arc, Mutex};
@@ -165,18 +165,13 @@ mod tests {
         log: Arc<Mutex<Log>>,
     }
     impl QueueDiscipline for Probe {
-        fn on_arrival(
-            &mut self,
-            view: &mut QueueView<'_>,
-            item: Queued,
-            dropped: &mut Vec<(Queued, DropReason)>,
-        ) {
+        fn on_arrival(&mut self, view: &mut QueueView<'_>, item: Queued, dropped: &mut Drops) {
             DropTail { limit: QueueLimit::Unlimited }.on_arrival(view, item, dropped);
         }
         fn on_departure(&mut self, d: &crate::packet::Datagram, _: Timestamp, at: Timestamp) {
             self.est.on_served(d.size(), at);
         }
-        fn handle_timeout(&mut self, view: &mut QueueView<'_>, _: &mut Vec<(Queued, DropReason)>) {
+        fn handle_timeout(&mut self, view: &mut QueueView<'_>, _: &mut Drops) {
             let now = view.now();
             if now >= self.next {
                 let bw = self.est.update(view);

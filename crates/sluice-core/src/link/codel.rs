@@ -9,7 +9,9 @@
 //! The hard limit on arrival is the path's queue limit (drop-tail beyond it), as Linux's
 //! `limit`.
 
-use super::{DropReason, DropTail, PacketQueue, QueueDiscipline, QueueLimit, QueueView, Queued};
+use super::{
+    DropReason, DropTail, Drops, PacketQueue, QueueDiscipline, QueueLimit, QueueView, Queued,
+};
 use crate::columns::Columns;
 use crate::packet::{Datagram, Ecn};
 use crate::units::{DataSize, TimeDelta, Timestamp};
@@ -99,7 +101,7 @@ impl CodelState {
         cfg: &CodelConfig,
         now: Timestamp,
         mut pop: impl FnMut() -> Option<(Queued, DataSize)>,
-        dropped: &mut Vec<(Queued, DropReason)>,
+        dropped: &mut Drops,
     ) -> Option<Queued> {
         let (mut item, ok_to_drop) = self.do_dequeue(cfg, now, &mut pop);
         if item.is_none() {
@@ -200,12 +202,7 @@ impl Codel {
 }
 
 impl QueueDiscipline for Codel {
-    fn on_arrival(
-        &mut self,
-        view: &mut QueueView<'_>,
-        item: Queued,
-        dropped: &mut Vec<(Queued, DropReason)>,
-    ) {
+    fn on_arrival(&mut self, view: &mut QueueView<'_>, item: Queued, dropped: &mut Drops) {
         self.limit.on_arrival(view, item, dropped);
     }
 
@@ -213,7 +210,7 @@ impl QueueDiscipline for Codel {
         &mut self,
         queue: &mut PacketQueue,
         now: Timestamp,
-        dropped: &mut Vec<(Queued, DropReason)>,
+        dropped: &mut Drops,
     ) -> Option<Queued> {
         let pop = || queue.pop_front().map(|it| (it, queue.bytes()));
         self.state.dequeue(&self.config, now, pop, dropped)

@@ -10,7 +10,7 @@
 //! drop-tail); the scheduler takes the oldest packet of the flow it serves (O(queue length)).
 
 use super::codel::{CodelConfig, CodelState};
-use super::{DropReason, PacketQueue, QueueDiscipline, QueueLimit, QueueView, Queued};
+use super::{DropReason, Drops, PacketQueue, QueueDiscipline, QueueLimit, QueueView, Queued};
 use crate::columns::Columns;
 use crate::packet::FlowId;
 use crate::units::{DataSize, Timestamp};
@@ -101,12 +101,7 @@ impl QueueDiscipline for FqCodel {
     /// RFC 8290 §4.1: classify, timestamp (the queue's `arrival`), enqueue; a queue that was
     /// not active joins the new list with a full quantum; over the limit, drop from the head
     /// of the queue with the most bytes.
-    fn on_arrival(
-        &mut self,
-        view: &mut QueueView<'_>,
-        item: Queued,
-        dropped: &mut Vec<(Queued, DropReason)>,
-    ) {
+    fn on_arrival(&mut self, view: &mut QueueView<'_>, item: Queued, dropped: &mut Drops) {
         let flow = item.datagram.flow();
         let quantum = self.config.quantum.as_bytes();
         let fq = self.flows.entry(flow).or_default();
@@ -142,7 +137,7 @@ impl QueueDiscipline for FqCodel {
         &mut self,
         queue: &mut PacketQueue,
         now: Timestamp,
-        dropped: &mut Vec<(Queued, DropReason)>,
+        dropped: &mut Drops,
     ) -> Option<Queued> {
         loop {
             let (flow, from_new) = match self.new_flows.front() {

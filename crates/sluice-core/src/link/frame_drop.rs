@@ -66,7 +66,7 @@
 //! `rtt_bn_ms` sets it. `FR` is the run's frame rate.
 
 use super::bandwidth::{BwSource, WindowedBandwidth};
-use super::{DropReason, DropTail, QueueDiscipline, QueueLimit, QueueView, Queued};
+use super::{DropReason, DropTail, Drops, QueueDiscipline, QueueLimit, QueueView, Queued};
 use crate::columns::Columns;
 use crate::packet::{BottleneckReport, Datagram, Feedback, FlowId, Packet, PacketKind};
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
@@ -464,7 +464,7 @@ impl FrameDroppingBottleneck {
 
     /// Alg. 1 at `view.now()`: decides, removes the queued packets of the frames it drops
     /// and reports (with feedback).
-    fn decide(&mut self, view: &mut QueueView<'_>, dropped: &mut Vec<(Queued, DropReason)>) {
+    fn decide(&mut self, view: &mut QueueView<'_>, dropped: &mut Drops) {
         let (Some(bw), Some(bw_old)) = (self.bw.bw(), self.bw.bw_old()) else { return };
         if bw_old <= bw + self.decrease_margin {
             return; // Alg. 1 line 3, at the estimate's resolution
@@ -563,12 +563,7 @@ impl FrameDroppingBottleneck {
 }
 
 impl QueueDiscipline for FrameDroppingBottleneck {
-    fn on_arrival(
-        &mut self,
-        view: &mut QueueView<'_>,
-        item: Queued,
-        dropped: &mut Vec<(Queued, DropReason)>,
-    ) {
+    fn on_arrival(&mut self, view: &mut QueueView<'_>, item: Queued, dropped: &mut Drops) {
         let mut new_frame = false;
         let frame = self.frame_packet(&item.datagram).map(|p| (self.passes(p), p.clone()));
         if let Some((passes, p)) = frame {
@@ -594,11 +589,7 @@ impl QueueDiscipline for FrameDroppingBottleneck {
         self.bw.on_served(datagram.size(), at);
     }
 
-    fn handle_timeout(
-        &mut self,
-        view: &mut QueueView<'_>,
-        dropped: &mut Vec<(Queued, DropReason)>,
-    ) {
+    fn handle_timeout(&mut self, view: &mut QueueView<'_>, dropped: &mut Drops) {
         let now = view.now();
         if now >= self.next_tick {
             self.bw.update(view);

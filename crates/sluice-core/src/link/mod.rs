@@ -238,6 +238,10 @@ impl QueueView<'_> {
     }
 }
 
+/// What a queue discipline drops while it handles one event, each with its reason (the link
+/// takes them out of the run and records them).
+pub type Drops = Vec<(Queued, DropReason)>;
+
 /// The seam for queue policies (drop-tail; a bottleneck node that drops frames and reports
 /// to the sender, as Co-RTV's). A discipline decides about each arrival, may run timers,
 /// hears each departure, and can send reports upstream on the link's report port.
@@ -245,12 +249,7 @@ pub trait QueueDiscipline: std::fmt::Debug + Send {
     /// Enqueue `item` into `view.queue`, or push it (and/or queued packets) onto `dropped`
     /// with a reason. Packets pushed onto `dropped` must not stay in the queue. Called for
     /// each arrival that survived random loss, after the link caught up to the arrival time.
-    fn on_arrival(
-        &mut self,
-        view: &mut QueueView<'_>,
-        item: Queued,
-        dropped: &mut Vec<(Queued, DropReason)>,
-    );
+    fn on_arrival(&mut self, view: &mut QueueView<'_>, item: Queued, dropped: &mut Drops);
     /// The packet to serialise next, taken out of `queue` at `now` (the time of the
     /// opportunity it starts at; every waiting packet arrived at or before it). A discipline
     /// that drops at dequeue (CoDel) pushes what it drops onto `dropped`; one that schedules
@@ -260,19 +259,14 @@ pub trait QueueDiscipline: std::fmt::Debug + Send {
         &mut self,
         queue: &mut PacketQueue,
         _now: Timestamp,
-        _dropped: &mut Vec<(Queued, DropReason)>,
+        _dropped: &mut Drops,
     ) -> Option<Queued> {
         queue.pop_front()
     }
     /// A packet finished serialisation at `at` (in order).
     fn on_departure(&mut self, _datagram: &Datagram, _arrival: Timestamp, _at: Timestamp) {}
     /// Timer work; may remove queued packets onto `dropped`. A spurious call does nothing.
-    fn handle_timeout(
-        &mut self,
-        _view: &mut QueueView<'_>,
-        _dropped: &mut Vec<(Queued, DropReason)>,
-    ) {
-    }
+    fn handle_timeout(&mut self, _view: &mut QueueView<'_>, _dropped: &mut Drops) {}
     /// When `handle_timeout` next wants to run.
     fn poll_timeout(&self) -> Timestamp {
         Timestamp::INFINITY
@@ -298,12 +292,7 @@ pub struct DropTail {
 }
 
 impl QueueDiscipline for DropTail {
-    fn on_arrival(
-        &mut self,
-        view: &mut QueueView<'_>,
-        item: Queued,
-        dropped: &mut Vec<(Queued, DropReason)>,
-    ) {
+    fn on_arrival(&mut self, view: &mut QueueView<'_>, item: Queued, dropped: &mut Drops) {
         let queue = &mut *view.queue;
         let fits = match self.limit {
             QueueLimit::Unlimited => true,
@@ -344,7 +333,7 @@ pub struct Link {
     in_flight: VecDeque<(Timestamp, Datagram)>,
     drops: VecDeque<(Datagram, DropReason)>,
     drop_log: bool,
-    scratch: Vec<(Queued, DropReason)>,
+    scratch: Drops,
     stats: LinkStats,
     /// Per-flow counters, when asked for ([`Link::enable_flow_stats`]).
     flow_stats: Option<flow_stats::FlowStatsTable>,
@@ -455,7 +444,7 @@ impl Link {
     fn run_discipline(
         &mut self,
         now: Timestamp,
-        f: impl FnOnce(&mut dyn QueueDiscipline, &mut QueueView, &mut Vec<(Queued, DropReason)>),
+        f: impl FnOnce(&mut dyn QueueDiscipline, &mut QueueView, &mut Drops),
     ) {
         let mut dropped = std::mem::take(&mut self.scratch);
         let mut view = QueueView {
@@ -496,7 +485,7 @@ impl Link {
         self.discipline.debug_columns(out);
     }
 
-    fn record_drops(&mut self, dropped: &mut Vec<(Queued, DropReason)>) {
+    fn record_drops(&mut self, dropped: &mut Drops) {
         for (q, reason) in dropped.drain(..) {
             self.record_drop(q.datagram, q.size, reason);
         }

@@ -4,7 +4,7 @@
 //! capacity served over the last window; FDCC's oracle (`link/oracle.rs`) the capacity of the
 //! next one.
 
-use super::{DropReason, DropTail, QueueDiscipline, QueueLimit, QueueView, Queued};
+use super::{DropTail, Drops, QueueDiscipline, QueueLimit, QueueView, Queued};
 use crate::columns::Columns;
 use crate::packet::{BottleneckReport, Datagram, Feedback, FlowId};
 use crate::units::{DataSize, TimeDelta, Timestamp};
@@ -62,16 +62,11 @@ impl QueueReporter {
 }
 
 impl QueueDiscipline for QueueReporter {
-    fn on_arrival(
-        &mut self,
-        view: &mut QueueView<'_>,
-        item: Queued,
-        dropped: &mut Vec<(Queued, DropReason)>,
-    ) {
+    fn on_arrival(&mut self, view: &mut QueueView<'_>, item: Queued, dropped: &mut Drops) {
         self.queue.on_arrival(view, item, dropped);
     }
 
-    fn handle_timeout(&mut self, view: &mut QueueView<'_>, _: &mut Vec<(Queued, DropReason)>) {
+    fn handle_timeout(&mut self, view: &mut QueueView<'_>, _: &mut Drops) {
         let now = view.now();
         if now < self.next {
             return;
