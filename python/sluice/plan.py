@@ -714,8 +714,11 @@ def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
                 if clip.path is None and "needs a video" in msg:
                     msg = ("it is defined on x264 and needs a clip: add [[clip]] tables, or "
                            "encoder = \"model\" to run it on the model encoder")  # fmt: skip
-                bad = re.match(r"unknown config path '([^']+)'", msg)
-                if bad and bad.group(1) in {p for p, _ in plan.overrides}:
+                # A path the plan's [set] gives (and the scheme's own set does not): unknown
+                # to this scheme, or a value of the wrong type.
+                bad = re.search(r"config path '([^']+)'", msg) or re.match(r"([\w.]+)=", msg)
+                own = {p for p, _ in s.overrides} | ({s.sweep[0]} if s.sweep else set())
+                if bad and bad.group(1) in {p for p, _ in plan.overrides} - own:
                     raise ctx.at(f"[set], applied to scheme '{s.name}'").error(msg) from None
                 raise sctx.error(msg) from None
 

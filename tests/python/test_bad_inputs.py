@@ -510,6 +510,10 @@ CASES += [
          files={"p.toml": _plan("").replace("gen:constant:12", "t.txt"), "t.txt": "abc\n"}),
     case("plan-set-typo", MATRIX, "p.toml", "[set], applied to scheme 'webrtc'", "duraton_s",
          files={"p.toml": _plan("duraton_s = 5")}),
+    case("plan-set-wrong-type", MATRIX, "p.toml", "[set], applied to scheme 'webrtc'",
+         "fps", "takes a number", files={"p.toml": _plan('fps = "fast"')}),
+    case("plan-set-dotted-wrong-type", MATRIX, "p.toml", "[set], applied to scheme 'webrtc'",
+         "downlink.queue_bytes", files={"p.toml": _plan('"downlink.queue_bytes" = "big"')}),
     case("plan-sweep-duplicate-values", MATRIX, "p.toml", "sweep 1", "lists 2.0 twice",
          files={"p.toml": _plan("") + '[[sweep]]\npath = "cc.pacing_factor"\n'
                 'values = [2, 2.0]\n'}),
