@@ -250,15 +250,7 @@ def _clean_old(out: Path) -> None:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    from . import config, video
-    from .run import (
-        clip_encoder_fields,
-        keep_clip_fields,
-        overridden,
-        planned_config,
-        resolve_encoder,
-        validate_config,
-    )
+    from .run import planned_config, prepare_clip, resolve_encoder, validate_config, with_clip
 
     _check_peers(args.listen, [("peer", args.peer)])
     spec = _spec(args)
@@ -268,16 +260,10 @@ def cmd_send(args: argparse.Namespace) -> int:
     out = _out_dir(args)
     files: dict[str, Path] = {}
     if encoder == "x264":
-        fps = float(cfg["fps"]) if overridden(spec, "fps") else None
-        raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
-        cfg["fps"] = raw.fps
         stream = results.temp_path(out.resolve() / results.STREAM_FILE)
-        cfg["encoder"].update(clip_encoder_fields(raw, stream))
+        cfg = with_clip(spec, cfg, prepare_clip(spec, cfg), stream)
         files = {results.STREAM_FILE: stream,
                  results.STREAM_INDEX_FILE: Path(f"{stream}.idx")}  # fmt: skip
-    derived, cfg = cfg, config.apply_overrides(cfg, spec.overrides)
-    if encoder == "x264":
-        keep_clip_fields(derived, cfg)
     if args.start_timeout_s is not None and args.transport != "webrtc":
         raise SluiceError("--start-timeout-s bounds the sender's wait for the peer's SDP "
                           "answer: it is for --transport webrtc")  # fmt: skip
@@ -365,8 +351,6 @@ def cmd_relay(args: argparse.Namespace) -> int:
                           "sender's part")  # fmt: skip
     faults = faults_from_args(args).options()
     down, up = load_traces(spec, cfg)
-    cfg["downlink"]["trace"] = down.name if down else None
-    cfg["uplink"]["trace"] = up.name if up else None
     out = _out_dir(args)
     options = {"listen": args.listen, "sender": args.sender, "receiver": args.receiver,
                "idle_timeout_s": args.idle_timeout_s, "start_timeout_s": args.start_timeout_s,

@@ -691,12 +691,24 @@ def test_x264_preset_set_by_path_is_one_line(tiny_clip, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+#: Every command that runs x264 on a clip, with what it needs besides the clip.
+X264_COMMANDS = {
+    "run": ["run", "--trace", T, "--duration", "1", "--quality", "none"],
+    "live-send": ["live", "send", "--peer", PEER],
+    "browser-scheme": ["browser", "run", "--trace", T, "--scheme", "webrtc-x264",
+                       "--duration", "1"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", X264_COMMANDS)
 @pytest.mark.parametrize("path", ["encoder.width", "encoder.height", "encoder.video_frames"])
-def test_the_clips_own_encoder_fields_are_refused_as_overrides(tiny_clip, tmp_path, path):
+def test_the_clips_own_encoder_fields_are_refused_as_overrides(tiny_clip, tmp_path, path,
+                                                               command):  # fmt: skip
     # Set by the front end from the clip: an override made x264 read the prepared frames at
-    # the wrong size (a 1280x720 clip read as 320x180 frames: VMAF 34).
-    p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "1", "--out", "o",
-                 "--quality", "none", "--set", f"{path}=8"], tmp_path)  # fmt: skip
+    # the wrong size (a 1280x720 clip read as 320x180 frames: VMAF 34); a browser run
+    # dropped it without a word.
+    p = _sluice([*X264_COMMANDS[command], "--video", str(tiny_clip), "--out", "o", "--set",
+                 f"{path}=8"], tmp_path)  # fmt: skip
     _one_line(p, f"{path} is set from the clip")
     assert not (tmp_path / "o").exists()
 

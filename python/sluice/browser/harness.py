@@ -337,8 +337,8 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
     video's bitrate (its default for one stream: 2.5 Mbps at 720p, 1.7 Mbps at 360p).
     ``event_log``: both pages' RTC event logs and their decoded records in the result too
     (:func:`event_log_files`). Raises :class:`SluiceError`."""
-    from .. import config, results, video
-    from ..run import load_traces, planned_config
+    from .. import config, results
+    from ..run import load_traces, overridden, planned_config, prepare_clip
     from . import records
 
     if codec not in CODECS:
@@ -348,14 +348,11 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
     chromium.executable()  # one clear line before anything else if it is missing
     cfg = planned_config(spec, "model")
     config.resolve(cfg, validate=True)
-    fps = float(cfg["fps"]) if any(config.short_path(p) == "fps" for p, _ in spec.overrides) \
-        else DEFAULT_FPS  # fmt: skip
+    fps = float(cfg["fps"]) if overridden(spec, "fps") else DEFAULT_FPS
     cfg["fps"] = fps
     down, up = load_traces(spec, cfg)
-    cfg["downlink"]["trace"] = down.name if down else None
-    cfg["uplink"]["trace"] = up.name if up else None
     clip = spec.video or str(DEFAULT_CLIP)
-    raw = video.prepare(clip, spec.cache_dir, width=spec.width or DEFAULT_WIDTH, fps=fps)
+    raw = prepare_clip(spec, cfg, clip, DEFAULT_WIDTH, fps)
     work = scratch_dir()
     session, part = _with_progress(
         f"chrome {codec}", quiet, keep_work, work,
@@ -519,8 +516,8 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
     WebRTC (str0m); Chromium's transport-cc feedback, NACKs and PLIs drive the scheme. The
     result files of a simulated run, scheme ``spec.scheme``; frames are those the page
     displayed. Raises :class:`SluiceError`."""
-    from .. import config, results, video
-    from ..run import load_traces, planned_config
+    from .. import config, results
+    from ..run import load_traces, planned_config, prepare_clip, with_clip
     from . import records
 
     chromium.executable()
@@ -528,16 +525,9 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
     config.resolve(cfg, validate=True)
     check_scheme(spec.scheme, cfg["scheme"])
     down, up = load_traces(spec, cfg)
-    cfg["downlink"]["trace"] = down.name if down else None
-    cfg["uplink"]["trace"] = up.name if up else None
     clip = spec.video or str(DEFAULT_CLIP)
-    fps = float(cfg["fps"]) if any(config.short_path(p) == "fps" for p, _ in spec.overrides) \
-        else None  # fmt: skip
-    raw = video.prepare(clip, spec.cache_dir, width=spec.width or DEFAULT_WIDTH, fps=fps)
-    cfg["fps"] = raw.fps
-    cfg["encoder"].update(video_path=os.path.abspath(raw.path), width=raw.width,
-                          height=raw.height, video_frames=raw.frames,
-                          bitstream_path=None)  # fmt: skip
+    raw = prepare_clip(spec, cfg, clip, DEFAULT_WIDTH)
+    cfg = with_clip(spec, cfg, raw, None)  # the page decodes the stream: none is written
     work = scratch_dir()
     session, part = _with_progress(
         f"{spec.scheme} -> chrome", quiet, keep_work, work,
@@ -692,21 +682,18 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
     (H.264) to Sluice's receiver of ``spec``'s scheme through the trace relay over WebRTC;
     the result files of a simulated run, scheme ``chrome``, receiver ``sluice``. Raises
     :class:`SluiceError`."""
-    from .. import config, results, video
-    from ..run import load_traces, planned_config
+    from .. import config, results
+    from ..run import load_traces, overridden, planned_config, prepare_clip
     from . import records
 
     chromium.executable()
     cfg = planned_config(spec, "model")
     config.resolve(cfg, validate=True)
-    fps = float(cfg["fps"]) if any(config.short_path(p) == "fps" for p, _ in spec.overrides) \
-        else DEFAULT_FPS  # fmt: skip
+    fps = float(cfg["fps"]) if overridden(spec, "fps") else DEFAULT_FPS
     cfg["fps"] = fps
     down, up = load_traces(spec, cfg)
-    cfg["downlink"]["trace"] = down.name if down else None
-    cfg["uplink"]["trace"] = up.name if up else None
     clip = spec.video or str(DEFAULT_CLIP)
-    raw = video.prepare(clip, spec.cache_dir, width=spec.width or DEFAULT_WIDTH, fps=fps)
+    raw = prepare_clip(spec, cfg, clip, DEFAULT_WIDTH, fps)
     work = scratch_dir()
     session, part = _with_progress(
         "chrome -> sluice", quiet, keep_work, work,

@@ -13,7 +13,13 @@ from typing import Any
 
 from .. import results
 from ..errors import SluiceError, core
-from .inputs import Inputs, clip_encoder_fields, keep_clip_fields, load_traces, prepare
+from .inputs import (
+    Inputs,
+    load_traces,
+    prepare,
+    prepare_clip,
+    with_clip,
+)
 from .score import score
 from .session import Simulated, advance, captured_stderr, fold_stderr, open_session
 from .spec import (
@@ -31,9 +37,9 @@ from .write import RunOutput
 
 __all__ = [
     "ENCODERS", "ENCODE_TIME_MODES", "RunOutput", "RunSpec", "Simulated", "advance",
-    "captured_stderr", "check", "clip_encoder_fields", "fold_stderr", "keep_clip_fields",
-    "load_traces", "overridden", "planned_config", "resolve_encoder", "run_one", "simulate",
-    "validate_config",
+    "captured_stderr", "check", "fold_stderr",
+    "load_traces", "overridden", "planned_config", "prepare_clip", "resolve_encoder", "run_one",
+    "simulate", "validate_config", "with_clip",
 ]  # fmt: skip
 
 

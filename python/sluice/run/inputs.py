@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import results, video
+from .. import config, results, video
 from ..errors import SluiceError
 from ..traces import load_trace
 from .spec import RunSpec, overridden
@@ -26,11 +26,32 @@ CLIP_FIELDS = (
 )
 
 
-def clip_encoder_fields(raw: Any, stream: Path) -> dict[str, Any]:
+def clip_encoder_fields(raw: Any, stream: Path | None) -> dict[str, Any]:
     """The x264 encoder's :data:`CLIP_FIELDS` for the prepared clip ``raw``
-    (:func:`sluice.video.prepare`), its stream written to ``stream``."""
+    (:func:`sluice.video.prepare`), its stream written to ``stream`` (None: not written)."""
     return {"video_path": os.path.abspath(raw.path), "width": raw.width, "height": raw.height,
-            "video_frames": raw.frames, "bitstream_path": str(stream)}
+            "video_frames": raw.frames, "bitstream_path": None if stream is None else str(stream)}
+
+
+def prepare_clip(spec: RunSpec, cfg: dict[str, Any], clip: str | None = None,
+                 width: int | None = None, fps: float | None = None) -> Any:  # fmt: skip
+    """The raw frames of ``clip`` (default ``spec.video``) at ``spec``'s width (default
+    ``width``: the clip's own if None) and at the frame rate an override gives (``cfg``'s
+    ``fps``; else ``fps``, else the clip's own); :func:`sluice.video.prepare`."""
+    rate = float(cfg["fps"]) if overridden(spec, "fps") else fps
+    return video.prepare(clip or spec.video, spec.cache_dir, width=spec.width or width, fps=rate)
+
+
+def with_clip(spec: RunSpec, cfg: dict[str, Any], raw: Any, stream: Path | None
+              ) -> dict[str, Any]:  # fmt: skip
+    """``cfg`` for x264 on the prepared clip ``raw``: its frame rate and
+    :func:`clip_encoder_fields`, then ``spec``'s overrides again (they win over what the front
+    end derived), refused where they change a clip field (:func:`keep_clip_fields`)."""
+    cfg["fps"] = raw.fps
+    cfg["encoder"].update(clip_encoder_fields(raw, stream))
+    final = config.apply_overrides(cfg, spec.overrides)
+    keep_clip_fields(cfg, final)
+    return final
 
 
 def keep_clip_fields(before: dict[str, Any], after: dict[str, Any]) -> None:
@@ -43,7 +64,7 @@ def keep_clip_fields(before: dict[str, Any], after: dict[str, Any]) -> None:
 
 def load_traces(spec: RunSpec, cfg: dict[str, Any]) -> tuple[Any, Any]:
     """(downlink, uplink) :class:`~sluice.traces.LoadedTrace` or None, generated traces long
-    enough for the config's duration plus drain."""
+    enough for the config's duration plus drain; their names go into ``cfg``."""
     total_s = float(cfg["duration_s"]) + float(cfg["drain_s"])
     down = load_trace(spec.trace, duration_s=total_s, fmt=spec.trace_format) if spec.trace else None
     up = (
@@ -51,6 +72,8 @@ def load_traces(spec: RunSpec, cfg: dict[str, Any]) -> tuple[Any, Any]:
         if spec.uplink_trace
         else None
     )
+    cfg["downlink"]["trace"] = down.name if down else None
+    cfg["uplink"]["trace"] = up.name if up else None
     return down, up
 
 
@@ -79,8 +102,6 @@ class Inputs:
 def prepare(spec: RunSpec, cfg: dict[str, Any], encoder: str, run_dir: Path) -> Inputs:
     """Loads the traces and, with x264, prepares the video; fills in ``cfg`` from them."""
     down, up = load_traces(spec, cfg)
-    cfg["downlink"]["trace"] = down.name if down else None
-    cfg["uplink"]["trace"] = up.name if up else None
     inputs = Inputs(down, up)
     if encoder != "x264":
         return inputs
@@ -90,8 +111,7 @@ def prepare(spec: RunSpec, cfg: dict[str, Any], encoder: str, run_dir: Path) -> 
             f"an override replaced the x264 encoder's config with a {cfg['encoder']['kind']} "
             "one: choose the encoder with --encoder (a plan's encoder = ...) instead"
         )
-    fps = float(cfg["fps"]) if overridden(spec, "fps") else None
-    raw = video.prepare(spec.video, spec.cache_dir, width=spec.width, fps=fps)
+    raw = prepare_clip(spec, cfg)
     inputs.raw = raw
     inputs.created_dir = not run_dir.exists()
     try:
