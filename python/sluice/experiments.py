@@ -18,6 +18,7 @@ changed setting (duration, scheme config, ...) reruns the cells it affects.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -255,6 +256,9 @@ def write_table(df: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     ``out_dir``; returns the paths written."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
+    if "run_dir" in df:  # relative to the table: the folder can be read from anywhere, moved
+        df = df.assign(run_dir=[os.path.relpath(v, d) if isinstance(v, str) else v
+                                for v in df["run_dir"]])  # fmt: skip
     paths = [d / TABLE_CSV]
     results.write_text(paths[0], df.to_csv(index=False))
     try:
@@ -283,6 +287,19 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if not p.is_file():
         raise SluiceError(f"no results table: {p} (run `sluice matrix PLAN` first)")
     try:
-        return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
     except (OSError, ValueError) as e:
         raise SluiceError(f"cannot read results table {p}: {e}") from None
+    if "run_dir" in df:
+        df["run_dir"] = [_run_dir(p.parent, v) for v in df["run_dir"]]
+    return df
+
+
+def _run_dir(table_dir: Path, v: Any) -> Any:
+    """A table's ``run_dir`` as a path to read: relative to the table's folder (tables
+    written before 2026-12-07 hold it relative to where `sluice matrix` ran: kept as it is
+    where the folder has no such run)."""
+    if not isinstance(v, str) or os.path.isabs(v):
+        return v
+    here = table_dir / v
+    return str(here) if here.is_dir() or not os.path.isdir(v) else v

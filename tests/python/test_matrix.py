@@ -4,6 +4,7 @@ errors; the generic table plots; the ACE plans and report (sluice.analysis.ace).
 from __future__ import annotations
 
 import math
+import os
 import textwrap
 from pathlib import Path
 
@@ -126,10 +127,14 @@ def test_matrix_runs_resumes_and_reruns(tiny, sluice, monkeypatch):
     burst = df.groupby("scheme")["burst_share"].mean()
     assert burst["always-burst"] == 1.0 and burst["webrtc"] < 0.5
     assert df["c0_share"].isna().all()  # no ACE-C
-    for d in df["run_dir"]:
+    # The table names each run relative to itself; read_table gives paths to read.
+    assert df["run_dir"][0] == os.path.join("const12", "model", "webrtc", "s1")
+    dirs = experiments.read_table(table)["run_dir"]
+    assert dirs[0] == str(root / "tiny" / "const12" / "model" / "webrtc" / "s1")
+    for d in dirs:
         header = results.read_header(d)
         assert header["config"]["duration_s"] == 2.0
-    seeds = {(s, d): results.read_header(d)["seed"] for s, d in zip(df["scheme"], df["run_dir"])}
+    seeds = {(s, d): results.read_header(d)["seed"] for s, d in zip(df["scheme"], dirs)}
     assert sorted(set(seeds.values())) == [1, 2]
     assert (root / "tiny" / plans.PLAN_FILE).is_file()
 
@@ -147,7 +152,7 @@ def test_matrix_runs_resumes_and_reruns(tiny, sluice, monkeypatch):
     pd.testing.assert_frame_equal(pd.read_csv(table), df)
 
     # A lost result reruns only that cell; --only limits what runs, not the table.
-    (Path(df["run_dir"][1]) / results.SUMMARY_FILE).unlink()
+    (Path(dirs[1]) / results.SUMMARY_FILE).unlink()
     r = sluice("matrix", str(plan), "--results", str(root), "--jobs", "1", "--only", "webrtc")
     assert r.code == 0, r.err
     assert calls == [0, 1]
@@ -278,6 +283,23 @@ def test_ace_attribution_plan_switches_one_path_per_variant():
             variant = next(n for n in names if n.startswith(f"{base}-{label}"))
             cfg = p.spec(p.scheme(variant), trace, clip, 1).config()
             assert config.diff(ref, cfg) == [path], variant
+
+
+def test_a_copied_results_folder_reads_its_own_runs_from_anywhere(tiny, tmp_path, sluice,
+                                                                  monkeypatch):  # fmt: skip
+    # The table named each run as the path `sluice matrix` was given: from another folder a
+    # report could not find them, and a copy read the original's runs.
+    import shutil
+
+    _, root = tiny
+    shutil.copytree(root / "tiny", tmp_path / "copy")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    dirs = experiments.read_table(Path("..") / "copy")["run_dir"]
+    assert all(d.startswith(os.path.join("..", "copy", "const12")) for d in dirs), list(dirs)
+    r = sluice("report", os.path.join("..", "copy"))
+    assert r.code == 0, r.err
+    assert (tmp_path / "copy" / "report.html").is_file()
 
 
 # --- analysis -------------------------------------------------------------------------------
