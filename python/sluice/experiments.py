@@ -17,6 +17,8 @@ changed setting (duration, scheme config, ...) reruns the cells it affects.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import re
@@ -121,9 +123,45 @@ def spec_matches(cell: Cell) -> bool:
     return bool(saved == spec_key(cell.spec))
 
 
+@functools.lru_cache(maxsize=256)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+#: Trace files already reported as changed (one note each, not one per cell).
+_CHANGED_NOTED: set[str] = set()
+
+
+def changed_traces(cell: Cell) -> list[str]:
+    """The cell's trace files whose bytes are not those its results were run on (the
+    header's ``sha256``): the spec names a file by its path, so an edited file has the same
+    spec. Generated traces, and files that cannot be read now, are not compared."""
+    from .traces import is_generated
+
+    header = results.read_header(cell.run_dir)
+    out = []
+    for key, arg in (("trace", cell.spec.trace), ("uplink_trace", cell.spec.uplink_trace)):
+        ran = (header.get(key) or {}).get("sha256")
+        if not arg or not ran or is_generated(arg):
+            continue
+        try:
+            st = os.stat(arg)
+            now = _file_sha256(os.path.abspath(arg), st.st_size, st.st_mtime_ns)
+        except OSError:
+            continue
+        if now != ran:
+            out.append(arg)
+    return out
+
+
 def is_done(cell: Cell, require_sha: str | None = None) -> bool:
-    """The cell has results for its spec (and, with ``require_sha``, from that commit of a
-    clean checkout)."""
+    """The cell has results for its spec and its trace files as they are now
+    (:func:`changed_traces`); with ``require_sha``, from that commit of a clean
+    checkout."""
     d = cell.run_dir
     why = results.incomplete_reason(d, checksums=False)
     if why is not None:
@@ -144,9 +182,14 @@ def is_done(cell: Cell, require_sha: str | None = None) -> bool:
             header = results.read_header(d)
             if header.get("git_sha") != require_sha or header.get("git_dirty") is not False:
                 return False
+        changed = changed_traces(cell) if matches else []
     except (OSError, json.JSONDecodeError, SluiceError):
         return False
-    return matches
+    for arg in changed:
+        if arg not in _CHANGED_NOTED:
+            _CHANGED_NOTED.add(arg)
+            print(f"note: {arg} changed since its cells ran; they run again", file=sys.stderr)
+    return matches and not changed
 
 
 def _mark_pending(cell: Cell) -> None:

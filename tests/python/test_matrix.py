@@ -302,6 +302,35 @@ def test_a_copied_results_folder_reads_its_own_runs_from_anywhere(tiny, tmp_path
     assert (tmp_path / "copy" / "report.html").is_file()
 
 
+def test_an_edited_trace_file_reruns_its_cells(tmp_path, sluice):
+    # The spec names a trace file by its path: an edited file had the same spec, and its
+    # cells kept the results of the old bytes.
+    trace = tmp_path / "link.mahi"
+    trace.write_text("".join(f"{t}\n" for t in range(1, 1000)))
+    plan = _plan_file(tmp_path, f"""\
+        name = "edit"
+        [set]
+        duration_s = 1
+        [[scheme]]
+        name = "webrtc"
+        [[trace]]
+        path = "{trace}"
+        label = "link"
+        [[trace]]
+        path = "gen:constant:4"
+        label = "gen"
+        """)
+    root = tmp_path / "r"
+    r = sluice("matrix", str(plan), "--results", str(root), "--jobs", "1")
+    assert r.code == 0 and "2 cells, 2 run now" in r.out, (r.out, r.err)
+    r = sluice("matrix", str(plan), "--results", str(root), "--jobs", "1")
+    assert r.code == 0 and "2 cells, 0 run now" in r.out, (r.out, r.err)
+    trace.write_text("".join(f"{t}\n" for t in range(1, 1000, 3)))
+    r = sluice("matrix", str(plan), "--results", str(root), "--jobs", "1")
+    assert r.code == 0 and "2 cells, 1 run now" in r.out, (r.out, r.err)
+    assert f"{trace} changed since its cells ran" in r.err
+
+
 # --- analysis -------------------------------------------------------------------------------
 
 
