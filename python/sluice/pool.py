@@ -229,9 +229,10 @@ def _pool_pass(specs: list[RunSpec], which: list[int], jobs: int, fn: Any, bar: 
                     continue
                 bar.update(1)
         except BaseException:
-            for f in futures:
-                f.cancel()
-            # Stop the runs under way too (they unwind on SIGTERM), not only the queued ones.
+            # Stop the workers (a run under way unwinds on SIGTERM); the pool then fails the
+            # queued runs itself. Cancelling their futures first made the pool's manager
+            # thread print a traceback (Python 3.11 sets the pool's error on every pending
+            # future, cancelled or not: InvalidStateError).
             for p in list(getattr(pool, "_processes", {}).values()):
                 if p.is_alive():
                     p.terminate()

@@ -137,14 +137,32 @@ def test_sigint_stops_compare_and_its_workers(tmp_path):
     assert not leftovers, leftovers
 
 
-def _two_run_matrix(tmp_path: Path, duration_s: float) -> subprocess.Popen:
-    """Starts `sluice matrix` of webrtc, seeds 1 and 2, on two workers."""
+def _two_run_matrix(tmp_path: Path, duration_s: float | str, seeds: int = 2) -> subprocess.Popen:
+    """Starts `sluice matrix` of webrtc, seeds 1 to ``seeds``, on two workers."""
     plan = tmp_path / "p.toml"
     plan.write_text(
-        f'name = "two"\nseeds = [1, 2]\n[set]\nduration_s = {duration_s}\n'
+        f'name = "two"\nseeds = {list(range(1, seeds + 1))}\n[set]\nduration_s = {duration_s}\n'
         f'[[scheme]]\nname = "webrtc"\n[[trace]]\npath = "{_trace(tmp_path)}"\n'
     )
     return _start(["matrix", str(plan), "--jobs", "2", "--results", "res"], tmp_path)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_matrix_with_runs_queued_stops_in_one_line(tmp_path, sig, code):
+    # Short runs, most of them queued: cancelling the queued ones' futures made the pool's
+    # own thread print a traceback (InvalidStateError) before "sluice: interrupted".
+    proc = _two_run_matrix(tmp_path, 60, seeds=40)
+    try:
+        _busy_workers(proc)
+        time.sleep(1.0)  # short runs: workers finishing and taking queued ones
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, err
+    assert "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == "sluice: interrupted", err
 
 
 def test_sigkill_of_a_matrix_parent_leaves_no_worker(tmp_path):
