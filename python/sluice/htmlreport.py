@@ -372,6 +372,16 @@ def write_report(
     if df.empty:
         raise SluiceError(f"no finished runs in {d}")
     names = list(dict.fromkeys(df["scheme"]))
+    parents = {s.get("name"): s.get("parent") for s in plan.get("schemes") or []
+               if isinstance(s, dict)}  # fmt: skip
+    from .plots import family_palette
+
+    with family_palette(names, parents):
+        return _write_report(d, out, command, max_timeseries, df, plan, kind, names)
+
+
+def _write_report(d: Path, out: str | Path | None, command: str | None, max_timeseries: int,
+                  df: Any, plan: dict[str, Any], kind: str, names: list[str]) -> Path:  # fmt: skip
     families = list(dict.fromkeys(df["network"].fillna("all")))
     df = df.assign(network=df["network"].fillna("all"))
     shas = sorted({str(results.read_header(r).get("git_sha", "?"))[:12] for r in df["run_dir"]})

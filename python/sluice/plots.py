@@ -7,15 +7,18 @@ internals live with its analysis (:mod:`sluice.analysis`).
 
 Every plot colours a scheme with :func:`scheme_color`: the registry's colour, else a stable
 colour derived from the name (a variant such as ``ace-T7.5`` gets a shade of its base's).
+A report sets the colours of its schemes by family (:func:`family_palette`): a sweep's
+variants in evenly spaced shades of their scheme's colour.
 """
 
 from __future__ import annotations
 
 import colorsys
+import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +40,90 @@ from .results import Run  # noqa: E402
 OTHER_COLORS = {"chrome": "#6a3d9a"}
 
 
+#: Colours :func:`family_palette` chose for the schemes of one report (None: none chosen).
+_PALETTE: dict[str, str] | None = None
+
+
+@contextlib.contextmanager
+def family_palette(names: Sequence[str], parents: dict[str, str | None] | None = None
+                   ) -> Iterator[dict[str, str]]:  # fmt: skip
+    """Within the block, :func:`scheme_color` gives ``names`` (the schemes of one report or
+    plot) colours by family: a registered scheme its own, a scheme of the plan's own (a
+    composition) the hue farthest from the others', and the variants of one scheme (a sweep's, from
+    ``parents`` or a ``<scheme>-`` prefix of the name) shades of its colour spread evenly
+    from dark to light, in the order given, so no two look alike. Other names as without."""
+    global _PALETTE
+    reg = {**registry_colors(), **OTHER_COLORS}
+    names = list(dict.fromkeys(names))
+    parents = parents or {}
+
+    def parent(n: str) -> str | None:
+        if parents.get(n):
+            return parents[n]
+        if n in reg:
+            return None
+        return max((b for b in [*reg, *names] if n.startswith(b + "-")), key=len, default=None)
+
+    families: dict[str, list[str]] = {}
+    for n in names:
+        root, seen = n, {n}
+        while (p := parent(root)) is not None and p not in seen:
+            root = p
+            seen.add(p)
+        families.setdefault(root, []).append(n)
+    chosen: dict[str, str] = {}
+    # A root of the plan's own takes the hue farthest from those of the other roots here.
+    hues = [colorsys.rgb_to_hls(*matplotlib.colors.to_rgb(reg[r]))[0] for r in families
+            if r in reg]  # fmt: skip
+    for root in sorted(r for r in families if r not in reg):
+        hue = max((k / 24 for k in range(24)),
+                  key=lambda h: min((min(abs(h - u), 1 - abs(h - u)) for u in hues), default=1))
+        hues.append(hue)
+        chosen[root] = matplotlib.colors.to_hex(colorsys.hsv_to_rgb(hue, 0.65, 0.8))
+    for root, members in families.items():
+        base = chosen.get(root) or reg[root]
+        chosen[root] = base
+        variants = [m for m in members if m != root]
+        r, g, b = matplotlib.colors.to_rgb(base)
+        hue, light, sat = colorsys.rgb_to_hls(r, g, b)
+        # n + 1 evenly spaced lightnesses, the one nearest the base's left to the base.
+        levels = list(np.linspace(0.22, 0.75, len(variants) + 1))
+        levels.pop(int(np.argmin([abs(x - light) for x in levels])))
+        for m, level in zip(variants, levels):
+            rgb = colorsys.hls_to_rgb(hue, level, sat)
+            chosen[m] = matplotlib.colors.to_hex(tuple(min(max(c, 0.0), 1.0) for c in rgb))
+    before, _PALETTE = _PALETTE, chosen
+    try:
+        yield chosen
+    finally:
+        _PALETTE = before
+
+
+def _outlined(color: str) -> dict[str, Any]:
+    """Text options for ``color`` on white: a light shade (a sweep's palest variant) gets
+    a grey outline, so it reads and keeps its colour."""
+    from matplotlib import patheffects
+
+    light = colorsys.rgb_to_hls(*matplotlib.colors.to_rgb(color))[1]
+    if light <= 0.6:
+        return {"color": color}
+    return {"color": color, "path_effects": [patheffects.withStroke(linewidth=1.2,
+                                                                    foreground="0.35")]}
+
+
+def _hashed(name: str) -> str:
+    h = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big") / 2**32
+    return matplotlib.colors.to_hex(colorsys.hsv_to_rgb(h, 0.65, 0.8))
+
+
 def scheme_color(name: str, base: str | None = None) -> str:
-    """The colour of scheme ``name`` in every plot: the registry's; else, for a variant of a
-    registered scheme (``base``, or the longest registered ``<base>-`` prefix of the name,
-    as in ``ace-T7.5``), a shade of the base's colour; else a hue derived from the name.
-    Stable across plots and runs."""
+    """The colour of scheme ``name`` in every plot: the one :func:`family_palette` chose
+    where one is in force; else the registry's; else, for a variant of a registered scheme
+    (``base``, or the longest registered ``<base>-`` prefix of the name, as in
+    ``ace-T7.5``), a shade of the base's colour; else a hue derived from the name. Stable
+    across plots and runs."""
+    if _PALETTE is not None and name in _PALETTE:
+        return _PALETTE[name]
     reg = {**registry_colors(), **OTHER_COLORS}
     if name in reg:
         return reg[name]
@@ -58,7 +140,7 @@ def scheme_color(name: str, base: str | None = None) -> str:
         rgb = colorsys.hls_to_rgb(hue, min(max(light, 0.15), 0.85), sat)
         # hls_to_rgb can overshoot 1 by a rounding error, which newer matplotlib rejects.
         return matplotlib.colors.to_hex(tuple(min(max(c, 0.0), 1.0) for c in rgb))
-    return matplotlib.colors.to_hex(colorsys.hsv_to_rgb(h, 0.65, 0.8))
+    return _hashed(name)
 
 
 def scheme_colors(runs: Sequence[Run]) -> list[str]:
@@ -211,7 +293,7 @@ def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
             # Black, unless the scheme's own colour is a dark grey or black (`combined`,
             # `fdcc`): its target could not be told from the delivered line then.
             _, light, sat = colorsys.rgb_to_hls(*matplotlib.colors.to_rgb(color))
-            dark = light < 0.2 or (light < 0.5 and sat < 0.25)
+            dark = light < 0.3 or (light < 0.5 and sat < 0.25)
             ax_rate.plot(
                 t, s["delivered_rate_bps"] / 1e6, color="#e6550d" if dark else "k", lw=0.8,
                 alpha=0.7, label="delivered",
@@ -234,7 +316,7 @@ def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
                     transform=ax_lat.get_xaxis_transform(), clip_on=False,
                 )  # fmt: skip
                 ax_lat.legend(loc="upper right", fontsize=7)
-        ax_rate.set_title(label, color=color, fontsize=11, fontweight="bold")
+        ax_rate.set_title(label, fontsize=11, fontweight="bold", **_outlined(color))
         ax_lat.set_xlabel("time (s)")
         for ax in axes[:, col]:
             ax.grid(True, alpha=0.3)
@@ -285,10 +367,11 @@ def plot_runs(
     for name in ("latency_cdf.png", "timeseries.png"):
         output_file(d / name, "plot file")
     d.mkdir(parents=True, exist_ok=True)
-    return [
-        plot_latency_cdf(runs, d / "latency_cdf.png", logx=logx),
-        plot_timeseries(runs, d / "timeseries.png"),
-    ]
+    with family_palette([r.scheme for r in runs]):
+        return [
+            plot_latency_cdf(runs, d / "latency_cdf.png", logx=logx),
+            plot_timeseries(runs, d / "timeseries.png"),
+        ]
 
 
 def _net_words(cfg: dict[str, Any]) -> dict[str, str]:

@@ -377,6 +377,37 @@ def test_one_colour_per_scheme_everywhere():
     assert plots.scheme_colors([run]) == [plots.scheme_color("mine")]
 
 
+def test_a_reports_sweep_variants_are_distinct_shades_of_their_scheme():
+    import colorsys
+
+    import matplotlib.colors as mc
+
+    def hls(c):
+        return colorsys.rgb_to_hls(*mc.to_rgb(c))
+
+    names = ["webrtc", "webrtc-vbv100", "webrtc-vbv250", "vidaptive", "vidaptive-vbv100",
+             "vidaptive-vbv250", "gcc-acen", "gcc-acen-vbv100", "gcc-acen-vbv250"]  # fmt: skip
+    # gcc-acen is the plan's own composition (its base is webrtc, its variants' parent it)
+    parents = {"gcc-acen-vbv100": "gcc-acen", "gcc-acen-vbv250": "gcc-acen"}
+    outside = plots.scheme_color("gcc-acen-vbv100")
+    with plots.family_palette(names, parents) as chosen:
+        assert chosen == {n: plots.scheme_color(n) for n in names}
+    assert plots.scheme_color("gcc-acen-vbv100") == outside  # only within the block
+    reg = config.scheme_colors()
+    assert chosen["webrtc"] == reg["webrtc"] and chosen["vidaptive"] == reg["vidaptive"]
+    for root in ("webrtc", "vidaptive", "gcc-acen"):
+        family = [chosen[n] for n in names if n.startswith(root)]
+        hues = [hls(c)[0] for c in family]
+        assert max(hues) - min(hues) < 0.01, (root, family)  # one hue a family
+        lights = sorted(hls(c)[1] for c in family)
+        assert min(b - a for a, b in zip(lights, lights[1:])) > 0.15, (root, family)
+    # the composition's hue is far from the registered roots' here
+    h = hls(chosen["gcc-acen"])[0]
+    for root in ("webrtc", "vidaptive"):
+        d = abs(h - hls(chosen[root])[0])
+        assert min(d, 1 - d) > 0.15, (root, chosen)
+
+
 def test_frame_burst_rule():
     frames = pd.DataFrame({
         "size_bytes": [12_000, 12_000, 1_000, 5_000],
