@@ -169,7 +169,9 @@ def _shade(color: str, k: int) -> str:
 
 
 def run_labels(runs: Sequence[Run]) -> list[str]:
-    """Scheme names, disambiguated by trace and seed when runs share a scheme."""
+    """Scheme names, disambiguated by trace and seed when runs share a scheme, and by the
+    first folder of their paths that differs when that is not enough (the same cell of two
+    result folders: ``webrtc s1 (res)``, ``webrtc s1 (res2)``)."""
     labels = [r.scheme for r in runs]
     if len(set(labels)) == len(labels):
         return labels
@@ -181,7 +183,20 @@ def run_labels(runs: Sequence[Run]) -> list[str]:
             parts.append(r.trace_name)
         parts.append(f"s{r.seed}")
         out.append(" ".join(parts))
-    return out
+    if len(set(out)) == len(out):
+        return out
+    paths = [Path(os.path.abspath(r.path)).parts for r in runs]
+    named = list(out)
+    for i, label in enumerate(out):
+        twins = [j for j, o in enumerate(out) if o == label and j != i]
+        if not twins:
+            continue
+        mine = paths[i]
+        # the first folder where this run's path leaves each of its twins'
+        k = min(next((n for n, (a, b) in enumerate(zip(mine, paths[j])) if a != b),
+                     len(mine) - 1) for j in twins)  # fmt: skip
+        named[i] = f"{label} ({mine[min(k, len(mine) - 1)]})"
+    return named
 
 
 def latency_ms(run: Run) -> np.ndarray:

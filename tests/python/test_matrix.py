@@ -408,6 +408,18 @@ def test_a_reports_sweep_variants_are_distinct_shades_of_their_scheme():
         assert min(d, 1 - d) > 0.15, (root, chosen)
 
 
+def test_run_labels_tell_apart_the_same_cell_of_two_result_folders():
+    def run(path, scheme="webrtc", seed=1):
+        return results.Run(Path(path), {"scheme": scheme, "seed": seed}, pd.DataFrame(),
+                           pd.DataFrame(), None)  # fmt: skip
+
+    assert plots.run_labels([run("a/x"), run("a/y", "copa")]) == ["webrtc", "copa"]
+    assert plots.run_labels([run("a/x"), run("a/y", seed=2)]) == ["webrtc s1", "webrtc s2"]
+    assert plots.run_labels([run("res/p/t/webrtc/s1"), run("res2/p/t/webrtc/s1"),
+                             run("res/p/t/webrtc/s2", seed=2)]) == [
+        "webrtc s1 (res)", "webrtc s1 (res2)", "webrtc s2"]  # fmt: skip
+
+
 def test_frame_burst_rule():
     frames = pd.DataFrame({
         "size_bytes": [12_000, 12_000, 1_000, 5_000],
