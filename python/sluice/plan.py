@@ -504,6 +504,13 @@ def plan_from_dict(data: dict[str, Any], path: Path) -> Plan:
     schemes = _schemes(ctx, data, base)
     traces = _traces(ctx, data, base)
     clips = _clips(ctx, data, base)
+    for_clips = [k for k in video if k != "encoder"]
+    if for_clips and clips[0].path is None:
+        raise vctx.error(f"{', '.join(repr(k) for k in for_clips)} "
+                         f"{'is' if len(for_clips) == 1 else 'are'} for x264 on a clip, and "
+                         "the plan has no [[clip]]: add the clips, or leave "
+                         f"{'it' if len(for_clips) == 1 else 'them'} out (the model encoder "
+                         "has no video)")  # fmt: skip
     plan = Plan(path, name, description, tuple(seeds) if seeds else None, overrides, video,
                 schemes, traces, clips, [])  # fmt: skip
     _check_size(ctx, plan, len(schemes))

@@ -514,6 +514,8 @@ CASES += [
          "fps", "takes a number", files={"p.toml": _plan('fps = "fast"')}),
     case("plan-set-dotted-wrong-type", MATRIX, "p.toml", "[set], applied to scheme 'webrtc'",
          "downlink.queue_bytes", files={"p.toml": _plan('"downlink.queue_bytes" = "big"')}),
+    case("plan-video-without-clips", MATRIX, "p.toml", "[video]", "'width' is for x264 on a clip",
+         "no [[clip]]", files={"p.toml": _plan("") + "[video]\nwidth = 640\n"}),
     case("plan-sweep-duplicate-values", MATRIX, "p.toml", "sweep 1", "lists 2.0 twice",
          files={"p.toml": _plan("") + '[[sweep]]\npath = "cc.pacing_factor"\n'
                 'values = [2, 2.0]\n'}),

@@ -309,3 +309,17 @@ def test_relative_links_resolve(doc):
         assert dest.exists(), f"{_id(doc)}: broken link {target}"
         if anchor and dest.suffix == ".md":
             assert anchor in anchors(dest), f"{_id(doc)}: no heading for {target}"
+
+
+PLANS = [b for d in DOCS for b in blocks(d) if b.info.split()[:1] == ["toml"]]
+
+
+@pytest.mark.parametrize("block", PLANS, ids=[b.where for b in PLANS])
+def test_the_docs_plans_load(block, tmp_path):
+    # A plan shown in the docs is a plan Sluice takes (the every-key example in
+    # experiments.md had a [video] table and no clip, which is an error).
+    from sluice.plan import load_plan
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(block.text, encoding="utf-8")
+    load_plan(plan)
