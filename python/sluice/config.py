@@ -36,11 +36,13 @@ import copy
 import functools
 import json
 import math
+import os
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .errors import DuplicateKey, SluiceError, core, non_finite_path, strict_json
+from .errors import DuplicateKey, SluiceError, core, non_finite_path, regular_file, strict_json
 
 #: The components of a scheme; a path starting with one of them is relative to ``scheme``.
 SCHEME_COMPONENTS = ("pacer", "cc", "encoder_controller", "bottleneck", "frame_drop", "salsify")
@@ -431,3 +433,42 @@ def diff(a: dict[str, Any], b: dict[str, Any], ignore: Sequence[str] = LABELS) -
     fa, fb = flatten(a), flatten(b)
     keys = (fa.keys() | fb.keys()) - set(ignore)
     return sorted(k for k in keys if fa.get(k, _MISSING) != fb.get(k, _MISSING))
+
+
+def read_scheme_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A scheme composition from a JSON file (or an entry copied from ``sluice schemes
+    --json``), checked as a whole scheme: (the composition as written, resolved with every
+    default). Every error names the file (and the field's config path)."""
+    try:
+        text = regular_file(path, "scheme file", 1 << 24).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SluiceError(f"cannot read scheme file {path}: {e}") from None
+    try:
+        obj = strict_json(text)
+    except DuplicateKey as e:
+        raise SluiceError(f"{path}: {e} (a scheme file gives each key once)") from None
+    except json.JSONDecodeError as e:
+        raise SluiceError(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
+    except RecursionError:
+        raise SluiceError(f"{path}: JSON nested too deeply") from None
+    if not isinstance(obj, dict):
+        raise SluiceError(f"{path}: expected a JSON object (a scheme composition)")
+    if isinstance(obj.get("config"), dict) and "pacer" not in obj:
+        if obj.get("encoder") == "x264":  # what a composition file cannot pin
+            print(f"note: {path}: the copied scheme is defined on x264; a composition runs "
+                  f"on x264 with a clip, on the model encoder without",
+                  file=sys.stderr)  # fmt: skip
+        obj = obj["config"]  # an entry copied from `sluice schemes --json`
+    bad = non_finite_path(obj)
+    if bad:
+        value = obj
+        for part in re.findall(r"[^.\[\]]+|\[\d+\]", bad):
+            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
+        raise SluiceError(f"{path}: {bad} must be a finite number within 64 bits, got {value}")
+    cfg = default_config()
+    cfg["scheme"] = obj
+    try:
+        resolved = resolve_whole(cfg, validate=True, given=("scheme", obj))[0]["scheme"]
+    except SluiceError as e:
+        raise SluiceError(f"{path}: {e}") from None
+    return obj, resolved

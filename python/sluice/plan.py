@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config, results, run
-from .errors import DuplicateKey, SluiceError, regular_file, strict_json
+from .errors import SluiceError, regular_file
 from .experiments import (
     MAX_NAME_CHARS,
     Cell,
@@ -592,24 +592,13 @@ def _schemes(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanScheme]:
 
 
 def _scheme_file(ctx: _Ctx, base: Path, file: str) -> dict[str, Any]:
-    path = base / file
-    if path.exists() and not path.is_dir():
-        regular_file(path, "scheme file", 1 << 24)  # a FIFO or device would block
+    path = Path(os.path.normpath(base / file))
+    if not path.exists():
+        raise ctx.error(f"scheme file not found: {path}")
     try:
-        obj = strict_json(path.read_text(encoding="utf-8"))
-    except DuplicateKey as e:
-        raise ctx.error(f"{path}: {e} (a scheme file gives each key once)") from None
-    except FileNotFoundError:
-        raise ctx.error(f"scheme file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ctx.error(f"cannot read scheme file {path}: {e}") from None
-    except json.JSONDecodeError as e:
-        raise ctx.error(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
-    if isinstance(obj, dict) and isinstance(obj.get("config"), dict) and "pacer" not in obj:
-        obj = obj["config"]  # an entry copied from `sluice schemes --json`
-    if not isinstance(obj, dict):
-        raise ctx.error(f"{path}: expected a JSON object (a scheme composition)")
-    return obj
+        return config.read_scheme_file(path)[0]
+    except SluiceError as e:
+        raise ctx.error(str(e)) from None
 
 
 def _entries(ctx: _Ctx, data: dict[str, Any], key: str) -> list[dict[str, Any]]:

@@ -328,41 +328,10 @@ def check_schemes(names: Sequence[str]) -> None:
 
 
 def load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
+    """``--scheme-file``: (the scheme's name, the file's stem; its resolved composition)."""
     from .. import config
-    from ..errors import DuplicateKey, non_finite_path, regular_file, strict_json
 
-    try:
-        text = regular_file(path, "scheme file", 1 << 24).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise SluiceError(f"cannot read scheme file {path}: {e}") from None
-    try:
-        obj = strict_json(text)
-    except DuplicateKey as e:
-        raise SluiceError(f"{path}: {e} (a scheme file gives each key once)") from None
-    except json.JSONDecodeError as e:
-        raise SluiceError(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
-    except RecursionError:
-        raise SluiceError(f"{path}: JSON nested too deeply") from None
-    if not isinstance(obj, dict):
-        raise SluiceError(f"{path}: expected a JSON object (a scheme composition)")
-    if isinstance(obj.get("config"), dict) and "pacer" not in obj:
-        if obj.get("encoder") == "x264":  # what a composition file cannot pin
-            print(f"note: {path}: the copied scheme is defined on x264; a composition runs "
-                  f"on x264 with --video CLIP, on the model encoder without",
-                  file=sys.stderr)  # fmt: skip
-        obj = obj["config"]  # an entry copied from `sluice schemes --json`
-    bad = non_finite_path(obj)
-    if bad:
-        raise SluiceError(
-            f"{path}: {bad} must be a finite number within 64 bits, got {_get(obj, bad)}"
-        )
-    # Checked here, so the message names the file (and the field's config path).
-    cfg = config.default_config()
-    cfg["scheme"] = obj
-    try:
-        obj = config.resolve_whole(cfg, validate=True, given=("scheme", obj))[0]["scheme"]
-    except SluiceError as e:
-        raise SluiceError(f"{path}: {e}") from None
+    obj = config.read_scheme_file(path)[1]
     from ..experiments import name_problem
 
     name = Path(path).stem
@@ -371,14 +340,6 @@ def load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
         raise SluiceError(f"scheme file {path}: its name '{name}' (the file's stem, which "
                           f"names the scheme and its directory) {why}: rename the file")
     return name, obj
-
-
-def _get(obj: Any, path: str) -> Any:
-    import re
-
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
-        obj = obj[int(part[1:-1])] if part.startswith("[") else obj[part]
-    return obj
 
 
 def overrides(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
