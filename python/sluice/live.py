@@ -213,6 +213,10 @@ class LiveSession:
             # of the result's files, which appear only when the run is written).
             (run_dir / SDP_FILE).write_text(sdp(forward_rtp, bind), encoding="utf-8")
 
+    #: Ctrl-C while the finished session is scored keeps it, unscored
+    #: (:func:`sluice.run.simulate`): the session cannot be run again.
+    keep_on_interrupt = True
+
     @property
     def interrupted(self) -> bool:
         """The run stopped early (its records are partial; :func:`sluice.run.simulate`
@@ -296,8 +300,16 @@ def run_live(
                                     forward_rtp, transport))  # fmt: skip
         return sessions[-1]
 
-    out = simulate(spec, session).write()
+    output = simulate(spec, session)
+    try:
+        out = output.write()
+    except SluiceError:
+        if not (sessions and sessions[0].interrupted):
+            raise
+        out = output.run_dir  # written; its scoring was stopped (said in its summary)
     if sessions and sessions[0].interrupted:
-        print(f"results (the run until it was stopped): {out}", file=sys.stderr)
+        what = ("the whole session, unscored: scoring was stopped" if output.quality_error
+                else "the run until it was stopped")  # fmt: skip
+        print(f"results ({what}): {out}", file=sys.stderr)
         raise sessions[0].interrupt  # Ctrl-C: exit 130; SIGTERM (Terminated): 143
     return out

@@ -162,6 +162,31 @@ def test_a_signal_stops_a_live_run_and_still_writes_its_results(tmp_path, sig, c
     assert live["stopped_early"] is True
 
 
+def test_ctrl_c_while_a_live_run_is_scored_keeps_the_session(tmp_path, capsys, monkeypatch):
+    # The session had finished and cannot be run again; a Ctrl-C during its scoring threw
+    # all of it away. Now it is written unscored (its streams kept), then the stop goes on.
+    import sluice.run
+
+    def stopped(*_args, **_kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sluice.run, "score", stopped)
+    out = tmp_path / "x264"
+    clip = Path(__file__).resolve().parents[2] / "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
+    rc = main(["live", "run", "--scheme", "webrtc-x264", "--video", str(clip), "--width", "320",
+               "--trace", "gen:constant:6", "--duration", "2", "--quality", "fast",
+               "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 130, err
+    assert err[-2:] == [f"results (the whole session, unscored: scoring was stopped): {out}",
+                        "sluice: interrupted"], err  # fmt: skip
+    run = results.load_run(out)
+    assert len(run.frames) >= 40 and "interrupted" not in run.summary
+    assert "scoring was stopped" in run.summary[results.QUALITY_ERROR_KEY]
+    assert (out / "stream.264").stat().st_size > 1000 and not (out / "delivered.264").exists()
+    assert not [p for p in out.iterdir() if ".tmp" in p.name]
+
+
 def _nal_units(annexb: bytes) -> list[bytes]:
     """The NAL units of an Annex B stream (start codes of 3 or 4 bytes removed)."""
     return [n.rstrip(b"\x00") for n in re.split(b"\x00\x00\x01", annexb) if n.strip(b"\x00")]

@@ -20,7 +20,7 @@ from .inputs import (
     prepare_clip,
     with_clip,
 )
-from .score import score
+from .score import Scores, score
 from .session import Simulated, advance, captured_stderr, fold_stderr, open_session
 from .spec import (
     ENCODE_TIME_MODES,
@@ -88,7 +88,18 @@ def _run(sim: Any, spec: RunSpec, run_dir: Path, inputs: Inputs, resolved: dict[
     summary = json.loads(summary_json)
     scored = None
     if inputs.raw is not None and spec.quality != "none" and not sim.interrupted:
-        scored = score(spec, run_dir, inputs.raw, frames, skips, files)
+        try:
+            scored = score(spec, run_dir, inputs.raw, frames, skips, files)
+        except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (Terminated)
+            if not getattr(sim, "keep_on_interrupt", False):
+                raise
+            # A live session cannot be run again: written unscored, then the stop goes on.
+            sim.interrupt = e
+            partial = files.pop(results.DELIVERED_FILE, None)
+            if partial is not None:
+                Path(partial).unlink(missing_ok=True)
+            scored = Scores(error="quality scoring was stopped (the session had finished; "
+                                  "its streams are kept)")  # fmt: skip
         summary.update(scored.summary)
     header = {
         "seed": resolved["seed"],
