@@ -103,6 +103,13 @@ def test_a_sluice_sender_sends_to_chromium_over_webrtc(tmp_path, capsys, scheme)
     shown = run.frames[run.frames["displayed_us"].notna()]
     assert len(shown) >= 0.9 * sent["frames_encoded"], (len(shown), sent)
     assert (shown["latency_us"] > 0).all()
+    # The bottleneck's columns come from the relay's link samples (they were all 0): the
+    # trace's 6 Mbps, what the relay delivered, which is the video's rate.
+    later = run.samples[run.samples["t_us"] > 1_000_000]
+    assert later["link_capacity_bps"].between(5_500_000, 6_500_000).all(), later
+    delivered = later["delivered_rate_bps"].mean()
+    assert 0.5 * summary["video_bitrate_bps"] < delivered < 6_500_000, (delivered, summary)
+    assert summary["bwe_ratio"] is not None
     fps = run.header["browser"]["fps"]
     print(f"{scheme}: {len(shown)} of {round(10 * fps)} slots displayed, {sent}")
 

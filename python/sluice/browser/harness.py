@@ -300,6 +300,48 @@ def _capacity_bps(trace: Any) -> Callable[[int, int], float] | None:
     return lambda t0, t1: trace.capacity_bytes(t0, t1) * 8 / max(1e-6, (t1 - t0) / 1e6)
 
 
+Capacity = Callable[[int, int], float]
+
+
+def _link_on_clock(part: dict[str, Any], trace: Any, origin_us: int
+                   ) -> tuple[list[dict[str, Any]], Capacity | None]:  # fmt: skip
+    """The relay's link samples and the trace's capacity (:func:`_capacity_bps`) on the
+    clock whose origin is ``origin_us`` (wall-clock µs): the relay's clock starts at its
+    first datagram, not at the endpoint's start."""
+    d = int(part.get("wall_origin_us") or origin_us) - origin_us
+    link = [{**x, "t_us": int(x["t_us"]) + d} for x in part.get("link_samples") or []]
+    cap = _capacity_bps(trace)
+    if cap is None or d == 0:
+        return link, cap
+    return link, lambda t0, t1: cap(max(0, t0 - d), max(1, t1 - d))
+
+
+def with_link(samples: list[dict[str, Any]], link: list[dict[str, Any]],
+              capacity_bps: Capacity | None) -> list[dict[str, Any]]:  # fmt: skip
+    """Sluice's sender's samples with the bottleneck's columns from the relay's ``link``
+    samples on the same clock (:func:`_link_on_clock`): each takes the latest link sample at
+    or before it, as ``live merge`` does; the delivered rate is the difference of delivered
+    bytes since the previous sample, the capacity the trace's over the same interval."""
+    out, i, last, prev = [], 0, {}, None
+    for s in samples:
+        t = int(s["t_us"])
+        while i < len(link) and int(link[i]["t_us"]) <= t:
+            last, i = link[i], i + 1
+        delivered = int(last.get("delivered_bytes") or 0)
+        joined = {**s, "queue_bytes": int(last.get("queue_bytes") or 0),
+                  "queue_packets": int(last.get("queue_packets") or 0),
+                  "queue_delay_us": int(last.get("queue_delay_us") or 0),
+                  "lost_packets": int(last.get("dropped_packets") or 0)}  # fmt: skip
+        if prev is not None and t > prev[0]:
+            dt = (t - prev[0]) / 1e6
+            joined["delivered_rate_bps"] = round((delivered - prev[1]) * 8 / dt)
+            if capacity_bps is not None:
+                joined["link_capacity_bps"] = round(capacity_bps(prev[0], t))
+        out.append(joined)
+        prev = (t, delivered)
+    return out
+
+
 def _relay_counters(part: dict[str, Any]) -> dict[str, Any]:
     return {k: part.get(k) for k in ("arrived_packets", "dropped_packets", "opaque",
                                      "delivered_bytes")}  # fmt: skip
@@ -549,8 +591,8 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
                       target_rate_bps=int(e["target_rate"]), packets=int(e["packet_count"]),
                       encode_start_us=int(e["encode_start"]),
                       encode_end_us=int(e["encode_end"]))  # fmt: skip
-    samples = session.sender["samples"]
     trace = down.trace if down else None
+    samples = with_link(session.sender["samples"], *_link_on_clock(part, trace, origin))
     capacity = trace.capacity_bytes(0, end_us) if trace else 0
     summary = records.summary(frames, skips, samples, part, capacity, [],
                               session.receiver_log["stats"], origin, duration, drain)  # fmt: skip
@@ -708,9 +750,9 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
         raise SluiceError("Sluice's receiver displayed no frame (see the pages' events in a "
                           "run with --keep-work)")  # fmt: skip
     trace = down.trace if down else None
-    cap = _capacity_bps(trace)
-    samples = records.samples(session.sender_log["stats"], [], part.get("link_samples") or [],
-                              origin, cap, end_us)  # fmt: skip
+    link, cap = _link_on_clock(part, trace, origin)
+    samples = records.samples(session.sender_log["stats"], [], link, origin, cap,
+                              end_us)  # fmt: skip
     capacity = trace.capacity_bytes(0, end_us) if trace else 0
     summary = records.summary(frames, skips, samples, part, capacity, session.sender_log["stats"],
                               [], origin, duration, drain)  # fmt: skip
