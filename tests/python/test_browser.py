@@ -4,6 +4,8 @@ the session is a result like any run's."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from sluice import results
@@ -119,9 +121,15 @@ def test_chromium_sends_to_a_sluice_receiver_over_webrtc(tmp_path, capsys) -> No
     # str0m gives Chromium's GCC its transport-cc feedback and receiver reports.
     out = tmp_path / "to-sluice"
     rc = cli(["browser", "run", "--receiver", "sluice", "--trace", "gen:constant:6",
-              "--duration", "10", "--width", "320", "--out", str(out), "--json"])  # fmt: skip
-    assert rc == 0, capsys.readouterr().err
-    summary = json.loads(capsys.readouterr().out)
+              "--duration", "10", "--width", "320", "--out", str(out), "--json",
+              "--keep-work"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    summary = json.loads(captured.out)
+    # --keep-work says where it kept the work directory.
+    kept = Path(captured.err.strip().splitlines()[-1].rpartition(": ")[2])
+    assert (kept / "relay-events.json").is_file(), captured.err
+    shutil.rmtree(kept)
     run = results.load_run(out)
     assert run.header["browser"]["receiver"] == "sluice"
     got = run.header["browser"]["sluice_receiver"]

@@ -291,6 +291,9 @@ def _with_progress(desc: str, quiet: bool, keep_work: bool, work: Path,
             bar.close()
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"work directory kept (Chromium's logs, the SDP, the relay's events): {work}",
+                  file=sys.stderr)  # fmt: skip
 
 
 def _capacity_bps(trace: Any) -> Callable[[int, int], float] | None:
@@ -301,6 +304,17 @@ def _capacity_bps(trace: Any) -> Callable[[int, int], float] | None:
 
 
 Capacity = Callable[[int, int], float]
+
+
+def clip_of(spec: Any) -> str:
+    """``spec``'s clip, or the shipped one (:data:`DEFAULT_CLIP`, in a checkout's data/)."""
+    if spec.video:
+        return str(spec.video)
+    if not DEFAULT_CLIP.is_file():
+        raise SluiceError(f"give a clip with --video: the default one ({DEFAULT_CLIP.name}) "
+                          "ships in the repository's data/videos, not with this "
+                          "installation")  # fmt: skip
+    return str(DEFAULT_CLIP)
 
 
 def _link_on_clock(part: dict[str, Any], trace: Any, origin_us: int
@@ -393,7 +407,7 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
     fps = float(cfg["fps"]) if overridden(spec, "fps") else DEFAULT_FPS
     cfg["fps"] = fps
     down, up = load_traces(spec, cfg)
-    clip = spec.video or str(DEFAULT_CLIP)
+    clip = clip_of(spec)
     raw = prepare_clip(spec, cfg, clip, DEFAULT_WIDTH, fps)
     work = scratch_dir()
     session, part = _with_progress(
@@ -567,7 +581,7 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
     config.resolve(cfg, validate=True)
     check_scheme(spec.scheme, cfg["scheme"])
     down, up = load_traces(spec, cfg)
-    clip = spec.video or str(DEFAULT_CLIP)
+    clip = clip_of(spec)
     raw = prepare_clip(spec, cfg, clip, DEFAULT_WIDTH)
     cfg = with_clip(spec, cfg, raw, None)  # the page decodes the stream: none is written
     work = scratch_dir()
@@ -734,7 +748,7 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
     fps = float(cfg["fps"]) if overridden(spec, "fps") else DEFAULT_FPS
     cfg["fps"] = fps
     down, up = load_traces(spec, cfg)
-    clip = spec.video or str(DEFAULT_CLIP)
+    clip = clip_of(spec)
     raw = prepare_clip(spec, cfg, clip, DEFAULT_WIDTH, fps)
     work = scratch_dir()
     session, part = _with_progress(
