@@ -169,19 +169,25 @@ def _shade(color: str, k: int) -> str:
 
 
 def run_labels(runs: Sequence[Run]) -> list[str]:
-    """Scheme names, disambiguated by trace and seed when runs share a scheme, and by the
-    first folder of their paths that differs when that is not enough (the same cell of two
-    result folders: ``webrtc s1 (res)``, ``webrtc s1 (res2)``)."""
+    """Scheme names, disambiguated by trace and seed when runs share a scheme (and as live
+    or simulated where both are there), and by the first folder of their paths that
+    differs when that is not enough (the same cell of two result folders: ``webrtc s1
+    (res)``, ``webrtc s1 (res2)``)."""
     labels = [r.scheme for r in runs]
     if len(set(labels)) == len(labels):
         return labels
     traces = {r.trace_name for r in runs}
+    from .results import LIVE_FILE
+
+    live = [(Path(r.path) / LIVE_FILE).is_file() for r in runs]
     out = []
-    for r in runs:
+    for r, is_live in zip(runs, live):
         parts = [r.scheme]
         if len(traces) > 1:
             parts.append(r.trace_name)
         parts.append(f"s{r.seed}")
+        if len(set(live)) > 1:  # live runs beside simulated ones
+            parts.append("live" if is_live else "simulated")
         out.append(" ".join(parts))
     if len(set(out)) == len(out):
         return out

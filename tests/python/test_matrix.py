@@ -408,7 +408,7 @@ def test_a_reports_sweep_variants_are_distinct_shades_of_their_scheme():
         assert min(d, 1 - d) > 0.15, (root, chosen)
 
 
-def test_run_labels_tell_apart_the_same_cell_of_two_result_folders():
+def test_run_labels_tell_apart_the_same_cell_of_two_result_folders(tmp_path):
     def run(path, scheme="webrtc", seed=1):
         return results.Run(Path(path), {"scheme": scheme, "seed": seed}, pd.DataFrame(),
                            pd.DataFrame(), None)  # fmt: skip
@@ -418,6 +418,10 @@ def test_run_labels_tell_apart_the_same_cell_of_two_result_folders():
     assert plots.run_labels([run("res/p/t/webrtc/s1"), run("res2/p/t/webrtc/s1"),
                              run("res/p/t/webrtc/s2", seed=2)]) == [
         "webrtc s1 (res)", "webrtc s1 (res2)", "webrtc s2"]  # fmt: skip
+    (tmp_path / "live").mkdir()
+    (tmp_path / "live" / results.LIVE_FILE).write_text("{}")
+    assert plots.run_labels([run(tmp_path / "live"), run(tmp_path / "sim")]) == [
+        "webrtc s1 live", "webrtc s1 simulated"]  # fmt: skip
 
 
 def test_frame_burst_rule():
