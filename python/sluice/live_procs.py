@@ -82,6 +82,11 @@ def _check_peers(listen: str, peers: list[tuple[str, str]]) -> None:
                               "peer's own (unicast) address")  # fmt: skip
         if port == lport and (ip == lip or (lip.is_unspecified and ip.is_loopback)):
             raise SluiceError(f"--{flag} {address} is this endpoint's own --listen address")
+        if lip.is_loopback and not ip.is_loopback:
+            raise SluiceError(f"--{flag} {address} is not on this machine, and a socket on "
+                              f"the loopback address --listen {listen} cannot send off it: "
+                              "give --listen an address of the interface that reaches the "
+                              "peer (or 0.0.0.0)")  # fmt: skip
         if address in seen:
             raise SluiceError(f"--{flag} and --{seen[address]} are the same address ({address})")
         seen[address] = flag
@@ -185,6 +190,12 @@ def _run_endpoint(role: str, spec: Any, cfg: dict[str, Any], out: Path, options:
         except RuntimeError as e:
             raise SluiceError(f"live {role} stopped: {e}") from None
         io = counters["io"]
+        if io["datagrams_out"] == 0 and io["send_errors"] > 0:
+            raise SluiceError(
+                f"live {role}: every send failed ({io['send_errors']} tries from --listen "
+                f"{options.get('listen')}): the peer's address is not reachable from it; "
+                "no part written"
+            )
         if role == "sender" and interrupt is None and io["datagrams_in"] == 0:
             # Nothing to merge: no part, one line (a silent peer is not a session).
             raise SluiceError(

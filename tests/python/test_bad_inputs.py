@@ -243,6 +243,8 @@ PEER = "127.0.0.1:5999"
 CASES += [
     case("live-send-port-out-of-range", ["live", "send", "--listen", "127.0.0.1:70000", "--peer",
          PEER], "--listen", "70000"),
+    case("live-send-loopback-to-elsewhere", ["live", "send", "--peer", "192.0.2.1:5001"],
+         "--peer 192.0.2.1:5001 is not on this machine", "--listen 127.0.0.1:5000"),
     case("live-recv-peer-is-a-name", ["live", "recv", "--peer", "localhost:5001"], "--peer",
          "localhost:5001", "IP address"),
     case("live-recv-peer-missing", ["live", "recv", "--out", "o"], "--peer"),
