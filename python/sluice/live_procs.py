@@ -343,6 +343,11 @@ def cmd_recv(args: argparse.Namespace) -> int:
         host = args.listen.rpartition(":")[0]
         host = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]"}.get(host, host)
         options["forward_rtp"] = f"{host}:{args.forward_rtp}"
+        taken = {args.listen: "this endpoint's own --listen", args.peer: "--peer's"}
+        if options["forward_rtp"] in taken:
+            raise SluiceError(f"--forward-rtp {args.forward_rtp} sends the video to "
+                              f"{options['forward_rtp']}, {taken[options['forward_rtp']]} "
+                              "address: give the port a player listens on")  # fmt: skip
         early[SDP_FILE] = sdp(args.forward_rtp, host.strip("[]"))
     header = {"listen": args.listen, "peer": args.peer, "encoder": encoder,
               "idle_timeout_s": args.idle_timeout_s, "transport": args.transport}  # fmt: skip
