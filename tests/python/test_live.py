@@ -162,6 +162,19 @@ def test_a_signal_stops_a_live_run_and_still_writes_its_results(tmp_path, sig, c
     assert live["stopped_early"] is True
 
 
+def test_a_live_run_to_its_default_directory_says_it_replaces_one(tmp_path, capsys,
+                                                                    monkeypatch):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    argv = ["live", "run", "--trace", "gen:constant:6", "--duration", "1"]
+    assert main(argv) == 0
+    assert "replacing" not in capsys.readouterr().err
+    assert main(argv) == 0
+    d = os.path.join("results", "live-webrtc-gen-constant-6-s1")
+    assert f"note: replacing the earlier run in {d}" in capsys.readouterr().err
+    assert main([*argv, "--out", d]) == 0  # named: no note
+    assert "replacing" not in capsys.readouterr().err
+
+
 def test_ctrl_c_while_a_live_run_is_scored_keeps_the_session(tmp_path, capsys, monkeypatch):
     # The session had finished and cannot be run again; a Ctrl-C during its scoring threw
     # all of it away. Now it is written unscored (its streams kept), then the stop goes on.

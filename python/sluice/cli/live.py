@@ -241,6 +241,7 @@ def cmd_live_run(args: argparse.Namespace) -> int:
 
     name, cfg = o.scheme_from_args(args)
     spec = live.with_default_out(o.spec_from_args(args, name, cfg, args.out))
+    o.say_if_replacing(args.out, spec.resolved_out_dir())
     results.check_run_target(Path(spec.resolved_out_dir()))
     run_dir = live.run_live(spec, live.faults_from_args(args), bind=args.bind,
                             forward_rtp=args.forward_rtp, restarts=live.restarts_from_args(args),

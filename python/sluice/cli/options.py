@@ -327,6 +327,17 @@ def check_schemes(names: Sequence[str]) -> None:
             raise SluiceError(f"unknown scheme '{n}' (known: {', '.join(known)})")
 
 
+def say_if_replacing(out: str | None, default: str) -> None:
+    """A run to its ``default`` directory (no ``--out``, so ``out`` is None: scheme, trace
+    and seed name it, not the other settings) replaces the run there: said on stderr, so a
+    run with other settings is not lost unnoticed."""
+    from .. import results
+
+    if out is None and results.is_run_dir(Path(default)):
+        print(f"note: replacing the earlier run in {default} (give --out to keep both)",
+              file=sys.stderr)  # fmt: skip
+
+
 def load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
     """``--scheme-file``: (the scheme's name, the file's stem; its resolved composition)."""
     from .. import config

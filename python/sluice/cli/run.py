@@ -107,17 +107,6 @@ def _add_pool(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def _say_if_replacing(spec: Any) -> None:
-    """A run to its default directory (no ``--out``: scheme, trace and seed name it, not the
-    other settings) replaces the run there: said on stderr, so a run with other settings
-    is not lost unnoticed."""
-    from .. import results
-
-    if spec.out_dir is None and results.is_run_dir(Path(d := spec.default_out_dir())):
-        print(f"note: replacing the earlier run in {d} (give --out to keep both)",
-              file=sys.stderr)  # fmt: skip
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from .. import report, results
     from ..run import run_one
@@ -128,7 +117,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         results.check_run_target(Path(args.out), seeds=seeds is not None)
     if seeds is None:
         spec = o.spec_from_args(args, name, cfg, args.out)
-        _say_if_replacing(spec)
+        o.say_if_replacing(spec.out_dir, spec.default_out_dir())
         o.print_summary(name, run_one(spec), args.json)
         return 0
     summaries = []
@@ -137,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out = os.path.join(args.out, f"s{seed}") if args.out else None
         spec = o.spec_from_args(args, name, cfg, out)
         spec = replace(spec, overrides=(*spec.overrides, ("seed", seed)))
-        _say_if_replacing(spec)
+        o.say_if_replacing(spec.out_dir, spec.default_out_dir())
         run_dirs.append(run_one(spec))
         summaries.append(json.loads((run_dirs[-1] / results.SUMMARY_FILE).read_text("utf-8")))
     if args.json:
