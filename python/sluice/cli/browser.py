@@ -24,7 +24,8 @@ def add_commands(sub: Any) -> None:
         "`run`, scheme chrome",
     )
     o.add_link(r)
-    o.add_run(r)
+    o.add_run(r, fps_default=f"{harness.DEFAULT_FPS:g}, Chromium's fake camera; with --scheme, "
+                             "the video's")  # fmt: skip
     v = r.add_argument_group("video")
     v.add_argument(
         "--video", metavar="CLIP", default=None,

@@ -246,7 +246,8 @@ def add_path_faults(p: argparse.ArgumentParser, clock: str = "seconds of the run
     )  # fmt: skip
 
 
-def add_run(p: argparse.ArgumentParser) -> None:
+def add_run(p: argparse.ArgumentParser,
+            fps_default: str = "the video's, or 30 for the model encoder") -> None:  # fmt: skip
     r = p.add_argument_group("run")
     r.add_argument(
         "--duration", type=duration, default=None, metavar="S",
@@ -255,7 +256,7 @@ def add_run(p: argparse.ArgumentParser) -> None:
     r.add_argument("--seed", type=seed, default=None, metavar="N", help="random seed (default 1)")
     r.add_argument(
         "--fps", type=fps, default=None, metavar="F",
-        help="frame rate (default: the video's, or 30 for the model encoder)",
+        help=f"frame rate (default: {fps_default})",
     )  # fmt: skip
     r.add_argument(
         "--set", action="append", default=[], metavar="PATH=VALUE", dest="overrides",
