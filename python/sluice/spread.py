@@ -76,24 +76,29 @@ def spread(values: Iterable[object]) -> Spread:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``1,2,3``, ``1-5`` or a mix (``1-3,7``): distinct seeds in order, at most 1000."""
+    """``1,2,3``, ``1-5`` or a mix (``1-3,7``): distinct seeds (each given once) in order,
+    at most 1000, each from 0 to 2^64 - 1 (as ``--seed``)."""
     from .errors import SluiceError
 
     out: list[int] = []
     for part in (p.strip() for p in str(text).split(",")):
         if not part:
-            continue
+            raise SluiceError(f"seeds: an empty entry in {text!r}")
         lo, sep, hi = part.partition("-")
         try:
             a = int(lo)
             b = int(hi) if sep else a
         except ValueError:
             raise SluiceError(f"seeds: {part!r} is not a seed or a range like 1-5") from None
-        if a < 0 or b < a or b >= 2**63:
-            raise SluiceError(f"seeds: {part!r} is not an increasing range of seeds >= 0")
+        if a < 0 or b < a or b >= 2**64:
+            raise SluiceError(f"seeds: {part!r} is not an increasing range of seeds from 0 "
+                              "to 2^64 - 1")  # fmt: skip
         if b - a >= 1000 or len(out) + b - a + 1 > 1000:
             raise SluiceError("seeds: at most 1000")
-        out += [s for s in range(a, b + 1) if s not in out]
+        twice = sorted(set(out) & set(range(a, b + 1)))
+        if twice:
+            raise SluiceError(f"seeds: {twice[0]} given twice in {text!r}")
+        out += range(a, b + 1)
     if not out:
         raise SluiceError("seeds: none given")
     return out

@@ -521,6 +521,9 @@ CASES += [
          "downlink.queue_bytes", files={"p.toml": _plan('"downlink.queue_bytes" = "big"')}),
     case("plan-video-without-clips", MATRIX, "p.toml", "[video]", "'width' is for x264 on a clip",
          "no [[clip]]", files={"p.toml": _plan("") + "[video]\nwidth = 640\n"}),
+    case("seeds-empty-entry", run_with("--seeds", "1,,2"), "an empty entry", "1,,2"),
+    case("seeds-twice", run_with("--seeds", "1-3,2"), "2 given twice"),
+    case("seeds-beyond-64-bits", run_with("--seeds", str(2**64)), "2^64 - 1"),
     case("plan-sweep-duplicate-values", MATRIX, "p.toml", "sweep 1", "lists 2.0 twice",
          files={"p.toml": _plan("") + '[[sweep]]\npath = "cc.pacing_factor"\n'
                 'values = [2, 2.0]\n'}),
