@@ -395,6 +395,13 @@ class _Ctx:
         return v
 
 
+def _toml(v: Any) -> str:
+    """``v`` as TOML writes it (``true``, ``"2"``), for error messages."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return json.dumps(v) if isinstance(v, (str, int, float)) else repr(v)
+
+
 def _tname(v: Any) -> str:
     return {dict: "a table", list: "an array", str: "a string", bool: "a boolean",
             int: "an integer", float: "a number"}.get(type(v), type(v).__name__)  # fmt: skip
@@ -476,7 +483,10 @@ def plan_from_dict(data: dict[str, Any], path: Path) -> Plan:
     if seeds is not None:
         if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
                             for s in seeds):  # fmt: skip
-            raise ctx.error(f"'seeds' must be a non-empty array of integers >= 0, got {seeds}")
+            bad = next((s for s in seeds if isinstance(s, bool) or not isinstance(s, int)
+                        or s < 0), None) if seeds else None  # fmt: skip
+            got = "an empty array" if not seeds else f"{_tname(bad)} {_toml(bad)}"
+            raise ctx.error(f"'seeds' must be a non-empty array of integers >= 0, got {got}")
         if len(set(seeds)) != len(seeds):
             raise ctx.error(f"seed listed twice in 'seeds': {seeds}")
     overrides = _overrides(ctx, data.get("set", {}), "[set]")
@@ -543,7 +553,8 @@ def _schemes(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanScheme]:
     if raw is None:
         raise ctx.error("no schemes: add [[scheme]] tables or 'schemes = [...]'")
     if not isinstance(raw, list) or not raw:
-        raise ctx.error(f"the schemes must be a non-empty array, got {_tname(raw)}")
+        got = "an empty array" if isinstance(raw, list) else _tname(raw)
+        raise ctx.error(f"the schemes must be a non-empty array, got {got}")
     known = config.scheme_names()
     out: list[PlanScheme] = []
     for i, entry in enumerate(raw):
