@@ -63,7 +63,8 @@ def add_commands(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--results", metavar="DIR", default="results",
-        help="results root (default results): cells go to DIR/<name>/<trace>/<clip>/<scheme>/",
+        help="results root (default results): cells go to "
+        "DIR/<name>/<trace>/<clip>/<scheme>/s<seed>/",
     )  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="list the cells and what would run")
     p.add_argument("--no-report", action="store_true", help="skip the HTML report (report.html)")
