@@ -382,8 +382,12 @@ def write_report(
 
 def _write_report(d: Path, out: str | Path | None, command: str | None, max_timeseries: int,
                   df: Any, plan: dict[str, Any], kind: str, names: list[str]) -> Path:  # fmt: skip
-    families = list(dict.fromkeys(df["network"].fillna("all")))
-    df = df.assign(network=df["network"].fillna("all"))
+    # A plan's trace without a network (its "-") is a family of its own, named by its label.
+    network = df["network"].fillna("all")
+    if "trace" in df:
+        network = network.where(network != "-", df["trace"])
+    df = df.assign(network=network)
+    families = list(dict.fromkeys(df["network"]))
     shas = sorted({str(results.read_header(r).get("git_sha", "?"))[:12] for r in df["run_dir"]})
     title = plan.get("name") or d.name
     parts = [f"<h1>Sluice {kind}: {html.escape(str(title))}</h1>"]
@@ -391,10 +395,11 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
         parts.append(f"<p>{html.escape(' '.join(str(plan['description']).split()))}</p>")
     by_family = kind in ("matrix", "runs")
     word = ("trace family", "trace families") if kind == "matrix" else ("trace", "traces")
+    legend = report.legend_of(report.metric_names(df.to_dict("records")), bold=True)
     parts.append(
         f"<p class='note'>{len(df)} runs of {len(names)} schemes"
         + (f" on {len(families)} {word[len(families) > 1]}" if by_family else "")
-        + f". {html.escape(report.legend_of(report.metric_names(df.to_dict('records'))))}</p>"
+        + f". {html.escape(legend)}</p>"
     )
     if kind == "compare":  # one row a scheme, its runs the seeds
         named = [(s, df[df["scheme"] == s].drop(columns=["run_dir", "seed"], errors="ignore")
@@ -409,10 +414,13 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
             + ", ".join(f"{x:g} s" for x in durations)
             + "): the tables pool them as they are.</p>"
         )
-    if kind == "runs":
+    traces = df["trace"].nunique() if "trace" in df else 1
+    if kind == "runs" or (kind == "matrix" and traces > 1):
+        per = "trace" if kind == "runs" else "trace family"
         parts.append(
-            "<p class='note'><b>These runs are on different traces</b>: the first table pools "
-            "them (its intervals span the traces, not seeds); one table per trace follows.</p>"
+            f"<p class='note'><b>These runs are on {traces} traces</b>: the first table pools "
+            "them (its intervals span the traces, not only seeds, and mostly overlap); "
+            f"one table per {per} follows.</p>"
         )
 
     parts.append("<h2>All runs</h2>" + _table_html(df, names))

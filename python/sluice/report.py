@@ -194,14 +194,16 @@ SHARING_LEGEND = (
 )
 
 
-def legend_of(metrics: Sequence[str]) -> str:
-    """What a table with columns ``metrics`` and its marks mean."""
-    return LEGEND + (" " + SHARING_LEGEND if SHARING_METRICS[0] in metrics else "")
+def legend_of(metrics: Sequence[str], bold: bool = False) -> str:
+    """What a table with columns ``metrics`` and its marks mean (``bold``: a Markdown or
+    HTML table, whose best values are bold rather than marked ``*``)."""
+    text = LEGEND.replace("* the best", "bold: the best") if bold else LEGEND
+    return text + (" " + SHARING_LEGEND if SHARING_METRICS[0] in metrics else "")
 
 
-def legend(named: Named) -> str:
+def legend(named: Named, bold: bool = False) -> str:
     """What the table of ``named`` (see :func:`rows`) and its marks mean."""
-    return legend_of(named_metrics(named))
+    return legend_of(named_metrics(named), bold)
 
 
 def _identical(named: Named) -> list[str]:

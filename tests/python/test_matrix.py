@@ -331,6 +331,30 @@ def test_an_edited_trace_file_reruns_its_cells(tmp_path, sluice):
     assert f"{trace} changed since its cells ran" in r.err
 
 
+def test_a_matrix_on_two_traces_says_its_first_table_pools_them(tmp_path, sluice):
+    # Traces without a network are each their own family (the report titled them "-"),
+    # and the pooled table says that its intervals span the traces.
+    plan = _plan_file(tmp_path, """\
+        name = "two"
+        [set]
+        duration_s = 2
+        [[scheme]]
+        name = "webrtc"
+        [[trace]]
+        path = "gen:constant:4"
+        label = "slow"
+        [[trace]]
+        path = "gen:constant:12"
+        label = "fast"
+        """)
+    r = sluice("matrix", str(plan), "--results", str(tmp_path / "r"), "--jobs", "1")
+    assert r.code == 0, r.err
+    assert "The rows pool 2 traces" in r.out
+    page = (tmp_path / "r" / "two" / "report.html").read_text()
+    assert "<h2>slow</h2>" in page and "<h2>fast</h2>" in page and "<h2>-</h2>" not in page
+    assert "These runs are on 2 traces" in page
+
+
 # --- analysis -------------------------------------------------------------------------------
 
 

@@ -213,7 +213,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         + _encoder_desc(args, firsts[0].config) + "\n\n"
         + f"{results.MADE_BY}`{command}`\n\n"
     )
-    body = report.markdown_table(named) + "\n\n" + report.legend(named) + "\n"
+    body = report.markdown_table(named) + "\n\n" + report.legend(named, bold=True) + "\n"
     notes = report.seed_notes(named)
     for note in notes:
         body += f"\nNote: {note}.\n"
@@ -311,6 +311,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
                  for sch in dict.fromkeys(t["scheme"])]  # fmt: skip
         print(report.text_table(named))
         print(report.legend(named))
+        if t["trace"].nunique() > 1:
+            print(f"The rows pool {t['trace'].nunique()} traces: their intervals span the "
+                  "traces, not only seeds (the report has a table per trace family).")  # fmt: skip
     print(f"table: {', '.join(str(x) for x in res.paths)}")
     if len(res.table) and not args.no_report:
         from ..htmlreport import write_report
