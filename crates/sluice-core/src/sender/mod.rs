@@ -292,10 +292,11 @@ impl Sender {
         self.config.max_video_rate.map_or(rate, |cap| rate.min(cap))
     }
 
-    fn media_rate(&self) -> DataRate {
+    /// The media share of the controller's encoder rate (`update`: its latest).
+    fn media_rate(&self, update: &NetworkControlUpdate) -> DataRate {
         let payload = self.config.max_payload.as_bytes_f64();
         let overhead = self.config.packet_overhead.as_bytes_f64();
-        self.cc.update().encoder_rate.scale(payload / (payload + overhead))
+        update.encoder_rate.scale(payload / (payload + overhead))
     }
 
     /// The congestion controller's latest update.
@@ -353,13 +354,15 @@ impl Sender {
         source_index: u64,
         analysis: Option<crate::encoder::FrameAnalysis>,
     ) -> FrameContext {
+        // Built at every poll of the controller: the controller's update is read once.
+        let update = self.cc.update();
         FrameContext {
             now,
             source_index,
             capture_time: self.capture_time_of(source_index),
             fps: self.config.fps,
-            cc_target: self.capped(self.media_rate()),
-            cwnd_reduce_ratio: self.cc.update().cwnd_reduce_ratio,
+            cc_target: self.capped(self.media_rate(&update)),
+            cwnd_reduce_ratio: update.cwnd_reduce_ratio,
             cc_signals: self.cc.signals(),
             pacer: PacerState {
                 queue_bytes: self.pacer.queue_size(),
