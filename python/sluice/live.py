@@ -301,13 +301,10 @@ def run_live(
         return sessions[-1]
 
     output = simulate(spec, session)
-    try:
-        out = output.write()
-    except SluiceError:
-        if not (sessions and sessions[0].interrupted):
-            raise
-        out = output.run_dir  # written; its scoring was stopped (said in its summary)
-    if sessions and sessions[0].interrupted:
+    stopped = bool(sessions) and sessions[0].interrupted
+    # Stopped while scoring: written unscored (its summary says why), then the stop goes on.
+    out = output.write(raise_quality_error=not stopped)
+    if stopped:
         what = ("the whole session, unscored: scoring was stopped" if output.quality_error
                 else "the run until it was stopped")  # fmt: skip
         print(f"results ({what}): {out}", file=sys.stderr)

@@ -41,6 +41,7 @@ import ipaddress
 import json
 import os
 import shutil
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,18 @@ def _ip_port(address: str) -> tuple[Any, int]:
     return ipaddress.ip_address(host.strip("[]")), int(port)
 
 
+def _is_local(ip: Any) -> bool:
+    """Whether ``ip`` is one of this machine's own addresses (a loopback socket reaches
+    those too): a socket can bind to it."""
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.bind((str(ip), 0))
+    except OSError:
+        return False
+    return True
+
+
 def _check_peers(listen: str, peers: list[tuple[str, str]]) -> None:
     """Refuses (one line) a peer this endpoint could not send to from ``listen``: another
     address family, a wildcard, multicast or broadcast address, or the endpoint itself; and
@@ -82,7 +95,7 @@ def _check_peers(listen: str, peers: list[tuple[str, str]]) -> None:
                               "peer's own (unicast) address")  # fmt: skip
         if port == lport and (ip == lip or (lip.is_unspecified and ip.is_loopback)):
             raise SluiceError(f"--{flag} {address} is this endpoint's own --listen address")
-        if lip.is_loopback and not ip.is_loopback:
+        if lip.is_loopback and not ip.is_loopback and not _is_local(ip):
             raise SluiceError(f"--{flag} {address} is not on this machine, and a socket on "
                               f"the loopback address --listen {listen} cannot send off it: "
                               "give --listen an address of the interface that reaches the "
@@ -343,11 +356,15 @@ def cmd_recv(args: argparse.Namespace) -> int:
         host = args.listen.rpartition(":")[0]
         host = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]"}.get(host, host)
         options["forward_rtp"] = f"{host}:{args.forward_rtp}"
-        taken = {args.listen: "this endpoint's own --listen", args.peer: "--peer's"}
-        if options["forward_rtp"] in taken:
+        # The player's address is --listen's host (loopback for a wildcard): its port
+        # must not be the endpoint's own, nor the peer's.
+        own = args.forward_rtp == _ip_port(args.listen)[1]
+        taken = "this endpoint's own" if own else "--peer's" if (
+            options["forward_rtp"] == args.peer) else None  # fmt: skip
+        if taken:
             raise SluiceError(f"--forward-rtp {args.forward_rtp} sends the video to "
-                              f"{options['forward_rtp']}, {taken[options['forward_rtp']]} "
-                              "address: give the port a player listens on")  # fmt: skip
+                              f"{options['forward_rtp']}, {taken} address: give the port a "
+                              "player listens on")  # fmt: skip
         early[SDP_FILE] = sdp(args.forward_rtp, host.strip("[]"))
     header = {"listen": args.listen, "peer": args.peer, "encoder": encoder,
               "idle_timeout_s": args.idle_timeout_s, "transport": args.transport}  # fmt: skip

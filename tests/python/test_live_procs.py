@@ -467,3 +467,23 @@ def test_an_unanswered_webrtc_sender_takes_its_offer_back(tmp_path):
                    "--start-timeout-s", "1", "--out", "send"], tmp_path)  # fmt: skip
     _, err = rtp.communicate(timeout=60)
     assert rtp.returncode == 2 and "is for --transport webrtc" in err, err
+
+
+def test_a_loopback_endpoint_may_talk_to_the_machines_own_other_addresses():
+    # A socket on 127.0.0.1 reaches every address of this machine (not only loopback ones);
+    # only a peer elsewhere is refused at once.
+    from sluice import live_procs
+    from sluice.errors import SluiceError
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("198.51.100.1", 9))  # no datagram: just the route's source address
+            own = s.getsockname()[0]
+        except OSError:
+            pytest.skip("no route off the machine")
+    if own.startswith("127."):
+        pytest.skip("no address but loopback")
+    live_procs._check_peers("127.0.0.1:5000", [("peer", f"{own}:5001")])
+    if own != "198.51.100.1":
+        with pytest.raises(SluiceError, match="not on this machine"):
+            live_procs._check_peers("127.0.0.1:5000", [("peer", "198.51.100.1:5001")])

@@ -31,10 +31,12 @@ class RunOutput:
     files: dict[str, Path] = field(default_factory=dict)
     quality_error: str | None = None
 
-    def write(self, run_dir: str | os.PathLike[str] | None = None) -> Path:
+    def write(self, run_dir: str | os.PathLike[str] | None = None,
+              raise_quality_error: bool = True) -> Path:  # fmt: skip
         """Writes the run into ``run_dir`` (default: the run's) as one result
         (:func:`sluice.results.write_run`: ``run.jsonl``, ``summary.json``, ``files``, the
-        manifest). Raises :class:`SluiceError` after writing if quality scoring failed."""
+        manifest). Raises :class:`SluiceError` after writing if quality scoring failed
+        (unless ``raise_quality_error`` is false: the summary says it either way)."""
         header = results.make_header(**self.header)
         if self.quality_error:  # said in the result too, so that a matrix runs it again
             self.summary = {**self.summary, results.QUALITY_ERROR_KEY: self.quality_error}
@@ -45,7 +47,7 @@ class RunOutput:
             )  # fmt: skip
         finally:
             self.discard()
-        if self.quality_error:
+        if self.quality_error and raise_quality_error:
             raise SluiceError(f"run written to {out} without quality scores: {self.quality_error}")
         return out
 
