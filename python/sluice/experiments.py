@@ -132,8 +132,9 @@ def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
-#: Trace files already reported as changed (one note each, not one per cell).
-_CHANGED_NOTED: set[str] = set()
+#: Trace files already reported as changed, with their modification time (one note for an
+#: edit, not one per cell).
+_CHANGED_NOTED: set[tuple[str, str]] = set()
 
 
 def changed_traces(cell: Cell) -> list[str]:
@@ -142,7 +143,10 @@ def changed_traces(cell: Cell) -> list[str]:
     spec. Generated traces, and files that cannot be read now, are not compared."""
     from .traces import is_generated
 
-    header = results.read_header(cell.run_dir)
+    try:
+        header = results.read_header(cell.run_dir)
+    except SluiceError:  # not readable here (a newer format): not compared
+        return []
     out = []
     for key, arg in (("trace", cell.spec.trace), ("uplink_trace", cell.spec.uplink_trace)):
         ran = (header.get(key) or {}).get("sha256")
@@ -186,8 +190,12 @@ def is_done(cell: Cell, require_sha: str | None = None) -> bool:
     except (OSError, json.JSONDecodeError, SluiceError):
         return False
     for arg in changed:
-        if arg not in _CHANGED_NOTED:
-            _CHANGED_NOTED.add(arg)
+        try:
+            key = (arg, str(os.stat(arg).st_mtime_ns))
+        except OSError:
+            key = (arg, "")
+        if key not in _CHANGED_NOTED:
+            _CHANGED_NOTED.add(key)
             print(f"note: {arg} changed since its cells ran; they run again", file=sys.stderr)
     return matches and not changed
 
@@ -262,8 +270,9 @@ def results_table(
     cells: Sequence[Cell], plan: str | None = None, swept: Sequence[str] = ()
 ) -> pd.DataFrame:
     """One row per finished cell (:func:`cell_row`; a cell without results, or with results
-    of another spec (:func:`spec_matches`: a plan changed since, run with ``--only``) is left
-    out, with a warning for the latter).
+    of another spec (:func:`spec_matches`: a plan changed since, run with ``--only``) or of
+    a trace file edited since (:func:`changed_traces`), is left out, with a warning for the
+    latter).
     Columns: :data:`LABEL_COLUMNS`, the ``swept`` paths, the metrics, :data:`TAIL_COLUMNS`
     (the same columns whatever the cells' summaries hold)."""
     import pandas as pd
@@ -273,7 +282,7 @@ def results_table(
     for c in cells:
         if not results.is_complete(c.run_dir, checksums=False):
             continue
-        if not spec_matches(c):
+        if not spec_matches(c) or changed_traces(c):
             other_spec.append(c)
             continue
         try:
@@ -283,7 +292,8 @@ def results_table(
     if other_spec:
         schemes = ", ".join(dict.fromkeys(c.scheme for c in other_spec))
         print(f"warning: left out of the table: results of another version of the plan "
-              f"(duration, config, ...) in {len(other_spec)} cell(s) of {schemes}; run them "
+              f"(duration, config, trace files, ...) in {len(other_spec)} cell(s) of {schemes}; "
+              "run them "
               f"again (without --only, or --only {schemes.replace(', ', ',')})",
               file=sys.stderr)  # fmt: skip
     head = [*LABEL_COLUMNS, *swept]

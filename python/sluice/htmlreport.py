@@ -417,10 +417,11 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
     traces = df["trace"].nunique() if "trace" in df else 1
     if kind == "runs" or (kind == "matrix" and traces > 1):
         per = "trace" if kind == "runs" else "trace family"
+        follows = f"; one table per {per} follows" if len(families) > 1 else ""
         parts.append(
             f"<p class='note'><b>These runs are on {traces} traces</b>: the first table pools "
-            "them (its intervals span the traces, not only seeds, and mostly overlap); "
-            f"one table per {per} follows.</p>"
+            f"them (its intervals span the traces, not only seeds, and mostly overlap){follows}."
+            "</p>"
         )
 
     parts.append("<h2>All runs</h2>" + _table_html(df, names))

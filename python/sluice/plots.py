@@ -49,19 +49,22 @@ def family_palette(names: Sequence[str], parents: dict[str, str | None] | None =
                    ) -> Iterator[dict[str, str]]:  # fmt: skip
     """Within the block, :func:`scheme_color` gives ``names`` (the schemes of one report or
     plot) colours by family: a registered scheme its own, a scheme of the plan's own (a
-    composition) the hue farthest from the others', and the variants of one scheme (a sweep's, from
-    ``parents`` or a ``<scheme>-`` prefix of the name) shades of its colour spread evenly
-    from dark to light, in the order given, so no two look alike. Other names as without."""
+    composition) the hue farthest from the others', and the variants of one scheme (a
+    sweep's, from ``parents`` or a ``<scheme>-`` prefix of the name) shades of its colour
+    spread evenly from dark to light in the order of their names (numbers by value), so no
+    two look alike and the same names get the same colours in every plot of them. A
+    registered scheme is never a variant. Within an enclosing block, the names it coloured
+    keep their colours."""
     global _PALETTE
     reg = {**registry_colors(), **OTHER_COLORS}
     names = list(dict.fromkeys(names))
     parents = parents or {}
 
     def parent(n: str) -> str | None:
-        if parents.get(n):
-            return parents[n]
         if n in reg:
             return None
+        if parents.get(n):
+            return parents[n]
         return max((b for b in [*reg, *names] if n.startswith(b + "-")), key=len, default=None)
 
     families: dict[str, list[str]] = {}
@@ -83,7 +86,7 @@ def family_palette(names: Sequence[str], parents: dict[str, str | None] | None =
     for root, members in families.items():
         base = chosen.get(root) or reg[root]
         chosen[root] = base
-        variants = [m for m in members if m != root]
+        variants = sorted((m for m in members if m != root), key=_natural)
         r, g, b = matplotlib.colors.to_rgb(base)
         hue, light, sat = colorsys.rgb_to_hls(r, g, b)
         # n + 1 evenly spaced lightnesses, the one nearest the base's left to the base.
@@ -92,11 +95,19 @@ def family_palette(names: Sequence[str], parents: dict[str, str | None] | None =
         for m, level in zip(variants, levels):
             rgb = colorsys.hls_to_rgb(hue, level, sat)
             chosen[m] = matplotlib.colors.to_hex(tuple(min(max(c, 0.0), 1.0) for c in rgb))
-    before, _PALETTE = _PALETTE, chosen
+    before = _PALETTE
+    _PALETTE = {**chosen, **(before or {})}  # an enclosing block's colours stand
     try:
         yield chosen
     finally:
         _PALETTE = before
+
+
+def _natural(name: str) -> list[Any]:
+    """A sort key that orders the numbers in a name by value (``x-vbv100`` before
+    ``x-vbv1000``, ``x-T7.5`` before ``x-T10``)."""
+    return [(0, float(p), "") if i % 2 else (1, 0.0, p)
+            for i, p in enumerate(re.split(r"(\d+(?:\.\d+)?)", name))]  # fmt: skip
 
 
 def _outlined(color: str) -> dict[str, Any]:
@@ -120,8 +131,8 @@ def scheme_color(name: str, base: str | None = None) -> str:
     """The colour of scheme ``name`` in every plot: the one :func:`family_palette` chose
     where one is in force; else the registry's; else, for a variant of a registered scheme
     (``base``, or the longest registered ``<base>-`` prefix of the name, as in
-    ``ace-T7.5``), a shade of the base's colour; else a hue derived from the name. Stable
-    across plots and runs."""
+    ``ace-T7.5``), a shade of the base's colour; else a hue derived from the name. Outside
+    a palette, stable across plots and runs; within one, the same for the same names."""
     if _PALETTE is not None and name in _PALETTE:
         return _PALETTE[name]
     reg = {**registry_colors(), **OTHER_COLORS}
@@ -193,15 +204,20 @@ def run_labels(runs: Sequence[Run]) -> list[str]:
         return out
     paths = [Path(os.path.abspath(r.path)).parts for r in runs]
     named = list(out)
-    for i, label in enumerate(out):
-        twins = [j for j, o in enumerate(out) if o == label and j != i]
-        if not twins:
+    for label in set(out):
+        group = [i for i, o in enumerate(out) if o == label]
+        if len(group) < 2:
             continue
-        mine = paths[i]
-        # the first folder where this run's path leaves each of its twins'
-        k = min(next((n for n, (a, b) in enumerate(zip(mine, paths[j])) if a != b),
-                     len(mine) - 1) for j in twins)  # fmt: skip
-        named[i] = f"{label} ({mine[min(k, len(mine) - 1)]})"
+        # each twin by the part of its path the group does not share (``res`` and ``res2``
+        # of res/p/t/webrtc/s1 and res2/p/t/webrtc/s1)
+        ps = [paths[i] for i in group]
+        head = next((n for n, parts in enumerate(zip(*ps)) if len(set(parts)) > 1),
+                    min(map(len, ps)))  # fmt: skip
+        tail = next((n for n, parts in enumerate(zip(*(p[::-1] for p in ps)))
+                     if len(set(parts)) > 1), min(map(len, ps)))  # fmt: skip
+        for i, p in zip(group, ps):
+            part = "/".join(p[head:len(p) - tail]) or "/".join(p[head:]) or p[-1]
+            named[i] = f"{label} ({part})"
     return named
 
 

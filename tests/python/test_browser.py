@@ -147,3 +147,24 @@ def test_chromium_sends_to_a_sluice_receiver_over_webrtc(tmp_path, capsys) -> No
     # str0m's receiver reports.
     assert run.samples["target_rate_bps"].max() >= 300_000
     assert run.samples["rtt_us"].notna().any()
+
+
+def test_the_relays_link_is_put_on_the_endpoints_clock():
+    # The relay started 1 s after the endpoint: its samples move 1 s later, and there is no
+    # capacity before it (a clamped interval once read as 24 Gbit/s).
+    from sluice import traces
+    from sluice.browser import harness
+
+    trace = traces.load_trace("gen:constant:12", duration_s=10).trace
+    part = {"wall_origin_us": 5_000_000, "link_samples": [{"t_us": 0, "delivered_bytes": 0},
+                                                          {"t_us": 100_000,
+                                                           "delivered_bytes": 150_000}]}
+    link, cap, total = harness._link_on_clock(part, trace, 4_000_000, 3_000_000)
+    assert [x["t_us"] for x in link] == [1_000_000, 1_100_000]
+    assert cap(0, 500_000) == 0.0
+    assert cap(1_000_000, 2_000_000) == pytest.approx(12e6, rel=0.01)
+    assert cap(500_000, 1_500_000) == pytest.approx(6e6, rel=0.01)  # half of it there
+    assert total == pytest.approx(2 * 12e6 / 8, rel=0.01)  # 2 s of the session's 3
+    samples = harness.with_link([{"t_us": 1_000_000}, {"t_us": 1_100_000}], link, cap)
+    assert samples[1]["delivered_rate_bps"] == 12_000_000
+    assert samples[1]["link_capacity_bps"] == pytest.approx(12e6, rel=0.01)

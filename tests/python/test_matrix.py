@@ -191,7 +191,7 @@ def test_a_changed_plan_run_with_only_leaves_the_other_cells_out_of_the_table(sl
     df = pd.read_csv(root / "tiny" / "results.csv")
     assert df["scheme"].tolist() == ["webrtc"], df
     assert "1 with results" in r.out
-    assert "plan (duration, config, ...) in 1 cell(s) of always-burst" in r.err
+    assert "plan (duration, config, trace files, ...) in 1 cell(s) of always-burst" in r.err
 
 
 @pytest.mark.parametrize(
@@ -313,6 +313,8 @@ def test_an_edited_trace_file_reruns_its_cells(tmp_path, sluice):
         duration_s = 1
         [[scheme]]
         name = "webrtc"
+        [[scheme]]
+        name = "always-burst"
         [[trace]]
         path = "{trace}"
         label = "link"
@@ -322,13 +324,18 @@ def test_an_edited_trace_file_reruns_its_cells(tmp_path, sluice):
         """)
     root = tmp_path / "r"
     r = sluice("matrix", str(plan), "--results", str(root), "--jobs", "1")
-    assert r.code == 0 and "2 cells, 2 run now" in r.out, (r.out, r.err)
+    assert r.code == 0 and "4 cells, 4 run now" in r.out, (r.out, r.err)
     r = sluice("matrix", str(plan), "--results", str(root), "--jobs", "1")
-    assert r.code == 0 and "2 cells, 0 run now" in r.out, (r.out, r.err)
+    assert r.code == 0 and "4 cells, 0 run now" in r.out, (r.out, r.err)
     trace.write_text("".join(f"{t}\n" for t in range(1, 1000, 3)))
+    # --only another scheme: the edited trace's cell is left out of the table, said once
+    r = sluice("matrix", str(plan), "--results", str(root), "--jobs", "1", "--only",
+               "always-burst")  # fmt: skip
+    assert r.code == 0 and "1 run now, 3 with results" in r.out, (r.out, r.err)
+    assert "trace files, ...) in 1 cell(s) of webrtc" in r.err
+    assert r.err.count(f"{trace} changed since its cells ran") == 1, r.err
     r = sluice("matrix", str(plan), "--results", str(root), "--jobs", "1")
-    assert r.code == 0 and "2 cells, 1 run now" in r.out, (r.out, r.err)
-    assert f"{trace} changed since its cells ran" in r.err
+    assert r.code == 0 and "4 cells, 1 run now" in r.out, (r.out, r.err)
 
 
 def test_a_matrix_on_two_traces_says_its_first_table_pools_them(tmp_path, sluice):
@@ -430,6 +437,18 @@ def test_a_reports_sweep_variants_are_distinct_shades_of_their_scheme():
     for root in ("webrtc", "vidaptive"):
         d = abs(h - hls(chosen[root])[0])
         assert min(d, 1 - d) > 0.15, (root, chosen)
+    # The same names, in any order, get the same colours (variants ordered by value).
+    with plots.family_palette(list(reversed(names)), parents) as again:
+        assert again == chosen
+    with plots.family_palette(["x-v1000", "x-v250", "x-v100"]) as sweep:
+        lights = [hls(sweep[n])[1] for n in ("x-v100", "x-v250", "x-v1000")]
+        assert lights == sorted(lights), sweep
+    # A registered scheme is never a variant; an enclosing block's colours stand.
+    with plots.family_palette(["webrtc", "gcc"], {"webrtc": "gcc"}) as c:
+        assert c["webrtc"] == reg["webrtc"]
+        with plots.family_palette(["webrtc-vbv100", "other"]):
+            assert plots.scheme_color("webrtc") == reg["webrtc"]
+            assert plots.scheme_color("gcc") == c["gcc"]
 
 
 def test_run_labels_tell_apart_the_same_cell_of_two_result_folders(tmp_path):
@@ -442,6 +461,8 @@ def test_run_labels_tell_apart_the_same_cell_of_two_result_folders(tmp_path):
     assert plots.run_labels([run("res/p/t/webrtc/s1"), run("res2/p/t/webrtc/s1"),
                              run("res/p/t/webrtc/s2", seed=2)]) == [
         "webrtc s1 (res)", "webrtc s1 (res2)", "webrtc s2"]  # fmt: skip
+    assert plots.run_labels([run("r1/x/s1"), run("r1/y/s1"), run("r2/x/s1")]) == [
+        "webrtc s1 (r1/x)", "webrtc s1 (r1/y)", "webrtc s1 (r2/x)"]  # fmt: skip
     (tmp_path / "live").mkdir()
     (tmp_path / "live" / results.LIVE_FILE).write_text("{}")
     assert plots.run_labels([run(tmp_path / "live"), run(tmp_path / "sim")]) == [

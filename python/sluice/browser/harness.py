@@ -296,13 +296,6 @@ def _with_progress(desc: str, quiet: bool, keep_work: bool, work: Path,
                   file=sys.stderr)  # fmt: skip
 
 
-def _capacity_bps(trace: Any) -> Callable[[int, int], float] | None:
-    """The trace's capacity between two times (µs), for the samples; None without a trace."""
-    if trace is None:
-        return None
-    return lambda t0, t1: trace.capacity_bytes(t0, t1) * 8 / max(1e-6, (t1 - t0) / 1e6)
-
-
 Capacity = Callable[[int, int], float]
 
 
@@ -317,17 +310,25 @@ def clip_of(spec: Any) -> str:
     return str(DEFAULT_CLIP)
 
 
-def _link_on_clock(part: dict[str, Any], trace: Any, origin_us: int
-                   ) -> tuple[list[dict[str, Any]], Capacity | None]:  # fmt: skip
-    """The relay's link samples and the trace's capacity (:func:`_capacity_bps`) on the
-    clock whose origin is ``origin_us`` (wall-clock µs): the relay's clock starts at its
-    first datagram, not at the endpoint's start."""
+def _link_on_clock(part: dict[str, Any], trace: Any, origin_us: int, end_us: int
+                   ) -> tuple[list[dict[str, Any]], Capacity | None, int]:  # fmt: skip
+    """The relay's link samples, the trace's capacity between two times (bit/s) and its
+    bytes over the session ``[0, end_us)``, all on the clock whose origin is ``origin_us``
+    (wall-clock µs): the relay's clock starts at its first datagram, not at the endpoint's
+    start, and there is no link before it."""
     d = int(part.get("wall_origin_us") or origin_us) - origin_us
     link = [{**x, "t_us": int(x["t_us"]) + d} for x in part.get("link_samples") or []]
-    cap = _capacity_bps(trace)
-    if cap is None or d == 0:
-        return link, cap
-    return link, lambda t0, t1: cap(max(0, t0 - d), max(1, t1 - d))
+    if trace is None:
+        return link, None, 0
+
+    def capacity_bytes(t0: int, t1: int) -> int:
+        a, b = max(0, t0 - d), max(0, t1 - d)
+        return int(trace.capacity_bytes(a, b)) if b > a else 0
+
+    def cap(t0: int, t1: int) -> float:
+        return capacity_bytes(t0, t1) * 8 / max(1e-6, (t1 - t0) / 1e6)
+
+    return link, cap, capacity_bytes(0, end_us)
 
 
 def with_link(samples: list[dict[str, Any]], link: list[dict[str, Any]],
@@ -424,10 +425,9 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
         raise SluiceError("the receiver page displayed no frame (see the sender's and the "
                           "receiver's events in a run with --keep-work)")  # fmt: skip
     trace = down.trace if down else None
-    cap = _capacity_bps(trace)
+    link, cap, capacity = _link_on_clock(part, trace, origin, end_us)  # origin: the relay's
     samples = records.samples(session.logs["sender"]["stats"], session.logs["receiver"]["stats"],
-                              part.get("link_samples") or [], origin, cap, end_us)  # fmt: skip
-    capacity = trace.capacity_bytes(0, end_us) if trace else 0
+                              link, origin, cap, end_us)  # fmt: skip
     summary = records.summary(frames, skips, samples, part, capacity,
                               session.logs["sender"]["stats"], session.logs["receiver"]["stats"],
                               origin, duration, float(cfg["drain_s"]))  # fmt: skip
@@ -606,8 +606,8 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
                       encode_start_us=int(e["encode_start"]),
                       encode_end_us=int(e["encode_end"]))  # fmt: skip
     trace = down.trace if down else None
-    samples = with_link(session.sender["samples"], *_link_on_clock(part, trace, origin))
-    capacity = trace.capacity_bytes(0, end_us) if trace else 0
+    link, cap, capacity = _link_on_clock(part, trace, origin, end_us)
+    samples = with_link(session.sender["samples"], link, cap)
     summary = records.summary(frames, skips, samples, part, capacity, [],
                               session.receiver_log["stats"], origin, duration, drain)  # fmt: skip
     webrtc = session.sender.get("webrtc") or {}
@@ -764,10 +764,9 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
         raise SluiceError("Sluice's receiver displayed no frame (see the pages' events in a "
                           "run with --keep-work)")  # fmt: skip
     trace = down.trace if down else None
-    link, cap = _link_on_clock(part, trace, origin)
+    link, cap, capacity = _link_on_clock(part, trace, origin, end_us)
     samples = records.samples(session.sender_log["stats"], [], link, origin, cap,
                               end_us)  # fmt: skip
-    capacity = trace.capacity_bytes(0, end_us) if trace else 0
     summary = records.summary(frames, skips, samples, part, capacity, session.sender_log["stats"],
                               [], origin, duration, drain)  # fmt: skip
     webrtc = session.receiver.get("webrtc") or {}

@@ -312,8 +312,11 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         print(report.text_table(named))
         print(report.legend(named))
         if t["trace"].nunique() > 1:
+            families = t["network"].where(t["network"] != "-", t["trace"]).nunique()
+            per = (" (the report has a table per trace family)"
+                   if not args.no_report and families > 1 else "")  # fmt: skip
             print(f"The rows pool {t['trace'].nunique()} traces: their intervals span the "
-                  "traces, not only seeds (the report has a table per trace family).")  # fmt: skip
+                  f"traces, not only seeds{per}.")  # fmt: skip
     print(f"table: {', '.join(str(x) for x in res.paths)}")
     if len(res.table) and not args.no_report:
         from ..htmlreport import write_report
