@@ -23,6 +23,17 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored() -> Iterator[None]:
+    """An in-process main() that was interrupted ignores SIGINT and SIGTERM from then on
+    (one `sluice: interrupted` line, however often the user presses Ctrl-C); in the test
+    process every later child would inherit that and outlive the signals its test sends."""
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
+
+
 @dataclass
 class Result:
     code: int

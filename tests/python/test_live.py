@@ -186,6 +186,7 @@ def test_ctrl_c_while_a_live_run_is_scored_keeps_the_session(tmp_path, capsys, m
     monkeypatch.setattr(sluice.run, "score", stopped)
     out = tmp_path / "x264"
     clip = Path(__file__).resolve().parents[2] / "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
+    # (conftest restores the signal handlers the interrupted main() sets to ignore)
     rc = main(["live", "run", "--scheme", "webrtc-x264", "--video", str(clip), "--width", "320",
                "--trace", "gen:constant:6", "--duration", "2", "--quality", "fast",
                "--out", str(out)])  # fmt: skip
