@@ -343,16 +343,10 @@ def test_a_matrix_on_two_traces_says_its_first_table_pools_them(tmp_path, sluice
     # and the pooled table says that its intervals span the traces.
     plan = _plan_file(tmp_path, """\
         name = "two"
-        [set]
-        duration_s = 2
-        [[scheme]]
-        name = "webrtc"
-        [[trace]]
-        path = "gen:constant:4"
-        label = "slow"
-        [[trace]]
-        path = "gen:constant:12"
-        label = "fast"
+        schemes = ["webrtc"]
+        trace = [{path = "gen:constant:4", label = "slow"},
+                 {path = "gen:constant:12", label = "fast"}]
+        set = {duration_s = 2}
         """)
     r = sluice("matrix", str(plan), "--results", str(tmp_path / "r"), "--jobs", "1")
     assert r.code == 0, r.err
