@@ -110,16 +110,8 @@ def run_session(
         browsers.append(chromium.Browser(
             f"http://127.0.0.1:{port}/sender.html?{query}", camera, work / "sender.log",
             el_dirs["sender"]))  # fmt: skip
-        deadline = time.monotonic() + CONNECT_TIMEOUT_S
-        while not signal.peers_known.wait(0.1):
-            if signal.errors:
-                raise SluiceError("browser run: " + signal.errors[0])
-            dead = [b for b in browsers if not b.alive()]
-            if dead:
-                raise SluiceError(f"Chromium exited early (see {dead[0].log.name})")
-            if time.monotonic() > deadline:
-                raise SluiceError(f"the pages did not negotiate within {CONNECT_TIMEOUT_S:.0f} s "
-                                  f"(Chromium's output: {work})")  # fmt: skip
+        _await(signal, browsers, lambda: signal.peers_known.wait(0.1) or None,
+               "the pages did not negotiate", work)
         # The relay lives in this thread (the endpoint object is not to be shared).
         ep, _ = start_relay(signal, cfg, down, up)
         # The session: the relay's clock starts at its first datagram (an ICE check, within
@@ -297,6 +289,25 @@ def _with_progress(desc: str, quiet: bool, keep_work: bool, work: Path,
 
 
 Capacity = Callable[[int, int], float]
+
+
+def _await(signal: Any, browsers: list[Any], got: Callable[[], Any], failed: str,
+           work: Path) -> Any:  # fmt: skip
+    """Polls ``got()`` until it gives something, which it returns; a page's error, a
+    Chromium that exited or :data:`CONNECT_TIMEOUT_S` ends the wait with one line
+    (``failed``: what did not happen, said first)."""
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while (value := got()) is None:
+        if signal.errors:
+            raise SluiceError("browser run: " + signal.errors[0])
+        dead = [b for b in browsers if not b.alive()]
+        if dead:
+            raise SluiceError(f"Chromium exited early (its output: {Path(dead[0].log.name).name} "
+                              "in a run with --keep-work)")  # fmt: skip
+        if time.monotonic() > deadline:
+            raise SluiceError(f"{failed} within {CONNECT_TIMEOUT_S:.0f} s (Chromium's output: "
+                              f"{work})")  # fmt: skip
+    return value
 
 
 def clip_of(spec: Any) -> str:
@@ -510,16 +521,8 @@ def run_scheme_session(
         browsers.append(chromium.Browser(
             f"http://127.0.0.1:{port}/receiver.html?{query}", None, work / "receiver.log",
             None))  # fmt: skip
-        deadline = time.monotonic() + CONNECT_TIMEOUT_S
-        while not signal.peers_known.wait(0.1):
-            if signal.errors:
-                raise SluiceError("browser run: " + signal.errors[0])
-            if not browsers[0].alive():
-                raise SluiceError("Chromium exited early (see receiver.log)")
-            if time.monotonic() > deadline:
-                raise SluiceError(
-                    f"the receiver page did not answer within {CONNECT_TIMEOUT_S:.0f} s "
-                    f"(Chromium's output: {work})")  # fmt: skip
+        _await(signal, browsers, lambda: signal.peers_known.wait(0.1) or None,
+               "the receiver page did not answer", work)
         relay_cfg = {**cfg, "drain_s": float(cfg["drain_s"]) + RELAY_EXTRA_S}
         ep, relay_port = start_relay(signal, relay_cfg, down, up)
         answer = signal.get("answer")
@@ -676,19 +679,8 @@ def run_receiver_session(
         browsers.append(chromium.Browser(
             f"http://127.0.0.1:{port}/sender.html?{query}", camera, work / "sender.log",
             None))  # fmt: skip
-        deadline = time.monotonic() + CONNECT_TIMEOUT_S
-        offer = None
-        while offer is None:
-            offer = signal.get("offer")
-            if signal.errors:
-                raise SluiceError("browser run: " + signal.errors[0])
-            if not browsers[0].alive():
-                raise SluiceError("Chromium exited early (see sender.log)")
-            if time.monotonic() > deadline:
-                raise SluiceError(
-                    f"the sender page did not offer within {CONNECT_TIMEOUT_S:.0f} s "
-                    f"(Chromium's output: {work})")  # fmt: skip
-            time.sleep(0.05)
+        offer = _await(signal, browsers, lambda: signal.get("offer") or time.sleep(0.05),
+                       "the sender page did not offer", work)
         with signal.lock:
             raw_offer = signal.offer or ""
         (work / "offer.sdp").write_text(raw_offer, encoding="utf-8")  # for --keep-work
