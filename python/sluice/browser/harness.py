@@ -488,20 +488,22 @@ RELAY_EXTRA_S = 3.0
 
 
 @dataclass
-class SchemeSession:
-    """What a Sluice -> relay -> Chromium session collected."""
+class EndpointSession:
+    """What a session between Sluice's endpoint and a Chromium page collected: the page's
+    log (its stats and events), the relay's counters and events, what Sluice's endpoint
+    (sender or receiver) recorded, and the pages' errors."""
 
-    receiver_log: dict[str, list[Any]]
+    page_log: dict[str, list[Any]]
     relay_counters: dict[str, Any]
     relay_events: Path
-    sender: dict[str, Any]
+    endpoint: dict[str, Any]
     errors: list[str] = field(default_factory=list)
 
 
 def run_scheme_session(
     cfg: dict[str, Any], down: Any, up: Any, video: RawVideo, work: Path,
     progress: Callable[[float], None] | None = None,
-) -> SchemeSession:  # fmt: skip
+) -> EndpointSession:  # fmt: skip
     """Runs one session: Sluice's sender of ``cfg`` (its WebRTC layer offers; str0m) sends
     to a Chromium receiver page through the trace relay for ``cfg["duration_s"]`` seconds of
     capture plus the drain, both counted from the sender's start (once ICE and DTLS are up)."""
@@ -535,7 +537,7 @@ def run_scheme_session(
     finally:
         _close(sender, browsers, server)
     log, errors = _page_log(signal, "receiver")
-    return SchemeSession(log, counters, work / "relay-events.json", result, errors)
+    return EndpointSession(log, counters, work / "relay-events.json", result, errors)
 
 
 def sluice_frames(shown: list[dict[str, Any]], sender: dict[str, Any]) -> list[dict[str, Any]]:
@@ -593,14 +595,14 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
         lambda p: run_scheme_session(cfg, down, up, raw, work, p),
     )  # fmt: skip
     duration, drain = float(cfg["duration_s"]), float(cfg["drain_s"])
-    origin = int(session.sender["wall_origin_us"])
+    origin = int(session.endpoint["wall_origin_us"])
     end_us = round(duration * 1e6)
-    shown = sluice_frames(session.receiver_log["frames"], session.sender)
+    shown = sluice_frames(session.page_log["frames"], session.endpoint)
     frames, skips = records.frames_and_skips(shown, origin, raw.fps, end_us)
     if not frames:
         raise SluiceError("the receiver page displayed no frame (see its events in a run with "
                           "--keep-work)")  # fmt: skip
-    encoded = _encoded_by_rtp(session.sender)
+    encoded = _encoded_by_rtp(session.endpoint)
     for fr in frames:
         e = encoded.get(fr["chrome_rtp_timestamp"])
         if e is not None:
@@ -610,10 +612,10 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
                       encode_end_us=int(e["encode_end"]))  # fmt: skip
     trace = down.trace if down else None
     link, cap, capacity = _link_on_clock(part, trace, origin, end_us)
-    samples = with_link(session.sender["samples"], link, cap)
+    samples = with_link(session.endpoint["samples"], link, cap)
     summary = records.summary(frames, skips, samples, part, capacity, [],
-                              session.receiver_log["stats"], origin, duration, drain)  # fmt: skip
-    webrtc = session.sender.get("webrtc") or {}
+                              session.page_log["stats"], origin, duration, drain)  # fmt: skip
+    webrtc = session.endpoint.get("webrtc") or {}
     summary["srtp_auth_failed"] = int(webrtc.get("srtp_auth_failed") or 0)
     run_dir = Path(spec.out_dir or os.path.join(
         "results", f"browser-{spec.scheme}-{trace_stem(spec.trace)}-s{cfg['seed']}"))  # fmt: skip
@@ -627,16 +629,16 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
         "clip": str(clip),
         "relay": _relay_counters(part),
         "sluice_sender": {
-            **{k: session.sender.get(k) for k in ("webrtc", "spoofed", "feedback_messages",
+            **{k: session.endpoint.get(k) for k in ("webrtc", "spoofed", "feedback_messages",
                                                    "transmitted", "unsendable", "io")},
             "frames_encoded": len(encoded),
             "frames_skipped": sum(e.get("event") == "FrameSkipped"
-                                  for e in session.sender["events"]),
+                                  for e in session.endpoint["events"]),
         },
         "errors": session.errors,
     }  # fmt: skip
-    pages = {"receiver": {"stats": session.receiver_log["stats"],
-                              "events": session.receiver_log["events"]}}  # fmt: skip
+    pages = {"receiver": {"stats": session.page_log["stats"],
+                              "events": session.page_log["events"]}}  # fmt: skip
     _write_browser_run(run_dir, header, frames, samples, summary, skips, part, pages)
     return run_dir
 
@@ -644,21 +646,10 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
 # --- Chromium's sender to Sluice's receiver (`browser run --receiver sluice`, issue 28) -----
 
 
-@dataclass
-class ReceiverSession:
-    """What a Chromium -> relay -> Sluice session collected."""
-
-    sender_log: dict[str, list[Any]]
-    relay_counters: dict[str, Any]
-    relay_events: Path
-    receiver: dict[str, Any]
-    errors: list[str] = field(default_factory=list)
-
-
 def run_receiver_session(
     cfg: dict[str, Any], down: Any, up: Any, video: RawVideo, work: Path,
     progress: Callable[[float], None] | None = None, max_kbps: int | None = None,
-) -> ReceiverSession:  # fmt: skip
+) -> EndpointSession:  # fmt: skip
     """Runs one session: Chromium's sender page (H.264) sends to Sluice's receiver of
     ``cfg`` (its WebRTC layer answers, ICE-lite; str0m gives Chromium transport-cc feedback
     and NACKs, the receiver's keyframe requests go out as PLI) through the trace relay, for
@@ -696,7 +687,7 @@ def run_receiver_session(
     finally:
         _close(receiver, browsers, server)
     log, errors = _page_log(signal, "sender")
-    return ReceiverSession(log, counters, work / "relay-events.json", result, errors)
+    return EndpointSession(log, counters, work / "relay-events.json", result, errors)
 
 
 def sluice_receiver_frames(receiver: dict[str, Any]) -> list[dict[str, Any]]:
@@ -748,20 +739,20 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
         lambda p: run_receiver_session(cfg, down, up, raw, work, p, max_kbps),
     )  # fmt: skip
     duration, drain = float(cfg["duration_s"]), float(cfg["drain_s"])
-    origin = int(session.receiver["wall_origin_us"])
+    origin = int(session.endpoint["wall_origin_us"])
     end_us = round(duration * 1e6)
-    shown = sluice_receiver_frames(session.receiver)
+    shown = sluice_receiver_frames(session.endpoint)
     frames, skips = records.frames_and_skips(shown, origin, fps, end_us)
     if not frames:
         raise SluiceError("Sluice's receiver displayed no frame (see the pages' events in a "
                           "run with --keep-work)")  # fmt: skip
     trace = down.trace if down else None
     link, cap, capacity = _link_on_clock(part, trace, origin, end_us)
-    samples = records.samples(session.sender_log["stats"], [], link, origin, cap,
+    samples = records.samples(session.page_log["stats"], [], link, origin, cap,
                               end_us)  # fmt: skip
-    summary = records.summary(frames, skips, samples, part, capacity, session.sender_log["stats"],
+    summary = records.summary(frames, skips, samples, part, capacity, session.page_log["stats"],
                               [], origin, duration, drain)  # fmt: skip
-    webrtc = session.receiver.get("webrtc") or {}
+    webrtc = session.endpoint.get("webrtc") or {}
     summary["srtp_auth_failed"] = int(webrtc.get("srtp_auth_failed") or 0)
     if summary.get("video_bitrate_bps") is None:  # no receiver page: what the relay delivered
         # in the session (its link sample at its end; not the drain's and teardown's bytes)
@@ -779,13 +770,13 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
         "codec": "h264", "width": raw.width, "height": raw.height, "fps": fps,
         "clip": str(clip), "max_kbps": max_kbps,
         "relay": _relay_counters(part),
-        "sluice_receiver": {**{k: session.receiver.get(k) for k in (
+        "sluice_receiver": {**{k: session.endpoint.get(k) for k in (
             "webrtc", "media_packets", "malformed", "io")},
-            "frames_described": len(session.receiver["frames"])},
+            "frames_described": len(session.endpoint["frames"])},
         "errors": session.errors,
     }  # fmt: skip
-    pages = {"sender": {"stats": session.sender_log["stats"],
-                            "events": session.sender_log["events"]}}  # fmt: skip
+    pages = {"sender": {"stats": session.page_log["stats"],
+                            "events": session.page_log["events"]}}  # fmt: skip
     _write_browser_run(run_dir, header, frames, samples, summary, skips, part, pages)
     return run_dir
 
