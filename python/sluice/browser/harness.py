@@ -310,6 +310,31 @@ def _await(signal: Any, browsers: list[Any], got: Callable[[], Any], failed: str
     return value
 
 
+def _camera_inputs(spec: Any) -> tuple[dict[str, Any], Any, Any, str, RawVideo]:
+    """What a run with Chromium's camera needs (after checking Chromium is there): the
+    config (model encoder on Sluice's side; the frame rate an override gives, else
+    :data:`DEFAULT_FPS`), the traces, the clip and its frames at that rate."""
+    from .. import config
+    from ..run import load_traces, overridden, planned_config, prepare_clip
+
+    chromium.executable()  # one clear line before anything else if it is missing
+    cfg = planned_config(spec, "model")
+    config.resolve(cfg, validate=True)
+    cfg["fps"] = float(cfg["fps"]) if overridden(spec, "fps") else DEFAULT_FPS
+    down, up = load_traces(spec, cfg)
+    clip = clip_of(spec)
+    return cfg, down, up, clip, prepare_clip(spec, cfg, clip, DEFAULT_WIDTH, cfg["fps"])
+
+
+def _header(cfg: dict[str, Any], scheme: str, down: Any, up: Any) -> dict[str, Any]:
+    """A browser run's result header (before its ``browser`` record)."""
+    from .. import results
+
+    return results.make_header(seed=cfg["seed"], scheme=scheme, config=cfg,
+                               trace=down.header() if down else None,
+                               uplink_trace=up.header() if up else None)  # fmt: skip
+
+
 def clip_of(spec: Any) -> str:
     """``spec``'s clip, or the shipped one (:data:`DEFAULT_CLIP`, in a checkout's data/)."""
     if spec.video:
@@ -405,22 +430,14 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
     video's bitrate (its default for one stream: 2.5 Mbps at 720p, 1.7 Mbps at 360p).
     ``event_log``: both pages' RTC event logs and their decoded records in the result too
     (:func:`event_log_files`). Raises :class:`SluiceError`."""
-    from .. import config, results
-    from ..run import load_traces, overridden, planned_config, prepare_clip
     from . import records
 
     if codec not in CODECS:
         raise SluiceError(f"unknown codec {codec!r} (one of {', '.join(CODECS)})")
     if degradation not in DEGRADATIONS:
         raise SluiceError(f"unknown degradation preference {degradation!r}")
-    chromium.executable()  # one clear line before anything else if it is missing
-    cfg = planned_config(spec, "model")
-    config.resolve(cfg, validate=True)
-    fps = float(cfg["fps"]) if overridden(spec, "fps") else DEFAULT_FPS
-    cfg["fps"] = fps
-    down, up = load_traces(spec, cfg)
-    clip = clip_of(spec)
-    raw = prepare_clip(spec, cfg, clip, DEFAULT_WIDTH, fps)
+    cfg, down, up, clip, raw = _camera_inputs(spec)
+    fps = raw.fps
     work = scratch_dir()
     session, part = _with_progress(
         f"chrome {codec}", quiet, keep_work, work,
@@ -444,10 +461,7 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
                               origin, duration, float(cfg["drain_s"]))  # fmt: skip
     run_dir = Path(spec.out_dir or os.path.join(
         "results", f"chrome-{codec}-{trace_stem(spec.trace)}-s{cfg['seed']}"))  # fmt: skip
-    header = results.make_header(
-        seed=cfg["seed"], scheme="chrome", config=cfg,
-        trace=down.header() if down else None, uplink_trace=up.header() if up else None,
-    )  # fmt: skip
+    header = _header(cfg, "chrome", down, up)
     header["browser"] = {
         "chromium": chromium_version(), "codec": codec, "width": raw.width,
         "height": raw.height, "fps": fps, "clip": str(clip), "max_kbps": max_kbps,
@@ -577,7 +591,7 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
     WebRTC (str0m); Chromium's transport-cc feedback, NACKs and PLIs drive the scheme. The
     result files of a simulated run, scheme ``spec.scheme``; frames are those the page
     displayed. Raises :class:`SluiceError`."""
-    from .. import config, results
+    from .. import config
     from ..run import load_traces, planned_config, prepare_clip, with_clip
     from . import records
 
@@ -619,10 +633,7 @@ def run_scheme(spec: Any, keep_work: bool = False, quiet: bool = False) -> Path:
     summary["srtp_auth_failed"] = int(webrtc.get("srtp_auth_failed") or 0)
     run_dir = Path(spec.out_dir or os.path.join(
         "results", f"browser-{spec.scheme}-{trace_stem(spec.trace)}-s{cfg['seed']}"))  # fmt: skip
-    header = results.make_header(
-        seed=cfg["seed"], scheme=spec.scheme, config=cfg,
-        trace=down.header() if down else None, uplink_trace=up.header() if up else None,
-    )  # fmt: skip
+    header = _header(cfg, spec.scheme, down, up)
     header["browser"] = {
         "chromium": chromium_version(), "sender": "sluice", "receiver": "chromium",
         "codec": "h264", "width": raw.width, "height": raw.height, "fps": raw.fps,
@@ -721,18 +732,10 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
     (H.264) to Sluice's receiver of ``spec``'s scheme through the trace relay over WebRTC;
     the result files of a simulated run, scheme ``chrome``, receiver ``sluice``. Raises
     :class:`SluiceError`."""
-    from .. import config, results
-    from ..run import load_traces, overridden, planned_config, prepare_clip
     from . import records
 
-    chromium.executable()
-    cfg = planned_config(spec, "model")
-    config.resolve(cfg, validate=True)
-    fps = float(cfg["fps"]) if overridden(spec, "fps") else DEFAULT_FPS
-    cfg["fps"] = fps
-    down, up = load_traces(spec, cfg)
-    clip = clip_of(spec)
-    raw = prepare_clip(spec, cfg, clip, DEFAULT_WIDTH, fps)
+    cfg, down, up, clip, raw = _camera_inputs(spec)
+    fps = raw.fps
     work = scratch_dir()
     session, part = _with_progress(
         "chrome -> sluice", quiet, keep_work, work,
@@ -761,10 +764,7 @@ def run_to_sluice(spec: Any, keep_work: bool = False, quiet: bool = False,
         summary["video_bitrate_bps"] = delivered * 8 / duration
     run_dir = Path(spec.out_dir or os.path.join(
         "results", f"chrome-to-sluice-{trace_stem(spec.trace)}-s{cfg['seed']}"))  # fmt: skip
-    header = results.make_header(
-        seed=cfg["seed"], scheme="chrome", config=cfg,
-        trace=down.header() if down else None, uplink_trace=up.header() if up else None,
-    )  # fmt: skip
+    header = _header(cfg, "chrome", down, up)
     header["browser"] = {
         "chromium": chromium_version(), "sender": "chromium", "receiver": "sluice",
         "codec": "h264", "width": raw.width, "height": raw.height, "fps": fps,
