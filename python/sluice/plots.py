@@ -28,6 +28,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 from .config import scheme_colors as registry_colors  # noqa: E402
 from .errors import output_file  # noqa: E402
@@ -345,14 +346,22 @@ def plot_timeseries(runs: Sequence[Run], out: str | os.PathLike[str]) -> Path:
                 label="displayed",
             )  # fmt: skip
             lost = f[f["latency_us"].isna()]
-            if len(lost):
-                # Ticks on the time axis (axes coordinates), not points at a latency of 0.
-                ax_lat.scatter(
-                    lost["capture_us"] / 1e6, np.full(len(lost), 0.02), s=30, marker="|",
-                    color="tab:red", label=f"not displayed ({len(lost)}, at their capture)",
-                    transform=ax_lat.get_xaxis_transform(), clip_on=False,
-                )  # fmt: skip
-                ax_lat.legend(loc="upper right", fontsize=7)
+            skipped = run.skips if run.skips is not None else pd.DataFrame()
+            # Ticks on the time axis (axes coordinates), not points at a latency of 0: the
+            # frames never displayed, and the slots never encoded (skipped by the encoder
+            # controller, paused), each at its capture, in colours far from the scheme's.
+            for rows, y, options, what in ((lost, 0.02, ("tab:red", "k"), "not displayed"),
+                                           (skipped, 0.06, ("0.55", "tab:blue"), "skipped")):
+                tick = max(options, key=lambda o: np.linalg.norm(
+                    np.subtract(matplotlib.colors.to_rgb(o), matplotlib.colors.to_rgb(color))))
+                if len(rows):
+                    ax_lat.scatter(
+                        rows["capture_us"] / 1e6, np.full(len(rows), y), s=30, marker="|",
+                        color=tick, label=f"{what} ({len(rows)}, at their capture)",
+                        transform=ax_lat.get_xaxis_transform(), clip_on=False,
+                    )  # fmt: skip
+            if len(lost) or len(skipped):
+                ax_lat.legend(loc="best", fontsize=7)
         ax_rate.set_title(label, fontsize=11, fontweight="bold", **_outlined(color))
         ax_lat.set_xlabel("time (s)")
         for ax in axes[:, col]:
