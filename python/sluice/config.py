@@ -71,11 +71,13 @@ OPTIONAL_FIELDS: dict[str, Any] = {
 
 def _with_optional(cfg: dict[str, Any], path: str) -> dict[str, Any]:
     """``cfg``, or a copy with the optional field at ``path`` (or the optional object that
-    holds it, ``faults`` for ``faults.duplicate``) filled in with its default."""
+    holds it, ``faults`` for ``faults.duplicate``) filled in with its default; or with a
+    component's optional object (Copa's ``bottleneck_feedback``: absent from a config
+    unless set) filled in with the defaults the core gives it."""
     keys = split_path(path)
     n = next((n for n in range(1, len(keys) + 1) if ".".join(keys[:n]) in OPTIONAL_FIELDS), 0)
     if not n:
-        return cfg
+        return _with_optional_object(cfg, keys)
     keys = keys[:n]
     path = ".".join(keys)
     node: Any = cfg
@@ -90,6 +92,37 @@ def _with_optional(cfg: dict[str, Any], path: str) -> dict[str, Any]:
     for k in keys[:-1]:
         node = node[k]
     node[keys[-1]] = copy.deepcopy(OPTIONAL_FIELDS[path])
+    return cfg
+
+
+def _with_optional_object(cfg: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """``cfg``, or a copy in which the first key of ``keys`` missing from a component (an
+    object with a ``kind``) is that component's optional object, with its defaults: the
+    core resolves the component with it as ``{}`` (a field it does not have, or one that is
+    not an object, leaves ``cfg`` as it is)."""
+    node: Any = cfg
+    for i, k in enumerate(keys):
+        if not isinstance(node, dict):
+            return cfg
+        if k not in node:
+            if i == 0 or not isinstance(node.get("kind"), str):
+                return cfg
+            probe = copy.deepcopy(cfg)
+            target = probe
+            for key in keys[:i]:
+                target = target[key]
+            target[k] = {}
+            try:
+                resolved = resolve(probe)
+            except SluiceError:
+                return cfg
+            for key in keys[:i + 1]:
+                resolved = resolved.get(key) if isinstance(resolved, dict) else None
+            if not isinstance(resolved, dict):
+                return cfg
+            target[k] = resolved
+            return probe
+        node = node[k]
     return cfg
 
 
@@ -214,10 +247,10 @@ def _locate(cfg: dict[str, Any], keys: Sequence[str], path: str) -> dict[str, An
     for i, k in enumerate(keys):
         where = short_path(keys[:i]) if i else ""
         if not isinstance(node, dict):
-            raise SluiceError(
-                f"unknown config path '{path}': {where} is {_type(node)} {_show(node)}, "
-                "not an object"
-            )
+            shown = "null" if node is None else f"{_type(node)} {_show(node)}"
+            hint = f": set it whole, e.g. --set '{where}={{}}'" if node is None else ""
+            raise SluiceError(f"unknown config path '{path}': {where} is {shown}, not an "
+                              f"object{hint}")  # fmt: skip
         if k not in node:
             kind = node.get("kind")
             what = f"'{where}'" + (f" ({kind})" if isinstance(kind, str) else "")

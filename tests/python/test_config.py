@@ -64,6 +64,9 @@ def test_a_key_is_not_set_wherever_it_appears():
         ("nope", ["the run config has no field 'nope'", "feedback_interval_ms"]),
         ("downlink.delay_ms.x", ["downlink.delay_ms is a number"]),
         ("encoder.preset", ["'encoder' (model) has no field 'preset'"]),
+        ("salsify.min_frame_fraction", ["salsify is null, not an object",
+                                        "--set 'salsify={}'"]),
+        ("cc.bottleneck_feedback", ["'cc' (gcc) has no field 'bottleneck_feedback'"]),
     ],
 )
 def test_unknown_paths_name_the_path_and_the_valid_keys(path, needles):
@@ -73,6 +76,17 @@ def test_unknown_paths_name_the_path_and_the_valid_keys(path, needles):
     assert "\n" not in msg
     for n in needles:
         assert n in msg, (n, msg)
+
+
+def test_a_components_optional_object_is_set_by_its_path():
+    # Copa's bottleneck_feedback (Co-RTV's changes) is absent from a config unless set: its
+    # path named no field ("any config field can be set by its path").
+    cfg = _with(("cc.bottleneck_feedback.rate_on_drop", False), scheme="copa")
+    got = cfg["scheme"]["cc"]["bottleneck_feedback"]
+    assert got["rate_on_drop"] is False and got["hold_rtt_rise_ms"] > 0, got
+    whole = _with(("cc.bottleneck_feedback", {}), scheme="copa")["scheme"]["cc"]
+    assert whole["bottleneck_feedback"]["rate_on_drop"] is True
+    assert "bottleneck_feedback" not in _with(("cc.delta", 0.5), scheme="copa")["scheme"]["cc"]
 
 
 def test_types_must_match_the_default():
