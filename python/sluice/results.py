@@ -380,7 +380,11 @@ class EarlierCompare:
 
     def remove(self) -> None:
         for p in self.folders:
-            shutil.rmtree(p)
+            try:
+                shutil.rmtree(p)
+            except OSError as e:  # its file name is relative to the folder being removed
+                raise SluiceError(f"cannot remove the earlier run in {p} to replace it: "
+                                  f"{e.strerror or e}") from None
         for f in self.files:
             f.unlink(missing_ok=True)
 
