@@ -182,9 +182,9 @@ def _shade(color: str, k: int) -> str:
 
 def run_labels(runs: Sequence[Run]) -> list[str]:
     """Scheme names, disambiguated by trace and seed when runs share a scheme (and as live
-    or simulated where both are there), and by the first folder of their paths that
-    differs when that is not enough (the same cell of two result folders: ``webrtc s1
-    (res)``, ``webrtc s1 (res2)``)."""
+    or simulated where both are there), and by the part of their paths the runs with one
+    label do not share when that is not enough (the same cell of two result folders:
+    ``webrtc s1 (res)``, ``webrtc s1 (res2)``)."""
     labels = [r.scheme for r in runs]
     if len(set(labels)) == len(labels):
         return labels

@@ -37,9 +37,8 @@ from .write import RunOutput
 
 __all__ = [
     "ENCODERS", "ENCODE_TIME_MODES", "RunOutput", "RunSpec", "Simulated", "advance",
-    "captured_stderr", "check", "fold_stderr",
-    "load_traces", "overridden", "planned_config", "prepare_clip", "resolve_encoder", "run_one",
-    "simulate", "validate_config", "with_clip",
+    "captured_stderr", "check", "fold_stderr", "load_traces", "overridden", "planned_config",
+    "prepare_clip", "resolve_encoder", "run_one", "simulate", "validate_config", "with_clip",
 ]  # fmt: skip
 
 
