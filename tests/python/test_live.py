@@ -201,6 +201,29 @@ def test_ctrl_c_while_a_live_run_is_scored_keeps_the_session(tmp_path, capsys, m
     assert not [p for p in out.iterdir() if ".tmp" in p.name]
 
 
+def test_a_write_that_fails_after_a_stopped_scoring_is_an_error(tmp_path, capsys, monkeypatch):
+    # Only the quality error is kept quiet after a stop: a write that fails (a full disk)
+    # is said, not reported as results written.
+    import sluice.run
+    from sluice import results as res
+    from sluice.errors import SluiceError
+
+    def stopped(*_args, **_kw):
+        raise KeyboardInterrupt
+
+    def full(*_args, **_kw):
+        raise SluiceError("No space left on device")
+
+    monkeypatch.setattr(sluice.run, "score", stopped)
+    monkeypatch.setattr(res, "write_run", full)
+    clip = Path(__file__).resolve().parents[2] / "data/videos/bbb-intro_1280x720_24fps_10s.mp4"
+    rc = main(["live", "run", "--scheme", "webrtc-x264", "--video", str(clip), "--width", "320",
+               "--trace", "gen:constant:6", "--duration", "1", "--quality", "fast",
+               "--out", str(tmp_path / "x")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and "No space left on device" in err and "results (" not in err, err
+
+
 def _nal_units(annexb: bytes) -> list[bytes]:
     """The NAL units of an Annex B stream (start codes of 3 or 4 bytes removed)."""
     return [n.rstrip(b"\x00") for n in re.split(b"\x00\x00\x01", annexb) if n.strip(b"\x00")]

@@ -353,7 +353,14 @@ def test_a_matrix_on_two_traces_says_its_first_table_pools_them(tmp_path, sluice
     assert "The rows pool 2 traces" in r.out
     page = (tmp_path / "r" / "two" / "report.html").read_text()
     assert "<h2>slow</h2>" in page and "<h2>fast</h2>" in page and "<h2>-</h2>" not in page
-    assert "These runs are on 2 traces" in page
+    assert "These runs are on 2 traces" in page and "one table per trace family follows" in page
+    # Both traces in one family: no per-family table, and none promised.
+    plan.write_text(plan.read_text().replace('label = "slow"}', 'label = "slow", network = "x"}')
+                    .replace('label = "fast"}', 'label = "fast", network = "x"}'))  # fmt: skip
+    r = sluice("matrix", str(plan), "--results", str(tmp_path / "r"), "--jobs", "1")
+    assert r.code == 0 and "The rows pool 2 traces" in r.out and "table per" not in r.out, r.out
+    page = (tmp_path / "r" / "two" / "report.html").read_text()
+    assert "These runs are on 2 traces" in page and "follows" not in page
 
 
 # --- analysis -------------------------------------------------------------------------------
