@@ -494,10 +494,8 @@ def read_scheme_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict
         obj = obj["config"]  # an entry copied from `sluice schemes --json`
     bad = non_finite_path(obj)
     if bad:
-        value = obj
-        for part in re.findall(r"[^.\[\]]+|\[\d+\]", bad):
-            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
-        raise SluiceError(f"{path}: {bad} must be a finite number within 64 bits, got {value}")
+        raise SluiceError(f"{path}: {bad} must be a finite number within 64 bits, got "
+                          f"{_show_nonfinite(obj, bad)}")  # fmt: skip
     cfg = default_config()
     cfg["scheme"] = obj
     try:
