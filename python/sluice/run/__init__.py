@@ -58,7 +58,7 @@ def simulate(spec: RunSpec, session: Callable[..., Any] = Simulated) -> RunOutpu
     run_dir = results.check_result_dir(spec.resolved_out_dir())
     inputs = prepare(spec, cfg, encoder, run_dir)
     try:
-        sim, resolved, files = open_session(_core, spec, cfg, run_dir, inputs, session)
+        sim, resolved, files = open_session(_core, run_dir, inputs, session)
         try:
             return _run(sim, spec, run_dir, inputs, resolved, files)
         except BaseException:

@@ -79,12 +79,15 @@ def load_traces(spec: RunSpec, cfg: dict[str, Any]) -> tuple[Any, Any]:
 
 @dataclass
 class Inputs:
-    """What a run reads: its traces (or None), the raw video (x264 only) and, while it runs,
-    the encoder's stream under its temporary name. ``created_dir``: the run directory did not
-    exist before (a run that fails leaves none behind)."""
+    """What a run reads: its traces (or None), its config as the inputs fill it in, the raw
+    video (x264 only) and, while it runs, the encoder's stream under its temporary name.
+    ``created_dir``: the run directory did not exist before (a run that fails leaves none
+    behind)."""
 
     down: Any
     up: Any
+    #: The run's config: the trace names, for x264 the clip's fields (:func:`with_clip`).
+    config: dict[str, Any]
     raw: Any = None
     stream_tmp: Path | None = None
     created_dir: bool = False
@@ -100,9 +103,10 @@ class Inputs:
 
 
 def prepare(spec: RunSpec, cfg: dict[str, Any], encoder: str, run_dir: Path) -> Inputs:
-    """Loads the traces and, with x264, prepares the video; fills in ``cfg`` from them."""
+    """Loads the traces and, with x264, prepares the video; the run's config (``cfg``, its
+    overrides applied) filled in from them."""
     down, up = load_traces(spec, cfg)
-    inputs = Inputs(down, up)
+    inputs = Inputs(down, up, cfg)
     if encoder != "x264":
         return inputs
     assert spec.video is not None  # resolve_encoder checked it
@@ -111,16 +115,14 @@ def prepare(spec: RunSpec, cfg: dict[str, Any], encoder: str, run_dir: Path) -> 
             f"an override replaced the x264 encoder's config with a {cfg['encoder']['kind']} "
             "one: choose the encoder with --encoder (a plan's encoder = ...) instead"
         )
-    raw = prepare_clip(spec, cfg)
-    inputs.raw = raw
+    inputs.raw = prepare_clip(spec, cfg)
+    # The stream is written under a temporary name and becomes part of the result only when
+    # the run is complete (results.write_run).
+    inputs.stream_tmp = results.temp_path(run_dir.resolve() / results.STREAM_FILE)
+    inputs.config = with_clip(spec, cfg, inputs.raw, inputs.stream_tmp)
     inputs.created_dir = not run_dir.exists()
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SluiceError(f"cannot create output directory {run_dir}: {e}") from None
-    cfg["fps"] = raw.fps
-    # The stream is written under a temporary name and becomes part of the result only when
-    # the run is complete (results.write_run).
-    inputs.stream_tmp = results.temp_path(run_dir.resolve() / results.STREAM_FILE)
-    cfg["encoder"].update(clip_encoder_fields(raw, inputs.stream_tmp))
     return inputs

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import config, results
+from .. import results
 from ..errors import core_errors
-from .inputs import Inputs, keep_clip_fields
+from .inputs import Inputs
 from .spec import RunSpec
 
 # Virtual seconds per run_until() step: the granularity of progress reporting and of
@@ -123,18 +123,16 @@ class Simulated:
         return advance(self.sim, spec, duration_s)
 
 
-def open_session(_core: Any, spec: RunSpec, cfg: dict[str, Any], run_dir: Path,
-                 inputs: Inputs, session: Callable[..., Any],
+def open_session(_core: Any, run_dir: Path, inputs: Inputs,
+                 session: Callable[..., Any],
                  ) -> tuple[Any, dict[str, Any], dict[str, Path]]:  # fmt: skip
-    """Builds ``session`` for ``cfg`` (the spec's overrides applied last: they win over what
-    the front end derived); returns it, the resolved config the core runs (with the x264
+    """Builds ``session`` for the inputs' config (:func:`~sluice.run.inputs.prepare`);
+    returns it, the resolved config the core runs (with the x264
     files' paths relative to the run directory: the same run written elsewhere is the same
     file) and the files of the result so far (the session's own, x264's stream and its
     index, by name in the run directory). libx264 reports on fd 2 itself ("x264 [error]:
     ..."): that is folded into the error of a session that does not build."""
-    derived, cfg = cfg, config.apply_overrides(cfg, spec.overrides)
-    if inputs.raw is not None:
-        keep_clip_fields(derived, cfg)
+    cfg = inputs.config
     with captured_stderr() as said, core_errors():
         try:
             sim = session(_core, json.dumps(cfg), inputs.down.trace if inputs.down else None,

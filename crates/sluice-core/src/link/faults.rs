@@ -45,6 +45,11 @@ impl FaultsConfig {
         self.duplicate == 0.0 && self.reorder == 0.0 && self.feedback_blackout_s.is_none()
     }
 
+    /// Every field its default: what a run config leaves out.
+    pub fn is_default(&self) -> bool {
+        *self == FaultsConfig::default()
+    }
+
     /// `Err` names the field a user got wrong.
     pub fn validate(&self) -> Result<(), String> {
         for (name, p) in [("duplicate", self.duplicate), ("reorder", self.reorder)] {

@@ -142,8 +142,8 @@ pub struct RunConfig {
     pub competing: Vec<CompetingFlow>,
     /// Faults on the path beyond the link model (duplication, reordering, a feedback
     /// blackout; [`crate::link::faults`]), the same in simulation and live. Only written
-    /// when there are some.
-    #[serde(skip_serializing_if = "FaultsConfig::is_none")]
+    /// when not all default (a reorder delay given before the reordering itself is kept).
+    #[serde(skip_serializing_if = "FaultsConfig::is_default")]
     pub faults: FaultsConfig,
     /// A second bottleneck on the media path after the downlink (RFC 8867 §6.3's multiple
     /// bottlenecks): the session's media crosses both, a competing flow the one it is given
@@ -509,5 +509,19 @@ mod tests {
             "faults.feedback_blackout_s starts at 2 s, at or after the end of capture (2 s): it \
              would never happen"
         );
+    }
+
+    #[test]
+    fn faults_are_written_when_any_field_is_not_its_default() {
+        let json = |c: &RunConfig| serde_json::to_value(c).unwrap();
+        let mut cfg = RunConfig::default();
+        assert!(json(&cfg).get("faults").is_none(), "a config without faults reads as before");
+        // A reorder delay set while no fault is on yet survives a round trip, so that a
+        // later override turning reordering on keeps it (the front end resolves the config
+        // after every override).
+        cfg.faults.reorder_delay_ms = 20.0;
+        let back: RunConfig = serde_json::from_value(json(&cfg)).unwrap();
+        assert_eq!(back.faults.reorder_delay_ms, 20.0);
+        assert!(back.faults.is_none(), "and it is still no fault");
     }
 }
