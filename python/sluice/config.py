@@ -316,10 +316,22 @@ def _check_type(old: Any, value: Any, path: str) -> None:
         )
 
 
+#: Paths the front end sets from what it reads, and what to give instead: the trace a link
+#: reads is loaded from a file or generated, and only its name is in the config.
+FRONT_END_PATHS = {
+    "downlink.trace": "give the trace with --trace (a plan trace's path = ...)",
+    "uplink.trace": "give the trace with --uplink-trace (a plan trace's uplink = ...)",
+}
+
+
 def set_path(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     """A copy of the resolved config ``cfg`` with ``path`` set to ``value`` (see the module
     doc for objects and ``kind``), resolved again."""
     keys = split_path(path)
+    instead = FRONT_END_PATHS.get(".".join(keys))
+    if instead:
+        raise SluiceError(f"{'.'.join(keys)} names the trace the run reads, not set by a "
+                          f"config path: {instead}")  # fmt: skip
     cfg = _with_optional(cfg, path)
     parent = _locate(cfg, keys, path)
     last, old = keys[-1], parent[keys[-1]]

@@ -180,6 +180,9 @@ def test_config_command(sluice, tmp_path):
     lines = sluice("config", "--paths").out.splitlines()
     optional = lines[lines.index(next(x for x in lines if x.startswith("# optional"))) + 1:]
     assert "faults.duplicate=0.0" in optional and "second_bottleneck.rate_mbps=1.0" in optional
+    # The traces' names are not paths to set (--trace gives them), and not listed as such.
+    assert not [x for x in lines if x.startswith(("downlink.trace=", "uplink.trace="))]
+    assert any(x.startswith("# set by a run") and "--trace" in x for x in lines)
     for line in optional:
         assert sluice("config", "--paths", "--set", line).code == 0, line
     for line in ("faults.duplicate=0.1", "downlink.queue_discipline=\"codel\"",

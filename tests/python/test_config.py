@@ -89,6 +89,26 @@ def test_a_components_optional_object_is_set_by_its_path():
     assert "bottleneck_feedback" not in _with(("cc.delta", 0.5), scheme="copa")["scheme"]["cc"]
 
 
+@pytest.mark.parametrize("override", [("downlink.trace", "x.mahi"), ("uplink.trace", "y"),
+                                      ("downlink", {"trace": "z", "delay_ms": 5})])
+def test_the_trace_a_link_reads_is_not_a_config_path(override):
+    # The front end loads the trace from --trace and writes its name: an override of the
+    # name was either overwritten or, applied after it, named a trace the run did not read.
+    with pytest.raises(SluiceError, match=r"(down|up)link\.trace names the trace the run "
+                                          r"reads.*--(uplink-)?trace"):
+        _with(override)
+
+
+def test_faults_keep_a_reorder_delay_given_before_the_reordering():
+    # The core writes `faults` whenever a field is not its default (it used to drop the
+    # object until a fault was on), so the order of the overrides does not matter.
+    for order in ([0, 1], [1, 0]):
+        sets = [("faults.reorder_delay_ms", 20.0), ("faults.reorder", 0.1)]
+        cfg = _with(*(sets[i] for i in order))
+        assert cfg["faults"]["reorder_delay_ms"] == 20.0 and cfg["faults"]["reorder"] == 0.1
+    assert "faults" not in _with(("seed", 3))
+
+
 def test_types_must_match_the_default():
     with pytest.raises(SluiceError, match="'duration_s' takes a number.*got a string"):
         _with(("duration_s", "long"))
