@@ -397,7 +397,8 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
     word = ("trace family", "trace families") if kind == "matrix" else ("trace", "traces")
     legend = report.legend_of(report.metric_names(df.to_dict("records")), bold=True)
     parts.append(
-        f"<p class='note'>{len(df)} runs of {len(names)} schemes"
+        f"<p class='note'>{len(df)} run{'s' * (len(df) != 1)} of {len(names)} "
+        f"scheme{'s' * (len(names) != 1)}"
         + (f" on {len(families)} {word[len(families) > 1]}" if by_family else "")
         + f". {html.escape(legend)}</p>"
     )
@@ -499,5 +500,9 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
         f"<script>{CHECK_JS}</script></head><body>" + "".join(parts) + "</body></html>"
     )
     path = output_file(Path(out) if out else d / REPORT_FILE, "report file")
+    try:  # as plot --out does: a new folder for the page is made
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SluiceError(f"cannot create the folder of {path}: {e.strerror or e}") from None
     results.write_text(path, page)  # a full disk: one line naming the file
     return path

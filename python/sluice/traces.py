@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,6 +77,9 @@ def detect_format(text: str, path: str) -> str:
 
 
 def _line_format(line: str, lineno: int, path: str) -> str:
+    if line.startswith("\ufeff"):
+        raise SluiceError(f"{path}:{lineno}: the file starts with a UTF-8 byte-order mark (some "
+                          "editors write one): save it without one")  # fmt: skip
     fields = [f for f in re.split(r"[,\s]+", line) if f]
     if len(fields) == 1:
         try:
@@ -143,7 +147,12 @@ def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = N
         return LoadedTrace(trace, arg, trace_stem(arg), digest.hexdigest(), "generated", arg)
 
     # Streamed: memory for the opportunities kept, never the file (a 1 GB file is fine).
-    path = regular_file(arg, "trace file", MAX_TRACE_FILE_BYTES)
+    try:
+        path = regular_file(arg, "trace file", MAX_TRACE_FILE_BYTES)
+    except SluiceError as e:
+        if not os.path.lexists(arg) and re.fullmatch(r"[a-z-]+:[^/]*", arg):
+            raise SluiceError(f"{e}; a generated trace is written {GEN_PREFIX}{arg}") from None
+        raise
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as f:

@@ -21,6 +21,21 @@ def test_missing_trace_file(sluice, tmp_path):
     r.assert_one_line_error("trace file not found", str(missing))
 
 
+def test_a_generator_spec_without_gen_is_pointed_at_it(sluice, tmp_path):
+    r = sluice("trace", "info", "constant:12")
+    r.assert_one_line_error("trace file not found: constant:12",
+                            "a generated trace is written gen:constant:12")  # fmt: skip
+    # A path that merely has a colon is not taken for one.
+    r = sluice("trace", "info", str(tmp_path / "a:b.mahi"))
+    assert "gen:" not in r.err, r.err
+
+
+def test_a_byte_order_mark_is_named(sluice, tmp_path):
+    bom = tmp_path / "bom.mahi"
+    bom.write_bytes(b"\xef\xbb\xbf1\n2\n")
+    sluice("trace", "info", str(bom)).assert_one_line_error(f"{bom}:1", "byte-order mark")
+
+
 def test_malformed_mahimahi_names_file_and_line(sluice, tmp_path):
     bad = tmp_path / "bad.mahi"
     bad.write_text("# a comment\n1\n2\nthree\n4\n")

@@ -45,6 +45,9 @@ def test_compare_with_seeds_writes_intervals_and_a_report_that_renders(tmp_path,
     # sluice report rewrites it, for a single run too.
     assert cli(["report", str(out / "ace" / "s1")]) == 0
     assert 'data-images-bad="0"' in render(out / "ace" / "s1" / "report.html")
+    # --out in a folder that does not exist yet makes it, as plot --out does.
+    assert cli(["report", str(out), "--out", str(tmp_path / "new" / "dir" / "r.html")]) == 0
+    assert (tmp_path / "new" / "dir" / "r.html").stat().st_size > 1000
 
 
 def test_frame_drop_alike_removes_the_difference(tmp_path, capsys):

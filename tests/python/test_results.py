@@ -190,7 +190,7 @@ def test_a_compare_again_into_its_directory_replaces_the_earlier_one(sluice, tmp
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["cbr"]
     assert (out / "notes.txt").read_text() == "mine\n"
     page = (out / "report.html").read_text()
-    assert "1 runs of 1 schemes" in page and "webrtc-b" not in page
+    assert "1 run of 1 scheme." in page and "webrtc-b" not in page
     # The same schemes again: their runs are replaced too, and the earlier page is not left
     # behind by --no-report to mislead.
     r = _compare(sluice, out, "cbr", "--no-report")

@@ -297,7 +297,8 @@ def add_video(p: argparse.ArgumentParser, quality: bool = True) -> None:
     )  # fmt: skip
     v.add_argument(
         "--encoder", choices=("x264", "model"), default=None,
-        help="encoder (default: x264 with --video, else the model encoder)",
+        help="encoder (default: the scheme's own if it is defined on one, as ace, ace-n, ace-c "
+        "and webrtc-x264 are on x264; else x264 with --video, else the model encoder)",
     )  # fmt: skip
     v.add_argument(
         "--width", type=int_in(16, "a width in pixels in [16, 16384]", 16384), default=None,
