@@ -285,6 +285,30 @@ window.addEventListener('load', function () {
 """
 
 
+def _flows_html(df: Any, names: Sequence[str]) -> str | None:
+    """What each flow at the bottleneck got (:func:`report.flow_rows`), from the runs'
+    summaries; None without competing flows."""
+    if "flows_1_share" not in df:
+        return None
+    named = []
+    for s in names:
+        summaries = []
+        for d in df.loc[df["scheme"] == s, "run_dir"]:
+            try:
+                summaries.append(json.loads((Path(d) / results.SUMMARY_FILE).read_text()))
+            except (OSError, ValueError):  # a damaged summary: that run is left out here
+                continue
+        named.append((s, summaries))
+    table = report.flow_rows(named)
+    if table is None:
+        return None
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table[0])
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                   for r in table[1])  # fmt: skip
+    return (f"<table><tr>{head}</tr>{rows}</table>"
+            f"<p class='note'>{html.escape(report.FLOW_LEGEND.replace('`', ''))}</p>")
+
+
 def _table_html(df: Any, names: Sequence[str]) -> str:
     """The schemes of ``df`` with the table metrics' means and intervals, best bold."""
     metrics = report.metric_names(df.to_dict("records"))
@@ -402,6 +426,14 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
         + (f" on {len(families)} {word[len(families) > 1]}" if by_family else "")
         + f". {html.escape(legend)}</p>"
     )
+    if kind in ("run", "compare"):  # one network: said in a line, as compare.md does
+        first = results.read_header(df["run_dir"].iloc[0])
+        cfg = first.get("config") or {}
+        if isinstance(cfg.get("downlink"), dict):
+            trace = (first.get("trace") or {}).get("name") or cfg["downlink"].get("trace")
+            parts.append(f"<p>Network: {html.escape(str(trace or 'no trace'))}, "
+                         f"{float(cfg.get('duration_s', 0)):g} s, "
+                         f"{html.escape(report.network_words(cfg))}.</p>")  # fmt: skip
     if kind == "compare":  # one row a scheme, its runs the seeds
         named = [(s, df[df["scheme"] == s].drop(columns=["run_dir", "seed"], errors="ignore")
                   .to_dict("records"))
@@ -426,6 +458,9 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
         )
 
     parts.append("<h2>All runs</h2>" + _table_html(df, names))
+    flows = _flows_html(df, names)
+    if flows:
+        parts.append("<h2>The flows at the bottleneck</h2>" + flows)
     if by_family and len(families) > 1:
         for fam in families:
             parts.append(

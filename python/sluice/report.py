@@ -91,6 +91,18 @@ def queue_words(link: dict[str, Any]) -> str:
     return size if kind == "droptail" else f"{size} ({kind})"
 
 
+def network_words(cfg: dict[str, Any]) -> str:
+    """The network of a run config in a line: the downlink's delays, queue and loss, and the
+    competing flows."""
+    down = cfg["downlink"]
+    access = down.get("access_delay_ms")
+    return (f"one-way delay {down['delay_ms']:g} ms, "
+            + (f"sender-bottleneck {access:g} ms, " if access else "")
+            + f"queue {queue_words(down)}, loss {down['loss']:g}"
+            + (f"; competing flows: {', '.join(map(flow_words, cfg['competing']))}"
+               if cfg.get("competing") else ""))  # fmt: skip
+
+
 def flow_words(flow: Any) -> str:
     """A competing flow of a config as it was given: its spec, with an object's other
     settings after it (``media:self (access_delay_ms 40)``)."""
@@ -175,6 +187,53 @@ def markdown(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 def markdown_table(named: Named) -> str:
     return markdown(*rows(named, markdown_marks=True))
+
+
+#: The columns of :func:`flow_rows` after the scheme and the flow's own.
+FLOW_HEAD = ("flow", "kind", "scheme / CC", "active s", "mean Mbps", "share", "queue P95 ms",
+             "loss")  # fmt: skip
+
+
+def _mean_of(runs: Sequence[dict[str, Any]], key: str, scale: float = 1.0) -> float | None:
+    vals = [float(r[key]) * scale for r in runs if _finite(r.get(key))]
+    return sum(vals) / len(vals) if vals else None
+
+
+def flow_rows(named: Named) -> tuple[list[str], list[list[str]]] | None:
+    """What each flow at the bottleneck got, one row per scheme and flow (the summary's
+    ``flows``: the session's flow 0, then the competing flows as given), the means over a
+    scheme's runs; None when no run had a competing flow."""
+    body = []
+    for name, s in named:
+        runs = _runs(s)
+        by_id: dict[int, list[dict[str, Any]]] = {}
+        for r in runs:
+            for f in r.get("flows") or []:
+                by_id.setdefault(int(f["flow"]), []).append(f)
+        if len(by_id) < 2:
+            continue
+        for fid, fs in sorted(by_id.items()):
+            f = fs[0]
+            stop = f.get("stop_s")
+            active = f"{float(f.get('start_s') or 0):g}-{'end' if stop is None else f'{stop:g}'}"
+            rate, share = _mean_of(fs, "mean_rate_bps", 1e-6), _mean_of(fs, "share", 100)
+            queue, loss = _mean_of(fs, "queue_delay_ms_p95"), _mean_of(fs, "loss_rate", 100)
+            body.append([name, str(fid) + (" (session)" if fid == 0 else ""),
+                         str(f.get("kind", "")), str(f.get("scheme", "")), active,
+                         "-" if rate is None else f"{rate:.2f}",
+                         "-" if share is None else f"{share:.1f}%",
+                         "-" if queue is None else f"{queue:.0f}",
+                         "-" if loss is None else f"{loss:.2f}%"])  # fmt: skip
+    return (["scheme", *FLOW_HEAD], body) if body else None
+
+
+#: Under the flows table.
+FLOW_LEGEND = (
+    "Each flow at the bottleneck (`flows` in summary.json, `flows_<flow>_*` in summary.csv): "
+    "its mean rate while active, its share of the bytes the bottleneck delivered, the P95 of "
+    "its packets' queueing delay there and its loss there; means over a scheme's runs. A "
+    "reverse flow's numbers are the uplink's."
+)
 
 
 #: What the marks in a table mean (printed under it).

@@ -85,6 +85,18 @@ def test_a_compare_with_competing_flows_says_so_in_every_output(sluice, tmp_path
     page = (out / "report.html").read_text()
     assert "<th>Jain</th><th>own share</th>" in page
     assert "Jain: Jain&#x27;s index" in page
+    # What each flow got, labelled, in compare.md and on the page (the summary.csv columns
+    # are numbers only); the session's flow and the TCP flow's shares, as the summaries say.
+    for name in ("webrtc", "copa"):
+        flows = json.loads((out / name / "summary.json").read_text())["flows"]
+        share = [f"{100 * f['share']:.1f}%" for f in flows]
+        assert f"| {name} | 0 (session) | media | {name} | 0-end |" in md, md
+        assert f"| {name} | 1 | tcp | cubic | 1-end |" in md
+        row = next(x for x in md.splitlines() if x.startswith(f"| {name} | 1 |"))
+        assert row.split(" | ")[6] == share[1], row
+        assert (f"<td>{name}</td><td>0 (session)</td><td>media</td><td>{name}</td>"
+                f"<td>0-end</td>") in page
+    assert "<p>Network: " in page and "competing flows: tcp:cubic@1" in page
     # The plots' titles name the queue and the competing traffic.
     run = results.load_run(next(out.glob("webrtc*")))
     title = plots._title([run], "Time series")

@@ -35,6 +35,7 @@ def test_compare_with_seeds_writes_intervals_and_a_report_that_renders(tmp_path,
     assert cols[:4] == ["scheme", "runs", "all-slot P95 ms", "all-slot P99 ms"], cols
     assert re.search(r"\| vidaptive \| 3 \| (\*\*)?[\d.]+ ± [\d.]+", md), md
     assert "seeds 1, 2, 3" in md
+    assert "flows at the bottleneck" not in md  # no competing flow: no flows table
     # webrtc drops frames, the others do not: said, in the table and on the terminal.
     assert "frame dropper (libwebrtc)" in md and "note: the schemes also differ" in said
     assert (out / "webrtc" / "s2" / "run.jsonl").is_file()

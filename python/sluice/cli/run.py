@@ -199,17 +199,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     seed_text = (f"seeds {', '.join(map(str, seeds))}" if seeds else f"seed {cfg['seed']}")
     header = (
         f"# sluice compare: {args.trace}\n\n"
-        f"duration {cfg['duration_s']:g} s, {seed_text}, "
-        f"one-way delay {cfg['downlink']['delay_ms']:g} ms, "
-        + (
-            f"sender-bottleneck {cfg['downlink']['access_delay_ms']:g} ms, "
-            if cfg["downlink"].get("access_delay_ms")
-            else ""
-        )
-        + f"queue {report.queue_words(cfg['downlink'])}, loss {cfg['downlink']['loss']:g}"
-        + (f"; competing flows: {', '.join(map(report.flow_words, cfg['competing']))}"
-           if cfg.get("competing") else "")  # fmt: skip
-        + "\n\n"
+        f"duration {cfg['duration_s']:g} s, {seed_text}, {report.network_words(cfg)}\n\n"
         + _encoder_desc(args, firsts[0].config) + "\n\n"
         + f"{results.MADE_BY}`{command}`\n\n"
     )
@@ -217,6 +207,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     notes = report.seed_notes(named)
     for note in notes:
         body += f"\nNote: {note}.\n"
+    flows = report.flow_rows(named)
+    if flows:
+        body += ("\n## The flows at the bottleneck\n\n" + report.markdown(*flows) + "\n\n"
+                 + report.FLOW_LEGEND + "\n")  # fmt: skip
     if diffs:
         body += ("\n## Settings the schemes differ in, which you did not choose\n\n"
                  + diffs + "\n")  # fmt: skip
