@@ -246,10 +246,10 @@ LEGEND = (
 
 #: Added to the legend when a table has the sharing metrics.
 SHARING_LEGEND = (
-    "Jain: Jain's index of the rates of the session's flow and the long competing flows (short "
-    "TCP, audio and reverse flows left out), from 10 s after the last flow started to the first "
-    "stop or the end (- when that window is empty or fewer than two flows are left); own "
-    "share: the session's share of the bytes the bottleneck delivered."
+    "Jain: Jain's index of the rates of the session's flow and the long competing flows at its "
+    "bottleneck (short TCP, audio and reverse flows left out), from 10 s after the last flow "
+    "started to the first stop or the end (- when that window is empty or fewer than two "
+    "flows are left); own share: the session's share of the bytes the bottleneck delivered."
 )
 
 

@@ -475,6 +475,12 @@ fn a_second_bottleneck_carries_the_flows_that_cross_it() {
     // Shares of each flow's own bottleneck: flows 0 and 2 split the second between them.
     assert!((flows[0].share + flows[2].share - 1.0).abs() < 1e-9, "{}", show(flows));
     assert!(flows[1].share > 0.4 && flows[1].share < 1.0, "{}", show(flows));
+    // Jain's index is of the flows at the session's own (second) bottleneck, 0 and 2: flow
+    // 1's rate is at another link, not a share of this one.
+    let [j0, _, j2] = rates_between(&r, 3, 10.0, seconds)[..] else { unreachable!() };
+    let jain = (j0 + j2).powi(2) / (2.0 * (j0 * j0 + j2 * j2));
+    let got = r.summary.jain_index.expect("jain_index");
+    assert!((got - jain).abs() < 0.01, "{got} vs {jain} (flows 0 and 2): {}", show(flows));
 
     // Alone, the session's drops at the second bottleneck are its losses: a 1 Mbps second
     // link with a two-packet queue behind the 4 Mbps first one.

@@ -526,8 +526,8 @@ impl Flows {
 
     /// Every flow's summary, and Jain's index over the interval in which all flows are
     /// active (from [`JAIN_WARMUP`] after the last start to the first stop or the end of
-    /// capture; short TCP flows, audio flows and reverse media flows left out; `None` if that interval is
-    /// empty or fewer than two flows are left). Rates and shares cover the sampled part of the
+    /// capture; short TCP flows, audio flows and flows counted at another link than the
+    /// session's left out; `None` if that interval is empty or fewer than two flows are left). Rates and shares cover the sampled part of the
     /// session (up to `sampled_until`).
     pub(super) fn summarize(
         &self,
@@ -561,12 +561,15 @@ impl Flows {
                 }
             })
             .collect();
-        // Short TCP flows are on and off with a finite demand, audio flows have a fixed one,
-        // reverse media flows share another link: not part of the index.
+        // Short TCP flows are on and off with a finite demand, audio flows have a fixed one:
+        // not part of the index. Nor is a flow whose bytes count at another link than the
+        // session's (a reverse media flow's uplink; with a second bottleneck, a flow that
+        // crosses the first only): rates at two links are not shares of one.
+        let session_at = self.entries[0].at;
         let long: Vec<usize> = (0..self.entries.len())
             .filter(|&i| {
                 let e = &self.entries[i];
-                !matches!(e.kind, "short-tcp" | "audio") && e.at != At::Up
+                !matches!(e.kind, "short-tcp" | "audio") && e.at == session_at
             })
             .collect();
         let last_start =
