@@ -23,7 +23,8 @@ def test_every_case_has_a_plan_and_every_plan_loads():
 
 def test_a_run_shorter_than_its_case_is_not_judged(sluice, tmp_path):
     # The report knows each case's length from its plan; a run cut short (its windows are
-    # not all there) is "n/a" with the reason, not a FAIL on NaN.
+    # not all there) is "short" with the reason, not a FAIL on NaN, nor the "n/a" of a
+    # scheme that cannot run the case.
     plans = [load_plan(p) for p in PLANS if "reference" not in p.stem]
     assert rmcat.DURATION_S == {p.name: dict(p.overrides)["duration_s"] for p in plans}
     out = tmp_path / "r"
@@ -32,7 +33,8 @@ def test_a_run_shorter_than_its_case_is_not_judged(sluice, tmp_path):
     case = next(c for c in rmcat.ALL if c.plan == "rmcat-5.8")
     got = rmcat._judge(case, results.load_run(out))
     assert got == (None, "not judged: the run is 5 s, the case 120 s")
-    assert rmcat._verdict(got) == "n/a"
+    assert rmcat._verdict(got) == "short"
+    assert rmcat._verdict(None) == "n/a"
 
 
 def test_jain_index_of_the_report():

@@ -147,7 +147,11 @@ def _judge(case: Case, run: results.Run, *ref: results.Run | None) -> tuple[bool
 
 
 def _verdict(r: tuple[bool | None, str] | None) -> str:
-    return "n/a" if r is None or r[0] is None else "PASS" if r[0] else "FAIL"
+    """PASS or FAIL; n/a where the scheme has no run of the case (it cannot run it), short
+    where its run is shorter than the case (:func:`_judge`: not judged)."""
+    if r is None:
+        return "n/a"
+    return "short" if r[0] is None else "PASS" if r[0] else "FAIL"
 
 
 #: §5.1's "without excessive queueing", applied to every case of the same 300 ms buffer
