@@ -303,6 +303,16 @@ impl RunConfig {
             // (NaN fails this comparison too.)
             return err(format!("fps must be in (0, 1000], got {}", self.fps));
         }
+        if self.duration_s * self.fps < 1.0 {
+            // A run captures from 0 to the duration: shorter than one frame interval, it has
+            // one frame and rates over a sliver of time (1000 fps for a 1 ms run at 30).
+            return err(format!(
+                "duration {} s is shorter than one frame interval at {} fps (1/fps = {:.3} s)",
+                self.duration_s,
+                self.fps,
+                1.0 / self.fps
+            ));
+        }
         if !(self.drain_s >= 0.0 && self.drain_s.is_finite()) {
             return err(format!(
                 "drain must be a finite number of seconds >= 0, got {}",
@@ -523,5 +533,14 @@ mod tests {
         let back: RunConfig = serde_json::from_value(json(&cfg)).unwrap();
         assert_eq!(back.faults.reorder_delay_ms, 20.0);
         assert!(back.faults.is_none(), "and it is still no fault");
+    }
+
+    #[test]
+    fn a_run_shorter_than_one_frame_interval_is_refused() {
+        let cfg = |duration_s, fps| RunConfig { duration_s, fps, ..RunConfig::default() };
+        let e = cfg(0.001, 30.0).validate().unwrap_err().0;
+        assert!(e.contains("shorter than one frame interval at 30 fps"), "{e}");
+        assert!(cfg(1.0 / 30.0, 30.0).validate().is_ok());
+        assert!(cfg(0.01, 100.0).validate().is_ok());
     }
 }
