@@ -396,3 +396,23 @@ def test_a_second_sigint_while_compare_unwinds_is_exit_130_and_one_line(tmp_path
             proc.kill()
     assert proc.returncode == 130, (proc.returncode, err)
     assert err.strip().splitlines() == ["sluice: interrupted"], err
+
+
+def test_a_core_panic_in_a_worker_comes_back_as_an_error_it_can_pickle():
+    # pyo3's PanicException is a BaseException that cannot be pickled: the parent reported
+    # a PicklingError instead of what the core said.
+    import pickle
+
+    from sluice import pool
+
+    class Panic(BaseException):
+        pass
+
+    def panics(spec):
+        raise Panic("positive rate and period")
+
+    with pytest.raises(RuntimeError, match="internal error.*positive rate and period") as e:
+        pool._pool_task(panics, None)
+    pickle.dumps(e.value)
+    with pytest.raises(KeyboardInterrupt):
+        pool._pool_task(lambda spec: (_ for _ in ()).throw(KeyboardInterrupt()), None)

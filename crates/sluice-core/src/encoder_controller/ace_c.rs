@@ -111,6 +111,35 @@ impl Default for AceCConfig {
     }
 }
 
+impl AceCConfig {
+    /// A configuration mistake, if any, named by its config path.
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::check_range;
+        let p = |f: &str| format!("encoder_controller.{f}");
+        check_range(&p("vbv_buffer_ms"), self.vbv_buffer_ms, 0.0, true, 60_000.0)?;
+        check_range(&p("ewma_alpha"), self.ewma_alpha, 0.0, true, 1.0)?;
+        check_range(&p("window_frames"), self.window_frames, 1.0, false, 10_000.0)?;
+        check_range(&p("fit_window_frames"), self.fit_window_frames, 2.0, false, 10_000.0)?;
+        check_range(&p("max_phi"), self.max_phi, 0.0, true, 0.99)?;
+        for i in 0..3 {
+            check_range(&p(&format!("initial_phi[{i}]")), self.initial_phi[i], 0.0, false, 0.99)?;
+            let ratio = self.initial_encode_time_ratio[i];
+            check_range(&p(&format!("initial_encode_time_ratio[{i}]")), ratio, 0.0, true, 100.0)?;
+            let scale = self.planned_size_scale[i];
+            check_range(&p(&format!("planned_size_scale[{i}]")), scale, 0.0, true, 2.0)?;
+        }
+        for (f, v) in [("initial_w", self.initial_w), ("initial_offset", self.initial_offset)] {
+            if !v.is_finite() || v.abs() > 1e6 {
+                return Err(format!("{} must be a finite number within 1e6, got {v}", p(f)));
+            }
+        }
+        if self.levels.is_empty() {
+            return Err(format!("{} must name at least one level (c0, c1, c2)", p("levels")));
+        }
+        Ok(())
+    }
+}
+
 /// One decision, for tests and plots.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AceCDecision {

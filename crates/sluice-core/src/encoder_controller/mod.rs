@@ -258,6 +258,7 @@ impl EncoderControllerConfig {
             EncoderControllerConfig::Vidaptive(c) => c.validate(),
             EncoderControllerConfig::CoRtv(c) => c.validate(),
             EncoderControllerConfig::LossRecovery(c) => c.validate(),
+            EncoderControllerConfig::AceC(c) => c.validate(),
             _ => Ok(()),
         }
     }

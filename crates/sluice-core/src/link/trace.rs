@@ -487,12 +487,14 @@ impl Trace {
     /// 1504 bytes per opportunity, so its real capacity is 1504/1500 of the nominal rate
     /// (12.03 Mbps here); utilisation and `bwe_ratio` use the real capacity.
     ///
-    /// Panics if the rate or the period is not positive (a programming error, not input).
+    /// Panics unless one period holds at least one opportunity (12,000 bits: 12 kbps over
+    /// 1 s; a programming error, not input: callers check user rates first, as
+    /// `second_bottleneck.rate_mbps`'s validation does).
     pub fn constant(rate: DataRate, period: TimeDelta) -> Trace {
         assert!(rate > DataRate::ZERO && rate.is_finite(), "rate must be positive: {rate}");
         assert!(period >= TimeDelta::from_ms(1), "period must be at least 1 ms: {period}");
         let name = format!("constant-{}bps", rate.as_bps());
-        // Invariant: positive rate and period give opportunities with last = period.
+        // Invariant: a period holding 12,000 bits gives opportunities with last = period.
         let mut b = Builder::new();
         b.interval(0, period.as_us(), rate.as_bps());
         b.finish(&name, period.as_us()).expect("positive rate and period")

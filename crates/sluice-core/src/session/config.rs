@@ -362,8 +362,11 @@ impl RunConfig {
             }
         }
         if let Some(b) = &self.second_bottleneck {
-            // At least 1 kbps: a trace needs a rate that rounds to a whole bit per second.
-            check_range("second_bottleneck.rate_mbps", b.rate_mbps, 0.001, false, 1e5)?;
+            // At least one 1500-byte packet a second (0.012 Mbps): the link's constant trace
+            // has one delivery opportunity per 12,000 bits over its 1 s period, and none
+            // below that.
+            let hi = crate::limits::MAX_RATE_MBPS;
+            check_range("second_bottleneck.rate_mbps", b.rate_mbps, 0.012, false, hi)?;
             check_range(
                 "second_bottleneck.delay_ms",
                 b.delay_ms,
@@ -394,6 +397,9 @@ impl RunConfig {
             m.validate().map_err(ConfigError)?;
         }
         scheme.encoder_controller.validate().map_err(ConfigError)?;
+        if let Some(salsify) = &scheme.salsify {
+            salsify.validate().map_err(ConfigError)?;
+        }
         scheme.pacer.validate().map_err(ConfigError)?;
         scheme.cc.validate().map_err(ConfigError)?;
         scheme.bottleneck.validate().map_err(ConfigError)?;
@@ -542,5 +548,54 @@ mod tests {
         assert!(e.contains("shorter than one frame interval at 30 fps"), "{e}");
         assert!(cfg(1.0 / 30.0, 30.0).validate().is_ok());
         assert!(cfg(0.01, 100.0).validate().is_ok());
+    }
+
+    #[test]
+    fn a_second_bottleneck_too_slow_for_one_packet_a_second_is_refused_not_a_panic() {
+        let with = |rate_mbps| RunConfig {
+            second_bottleneck: Some(SecondBottleneck { rate_mbps, ..Default::default() }),
+            ..RunConfig::default()
+        };
+        let e = with(0.011).validate().unwrap_err().0;
+        assert!(e.contains("second_bottleneck.rate_mbps must be in [0.012"), "{e}");
+        let slowest = with(0.012);
+        assert!(slowest.validate().is_ok());
+        assert!(crate::session::topology::build_second_bottleneck(&slowest).is_some());
+    }
+
+    #[test]
+    fn component_settings_a_run_would_ignore_or_choke_on_are_refused() {
+        use crate::encoder_controller::EncoderControllerConfig;
+        let scheme = |name: &str| crate::scheme::lookup(name).unwrap().config;
+        let run = |s: SchemeConfig| RunConfig { scheme: Some(s), ..RunConfig::default() };
+        let refused = |s: SchemeConfig, needle: &str| {
+            let e = run(s).validate().unwrap_err().0;
+            assert!(e.contains(needle), "{needle}: {e}");
+        };
+        // GCC's loss-based estimator: libwebrtc would switch it off on an invalid setting.
+        let mut s = scheme("webrtc");
+        let crate::scheme::CcConfig::Gcc(g) = &mut s.cc else { panic!("webrtc is GCC") };
+        g.loss_based_v2.observation_window_size = 1;
+        refused(s.clone(), "cc.loss_based_v2: observation_window_size");
+        let crate::scheme::CcConfig::Gcc(g) = &mut s.cc else { unreachable!() };
+        g.loss_based_v2.enabled = false;
+        assert!(run(s.clone()).validate().is_ok(), "off, its settings do not matter");
+        let crate::scheme::CcConfig::Gcc(g) = &mut s.cc else { unreachable!() };
+        g.loss_based_v2 = Default::default();
+        g.loss_based_v2.newton_iterations = 4_000_000_000;
+        refused(s, "cc.loss_based_v2.newton_iterations must be in [1, 100]");
+        // Salsify's stage.
+        let mut s = scheme("copa-salsify");
+        s.salsify.as_mut().unwrap().min_frame_fraction = 1e12;
+        refused(s, "salsify.min_frame_fraction");
+        // ACE-C.
+        let mut s = scheme("ace");
+        let EncoderControllerConfig::AceC(c) = &mut s.encoder_controller else { panic!("ACE-C") };
+        c.planned_size_scale = [0.0, 0.0, 0.0];
+        refused(s.clone(), "encoder_controller.planned_size_scale[0]");
+        let EncoderControllerConfig::AceC(c) = &mut s.encoder_controller else { unreachable!() };
+        c.planned_size_scale = [1.0, 0.76, 0.65];
+        c.ewma_alpha = 1e12;
+        refused(s, "encoder_controller.ewma_alpha");
     }
 }

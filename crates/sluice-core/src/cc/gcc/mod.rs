@@ -141,6 +141,26 @@ impl GccConfig {
         if let Some(r) = self.pre_reaction_ratio {
             crate::check_range("cc.pre_reaction_ratio", r, 0.0, true, 10.0)?;
         }
+        let v2 = &self.loss_based_v2;
+        if v2.enabled {
+            // libwebrtc switches the estimator off when its config is not valid (a warning in
+            // its log); a user's setting is refused here instead of silently running GCC
+            // without it.
+            if let Some(p) = v2.problems().first() {
+                return Err(format!(
+                    "cc.loss_based_v2: {p} (an invalid setting would switch the loss-based                      estimator off; set cc.loss_based_v2.enabled=false for that)"
+                ));
+            }
+            // Each loss report runs this many Newton steps: beyond a few hundred a run takes
+            // hours (libwebrtc's default is 1).
+            check_range(
+                "cc.loss_based_v2.newton_iterations",
+                v2.newton_iterations as f64,
+                1.0,
+                false,
+                MAX_NEWTON_ITERATIONS as f64,
+            )?;
+        }
         Ok(())
     }
 }
@@ -150,6 +170,9 @@ impl GccConfig {
 pub fn pre_reaction_ratio_from_scaling_factor(s: f64) -> f64 {
     s * MAE_HALVED_THRESHOLD
 }
+
+/// Sluice's bound on `cc.loss_based_v2.newton_iterations` (libwebrtc's default: 1).
+pub const MAX_NEWTON_ITERATIONS: u32 = 100;
 
 /// MAE §6.5: "we first set the overuse threshold to half of its original value".
 pub const MAE_HALVED_THRESHOLD: f64 = 0.5;
