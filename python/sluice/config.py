@@ -439,6 +439,8 @@ def parse_value(text: str) -> Any:
         return strict_json(text)
     except DuplicateKey as e:
         raise SluiceError(f"{text.strip()!r}: {e}") from None
+    except RecursionError:
+        raise SluiceError(f"JSON value nested too deeply: {text.strip()[:40]}...") from None
     except json.JSONDecodeError:
         stripped = text.strip()
         if stripped[:1] in ("{", "["):

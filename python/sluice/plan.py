@@ -465,7 +465,12 @@ def load_plan(path: str | os.PathLike[str]) -> Plan:
         raise SluiceError(f"cannot read plan {path}: {e}") from None
     except tomllib.TOMLDecodeError as e:
         raise SluiceError(f"{path}: invalid TOML: {e}") from None
-    return plan_from_dict(data, p)
+    except RecursionError:
+        raise SluiceError(f"{path}: nested too deeply (arrays or tables)") from None
+    try:
+        return plan_from_dict(data, p)
+    except RecursionError:  # a table nested thousands deep (a.a.a...b = 1)
+        raise SluiceError(f"{path}: nested too deeply (arrays or tables)") from None
 
 
 def plan_from_dict(data: dict[str, Any], path: Path) -> Plan:

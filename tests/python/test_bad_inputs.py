@@ -576,6 +576,32 @@ CASES += [
          files={"p.toml": _plan("") + '[[sweep]]\npath = "cc.pacing_factor"\n'
                 'values = [2.0]\nlabel = "a/b"\n'}),
 ]  # fmt: skip
+# --- settings the core ignored or choked on; inputs nested deeper than Python recurses -----
+RUN2 = ["run", "--trace", T, "--duration", "2", "--out", "o"]
+CASES += [
+    case("set-newton-iterations-huge", [*RUN2, "--set",
+         "cc.loss_based_v2.newton_iterations=4000000000"],
+         "cc.loss_based_v2.newton_iterations must be in [1, 100]"),
+    case("set-loss-based-window-invalid", [*RUN2, "--set",
+         "cc.loss_based_v2.observation_window_size=1"],
+         "cc.loss_based_v2: observation_window_size", "enabled=false"),
+    case("set-salsify-never-fits", [*RUN2, "--scheme", "copa-salsify", "--set",
+         "salsify.min_frame_fraction=1e12"], "salsify.min_frame_fraction"),
+    case("set-ace-c-alpha", [*RUN2, "--scheme", "ace", "--encoder", "model", "--set",
+         "encoder_controller.ewma_alpha=1e12"], "encoder_controller.ewma_alpha"),
+    case("set-second-bottleneck-below-one-packet", [*RUN2, "--set",
+         "second_bottleneck.rate_mbps=0.005"], "second_bottleneck.rate_mbps", "[0.012"),
+    case("set-json-nested-deep", [*RUN2, "--set", "competing=" + "[" * 5000 + "]" * 5000],
+         "--set", "nested too deeply"),
+    case("plan-value-nested-deep", MATRIX, "p.toml", "nested too deeply",
+         files={"p.toml": _plan("competing = " + "[" * 3000 + "]" * 3000)}),
+    case("plan-dotted-key-deep", MATRIX, "p.toml", "nested too deeply",
+         files={"p.toml": _plan(".".join(["a"] * 3000) + ".b = 1")}),
+    case("set-trace-name", [*RUN2, "--set", "downlink.trace=x.mahi"], "downlink.trace",
+         "--trace"),
+    case("run-shorter-than-a-frame", ["run", "--trace", T, "--duration", "0.001", "--out", "o"],
+         "shorter than one frame interval"),
+]  # fmt: skip
 
 
 def _limit_memory() -> None:
