@@ -316,11 +316,16 @@ def _check_type(old: Any, value: Any, path: str) -> None:
         )
 
 
-#: Paths the front end sets from what it reads, and what to give instead: the trace a link
-#: reads is loaded from a file or generated, and only its name is in the config.
+#: Paths the front end sets from what it is given, and what to give instead: the trace a link
+#: reads is loaded from a file or generated, and only its name is in the config; the scheme's
+#: name labels the components under ``scheme`` (a changed name ran one scheme under another's).
 FRONT_END_PATHS = {
-    "downlink.trace": "give the trace with --trace (a plan trace's path = ...)",
-    "uplink.trace": "give the trace with --uplink-trace (a plan trace's uplink = ...)",
+    "downlink.trace": "names the trace the run reads: give the trace with --trace (a plan "
+                      "trace's path = ...)",
+    "uplink.trace": "names the trace the run reads: give the trace with --uplink-trace (a plan "
+                    "trace's uplink = ...)",
+    "scheme_name": "names the scheme the run's components are: give the scheme with --scheme "
+                   "or --scheme-file (a plan's [[scheme]])",
 }
 
 
@@ -330,8 +335,7 @@ def set_path(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     keys = split_path(path)
     instead = FRONT_END_PATHS.get(".".join(keys))
     if instead:
-        raise SluiceError(f"{'.'.join(keys)} names the trace the run reads, not set by a "
-                          f"config path: {instead}")  # fmt: skip
+        raise SluiceError(f"{'.'.join(keys)} is not set by a config path: it {instead}")
     cfg = _with_optional(cfg, path)
     parent = _locate(cfg, keys, path)
     last, old = keys[-1], parent[keys[-1]]

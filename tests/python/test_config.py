@@ -94,9 +94,15 @@ def test_a_components_optional_object_is_set_by_its_path():
 def test_the_trace_a_link_reads_is_not_a_config_path(override):
     # The front end loads the trace from --trace and writes its name: an override of the
     # name was either overwritten or, applied after it, named a trace the run did not read.
-    with pytest.raises(SluiceError, match=r"(down|up)link\.trace names the trace the run "
-                                          r"reads.*--(uplink-)?trace"):
+    with pytest.raises(SluiceError, match=r"(down|up)link\.trace is not set by a config path: "
+                                          r"it names the trace the run reads.*--(uplink-)?trace"):
         _with(override)
+
+
+def test_the_scheme_name_is_not_a_config_path():
+    # --set scheme_name=copa ran webrtc's components and recorded copa.
+    with pytest.raises(SluiceError, match="scheme_name is not set by a config path.*--scheme"):
+        _with(("scheme_name", "copa"))
 
 
 def test_faults_keep_a_reorder_delay_given_before_the_reordering():

@@ -69,8 +69,8 @@ def cmd_config(args: argparse.Namespace) -> int:
         for k, v in flat.items():
             if k not in config.FRONT_END_PATHS:
                 print(f"{k}={json.dumps(v)}")
-        print(f"# set by a run from what it reads ({', '.join(config.FRONT_END_PATHS)}): "
-              "--trace, --uplink-trace")
+        print(f"# set by a run from its options ({', '.join(config.FRONT_END_PATHS)}): "
+              "--trace, --uplink-trace, --scheme")
         # What a run's config holds only once set (--set creates it from these defaults).
         optional = {k: v for k, v in config.flatten(config.OPTIONAL_FIELDS).items()
                     if k not in flat and not any(k.startswith(f + ".") for f in flat)}  # fmt: skip
