@@ -736,7 +736,16 @@ def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
 
 
 def _variant_name(scheme: str, label: str, value: Any) -> str:
-    v = f"{value:g}" if isinstance(value, float) else json.dumps(value)
+    """``scheme-LABELvalue``; a float as ``:g`` writes it where that is exact (``0.5``,
+    ``2``), else in its shortest exact form (``100.00001``), with an exponent's ``+`` left
+    out (``2e06``: the name's ``-`` would read as a negative exponent)."""
+    if isinstance(value, float):
+        v = f"{value:g}"
+        if float(v) != value:
+            v = repr(value)
+        v = v.replace("e+", "e")
+    else:
+        v = json.dumps(value)
     return safe_label(f"{scheme}-{label}{v.strip(chr(34))}")
 
 
@@ -798,7 +807,7 @@ def _sweeps(ctx: _Ctx, data: dict[str, Any], plan: Plan) -> list[Sweep]:
                                      "'label'")  # fmt: skip
                 if any(s.name == vname for s in plan.schemes):
                     raise wctx.error(f"variant name '{vname}' is taken: give the sweep a "
-                                     "'label'")  # fmt: skip
+                                     "'label' (another one if it has one)")  # fmt: skip
                 cfg = parent.config if parent.config is not None else config.scheme_config(n)
                 # Right after the parent and its earlier variants.
                 at = max(i for i, s in enumerate(plan.schemes) if n in (s.name, s.parent)) + 1

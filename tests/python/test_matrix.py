@@ -111,6 +111,28 @@ def test_sweep_defaults_to_every_scheme_with_the_path(tmp_path):
     assert cells["acen-T5"].spec.config()["encoder"]["kind"] == "model"
 
 
+def test_sweep_variant_names_keep_their_values_apart(tmp_path):
+    # `:g` kept six digits (100.00001 and 100.00002 were one name) and an exponent's `+`
+    # became `-` (2e6 read as 2e-06).
+    p = plans.load_plan(_plan_file(tmp_path, """\
+        name = "s"
+        schemes = ["webrtc"]
+        [[trace]]
+        path = "gen:constant:12"
+        [[sweep]]
+        path = "cc.pacing_factor"
+        label = "P"
+        values = [2.5, 10.00001, 10.00002, 1.5e-1]
+        [[sweep]]
+        path = "cc.loss_based_v2.bandwidth_rampup_upper_bound_factor"
+        label = "R"
+        values = [2e6, 3e6]
+        """))  # fmt: skip
+    assert [s.name for s in p.schemes] == [
+        "webrtc", "webrtc-P2.5", "webrtc-P10.00001", "webrtc-P10.00002", "webrtc-P0.15",
+        "webrtc-R2e06", "webrtc-R3e06"]  # fmt: skip
+
+
 def test_matrix_runs_resumes_and_reruns(tiny, sluice, monkeypatch):
     plan, root = tiny
     table = root / "tiny" / "results.csv"

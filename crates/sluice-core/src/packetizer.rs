@@ -35,6 +35,11 @@ impl Packetizer {
         Packetizer { flow, max_payload, overhead }
     }
 
+    /// The largest payload of one packet.
+    pub fn max_payload(&self) -> DataSize {
+        self.max_payload
+    }
+
     /// Packets for one frame of `payload` bytes, or `None` if the frame needs more packets
     /// than a frame descriptor can count ([`MAX_PACKETS_PER_FRAME`]). Sequence numbers and
     /// send times are filled in when the pacer releases them.

@@ -262,7 +262,12 @@ impl CompetingFlow {
             Some(t) if t.starts_with('-') => {
                 return Err(format!("start must be a finite number of seconds >= 0, got {t}"))
             }
-            Some(t) => match t.split_once('-') {
+            // The range's dash, not an exponent's sign (`@1e-3-2e-3`).
+            Some(t) => match t
+                .char_indices()
+                .find(|&(i, c)| c == '-' && i > 0 && !t[..i].ends_with(['e', 'E']))
+                .map(|(i, _)| (&t[..i], &t[i + 1..]))
+            {
                 Some((a, b)) => (seconds(a, "start")?, Some(seconds(b, "stop")?)),
                 None => (seconds(t, "start")?, None),
             },
@@ -518,6 +523,7 @@ mod tests {
             ("media:", "expected media:SCHEME"),
             ("reverse-media:", "expected media:SCHEME"),
             ("tcp:cubic@x", "start 'x' is not a number"),
+            ("tcp:cubic@1e-3-x", "stop 'x' is not a number"),
             ("tcp:cubic@-3", "start must be a finite number of seconds >= 0, got -3"),
             ("tcp:cubic@5-2", "stop (2 s) must be after start (5 s)"),
             ("tcp:cubic@inf", "start must be a finite number"),

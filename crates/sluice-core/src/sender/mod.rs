@@ -456,9 +456,11 @@ impl Sender {
                 done.finished,
             ) else {
                 self.failure = Some(format!(
-                    "the encoder produced a frame of {} bytes, more than {} packets",
+                    "the encoder produced a frame of {} bytes, more than {} packets of {} bytes \
+                     (max_payload_bytes)",
                     frame.size.as_bytes(),
-                    crate::packetizer::MAX_PACKETS_PER_FRAME
+                    crate::packetizer::MAX_PACKETS_PER_FRAME,
+                    self.packetizer.max_payload().as_bytes()
                 ));
                 return;
             };

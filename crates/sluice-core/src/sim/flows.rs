@@ -125,8 +125,9 @@ pub(crate) fn validate_competing(cfg: &RunConfig) -> Result<(), String> {
             };
             let b = &config.bottleneck;
             if b.reports() || b.drops_frames() || b.header_extension() > DataSize::ZERO {
+                let name = if scheme == SELF { cfg.scheme_name.as_str() } else { scheme };
                 return Err(format!(
-                    "competing flow '{spec}': scheme '{scheme}' needs its own bottleneck \
+                    "competing flow '{spec}': scheme '{name}' needs its own bottleneck \
                      behaviour, which a competing flow cannot have"
                 ));
             }
