@@ -236,13 +236,18 @@ def short_path(path: str | Sequence[str]) -> str:
     return ".".join(keys)
 
 
+def _cut(text: str, most: int = 100) -> str:
+    return text if len(text) <= most else text[:most] + "..."
+
+
 def _describe(node: dict[str, Any]) -> str:
     return ", ".join(sorted(node)) if node else "none"
 
 
 def _locate(cfg: dict[str, Any], keys: Sequence[str], path: str) -> dict[str, Any]:
     """The object holding ``keys[-1]``; :class:`SluiceError` naming the path and the valid
-    keys where the walk stopped."""
+    keys where the walk stopped (a path or key longer than 100 characters cut short)."""
+    path = _cut(path)
     node: Any = cfg
     for i, k in enumerate(keys):
         where = short_path(keys[:i]) if i else ""
@@ -256,7 +261,8 @@ def _locate(cfg: dict[str, Any], keys: Sequence[str], path: str) -> dict[str, An
             what = f"'{where}'" + (f" ({kind})" if isinstance(kind, str) else "")
             at = f"{what} has" if where else "the run config has"
             raise SluiceError(
-                f"unknown config path '{path}': {at} no field '{k}' (valid: {_describe(node)})"
+                f"unknown config path '{path}': {at} no field '{_cut(k)}' (valid: "
+                f"{_describe(node)})"
             )
         if i < len(keys) - 1:
             node = node[k]

@@ -129,6 +129,10 @@ def _average_fps(framecrc: str) -> float | None:
     return float(whole) if whole and abs(avg - whole) <= 0.01 * whole else round(avg, 2)
 
 
+#: The largest side of a prepared clip (x264's and the --width option's limit).
+MAX_SIDE = 16384
+
+
 def prepare(
     path: str | os.PathLike,
     cache_dir: str | os.PathLike,
@@ -148,6 +152,9 @@ def prepare(
     h -= h % 2
     if w <= 0 or h <= 0:
         raise SluiceError(f"{src}: invalid output size {w}x{h}")
+    if max(w, h) > MAX_SIDE:  # what --width takes; the height follows the clip's shape
+        raise SluiceError(f"{src}: scaled to {w}x{h}, a side above {MAX_SIDE} pixels (the clip "
+                          f"is {src_w}x{src_h}): give a smaller --width")  # fmt: skip
     rate = fps or src_fps
     if not rate > 0:
         raise SluiceError(f"{src}: invalid frame rate {rate}")

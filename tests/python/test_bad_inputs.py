@@ -801,3 +801,13 @@ def test_a_clip_with_a_240_character_name_runs(tiny_clip, tmp_path):
     assert p.returncode == 0, p.stderr
     cached = list((tmp_path / "results" / ".video-cache").iterdir())
     assert cached and all(len(f.name) < 120 for f in cached), cached
+
+
+def test_a_width_that_scales_a_tall_clip_past_the_limit_is_named(tmp_path):
+    # A 16x2048 clip at --width 2000 is 2000x256000: ffmpeg failed with "Nothing was written".
+    clip = tmp_path / "tall.y4m"
+    clip.write_bytes(b"YUV4MPEG2 W16 H2048 F30:1 Ip A1:1 C420jpeg\nFRAME\n"
+                     + bytes(16 * 2048 * 3 // 2))  # fmt: skip
+    p = _sluice(["run", "--trace", "gen:constant:5", "--duration", "1", "--video", str(clip),
+                 "--width", "2000", "--out", "o"], tmp_path)  # fmt: skip
+    _one_line(p, "scaled to 2000x256000", "above 16384", "--width")

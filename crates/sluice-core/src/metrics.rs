@@ -602,7 +602,8 @@ pub fn summarize(
             .iter()
             .filter(|f| f.completed_us.is_some())
             .map(|f| f.size_bytes as f64 * 8.0)
-            .sum::<f64>()
+            // From +0: an empty f64 sum is -0.0, which a summary without frames showed.
+            .fold(0.0, |a, b| a + b)
             / duration_s.max(1e-9),
         padding_ratio: if recorder.sent_bytes_total > 0 {
             recorder.padding_bytes as f64 / recorder.sent_bytes_total as f64

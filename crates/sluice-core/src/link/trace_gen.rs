@@ -223,19 +223,29 @@ impl TraceSpec {
 
     /// A short name for file names and logs.
     pub fn name(&self) -> String {
+        // `{}` writes an f64 in full (300 digits for 1e-300): the crate's `show` gives an
+        // exponent outside [1e-4, 1e9) and the same text as `{}` within.
+        use crate::show as n;
         match self {
-            TraceSpec::Constant { rate_mbps } => format!("constant-{rate_mbps}"),
+            TraceSpec::Constant { rate_mbps } => format!("constant-{}", n(*rate_mbps)),
             TraceSpec::Steps { steps } => {
-                let parts: Vec<String> = steps.iter().map(|(s, r)| format!("{r}@{s}")).collect();
+                let parts: Vec<String> =
+                    steps.iter().map(|(s, r)| format!("{}@{}", n(*r), n(*s))).collect();
                 format!("steps-{}", parts.join("-"))
             }
             TraceSpec::Alternating { high_mbps, low_mbps, period_s } => {
-                format!("alternating-{high_mbps}-{low_mbps}-{period_s}")
+                format!("alternating-{}-{}-{}", n(*high_mbps), n(*low_mbps), n(*period_s))
             }
             TraceSpec::Markov { good_mbps, bad_mbps, mean_good_s, mean_bad_s, seed } => {
-                format!("markov-{good_mbps}-{bad_mbps}-{mean_good_s}-{mean_bad_s}-{seed}")
+                format!(
+                    "markov-{}-{}-{}-{}-{seed}",
+                    n(*good_mbps),
+                    n(*bad_mbps),
+                    n(*mean_good_s),
+                    n(*mean_bad_s)
+                )
             }
-            TraceSpec::Poisson { rate_mbps, seed } => format!("poisson-{rate_mbps}-{seed}"),
+            TraceSpec::Poisson { rate_mbps, seed } => format!("poisson-{}-{seed}", n(*rate_mbps)),
         }
     }
 }
@@ -355,6 +365,16 @@ fn poisson(rate_mbps: f64, seed: u64, end_us: i64, name: &str) -> Result<Trace, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_write_numbers_as_given_and_extreme_ones_with_an_exponent() {
+        let c = |r: f64| TraceSpec::Constant { rate_mbps: r }.name();
+        assert_eq!(c(12.0), "constant-12");
+        assert_eq!(c(0.5), "constant-0.5");
+        assert_eq!(c(1e-300), "constant-1e-300");
+        let steps = TraceSpec::Steps { steps: vec![(0.0, 30.0), (3.0, 3.0)] };
+        assert_eq!(steps.name(), "steps-30@0-3@3");
+    }
     use crate::units::{DataRate, Timestamp};
 
     #[test]
