@@ -61,6 +61,15 @@ def test_fq_codel_keeps_the_media_flows_queue_short(sluice, tmp_path):
     assert p95("fq-codel") < 40
 
 
+def test_a_loss_based_tcp_flow_on_an_unlimited_queue_is_noted(sluice, tmp_path):
+    base = ["run", "--trace", "gen:constant:6", "--duration", "2", "--competing"]
+    r = sluice(*base, "tcp:cubic@1", "--out", str(tmp_path / "a"))
+    assert r.code == 0 and "note: the downlink queue is unlimited" in r.err, r.err
+    for more in (["tcp:cubic", "--queue-bytes", "60000"], ["tcp:bbr"], ["media:self"]):
+        r = sluice(*base, *more, "--out", str(tmp_path / more[0].replace(":", "-")))
+        assert r.code == 0 and "queue is unlimited" not in r.err, (more, r.err)
+
+
 def test_a_run_alone_has_no_flow_keys(sluice, tmp_path):
     r = sluice("run", *NET, "--duration", "3", "--json", "--out", str(tmp_path / "a"))
     assert r.code == 0, r.err

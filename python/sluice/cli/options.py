@@ -340,6 +340,19 @@ def say_if_replacing(out: str | None, default: str) -> None:
               file=sys.stderr)  # fmt: skip
 
 
+def note_unbounded_queue(cfg: dict[str, Any]) -> None:
+    """A bulk TCP flow on the default unlimited drop-tail queue fills it for the whole run
+    (seconds of queue, which the video shares): said on stderr, with how to bound it."""
+    down = cfg.get("downlink") or {}
+    specs = [str(f.get("spec") if isinstance(f, dict) else f) for f in cfg.get("competing") or []]
+    tcp = [f for f in specs if f.startswith(("tcp:newreno", "tcp:cubic"))]
+    bounded = down.get("queue_bytes") is not None or down.get("queue_packets") is not None
+    if tcp and not bounded and down.get("queue_discipline", "droptail") == "droptail":
+        print("note: the downlink queue is unlimited: a loss-based TCP flow fills it without "
+              "bound and the video waits behind it (give --queue-bytes, or --queue codel)",
+              file=sys.stderr)  # fmt: skip
+
+
 def load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
     """``--scheme-file``: (the scheme's name, the file's stem; its resolved composition)."""
     from .. import config

@@ -119,10 +119,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if seeds is None:
         spec = o.spec_from_args(args, name, cfg, args.out)
         o.say_if_replacing(spec.out_dir, spec.default_out_dir())
+        o.note_unbounded_queue(spec.config())
         o.print_summary(name, run_one(spec), args.json)
         return 0
     summaries = []
     run_dirs = []
+    o.note_unbounded_queue(o.spec_from_args(args, name, cfg, args.out).config())
     for seed in seeds:
         out = os.path.join(args.out, f"s{seed}") if args.out else None
         spec = o.spec_from_args(args, name, cfg, out)
@@ -174,6 +176,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             specs.append(replace(spec, overrides=(*spec.overrides, ("seed", seed))))
     # Configs and traces once up front, so mistakes come before any run starts.
     cfgs = [run.check(s) for s in specs]
+    o.note_unbounded_queue(cfgs[0])
     run.load_traces(specs[0], cfgs[0])
     if earlier.folders:
         names = ", ".join(p.name for p in earlier.folders)
