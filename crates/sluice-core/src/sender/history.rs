@@ -15,6 +15,10 @@ struct SentRecord {
     in_flight: bool,
     /// The frame of a video packet or retransmission.
     frame_id: Option<u64>,
+    /// Feedback reported it received: a later report of it (a duplicated feedback message)
+    /// is ignored, as libwebrtc's TransportFeedbackAdapter drops a received packet from its
+    /// history. A packet reported lost stays: a later report may say it arrived.
+    received: bool,
 }
 
 #[derive(Debug)]
@@ -41,7 +45,7 @@ impl SendHistory {
         self.in_flight += sent.size;
         let frame_id =
             matches!(p.kind, PacketKind::Video | PacketKind::Retransmission).then_some(p.frame_id);
-        self.transport.push_back(SentRecord { sent, in_flight: true, frame_id });
+        self.transport.push_back(SentRecord { sent, in_flight: true, frame_id, received: false });
         if p.kind == PacketKind::Video {
             if self.media.is_empty() {
                 self.media_base = p.media_seq;
@@ -72,10 +76,19 @@ impl SendHistory {
         self.transport_base + self.transport.len() as u64
     }
 
-    /// Marks a packet reported; its send record and frame.
-    pub(super) fn report(&mut self, transport_seq: u64) -> Option<(SentPacket, Option<u64>)> {
+    /// Marks a packet reported (`received`: as arrived); its send record and frame. None for
+    /// a packet not kept, and for one an earlier report said arrived (a duplicate report).
+    pub(super) fn report(
+        &mut self,
+        transport_seq: u64,
+        received: bool,
+    ) -> Option<(SentPacket, Option<u64>)> {
         let idx = transport_seq.checked_sub(self.transport_base)? as usize;
         let r = self.transport.get_mut(idx)?;
+        if r.received {
+            return None;
+        }
+        r.received = received;
         if r.in_flight {
             r.in_flight = false;
             self.in_flight -= r.sent.size;

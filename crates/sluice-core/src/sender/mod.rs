@@ -631,7 +631,10 @@ impl Sender {
         let mut lost = BTreeSet::new();
         self.history.ack_through(fb.packets.iter().map(|r| r.transport_seq));
         for report in &fb.packets {
-            let Some((sent, frame)) = self.history.report(report.transport_seq) else { continue };
+            let received = report.arrival_time.is_some();
+            let Some((sent, frame)) = self.history.report(report.transport_seq, received) else {
+                continue;
+            };
             if report.arrival_time.is_none() {
                 if let Some(f) = frame {
                     if self.frames.drops.contains(f) {

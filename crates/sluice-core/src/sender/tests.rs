@@ -513,3 +513,40 @@ fn service_time_starts_when_the_frame_reaches_the_head_of_the_pacer() {
     }
     assert!(service_us as f64 > 1.3 * paced_us as f64, "{service_us} vs {paced_us} us");
 }
+
+#[test]
+fn a_duplicated_feedback_message_reports_its_received_packets_once() {
+    use crate::packet::PacketReport;
+    let (cc, feedback) = fixed(4, None);
+    let mut pair = Pair::new(sender(cc, Scripted::default(), 5.0), 20);
+    pair.run_until(Timestamp::from_ms(500), None);
+    let last = feedback.lock().unwrap().last().cloned().expect("feedback by 500 ms");
+    let count = || feedback.lock().unwrap().len();
+    let n = count();
+    let message = |packets: Vec<PacketReport>| {
+        Feedback::Transport(TransportFeedback {
+            flow: 0,
+            feedback_seq: 1_000,
+            packets,
+            hold_time: TimeDelta::ZERO,
+            ecn_ce_count: 0,
+        })
+    };
+    let now = Timestamp::from_ms(500);
+    let again = last
+        .packets
+        .iter()
+        .map(|p| PacketReport { transport_seq: p.sent.transport_seq, arrival_time: p.receive_time })
+        .collect();
+    pair.tx.handle_feedback(message(again), now);
+    assert_eq!(count(), n, "the controller hears of a received packet once");
+    // A packet reported lost may arrive after all: a later report of it counts, once.
+    let seq = pair.tx.history.next_transport_seq() - 1;
+    let report = |arrival| vec![PacketReport { transport_seq: seq, arrival_time: arrival }];
+    pair.tx.handle_feedback(message(report(None)), now);
+    assert_eq!(count(), n + 1);
+    pair.tx.handle_feedback(message(report(Some(now))), now);
+    assert_eq!(count(), n + 2);
+    pair.tx.handle_feedback(message(report(Some(now))), now);
+    assert_eq!(count(), n + 2);
+}

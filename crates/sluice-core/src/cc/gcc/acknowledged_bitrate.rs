@@ -213,7 +213,10 @@ impl RobustThroughputEstimator {
             }
         }
         let mut first_recv: Option<(Timestamp, DataSize)> = None;
-        let mut last_recv = Timestamp::ZERO;
+        // From the window's own arrivals, not 0 (libwebrtc starts at minus infinity): arrivals
+        // are in the receiver's clock, which may be far behind the sender's (negative times;
+        // the span from 0 made the rate tiny and held GCC's target at its floor).
+        let mut last_recv = self.window.iter().next()?.1;
         let mut recv_size = DataSize::ZERO;
         let mut first_send = Timestamp::INFINITY;
         let mut last_send: Option<(Timestamp, DataSize)> = None;
@@ -414,6 +417,31 @@ mod tests {
         // An arrival 1.5 s older than the newest: the window starts over.
         r.on_packets([(now, now - TimeDelta::from_ms(1500), DataSize::from_bytes(1200))]);
         assert!(r.window.len() <= 1 && r.bitrate().is_none());
+    }
+
+    #[test]
+    fn the_rate_is_the_same_whatever_the_receivers_clock_offset() {
+        // Arrival times are in the receiver's clock: only their differences count. A clock
+        // 100 s behind (negative arrivals) measured the span from 0 and gave a tiny rate.
+        let rate = |offset_us: i64| {
+            let mut r = RobustThroughputEstimator::default();
+            let pkts: Vec<_> = (0..100)
+                .map(|i| {
+                    (
+                        Timestamp::from_us(i * 3200),
+                        Timestamp::from_us(offset_us + 20_000 + i * 3200),
+                        DataSize::from_bytes(1200),
+                    )
+                })
+                .collect();
+            for chunk in pkts.chunks(10) {
+                r.on_packets(chunk.iter().copied());
+            }
+            r.bitrate().unwrap()
+        };
+        assert_eq!(rate(-100_000_000), rate(0));
+        assert_eq!(rate(-1_000_000), rate(0));
+        assert!((rate(0).as_mbps_f64() - 3.0).abs() < 0.05);
     }
 
     #[test]
