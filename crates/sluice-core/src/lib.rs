@@ -9,6 +9,12 @@
 //! Nothing here reads a clock, spawns a thread or touches a socket: every input carries its
 //! time (`handle_*(.., now)`), outputs are polled (`poll_*`), and each state machine says when
 //! it next needs to run (`poll_timeout`).
+//!
+//! Used as a library: a whole session ([`sim::Simulation`]), a [`sender::Sender`] and
+//! [`receiver::Receiver`] in your own loop, or one controller in your own transport
+//! (`examples/drive_controller.rs`); docs/architecture.md, "Using the core as a library", says
+//! what each needs. Components follow libwebrtc's controller interfaces (`on_*` events,
+//! `update()`), the endpoints the `handle_*`/`poll_*` names above.
 
 pub mod cc;
 pub mod columns;
