@@ -458,7 +458,8 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
         )
 
     parts.append("<h2>All runs</h2>" + _table_html(df, names))
-    flows = _flows_html(df, names)
+    # One network's flows (a run's, a compare's): a matrix's traces may each have others.
+    flows = _flows_html(df, names) if kind in ("run", "compare") else None
     if flows:
         parts.append("<h2>The flows at the bottleneck</h2>" + flows)
     if by_family and len(families) > 1:

@@ -230,9 +230,10 @@ def flow_rows(named: Named) -> tuple[list[str], list[list[str]]] | None:
 #: Under the flows table.
 FLOW_LEGEND = (
     "Each flow at the bottleneck (`flows` in summary.json, `flows_<flow>_*` in summary.csv): "
-    "its mean rate while active, its share of the bytes the bottleneck delivered, the P95 of "
+    "its mean rate while active, its share of the bytes its bottleneck delivered, the P95 of "
     "its packets' queueing delay there and its loss there; means over a scheme's runs. A "
-    "reverse flow's numbers are the uplink's."
+    "reverse flow's numbers are the uplink's; with a second bottleneck, a flow's are those of "
+    "the last one it crosses."
 )
 
 

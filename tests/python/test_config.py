@@ -99,6 +99,12 @@ def test_the_trace_a_link_reads_is_not_a_config_path(override):
         _with(override)
 
 
+def test_a_trace_name_given_as_it_is_is_no_change():
+    # A whole `downlink` object pasted back (its trace null, as before a run) sets the rest.
+    cfg = _with(("downlink", {"trace": None, "delay_ms": 5}))
+    assert cfg["downlink"]["delay_ms"] == 5 and cfg["downlink"]["trace"] is None
+
+
 def test_the_scheme_name_is_not_a_config_path():
     # --set scheme_name=copa ran webrtc's components and recorded copa.
     with pytest.raises(SluiceError, match="scheme_name is not set by a config path.*--scheme"):

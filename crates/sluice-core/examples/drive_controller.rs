@@ -34,6 +34,9 @@ const PACKET: DataSize = DataSize::from_bytes(1200);
 const QUEUE: DataSize = DataSize::from_bytes(100_000);
 const ONE_WAY: TimeDelta = TimeDelta::from_ms(20);
 
+/// A packet sent and its arrival at the receiver (None: the bottleneck dropped it).
+type Fate = (SentPacket, Option<Timestamp>);
+
 fn capacity(t: Timestamp) -> DataRate {
     DataRate::from_mbps(if t < Timestamp::from_ms(10_000) { 4 } else { 1 })
 }
@@ -45,9 +48,10 @@ fn run(mut cc: Box<dyn CongestionController>, report_every: TimeDelta) -> Vec<Da
     let mut link_free = now; // when the bottleneck has served what it holds
     let mut seq = 0;
     let mut in_flight = DataSize::ZERO;
-    // Sent and not yet reported (the packet, its arrival or None), and reports on their way.
-    let mut unreported: VecDeque<(SentPacket, Option<Timestamp>)> = VecDeque::new();
-    let mut reports: VecDeque<(Timestamp, Vec<(SentPacket, Option<Timestamp>)>)> = VecDeque::new();
+    // Sent and not yet reported (the packet, its arrival or None), and reports on their way
+    // (when each reaches the sender).
+    let mut unreported: VecDeque<Fate> = VecDeque::new();
+    let mut reports: VecDeque<(Timestamp, Vec<Fate>)> = VecDeque::new();
     let mut rtt = RttEstimator::default();
     let mut targets = Vec::new();
     // The probe cluster being sent: its config, packets sent so far and its start.

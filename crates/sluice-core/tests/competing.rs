@@ -481,6 +481,19 @@ fn a_second_bottleneck_carries_the_flows_that_cross_it() {
     let jain = (j0 + j2).powi(2) / (2.0 * (j0 * j0 + j2 * j2));
     let got = r.summary.jain_index.expect("jain_index");
     assert!((got - jain).abs() < 0.01, "{got} vs {jain} (flows 0 and 2): {}", show(flows));
+    // With no competing flow on the second, the index is of the first, which the session
+    // crosses too: the session and the flow that crosses the first only.
+    let first_only =
+        RunConfig { competing: vec![CompetingFlow::parse("media:self").unwrap()], ..cfg.clone() };
+    let t =
+        Arc::new(Trace::constant(DataRate::from_mbps(4), TimeDelta::from_secs_f64(seconds + 5.0)));
+    let r1 =
+        Simulation::new(&first_only, Some(t), None, build_encoder(&first_only).unwrap()).unwrap();
+    let r1 = r1.run();
+    let [a, b] = rates_between(&r1, 2, 10.0, seconds)[..] else { unreachable!() };
+    let jain = (a + b).powi(2) / (2.0 * (a * a + b * b));
+    let got = r1.summary.jain_index.expect("an index of the first bottleneck's flows");
+    assert!((got - jain).abs() < 0.01, "{got} vs {jain} (flows 0 and 1 on the first)");
 
     // Alone, the session's drops at the second bottleneck are its losses: a 1 Mbps second
     // link with a two-packet queue behind the 4 Mbps first one.

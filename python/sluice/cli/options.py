@@ -261,10 +261,11 @@ def add_run(p: argparse.ArgumentParser,
     r.add_argument(
         "--set", action="append", default=[], metavar="PATH=VALUE", dest="overrides",
         type=assignment,
-        help="set any run-config field by its full path, after the options above "
+        help="set a run-config field by its full path, after the options above "
         "(repeatable): duration_s=10, feedback_interval_ms=20, downlink.queue_bytes=50000, "
         "pacer.threshold_packets=12.5, cc.pacing_factor=2, pacer={\"kind\":\"ace-n\"}; "
-        "values are JSON, a bare word is a string (see: sluice config)",
+        "values are JSON, a bare word is a string; the traces' names and scheme_name come "
+        "from --trace, --uplink-trace and --scheme (see: sluice config --paths)",
     )  # fmt: skip
 
 

@@ -29,7 +29,8 @@ def add_commands(sub: Any) -> None:
         "--set", action="append", default=[], metavar="PATH=VALUE", dest="overrides",
         type=o.assignment, help="override (repeatable)",
     )  # fmt: skip
-    p.add_argument("--paths", action="store_true", help="one PATH=VALUE line per field")
+    p.add_argument("--paths", action="store_true",
+                   help="one PATH=VALUE line per field --set can set")  # fmt: skip
     p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("schemes", help="list the registered schemes")

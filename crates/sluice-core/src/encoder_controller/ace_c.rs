@@ -130,6 +130,7 @@ impl AceCConfig {
         }
         for (f, v) in [("initial_w", self.initial_w), ("initial_offset", self.initial_offset)] {
             if !v.is_finite() || v.abs() > 1e6 {
+                let v = crate::show(v);
                 return Err(format!("{} must be a finite number within 1e6, got {v}", p(f)));
             }
         }

@@ -308,8 +308,8 @@ impl RunConfig {
             // one frame and rates over a sliver of time (1000 fps for a 1 ms run at 30).
             return err(format!(
                 "duration {} s is shorter than one frame interval at {} fps (1/fps = {:.3} s)",
-                self.duration_s,
-                self.fps,
+                crate::show(self.duration_s),
+                crate::show(self.fps),
                 1.0 / self.fps
             ));
         }
@@ -570,7 +570,7 @@ mod tests {
         let run = |s: SchemeConfig| RunConfig { scheme: Some(s), ..RunConfig::default() };
         let refused = |s: SchemeConfig, needle: &str| {
             let e = run(s).validate().unwrap_err().0;
-            assert!(e.contains(needle), "{needle}: {e}");
+            assert!(e.contains(needle) && !e.contains("  "), "{needle}: {e}");
         };
         // GCC's loss-based estimator: libwebrtc would switch it off on an invalid setting.
         let mut s = scheme("webrtc");

@@ -527,8 +527,8 @@ impl Flows {
 
     /// Every flow's summary, and Jain's index over the interval in which all flows are
     /// active (from [`JAIN_WARMUP`] after the last start to the first stop or the end of
-    /// capture; short TCP flows, audio flows and flows counted at another link than the
-    /// session's left out; `None` if that interval is empty or fewer than two flows are left). Rates and shares cover the sampled part of the
+    /// capture; short TCP flows, audio flows and flows not on the link the index is of left
+    /// out; `None` if that interval is empty or fewer than two flows are left). Rates and shares cover the sampled part of the
     /// session (up to `sampled_until`).
     pub(super) fn summarize(
         &self,
@@ -563,16 +563,26 @@ impl Flows {
             })
             .collect();
         // Short TCP flows are on and off with a finite demand, audio flows have a fixed one:
-        // not part of the index. Nor is a flow whose bytes count at another link than the
-        // session's (a reverse media flow's uplink; with a second bottleneck, a flow that
-        // crosses the first only): rates at two links are not shares of one.
-        let session_at = self.entries[0].at;
-        let long: Vec<usize> = (0..self.entries.len())
-            .filter(|&i| {
-                let e = &self.entries[i];
-                !matches!(e.kind, "short-tcp" | "audio") && e.at == session_at
-            })
-            .collect();
+        // not part of the index. Nor is a flow that does not cross the link the index is of
+        // (a reverse media flow's uplink): rates at two links are not shares of one. With a
+        // second bottleneck the session crosses both: the index is of the flows on the
+        // second, or on the first if no competing flow crosses the second.
+        let session = &self.entries[0];
+        let on = |link: At| -> Vec<usize> {
+            (0..self.entries.len())
+                .filter(|&i| {
+                    let e = &self.entries[i];
+                    !matches!(e.kind, "short-tcp" | "audio")
+                        && (e.at == link || e.also == Some(link))
+                })
+                .collect()
+        };
+        let mut long = on(session.at);
+        if long.len() < 2 {
+            if let Some(first) = session.also {
+                long = on(first);
+            }
+        }
         let last_start =
             long.iter().map(|&i| self.entries[i].start).max().unwrap_or(Timestamp::ZERO);
         let first_stop = long

@@ -69,7 +69,9 @@ impl WebRtc {
         }
         reports.sort_by_key(|r| r.transport_seq);
         // The packets of one of the core's padding packets (RTX padding to a browser) report
-        // it once, arrived when its last packet did (lost only if all were).
+        // it once, arrived when its last packet did (lost only if all were). Across two
+        // reports, the first that says it arrived counts: the sender's history takes a packet
+        // reported received once, as libwebrtc's does.
         reports.dedup_by(|later, first| {
             let same = later.transport_seq == first.transport_seq;
             if same {

@@ -148,7 +148,8 @@ impl GccConfig {
             // without it.
             if let Some(p) = v2.problems().first() {
                 return Err(format!(
-                    "cc.loss_based_v2: {p} (an invalid setting would switch the loss-based                      estimator off; set cc.loss_based_v2.enabled=false for that)"
+                    "cc.loss_based_v2: {p} (an invalid setting would switch the loss-based \
+                     estimator off; set cc.loss_based_v2.enabled=false for that)"
                 ));
             }
             // Each loss report runs this many Newton steps: beyond a few hundred a run takes
