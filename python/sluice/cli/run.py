@@ -119,12 +119,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if seeds is None:
         spec = o.spec_from_args(args, name, cfg, args.out)
         o.say_if_replacing(spec.out_dir, spec.default_out_dir())
-        o.note_unbounded_queue(spec.config())
-        o.print_summary(name, run_one(spec), args.json)
+        run_dir = run_one(spec)
+        o.note_unbounded_queue(spec.config())  # after the run: a failed one says one line
+        o.print_summary(name, run_dir, args.json)
         return 0
     summaries = []
     run_dirs = []
-    o.note_unbounded_queue(o.spec_from_args(args, name, cfg, args.out).config())
     for seed in seeds:
         out = os.path.join(args.out, f"s{seed}") if args.out else None
         spec = o.spec_from_args(args, name, cfg, out)
@@ -132,6 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         o.say_if_replacing(spec.out_dir, spec.default_out_dir())
         run_dirs.append(run_one(spec))
         summaries.append(json.loads((run_dirs[-1] / results.SUMMARY_FILE).read_text("utf-8")))
+    o.note_unbounded_queue(spec.config())
     if args.json:
         print(json.dumps(summaries, indent=2))
         return 0
@@ -176,7 +177,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
             specs.append(replace(spec, overrides=(*spec.overrides, ("seed", seed))))
     # Configs and traces once up front, so mistakes come before any run starts.
     cfgs = [run.check(s) for s in specs]
-    o.note_unbounded_queue(cfgs[0])
     run.load_traces(specs[0], cfgs[0])
     if earlier.folders:
         names = ", ".join(p.name for p in earlier.folders)
@@ -186,6 +186,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     run_dirs = pool.run_many(specs, jobs=args.jobs, backend=args.backend,
                                address=args.address)  # fmt: skip
     runs = [results.load_run(d) for d in run_dirs]
+    o.note_unbounded_queue(cfgs[0])  # after the runs: a failed compare says one line
     by_scheme: dict[str, list[Any]] = {}
     where: dict[str, list[dict[str, Any]]] = {}  # each run's seed, its directory in `out`
     for r, d in zip(runs, run_dirs):
