@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import os
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -405,18 +406,28 @@ def _share_row(axes: Sequence[plt.Axes], bottom_zero: bool) -> bool:
     return False
 
 
+#: Runs side by side in one time-series figure at most (a column each: 17 made it 9000 px wide).
+MAX_TIMESERIES_RUNS = 12
+
+
 def plot_runs(
     runs: Sequence[Run], out_dir: str | os.PathLike[str], logx: bool = False
 ) -> list[Path]:
-    """Writes ``latency_cdf.png`` and ``timeseries.png`` into ``out_dir``."""
+    """Writes ``latency_cdf.png`` (every run) and ``timeseries.png`` (the first
+    :data:`MAX_TIMESERIES_RUNS`, said on stderr when there are more) into ``out_dir``."""
     d = Path(out_dir)
     for name in ("latency_cdf.png", "timeseries.png"):
         output_file(d / name, "plot file")
     d.mkdir(parents=True, exist_ok=True)
+    shown = list(runs[:MAX_TIMESERIES_RUNS])
+    if len(runs) > len(shown):
+        print(f"note: the time series show the first {len(shown)} of {len(runs)} runs (the "
+              "latency CDF has them all); plot fewer directories for the others",
+              file=sys.stderr)  # fmt: skip
     with family_palette([r.scheme for r in runs]):
         return [
             plot_latency_cdf(runs, d / "latency_cdf.png", logx=logx),
-            plot_timeseries(runs, d / "timeseries.png"),
+            plot_timeseries(shown, d / "timeseries.png"),
         ]
 
 

@@ -184,3 +184,28 @@ def test_rows_of_two_runs_are_said_to_have_an_interval_too_wide_to_read():
     assert report.two_runs_note([("b", named[1][1])]) == ""
     # The 12.7 it names is the interval the table prints.
     assert abs(spread([80.0, 90.0]).half - 12.706 * 5) < 0.01
+
+
+
+def test_the_time_series_show_at_most_twelve_runs_and_say_so(tmp_path, monkeypatch, capsys):
+    # `sluice plot` of a folder of 17 runs drew a 9000 px wide figure, one column a run.
+    from types import SimpleNamespace
+
+    from sluice import plots
+
+    seen: dict[str, int] = {}
+
+    def drawn(what):
+        def draw(runs, path, **_):
+            seen[what] = len(runs)
+            return path
+        return draw
+
+    monkeypatch.setattr(plots, "plot_latency_cdf", drawn("cdf"))
+    monkeypatch.setattr(plots, "plot_timeseries", drawn("ts"))
+    runs = [SimpleNamespace(scheme=f"s{i}") for i in range(17)]
+    plots.plot_runs(runs, tmp_path)
+    assert seen == {"cdf": 17, "ts": 12} and plots.MAX_TIMESERIES_RUNS == 12
+    assert "first 12 of 17 runs" in capsys.readouterr().err
+    plots.plot_runs(runs[:3], tmp_path)
+    assert seen == {"cdf": 3, "ts": 3} and "first" not in capsys.readouterr().err
