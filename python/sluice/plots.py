@@ -505,9 +505,9 @@ def plot_tradeoff(
     *,
     schemes: Sequence[str] | None = None,
     by: str | None = "network",
-    x: str = "latency_ms_p95",
+    x: str = "latency_all_ms_p95",
     y: str = "vmaf_mean",
-    title: str = "P95 latency vs mean VMAF",
+    title: str = "All-slot P95 latency vs mean VMAF",
 ) -> Path:
     """ACE Fig. 12: one panel per ``by`` value (network type; ``None``: one panel). Every run
     is a faint point, each scheme's mean over its runs a bold marker with its name. Without
@@ -657,7 +657,10 @@ def plot_param_sweep(
             no_data(ax, f"no {col}")
         else:
             stats = sweep.groupby(param)[col].agg(["mean", "std"]).reindex(values) * scale
-            ax.errorbar(values, stats["mean"], yerr=stats["std"].fillna(0), color="k", lw=2,
+            # A latency or a loss is never below 0: the bar below the mean stops there.
+            std = stats["std"].fillna(0).to_numpy()
+            below = np.minimum(std, np.maximum(stats["mean"].to_numpy(), 0))
+            ax.errorbar(values, stats["mean"], yerr=[below, std], color="k", lw=2,
                         marker="o", capsize=3, label="all runs")  # fmt: skip
             for gi, g in enumerate(groups):
                 m = sweep[sweep[by] == g].groupby(param)[col].mean().reindex(values) * scale
