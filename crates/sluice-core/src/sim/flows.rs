@@ -528,8 +528,8 @@ impl Flows {
     /// Every flow's summary, and Jain's index over the interval in which all flows are
     /// active (from [`JAIN_WARMUP`] after the last start to the first stop or the end of
     /// capture; short TCP flows, audio flows and flows not on the link the index is of left
-    /// out; `None` if that interval is empty or fewer than two flows are left). Rates and shares cover the sampled part of the
-    /// session (up to `sampled_until`).
+    /// out; `None` if that interval is empty or fewer than two flows are left). Rates and
+    /// shares cover the sampled part of the session (up to `sampled_until`).
     pub(super) fn summarize(
         &self,
         tables: Tables<'_>,
