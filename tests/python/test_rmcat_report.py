@@ -135,3 +135,28 @@ def test_a_run_without_samples_or_shown_frames_is_judged_not_crashed_on():
     }, frames=None, samples=None)  # fmt: skip
     assert rmcat._viewer(run) == "video: all-slot P95 nan ms, frozen nan s"
     assert rmcat._check_51(run) == (False, "utilisation nan, queue P95 nan ms")
+
+
+def test_the_analyses_write_beside_their_results_unless_told_where(monkeypatch, tmp_path):
+    # Co-RTV's, RMCAT's and combined's reports went to docs/results by default: a user's own
+    # runs overwrote the shipped report. The make targets give --report-dir docs/results.
+    from sluice.analysis import combined, cortv
+
+    got = {}
+
+    def capture(name):
+        def write(*args, **kwargs):
+            got[name] = [a for a in args if isinstance(a, (str, Path))]
+            return tmp_path / "x.md"
+        return write
+
+    for mod in (rmcat, cortv, combined):
+        monkeypatch.setattr(mod, "write_report", capture(mod.__name__))
+    rmcat._write(rmcat.parse_args(["res"]), "cmd")
+    cortv._write(cortv.parse_args(["res/cortv"]), "cmd")
+    combined._write(combined.parse_args(["res/lb", "--ablations", "res/abl"]), "cmd")
+    assert Path("res/report") in map(Path, got["sluice.analysis.rmcat"])
+    assert Path("res/cortv/report") in map(Path, got["sluice.analysis.cortv"])
+    assert Path("res/lb/report") in map(Path, got["sluice.analysis.combined"])
+    rmcat._write(rmcat.parse_args(["res", "--report-dir", "docs/results"]), "cmd")
+    assert Path("docs/results") in map(Path, got["sluice.analysis.rmcat"])

@@ -346,7 +346,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--candidates-heldout", metavar="RESULTS", default=None,
                     help="results/combined-candidates-heldout: the chosen one held out "
                     "(optional, with --candidates)")  # fmt: skip
-    ap.add_argument("--report-dir", default="docs/results")
+    ap.add_argument("--report-dir", default=None,
+                    help="where combined.md and img/ go (default: <leaderboard results>/report; "
+                    "make combined-report gives docs/results)")  # fmt: skip
     return ap.parse_args(argv)
 
 
@@ -356,7 +358,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _write(args: argparse.Namespace, command: str) -> str:
     md = write_report(Path(args.leaderboard), Path(args.ablations),
-                      _path(args.heldout), Path(args.report_dir), command,
+                      _path(args.heldout),
+                      Path(args.report_dir or Path(args.leaderboard) / "report"), command,
                       _path(args.ablations_all), _path(args.candidates),
                       _path(args.candidates_heldout))  # fmt: skip
     return f"report: {md}"

@@ -632,9 +632,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="results/cortv-heldout (optional): the held-out check")
     p.add_argument(
         "--report-dir",
-        default="docs/results",
+        default=None,
         metavar="DIR",
-        help="where cortv.md, cortv-runs.csv and img/ go (default docs/results)",
+        help="where cortv.md, cortv-runs.csv and img/ go (default: <model results>/report; "
+        "make cortv-report gives docs/results)",
     )
     return p.parse_args(argv)
 
@@ -644,7 +645,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _write(args: argparse.Namespace, command: str) -> str:
-    md = write_report(args.model, args.x264, args.report_dir, command=command,
+    report_dir = args.report_dir or Path(args.model) / "report"
+    md = write_report(args.model, args.x264, report_dir, command=command,
                       fig4_dir=args.fig4, heldout_dir=args.heldout)  # fmt: skip
     return f"report: {md}"
 

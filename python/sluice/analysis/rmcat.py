@@ -473,7 +473,9 @@ def write_report(results_root: str | Path, report_dir: str | Path, command: str)
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("results", metavar="RESULTS", help="the results root (results)")
-    p.add_argument("--report-dir", default="docs/results", metavar="DIR")
+    p.add_argument("--report-dir", default=None, metavar="DIR",
+                   help="where rmcat.md and img/ go (default: RESULTS/report; make rmcat "
+                   "gives docs/results)")  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -482,7 +484,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _write(args: argparse.Namespace, command: str) -> str:
-    return f"report: {write_report(args.results, args.report_dir, command=command)}"
+    report_dir = args.report_dir or Path(args.results) / "report"
+    return f"report: {write_report(args.results, report_dir, command=command)}"
 
 
 if __name__ == "__main__":
