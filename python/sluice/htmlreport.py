@@ -35,9 +35,14 @@ REPORT_FILE = "report.html"
 # --- what the directory holds -------------------------------------------------------------
 
 
-def _runs_table(d: Path) -> tuple[Any, dict[str, Any], str]:
+#: A run or compare's runs as read for its table: run directory -> (header, summary).
+Read = dict[str, tuple[dict[str, Any], dict[str, Any]]]
+
+
+def _runs_table(d: Path) -> tuple[Any, dict[str, Any], str, Read]:
     """(one row per run: scheme, trace, network, clip, seed, run_dir and the summary's
-    metrics; the plan, if any; what the directory is: run, compare or matrix)."""
+    metrics; the plan, if any; what the directory is: run, compare or matrix; a run's or
+    compare's headers and summaries as read, none for a matrix)."""
     import pandas as pd
 
     from .experiments import TABLE_CSV, TABLE_PARQUET, read_table
@@ -48,18 +53,20 @@ def _runs_table(d: Path) -> tuple[Any, dict[str, Any], str]:
         if "status" in table:
             table = table[table["status"].fillna("done") == "done"]
         plan = json.loads((d / PLAN_FILE).read_text("utf-8")) if (d / PLAN_FILE).is_file() else {}
-        return table.reset_index(drop=True), plan, "matrix"
+        return table.reset_index(drop=True), plan, "matrix", {}
     if results.is_run_dir(d):
         dirs, kind = [d], "run"
     else:
         dirs = sorted({p.parent for p in d.rglob(results.RUN_FILE)})
         kind = "compare"
     rows = []
+    read: Read = {}
     for rd in dirs:
         if not results.is_complete(rd):
             continue
         h = results.read_header(rd)
         s = json.loads((rd / results.SUMMARY_FILE).read_text("utf-8"))
+        read[str(rd)] = (h, s)
         trace = (h.get("trace") or {}).get("name") or "unlimited"
         rows.append(
             {
@@ -82,7 +89,7 @@ def _runs_table(d: Path) -> tuple[Any, dict[str, Any], str]:
         rank = {s: i for i, s in enumerate(order)}
         df = df.sort_values("scheme", key=lambda c: c.map(lambda s: rank.get(s, len(rank))),
                             kind="stable")  # fmt: skip
-    return df.reset_index(drop=True), {}, kind
+    return df.reset_index(drop=True), {}, kind, read
 
 
 def _compare_order(d: Path) -> list[str]:
@@ -285,20 +292,12 @@ window.addEventListener('load', function () {
 """
 
 
-def _flows_html(df: Any, names: Sequence[str]) -> str | None:
-    """What each flow at the bottleneck got (:func:`report.flow_rows`), from the runs'
-    summaries; None without competing flows."""
+def _flows_html(df: Any, names: Sequence[str], read: Read) -> str | None:
+    """What each flow at the bottleneck got (:func:`report.flow_rows`), from the summaries
+    the table was made from; None without competing flows."""
     if "flows_1_share" not in df:
         return None
-    named = []
-    for s in names:
-        summaries = []
-        for d in df.loc[df["scheme"] == s, "run_dir"]:
-            try:
-                summaries.append(json.loads((Path(d) / results.SUMMARY_FILE).read_text()))
-            except (OSError, ValueError):  # a damaged summary: that run is left out here
-                continue
-        named.append((s, summaries))
+    named = [(s, [read[d][1] for d in df.loc[df["scheme"] == s, "run_dir"]]) for s in names]
     table = report.flow_rows(named)
     if table is None:
         return None
@@ -392,7 +391,7 @@ def write_report(
         raise SluiceError(f"{d} is a file: give a result directory (a run, compare or plan's)")
     if not d.is_dir():
         raise SluiceError(f"no such directory: {d}")
-    df, plan, kind = _runs_table(d)
+    df, plan, kind, read = _runs_table(d)
     if df.empty:
         raise SluiceError(f"no finished runs in {d}")
     names = list(dict.fromkeys(df["scheme"]))
@@ -401,11 +400,12 @@ def write_report(
     from .plots import family_palette
 
     with family_palette(names, parents):
-        return _write_report(d, out, command, max_timeseries, df, plan, kind, names)
+        return _write_report(d, out, command, max_timeseries, df, plan, kind, names, read)
 
 
 def _write_report(d: Path, out: str | Path | None, command: str | None, max_timeseries: int,
-                  df: Any, plan: dict[str, Any], kind: str, names: list[str]) -> Path:  # fmt: skip
+                  df: Any, plan: dict[str, Any], kind: str, names: list[str],
+                  read: Read) -> Path:  # fmt: skip
     # A plan's trace without a network (its "-") is a family of its own, named by its label.
     network = df["network"].fillna("all")
     if "trace" in df:
@@ -427,7 +427,7 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
         + f". {html.escape(legend)}</p>"
     )
     if kind in ("run", "compare"):  # one network: said in a line, as compare.md does
-        first = results.read_header(df["run_dir"].iloc[0])
+        first = read[df["run_dir"].iloc[0]][0]
         cfg = first.get("config") or {}
         if isinstance(cfg.get("downlink"), dict):
             trace = (first.get("trace") or {}).get("name") or cfg["downlink"].get("trace")
@@ -459,7 +459,7 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
 
     parts.append("<h2>All runs</h2>" + _table_html(df, names))
     # One network's flows (a run's, a compare's): a matrix's traces may each have others.
-    flows = _flows_html(df, names) if kind in ("run", "compare") else None
+    flows = _flows_html(df, names, read) if kind in ("run", "compare") else None
     if flows:
         parts.append("<h2>The flows at the bottleneck</h2>" + flows)
     if by_family and len(families) > 1:
