@@ -172,13 +172,11 @@ def _pool_task(fn: Any, spec: RunSpec) -> Any:
         return fn(spec)
     except Terminated:  # the run unwound (its temporary files are gone); the worker ends
         os._exit(143)
-    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+    except (Exception, KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
-    except BaseException as e:  # noqa: BLE001 (the core's panic, a BaseException)
-        if isinstance(e, Exception):
-            raise
-        # pyo3's PanicException cannot be pickled back to the parent (which then reports a
-        # PicklingError instead): what it said goes back as an error of the run.
+    except BaseException as e:  # noqa: BLE001 (pyo3's PanicException: the core's panic)
+        # It cannot be pickled back to the parent (which then reports a PicklingError
+        # instead): what it said goes back as an error of the run.
         raise RuntimeError(f"internal error (a bug in Sluice's core): {e}") from None
     finally:
         _task_running = False

@@ -129,7 +129,7 @@ def _average_fps(framecrc: str) -> float | None:
     return float(whole) if whole and abs(avg - whole) <= 0.01 * whole else round(avg, 2)
 
 
-#: The largest side of a prepared clip (x264's and the --width option's limit).
+#: The largest side of a prepared clip (the --width option's limit too).
 MAX_SIDE = 16384
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..errors import SluiceError
-from ..video import X264_PRESETS
+from ..video import MAX_SIDE, X264_PRESETS
 
 EXIT_USAGE = 2
 
@@ -302,7 +302,8 @@ def add_video(p: argparse.ArgumentParser, quality: bool = True) -> None:
         "and webrtc-x264 are on x264; else x264 with --video, else the model encoder)",
     )  # fmt: skip
     v.add_argument(
-        "--width", type=int_in(16, "a width in pixels in [16, 16384]", 16384), default=None,
+        "--width", type=int_in(16, f"a width in pixels in [16, {MAX_SIDE}]", MAX_SIDE),
+        default=None,
         metavar="W",
         help="scale the video to this width (aspect kept)",
     )  # fmt: skip
