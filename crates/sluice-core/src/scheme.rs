@@ -391,7 +391,7 @@ pub fn registry() -> Vec<SchemeInfo> {
         SchemeInfo {
             name: "copa",
             description: "Copa (NSDI '18) as its reference code (genericCC): window-based, delta 0.5, paced at 2 x cwnd / standing RTT; ABR + VBV(0.5 s) at cwnd / srtt; no dummy packets, no encoder pause, no frame dropping (Vidaptive's and Co-RTV's Copa baseline)",
-            color: "#bcbd22",
+            color: "#01665e",
             encoder: None,
             config: copa_with(CopaConfig::default(), EncoderControllerConfig::default()),
         },
@@ -567,7 +567,7 @@ pub fn registry() -> Vec<SchemeInfo> {
         SchemeInfo {
             name: "copa-x264",
             description: "MAE Table 1's x264 on Copa: the copa scheme's composition (ABR + VBV(0.5 s) at Copa's rate)",
-            color: "#dbdb8d",
+            color: "#35978f",
             encoder: None,
             config: copa_with(CopaConfig::default(), EncoderControllerConfig::default()),
         },
