@@ -10,6 +10,7 @@ the generic helpers here make Markdown tables of per-scheme means. Per-system an
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import functools
 import json
@@ -42,6 +43,10 @@ __all__ = [
     "relative_to_cwd",
     "provenance",
     "report_main",
+    "report_parser",
+    "add_results_root",
+    "add_report_dir",
+    "report_dir_of",
     "ANALYSIS_OPEN",
     "ANALYSIS_CLOSE",
     "ANALYSIS_PLACEHOLDER",
@@ -66,6 +71,33 @@ class Results:
     @property
     def name(self) -> str:
         return str(self.plan.get("name") or self.path.name)
+
+
+def report_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
+    """A report command's parser, described by the first paragraph of its module's ``doc``."""
+    return argparse.ArgumentParser(prog=prog, description=(doc or "").split("\n\n")[0])
+
+
+def add_results_root(p: argparse.ArgumentParser) -> None:
+    """``--results-root``: where the results of plan files given in place of results are."""
+    p.add_argument("--results-root", default="results", metavar="DIR",
+                   help="with plan files: where their results are (default results)")
+
+
+def add_report_dir(p: argparse.ArgumentParser, writes: str, beside: str,
+                   make: str | None = None) -> None:  # fmt: skip
+    """``--report-dir``: where the report (``writes``) goes; by default a ``report`` folder
+    beside the results named ``beside`` (:func:`report_dir_of`); ``make``: the make target that
+    writes the shipped report into docs/results."""
+    shipped = f"; make {make} gives docs/results" if make else ""
+    p.add_argument("--report-dir", default=None, metavar="DIR",
+                   help=f"where {writes} go (default: {beside}/report{shipped})")
+
+
+def report_dir_of(args: argparse.Namespace, beside: str | os.PathLike[str]) -> Path:
+    """The folder a report goes to: ``--report-dir``, else ``report`` in ``beside`` (its
+    results), so a user's own runs never overwrite the report shipped in docs/results."""
+    return Path(args.report_dir) if args.report_dir else Path(beside) / "report"
 
 
 def user_error(prog: str, e: Exception) -> int:

@@ -37,6 +37,8 @@ from ..results import Run
 from . import (
     ANALYSIS_SLOT,
     Results,
+    add_report_dir,
+    add_results_root,
     existing_analysis,
     figure,
     fmt,
@@ -47,7 +49,9 @@ from . import (
     provenance,
     quality_words,
     relative_to_cwd,
+    report_dir_of,
     report_main,
+    report_parser,
     write_markdown,
 )
 from .cells import (
@@ -674,24 +678,14 @@ def write_report(res: Results, report_dir: str | os.PathLike[str], *,
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = report_parser(PROG, __doc__)
     p.add_argument(
         "results",
         metavar="RESULTS",
         help="the matrix's results directory (results/ace) or its plan file",
     )
-    p.add_argument(
-        "--results-root",
-        default="results",
-        metavar="DIR",
-        help="with a plan file: where its results are (default results)",
-    )
-    p.add_argument(
-        "--report-dir",
-        default=None,
-        metavar="DIR",
-        help="where <name>.md, <name>-runs.csv and img/ go (default: <results directory>/report)",
-    )
+    add_results_root(p)
+    add_report_dir(p, "<name>.md, <name>-runs.csv and img/", "RESULTS", "ace-report")
     p.add_argument(
         "--hd",
         metavar="RESULTS",
@@ -716,9 +710,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _write(args: argparse.Namespace, command: str) -> str:
     res = load(args.results, args.results_root)
-    report_dir = Path(args.report_dir) if args.report_dir else res.path / "report"
     hd = load(args.hd, args.results_root) if args.hd else None
-    md = write_report(res, report_dir, detail_trace=args.detail_trace,
+    md = write_report(res, report_dir_of(args, res.path), detail_trace=args.detail_trace,
                       detail_clip=args.detail_clip, hd=hd, command=command)  # fmt: skip
     return f"{len(res.table)} runs; report: {md}"
 

@@ -46,12 +46,15 @@ from .. import results
 from ..errors import SluiceError
 from . import (
     ANALYSIS_SLOT,
+    add_report_dir,
     existing_analysis,
     figure,
     fmt,
     markdown,
     provenance,
+    report_dir_of,
     report_main,
+    report_parser,
     write_markdown,
 )
 from .pooled import slot_latencies_ms
@@ -438,10 +441,12 @@ def write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: st
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    ap.add_argument("plan")
-    ap.add_argument("--results", default="results", help="results root (default results)")
-    ap.add_argument("--report-dir", default=None, help="default <results>/<name>/report")
+    ap = report_parser(PROG, __doc__)
+    ap.add_argument("plan", metavar="PLAN", help="the plan (experiments/chrome-fidelity.toml)")
+    ap.add_argument("--results", default="results", metavar="DIR",
+                    help="results root (default results): its runs go to DIR/<plan's name>")
+    add_report_dir(ap, "chrome.md, chrome-runs.csv and img/", "DIR/<plan's name>",
+                   "chrome-report")
     ap.add_argument("--report-only", action="store_true", help="run nothing, only report")
     return ap.parse_args(argv)
 
@@ -455,8 +460,7 @@ def _write(args: argparse.Namespace, command: str) -> str:
     root = Path(args.results) / plan["name"]
     if not args.report_only:
         run_missing(plan, root)
-    report_dir = Path(args.report_dir) if args.report_dir else root / "report"
-    return f"report: {write_report(plan, root, report_dir, command)}"
+    return f"report: {write_report(plan, root, report_dir_of(args, root), command)}"
 
 
 if __name__ == "__main__":

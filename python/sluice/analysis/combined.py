@@ -29,13 +29,16 @@ from typing import Any
 from ..errors import SluiceError
 from . import (
     ANALYSIS_SLOT,
+    add_report_dir,
     existing_analysis,
     figure,
     load,
     markdown,
     prose,
     provenance,
+    report_dir_of,
     report_main,
+    report_parser,
     write_markdown,
 )
 from .cells import (
@@ -331,8 +334,9 @@ def _path(v: str | None) -> Path | None:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    ap.add_argument("leaderboard", help="the leaderboard's results directory (results/leaderboard)")
+    ap = report_parser(PROG, __doc__)
+    ap.add_argument("leaderboard", metavar="LEADERBOARD",
+                    help="the leaderboard's results directory (results/leaderboard)")
     ap.add_argument("--ablations", required=True, metavar="RESULTS",
                     help="results/combined-ablations")  # fmt: skip
     ap.add_argument("--heldout", metavar="RESULTS", default=None,
@@ -346,9 +350,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--candidates-heldout", metavar="RESULTS", default=None,
                     help="results/combined-candidates-heldout: the chosen one held out "
                     "(optional, with --candidates)")  # fmt: skip
-    ap.add_argument("--report-dir", default=None,
-                    help="where combined.md and img/ go (default: <leaderboard results>/report; "
-                    "make combined-report gives docs/results)")  # fmt: skip
+    add_report_dir(ap, "combined.md and img/", "LEADERBOARD", "combined-report")
     return ap.parse_args(argv)
 
 
@@ -359,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _write(args: argparse.Namespace, command: str) -> str:
     md = write_report(Path(args.leaderboard), Path(args.ablations),
                       _path(args.heldout),
-                      Path(args.report_dir or Path(args.leaderboard) / "report"), command,
+                      report_dir_of(args, args.leaderboard), command,
                       _path(args.ablations_all), _path(args.candidates),
                       _path(args.candidates_heldout))  # fmt: skip
     return f"report: {md}"

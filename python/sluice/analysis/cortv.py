@@ -37,6 +37,7 @@ from ..errors import SluiceError
 from ..plots import plt, save, scheme_color
 from . import (
     ANALYSIS_SLOT,
+    add_report_dir,
     existing_analysis,
     figure,
     fmt,
@@ -46,7 +47,9 @@ from . import (
     prose,
     provenance,
     relative_to_cwd,
+    report_dir_of,
     report_main,
+    report_parser,
     write_markdown,
 )
 from .cells import (
@@ -623,7 +626,7 @@ def write_report(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = report_parser(PROG, __doc__)
     p.add_argument("model", metavar="MODEL_RESULTS", help="results/cortv")
     p.add_argument(
         "x264",
@@ -636,13 +639,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="results/cortv-fig4 (optional): Fig. 4's setting")
     p.add_argument("--heldout", metavar="RESULTS", default=None,
                    help="results/cortv-heldout (optional): the held-out check")
-    p.add_argument(
-        "--report-dir",
-        default=None,
-        metavar="DIR",
-        help="where cortv.md, cortv-runs.csv and img/ go (default: <model results>/report; "
-        "make cortv-report gives docs/results)",
-    )
+    add_report_dir(p, "cortv.md, cortv-runs.csv and img/", "MODEL_RESULTS", "cortv-report")
     return p.parse_args(argv)
 
 
@@ -651,8 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _write(args: argparse.Namespace, command: str) -> str:
-    report_dir = args.report_dir or Path(args.model) / "report"
-    md = write_report(args.model, args.x264, report_dir, command=command,
+    md = write_report(args.model, args.x264, report_dir_of(args, args.model), command=command,
                       fig4_dir=args.fig4, heldout_dir=args.heldout)  # fmt: skip
     return f"report: {md}"
 

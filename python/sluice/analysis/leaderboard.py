@@ -34,13 +34,16 @@ from ..errors import SluiceError
 from ..spread import Spread, spread
 from . import (
     ANALYSIS_SLOT,
+    add_report_dir,
     existing_analysis,
     figure,
     load,
     markdown,
     prose,
     provenance,
+    report_dir_of,
     report_main,
+    report_parser,
     write_markdown,
 )
 
@@ -308,9 +311,10 @@ def write_report(res_dir: Path, report_dir: Path, command: str) -> Path:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    ap.add_argument("results", help="the matrix's results directory (results/leaderboard)")
-    ap.add_argument("--report-dir", default=None, help="default <results>/report")
+    ap = report_parser(PROG, __doc__)
+    ap.add_argument("results", metavar="RESULTS",
+                    help="the matrix's results directory (results/leaderboard)")
+    add_report_dir(ap, "leaderboard.md, leaderboard.html and img/", "RESULTS", "leaderboard")
     return ap.parse_args(argv)
 
 
@@ -320,8 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _write(args: argparse.Namespace, command: str) -> str:
     res = Path(args.results)
-    out = Path(args.report_dir) if args.report_dir else res / "report"
-    return f"report: {write_report(res, out, command)}"
+    return f"report: {write_report(res, report_dir_of(args, res), command)}"
 
 
 if __name__ == "__main__":

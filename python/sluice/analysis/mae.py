@@ -39,6 +39,8 @@ from ..plots import no_data, plt, save, scheme_color
 from . import (
     ANALYSIS_SLOT,
     Results,
+    add_report_dir,
+    add_results_root,
     existing_analysis,
     figure,
     fmt,
@@ -48,7 +50,9 @@ from . import (
     prose,
     provenance,
     relative_to_cwd,
+    report_dir_of,
     report_main,
+    report_parser,
     require_schemes,
     run_encoder,
     write_markdown,
@@ -778,7 +782,7 @@ def write_report(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = report_parser(PROG, __doc__)
     p.add_argument(
         "results",
         nargs="+",
@@ -786,12 +790,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="results directories or plan files: the x264 plan's and/or the model "
         "plan's (told apart by their encoder)",
     )
-    p.add_argument(
-        "--results-root",
-        default="results",
-        metavar="DIR",
-        help="with plan files: where their results are (default results)",
-    )
+    add_results_root(p)
     p.add_argument(
         "--clips",
         metavar="RESULTS",
@@ -802,12 +801,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="RESULTS",
         help="the held-out check's results (results/mae-heldout) or plan file",
     )
-    p.add_argument(
-        "--report-dir",
-        default=None,
-        metavar="DIR",
-        help="where mae.md, mae-runs.csv and img/ go (default: <first results directory>/report)",
-    )
+    add_report_dir(p, "mae.md, mae-runs.csv and img/", "the first RESULTS", "mae-report")
     return p.parse_args(argv)
 
 
@@ -828,11 +822,10 @@ def _write(args: argparse.Namespace, command: str) -> str:
         if e in by_encoder:
             raise SluiceError(f"two {e} results given: {by_encoder[e].path} and {res.path}")
         by_encoder[e] = res
-    report_dir = Path(args.report_dir) if args.report_dir else loaded[0].path / "report"
     md = write_report(
         by_encoder.get("x264"),
         by_encoder.get("model"),
-        report_dir,
+        report_dir_of(args, loaded[0].path),
         command=command,
         clips_res=load(args.clips, args.results_root) if args.clips else None,
         heldout_res=load(args.heldout, args.results_root) if args.heldout else None,

@@ -30,11 +30,14 @@ from ..errors import SluiceError
 from ..plots import plt, save, scheme_color
 from . import (
     ANALYSIS_SLOT,
+    add_report_dir,
     existing_analysis,
     figure,
     prose,
     provenance,
+    report_dir_of,
     report_main,
+    report_parser,
     write_markdown,
 )
 
@@ -471,11 +474,9 @@ def write_report(results_root: str | Path, report_dir: str | Path, command: str)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = report_parser(PROG, __doc__)
     p.add_argument("results", metavar="RESULTS", help="the results root (results)")
-    p.add_argument("--report-dir", default=None, metavar="DIR",
-                   help="where rmcat.md and img/ go (default: RESULTS/report; make rmcat "
-                   "gives docs/results)")  # fmt: skip
+    add_report_dir(p, "rmcat.md and img/", "RESULTS", "rmcat")
     return p.parse_args(argv)
 
 
@@ -484,8 +485,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _write(args: argparse.Namespace, command: str) -> str:
-    report_dir = args.report_dir or Path(args.results) / "report"
-    return f"report: {write_report(args.results, report_dir, command=command)}"
+    md = write_report(args.results, report_dir_of(args, args.results), command=command)
+    return f"report: {md}"
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ from ..results import Run
 from . import (
     ANALYSIS_SLOT,
     Results,
+    add_report_dir,
+    add_results_root,
     existing_analysis,
     figure,
     fmt,
@@ -50,7 +52,9 @@ from . import (
     provenance,
     quality_words,
     relative_to_cwd,
+    report_dir_of,
     report_main,
+    report_parser,
     require_schemes,
     run_encoder,
     signed_pct,
@@ -723,16 +727,14 @@ def write_report(model: Results, x264: Results | None, report_dir: str | os.Path
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = report_parser(PROG, __doc__)
     p.add_argument("model", metavar="MODEL_RESULTS",
                    help="results of experiments/vidaptive.toml (results/vidaptive) or the plan")
     p.add_argument("x264", metavar="X264_RESULTS", nargs="?", default=None,
                    help="results of experiments/vidaptive-x264.toml (optional)")
-    p.add_argument("--results-root", default="results", metavar="DIR",
-                   help="with plan files: where their results are (default results)")
-    p.add_argument("--report-dir", default=None, metavar="DIR",
-                   help="where vidaptive.md, vidaptive-runs.csv and img/ go (default: "
-                   "<model results>/report)")
+    add_results_root(p)
+    add_report_dir(p, "vidaptive.md, vidaptive-runs.csv and img/", "MODEL_RESULTS",
+                   "vidaptive-report")
     return p.parse_args(argv)  # fmt: skip
 
 
@@ -743,8 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _write(args: argparse.Namespace, command: str) -> str:
     model = load(args.model, args.results_root)
     x264 = load(args.x264, args.results_root) if args.x264 else None
-    report_dir = Path(args.report_dir) if args.report_dir else model.path / "report"
-    md = write_report(model, x264, report_dir, command=command)
+    md = write_report(model, x264, report_dir_of(args, model.path), command=command)
     n = len(model.table) + (len(x264.table) if x264 is not None else 0)
     return f"{n} runs; report: {md}"
 
