@@ -24,10 +24,15 @@ pub type Name = Cow<'static, str>;
 /// One column value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
+    /// An integer: a count, or a quantity in the unit its name carries (`_bps`, `_bytes`, `_us`).
     Int(i64),
+    /// A float; NaN and infinities serialise as null.
     Float(f64),
+    /// A boolean flag (such as `cc_in_alr`).
     Bool(bool),
+    /// A text value, such as a state name (`cc_usage`).
     Text(Name),
+    /// No value (JSON null): the quantity is not known at this sample.
     Null,
 }
 
@@ -107,18 +112,23 @@ impl<'de> Deserialize<'de> for Value {
 pub struct Columns(Vec<(Name, Value)>);
 
 impl Columns {
+    /// Appends `name` with `value`, even if `name` is already there (see [`Self::set`]).
     pub fn push(&mut self, name: impl Into<Name>, value: Value) {
         self.0.push((name.into(), value));
     }
+    /// Appends an integer column; `None` writes null.
     pub fn int(&mut self, name: impl Into<Name>, v: Option<i64>) {
         self.push(name, v.map_or(Value::Null, Value::Int));
     }
+    /// Appends a float column; `None` writes null.
     pub fn float(&mut self, name: impl Into<Name>, v: Option<f64>) {
         self.push(name, v.map_or(Value::Null, Value::Float));
     }
+    /// Appends a boolean column.
     pub fn bool(&mut self, name: impl Into<Name>, v: bool) {
         self.push(name, Value::Bool(v));
     }
+    /// Appends a text column; `None` writes null.
     pub fn text(&mut self, name: impl Into<Name>, v: Option<impl Into<Name>>) {
         self.push(name, v.map_or(Value::Null, |t| Value::Text(t.into())));
     }
@@ -152,15 +162,19 @@ impl Columns {
             self.set(n.clone(), v.clone());
         }
     }
+    /// The value of the first column called `name`, if any.
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
+    /// The column names, in write order.
     pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
         self.0.iter().map(|(n, _)| n.as_ref())
     }
+    /// The (name, value) pairs, in write order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> + '_ {
         self.0.iter().map(|(n, v)| (n.as_ref(), v))
     }
+    /// Whether no column has been written.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -201,6 +215,7 @@ impl<'de> Deserialize<'de> for Columns {
 /// read back as NaN (`#[serde(with = "crate::columns::float_or_null")]`).
 pub mod float_or_null {
     use serde::{Deserialize, Deserializer, Serializer};
+    /// Writes `v`, or null if it is NaN or infinite.
     pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
         if v.is_finite() {
             s.serialize_f64(*v)
@@ -208,6 +223,7 @@ pub mod float_or_null {
             s.serialize_none()
         }
     }
+    /// Reads a number, or NaN for null.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
     }

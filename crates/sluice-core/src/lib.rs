@@ -16,6 +16,8 @@
 //! what each needs. Components follow libwebrtc's controller interfaces (`on_*` events,
 //! `update()`), the endpoints the `handle_*`/`poll_*` names above.
 
+#![warn(missing_docs)]
+
 pub mod cc;
 pub mod columns;
 pub mod cross;

@@ -44,27 +44,41 @@ use std::collections::BTreeMap;
 /// microseconds from the session start; `None` when the event did not happen.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FrameRecord {
+    /// The encode's frame id.
     pub frame_id: u64,
     /// The capture slot (source frame) it encodes.
     pub source_index: u64,
+    /// Capture time of the slot.
     pub capture_us: i64,
+    /// When the encode started.
     pub encode_start_us: i64,
+    /// When the encode finished.
     pub encode_end_us: i64,
+    /// Encoded size (payload, no packet headers).
     pub size_bytes: i64,
+    /// Whether it was coded as a keyframe.
     pub is_keyframe: bool,
+    /// Average quantiser, to three decimals (NaN, written null, when unknown).
     #[serde(with = "crate::columns::float_or_null")]
     pub qp: f64,
+    /// The rate control's target for the frame (after the application's cap).
     pub target_rate_bps: i64,
+    /// Packets the frame was split into.
     pub packets: u16,
     /// The frame it references (`None` for a keyframe).
     pub ref_frame_id: Option<u64>,
+    /// When its first video packet left the sender.
     pub first_packet_sent_us: Option<i64>,
+    /// When its latest video packet left the sender (retransmissions not counted).
     pub last_packet_sent_us: Option<i64>,
     /// When its first packet reached the head of the pacer queue: `last_packet_sent_us`
     /// minus this is its service time.
     pub pacer_head_us: Option<i64>,
+    /// When the receiver had all its packets.
     pub completed_us: Option<i64>,
+    /// When the receiver displayed it.
     pub displayed_us: Option<i64>,
+    /// Display time minus capture time (displayed frames only).
     pub latency_us: Option<i64>,
     /// Passed over by the receiver because a later frame was displayed first.
     pub discarded: bool,
@@ -79,7 +93,9 @@ pub struct FrameRecord {
 /// A capture slot that was never encoded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SkipRecord {
+    /// The skipped capture slot.
     pub source_index: u64,
+    /// Its capture time.
     pub capture_us: i64,
     /// Why the encoder controller skipped it.
     pub reason: crate::columns::Name,
@@ -88,7 +104,9 @@ pub struct SkipRecord {
 /// One time-series sample, taken every sample interval.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
+    /// When the sample was taken (microseconds from the session start).
     pub t_us: i64,
+    /// The congestion controller's target rate.
     pub target_rate_bps: i64,
     /// Rate given to the encoder (below the target while the controller pushes back).
     pub encoder_rate_bps: i64,
@@ -100,12 +118,17 @@ pub struct Sample {
     pub send_rate_bps: i64,
     /// Rate the downlink delivered over the last interval.
     pub delivered_rate_bps: i64,
+    /// Bytes waiting in the bottleneck queue (not the packet being serialised).
     pub queue_bytes: i64,
+    /// Packets waiting in the bottleneck queue.
     pub queue_packets: u64,
     /// Sojourn time of the last packet to leave the bottleneck queue.
     pub queue_delay_us: i64,
+    /// Bytes waiting in the sender's pacer.
     pub pacer_queue_bytes: i64,
+    /// How long the oldest packet in the pacer has waited.
     pub pacer_delay_us: i64,
+    /// The sender's smoothed RTT (`None` before its first sample).
     pub rtt_us: Option<i64>,
     /// Bytes sent and not yet reported by transport feedback.
     pub in_flight_bytes: i64,
@@ -126,8 +149,11 @@ pub struct Sample {
 /// record is a column everywhere.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct RecordSchema {
+    /// The columns of a `frame` record ([`FrameRecord`]).
     pub frame: &'static [&'static str],
+    /// The columns of a `skip` record ([`SkipRecord`]).
     pub skip: &'static [&'static str],
+    /// The columns of a `sample` record ([`Sample`]).
     pub sample: &'static [&'static str],
 }
 
@@ -175,13 +201,21 @@ pub const RECORD_SCHEMA: RecordSchema = RecordSchema {
     ],
 };
 
+/// Mean, percentiles (linear interpolation) and maximum of latencies, in milliseconds; NaN
+/// without values.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LatencySummary {
+    /// Mean latency.
     pub mean: f64,
+    /// Median.
     pub p50: f64,
+    /// 95th percentile.
     pub p95: f64,
+    /// 99th percentile.
     pub p99: f64,
+    /// 99.9th percentile.
     pub p999: f64,
+    /// Largest latency.
     pub max: f64,
     /// Mean of the worst 10 % (at least one value).
     pub tail10_mean: f64,
@@ -190,9 +224,13 @@ pub struct LatencySummary {
 /// The run summary (JSON keys are part of the result format).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {
+    /// The session (capture) duration, seconds.
     pub duration_s: f64,
+    /// Latency of the displayed frames.
     pub latency_ms: LatencySummary,
+    /// Share of the session in gaps of more than 100 ms between displays (ACE §6.3).
     pub stall_rate: f64,
+    /// Capture slots displayed more than 200 ms after capture, or never (MAE §6.1).
     pub stall_count_200ms: u64,
     /// `stall_count_200ms` over the capture slots (MAE's stall ratio).
     pub stall_ratio_200ms: f64,
@@ -204,7 +242,9 @@ pub struct Summary {
     pub adaptation_ratio: f64,
     /// Latency over every capture slot, Salsify's rule (see the module documentation).
     pub latency_all_ms: LatencySummary,
+    /// Displayed frames per second of the session (frames shown in the drain count too).
     pub fps: f64,
+    /// Packets the network lost on the media path over packets that reached the downlink.
     pub loss_rate: f64,
     /// Packets a bottleneck dropped on purpose (whole frames), over packets that reached it.
     pub bn_drop_rate: f64,
@@ -213,10 +253,15 @@ pub struct Summary {
     pub video_bitrate_bps: f64,
     /// Padding bytes over all bytes sent.
     pub padding_ratio: f64,
+    /// Bytes the downlink delivered over the bytes its trace could deliver (NaN without a trace).
     pub utilization: f64,
+    /// Mean target rate over mean link capacity, over the samples (NaN without a trace).
     pub bwe_ratio: f64,
+    /// Frame records: encodes (a slot encoded twice counts twice).
     pub frames_sent: u64,
+    /// Encodes the receiver displayed.
     pub frames_displayed: u64,
+    /// Encodes the receiver passed over (a later frame was displayed first).
     pub frames_discarded: u64,
     /// Capture slots never encoded.
     pub frames_skipped: u64,
@@ -224,13 +269,21 @@ pub struct Summary {
     pub frames_purged: u64,
     /// Frames with a packet a bottleneck dropped on purpose.
     pub frames_bn_dropped: u64,
+    /// Keyframes encoded.
     pub keyframes: u64,
+    /// Retransmitted packets sent.
     pub retransmissions: u64,
+    /// Padding bytes sent (probes, keep-alives, dummy packets; on-wire sizes).
     pub padding_bytes: i64,
+    /// Time average of the trace's capacity over the samples.
     pub mean_capacity_bps: f64,
+    /// Time average of the congestion controller's target over the samples.
     pub mean_target_rate_bps: f64,
+    /// Mean of the sender's smoothed RTT over the samples (`None` if it never had one).
     pub rtt_ms_mean: Option<f64>,
+    /// P95 over the samples of the oldest pacer packet's wait.
     pub pacer_delay_ms_p95: f64,
+    /// P95 over the samples of the last bottleneck departure's sojourn time.
     pub queue_delay_ms_p95: f64,
     /// Every flow at the bottleneck, the session's media flow first (only with competing
     /// flows; `sim/flows.rs`).
@@ -250,10 +303,11 @@ pub struct Summary {
 pub struct FlowSummary {
     /// The flow id (0: the session's media flow).
     pub flow: u32,
-    /// `media`, `reverse-media`, `tcp`, `short-tcp` or `audio`.
+    /// `media`, `reverse-media`, `tcp`, `short-tcp`, `audio` or `reverse-audio`.
     pub kind: String,
     /// The media flow's scheme, the TCP flow's congestion control, or `cbr` (audio).
     pub scheme: String,
+    /// When it started, seconds into the session.
     pub start_s: f64,
     /// When it stopped (null: it ran to the end).
     pub stop_s: Option<f64>,
@@ -276,8 +330,11 @@ pub struct Recorder {
     frames: BTreeMap<u64, FrameRecord>,
     /// Slots skipped and not (yet) encoded.
     skipped: BTreeMap<u64, SkipRecord>,
+    /// Retransmitted packets sent.
     pub retransmissions: u64,
+    /// Padding bytes sent (on-wire sizes).
     pub padding_bytes: i64,
+    /// Bytes of every packet the sender put on the wire (on-wire sizes).
     pub sent_bytes_total: i64,
     /// Bottleneck reports that reached the sender.
     pub bottleneck_reports: u64,
@@ -302,6 +359,7 @@ impl Recorder {
         }
     }
 
+    /// Records a sender event in the frame and skip records and the counters.
     pub fn on_sender_event(&mut self, e: SenderEvent) {
         match e {
             SenderEvent::FrameEncoded {
@@ -375,6 +433,7 @@ impl Recorder {
         }
     }
 
+    /// Records a receiver event (completion, display, discard, keyframe request).
     pub fn on_receiver_event(&mut self, e: ReceiverEvent) {
         match e {
             ReceiverEvent::FrameCompleted { frame_id, time } => {
@@ -397,6 +456,7 @@ impl Recorder {
         }
     }
 
+    /// The frame records, by frame id.
     pub fn frames(&self) -> Vec<FrameRecord> {
         self.frames.values().cloned().collect()
     }
@@ -410,11 +470,13 @@ impl Recorder {
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LinkTotals {
+    /// Packets that reached the bottleneck.
     pub arrived_packets: u64,
     /// Every drop, whatever the reason.
     pub dropped_packets: u64,
     /// Drops a bottleneck policy made on purpose (counted in `dropped_packets` too).
     pub policy_dropped_packets: u64,
+    /// Bytes the bottleneck delivered, the numerator of `utilization`.
     pub delivered_bytes: i64,
     /// Bytes the trace could deliver over the session.
     pub capacity_bytes: i64,

@@ -33,18 +33,23 @@ pub enum PacketKind {
 /// One media-path packet (RTP-like).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Packet {
+    /// The flow it belongs to (the video session is flow 0).
     pub flow: FlowId,
+    /// What it carries: video, a retransmission or padding.
     pub kind: PacketKind,
     /// Transport-wide sequence number, assigned when the packet leaves the pacer (TWCC).
     pub transport_seq: u64,
     /// Media (RTP) sequence number; a retransmission repeats the original's.
     pub media_seq: u64,
+    /// The encoded frame it carries part of (0 for padding).
     pub frame_id: u64,
     /// Index of this packet within its frame and the frame's packet count.
     pub packet_index: u16,
+    /// The number of packets the frame was split into (see `packet_index`).
     pub packet_count: u16,
     /// The frame this frame references (`None` for a keyframe).
     pub ref_frame_id: Option<u64>,
+    /// Whether its frame is a keyframe (decodable without a reference).
     pub is_keyframe: bool,
     /// Co-RTV's "Latest Re-encoded Frame Number" (§III-B2): the first frame of the latest
     /// drop the sender reacted to when this frame was encoded (`None` before any). A frame-
@@ -68,9 +73,12 @@ pub struct Packet {
 /// The ECN field of a packet (RFC 3168 §5; ECT(1) is not used).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Ecn {
+    /// Not-ECT (`00`): not ECN-capable.
     #[default]
     NotEct,
+    /// ECT(0) (`10`): ECN-capable transport.
     Ect0,
+    /// CE (`11`): congestion experienced, set by an AQM instead of a drop.
     Ce,
 }
 
@@ -100,6 +108,7 @@ impl Packet {
 /// One packet's entry in transport-wide feedback.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketReport {
+    /// The reported packet's transport-wide sequence number.
     pub transport_seq: u64,
     /// Arrival time in the receiver's clock; `None` if the packet was not received (yet)
     /// when the report was made.
@@ -110,6 +119,7 @@ pub struct PacketReport {
 /// reported range, received or not, with per-packet arrival times).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TransportFeedback {
+    /// The flow whose packets are reported.
     pub flow: FlowId,
     /// Feedback counter (wraps at 255 on the wire).
     pub feedback_seq: u64,
@@ -128,6 +138,7 @@ pub struct TransportFeedback {
 /// the IETF SCONE draft's periodic capacity and queue report).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BottleneckReport {
+    /// The media flow the report is about, whose sender it goes to.
     pub flow: FlowId,
     /// Report counter.
     pub seq: u64,
@@ -144,14 +155,18 @@ pub struct BottleneckReport {
 /// RTCP-like messages to the sender: from the receiver, or from a bottleneck node.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Feedback {
+    /// Transport-wide congestion-control feedback (TWCC).
     Transport(TransportFeedback),
     /// Generic NACK: the media sequence numbers the receiver is missing.
     Nack {
+        /// The flow the missing packets belong to.
         flow: FlowId,
+        /// The missing media sequence numbers.
         media_seqs: Vec<u64>,
     },
     /// Picture loss indication: the receiver needs a keyframe.
     KeyframeRequest {
+        /// The flow whose receiver needs a keyframe.
         flow: FlowId,
     },
     /// A bottleneck node's report.
@@ -172,6 +187,7 @@ impl Feedback {
         DataSize::from_bytes(body) + UDP_IP_OVERHEAD
     }
 
+    /// The flow the message is about.
     pub fn flow(&self) -> FlowId {
         match self {
             Feedback::Transport(fb) => fb.flow,
@@ -184,17 +200,21 @@ impl Feedback {
 /// The unit that links carry between nodes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Datagram {
+    /// A media-path packet (of the session or of cross traffic).
     Media(Packet),
+    /// A feedback message towards a sender.
     Feedback(Feedback),
 }
 
 impl Datagram {
+    /// The datagram's size on the wire (for feedback, [`Feedback::wire_size`]).
     pub fn size(&self) -> DataSize {
         match self {
             Datagram::Media(p) => p.size,
             Datagram::Feedback(f) => f.wire_size(),
         }
     }
+    /// The flow the datagram belongs to.
     pub fn flow(&self) -> FlowId {
         match self {
             Datagram::Media(p) => p.flow,

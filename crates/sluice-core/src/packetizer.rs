@@ -92,17 +92,28 @@ impl Packetizer {
 /// flags (1)), padded to a 4-byte boundary: 32 bytes in all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtpHeader {
+    /// The RTP payload type (7 bits).
     pub payload_type: u8,
+    /// The RTP marker bit (for video, conventionally set on a frame's last packet).
     pub marker: bool,
+    /// The RTP sequence number (the media sequence number's low 16 bits).
     pub sequence_number: u16,
+    /// The RTP timestamp, in units of the media clock.
     pub rtp_timestamp: u32,
+    /// The synchronisation source identifier (SSRC) of the stream.
     pub ssrc: u32,
+    /// The transport-wide sequence number (extension id 1), the low 16 bits of
+    /// [`Packet::transport_seq`].
     pub transport_seq: u16,
+    /// The frame id (frame descriptor, extension id 2).
     pub frame_id: u32,
+    /// The packet's index within its frame.
     pub packet_index: u16,
+    /// The number of packets of the frame.
     pub packet_count: u16,
     /// frame_id - ref_frame_id, 0 for a keyframe.
     pub ref_delta: u16,
+    /// Whether the frame is a keyframe (bit 0 of the descriptor's flags byte).
     pub is_keyframe: bool,
 }
 
@@ -110,8 +121,12 @@ pub struct RtpHeader {
 /// panic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RtpParseError {
+    /// Fewer bytes than the header ([`RtpHeader::SIZE`]).
     TooShort,
+    /// The RTP version field is not 2.
     BadVersion,
+    /// The extension bit, the one-byte-header profile (`0xBEDE`) or the two extensions' ids
+    /// and lengths are not where Sluice writes them.
     MissingExtension,
 }
 
@@ -127,8 +142,10 @@ impl std::fmt::Display for RtpParseError {
 impl std::error::Error for RtpParseError {}
 
 impl RtpHeader {
+    /// The header's size on the wire, in bytes (as [`crate::packet::RTP_HEADER_SIZE`]).
     pub const SIZE: usize = 32;
 
+    /// Appends the header's [`Self::SIZE`] bytes to `out`.
     pub fn write(&self, out: &mut Vec<u8>) {
         out.push(0x90); // V=2, P=0, X=1, CC=0
         out.push(((self.marker as u8) << 7) | (self.payload_type & 0x7f));
@@ -148,6 +165,7 @@ impl RtpHeader {
         out.push(0); // padding to the word boundary
     }
 
+    /// Parses a header from the start of `buf`; returns it and the payload after it.
     pub fn parse(buf: &[u8]) -> Result<(RtpHeader, &[u8]), RtpParseError> {
         if buf.len() < Self::SIZE {
             return Err(RtpParseError::TooShort);

@@ -78,6 +78,7 @@ impl SeqSet {
     }
 }
 
+/// The receiver's feedback, NACK and keyframe-request timing.
 #[derive(Clone, Debug)]
 pub struct ReceiverConfig {
     /// Transport feedback interval (libwebrtc: 100 ms by default, 50-250 ms adaptive).
@@ -88,6 +89,8 @@ pub struct ReceiverConfig {
     pub nack_give_up: TimeDelta,
     /// RTT assumed before the first measurement.
     pub initial_rtt: TimeDelta,
+    /// Least time between two keyframe requests; while the chain is broken they repeat at this
+    /// interval (default 300 ms).
     pub keyframe_request_interval: TimeDelta,
 }
 
@@ -107,21 +110,31 @@ impl Default for ReceiverConfig {
 /// file and merged with the sender's, sluice-live's `part`).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ReceiverEvent {
+    /// All packets of a frame arrived.
     FrameCompleted {
+        /// The completed frame's id.
         frame_id: u64,
+        /// When its last missing packet arrived.
         time: Timestamp,
     },
+    /// A frame was decoded and displayed.
     FrameDisplayed {
+        /// The displayed frame's id.
         frame_id: u64,
+        /// When it was displayed.
         time: Timestamp,
     },
     /// Frames passed over because a later frame (a keyframe, or one referencing an older
-    /// frame) was displayed first.
+    /// frame) was displayed first, or the oldest incomplete frame given up when 10,000 wait.
     FrameDiscarded {
+        /// The discarded frame's id.
         frame_id: u64,
+        /// When it was discarded.
         time: Timestamp,
     },
+    /// The receiver asked the sender for a keyframe.
     KeyframeRequested {
+        /// When it asked.
         time: Timestamp,
     },
 }
@@ -146,11 +159,11 @@ struct NackEntry {
     retries: u32,
 }
 
+/// The receiving side of one media flow (see the module documentation).
 pub struct Receiver {
     config: ReceiverConfig,
     flow: FlowId,
     // --- transport feedback ---
-    /// Arrivals not yet reported: transport seq -> arrival time.
     /// Arrival times of the packets not yet reported, by transport sequence number from
     /// `arrivals_base` (`None`: not arrived); `newest_unreported` is the highest arrived.
     arrivals: VecDeque<Option<Timestamp>>,
@@ -182,6 +195,7 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// A receiver for flow `flow` at `now`; its first feedback is due one interval later.
     pub fn new(config: ReceiverConfig, flow: FlowId, now: Timestamp) -> Self {
         Receiver {
             rtt: config.initial_rtt,
@@ -218,6 +232,7 @@ impl Receiver {
         self.rtt
     }
 
+    /// A datagram arrives at `now` (only media packets are used).
     pub fn handle_datagram(&mut self, d: Datagram, now: Timestamp) {
         if let Datagram::Media(p) = d {
             self.handle_packet(p, now);
@@ -479,6 +494,8 @@ impl Receiver {
         }))
     }
 
+    /// Timer work at `now`: transport feedback when due, NACK retries and give-ups, keyframe
+    /// requests while the chain is broken.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         if now >= self.next_feedback_time {
             if let Some(fb) = self.make_transport_feedback(now) {
@@ -496,6 +513,7 @@ impl Receiver {
         }
     }
 
+    /// When [`handle_timeout`](Self::handle_timeout) is next needed.
     pub fn poll_timeout(&self) -> Timestamp {
         let mut t = self.next_feedback_time;
         if !self.nacks.is_empty() {
@@ -510,10 +528,12 @@ impl Receiver {
         t
     }
 
+    /// The next feedback datagram to send, if any.
     pub fn poll_transmit(&mut self) -> Option<Datagram> {
         self.outbox.pop_front().map(Datagram::Feedback)
     }
 
+    /// The next event for metrics, if any.
     pub fn poll_event(&mut self) -> Option<ReceiverEvent> {
         self.events.pop_front()
     }

@@ -18,6 +18,7 @@ fn splitmix64(x: &mut u64) -> u64 {
 }
 
 impl Rng {
+    /// A generator seeded with `seed` (its 256-bit state expanded from the seed by splitmix64).
     pub fn new(seed: u64) -> Self {
         let mut x = seed;
         let s = [splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x)];
@@ -35,6 +36,7 @@ impl Rng {
         Rng::new(seed ^ h.rotate_left(17))
     }
 
+    /// The next 64 uniformly distributed bits (one xoshiro256** step).
     pub fn next_u64(&mut self) -> u64 {
         let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = self.s[1] << 17;

@@ -83,9 +83,12 @@ impl Default for CcConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchemeConfig {
+    /// The pacer and its parameters.
     pub pacer: PacerConfig,
+    /// The congestion controller (default: GCC).
     #[serde(default)]
     pub cc: CcConfig,
+    /// The encoder controller (default: ABR + VBV with a 500 ms buffer).
     #[serde(default)]
     pub encoder_controller: EncoderControllerConfig,
     /// libwebrtc's VideoStreamEncoder frame dropping in front of the encoder controller
@@ -172,13 +175,16 @@ impl SchemeConfig {
 /// A registered scheme: name, description, plot colour and composition.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SchemeInfo {
+    /// The name a run config (`scheme_name`) or `--scheme` gives.
     pub name: &'static str,
+    /// What the scheme is and what it composes, in words.
     pub description: &'static str,
     /// Plot colour (hex), stable across plots.
     pub color: &'static str,
     /// The encoder the scheme is defined with (`"x264"`), or `None` when it runs on either
     /// (the front end then picks x264 for a video and the model encoder otherwise).
     pub encoder: Option<&'static str>,
+    /// The composition.
     pub config: SchemeConfig,
 }
 
@@ -692,6 +698,7 @@ fn cortv_mss() -> i64 {
             .as_bytes()
 }
 
+/// The registered scheme called `name`, if any.
 pub fn lookup(name: &str) -> Option<SchemeInfo> {
     registry().into_iter().find(|s| s.name == name)
 }

@@ -37,28 +37,37 @@ pub(crate) fn round_i64(x: f64) -> i64 {
 pub struct Timestamp(i64);
 
 impl Timestamp {
+    /// The start of the session.
     pub const ZERO: Timestamp = Timestamp(0);
     /// "Never": the timeout of a state machine with nothing to do.
     pub const INFINITY: Timestamp = Timestamp(INF);
 
+    /// A timestamp `us` microseconds from the start of the session.
     pub const fn from_us(us: i64) -> Self {
         Timestamp(us)
     }
+    /// A timestamp `ms` milliseconds from the start of the session.
     pub const fn from_ms(ms: i64) -> Self {
         Timestamp(ms * 1000)
     }
+    /// A timestamp `s` seconds from the start of the session, rounded to the nearest microsecond.
     pub fn from_secs_f64(s: f64) -> Self {
         Timestamp(round_i64(s * 1e6))
     }
+    /// Microseconds from the start of the session.
     pub const fn as_us(self) -> i64 {
         self.0
     }
+    /// Whole milliseconds from the start of the session (truncated towards zero).
     pub const fn as_ms(self) -> i64 {
         self.0 / 1000
     }
+    /// Seconds from the start of the session, as a float ([`Self::INFINITY`] is not mapped to
+    /// `f64::INFINITY`).
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e6
     }
+    /// Whether this is not [`Self::INFINITY`].
     pub const fn is_finite(self) -> bool {
         self.0 != INF
     }
@@ -77,48 +86,63 @@ impl Timestamp {
 pub struct TimeDelta(i64);
 
 impl TimeDelta {
+    /// A zero duration.
     pub const ZERO: TimeDelta = TimeDelta(0);
+    /// Plus infinity: an unbounded duration (what a size takes at a zero rate).
     pub const INFINITY: TimeDelta = TimeDelta(INF);
 
+    /// A duration of `us` microseconds.
     pub const fn from_us(us: i64) -> Self {
         TimeDelta(us)
     }
+    /// A duration of `ms` milliseconds.
     pub const fn from_ms(ms: i64) -> Self {
         TimeDelta(ms * 1000)
     }
+    /// A duration of `s` whole seconds.
     pub const fn from_secs(s: i64) -> Self {
         TimeDelta(s * 1_000_000)
     }
+    /// A duration of `s` seconds, rounded to the nearest microsecond; plus infinity gives
+    /// [`Self::INFINITY`].
     pub fn from_secs_f64(s: f64) -> Self {
         if s.is_infinite() && s > 0.0 {
             return TimeDelta::INFINITY;
         }
         TimeDelta(round_i64(s * 1e6))
     }
+    /// A duration of `ms` milliseconds, rounded to the nearest microsecond.
     pub fn from_ms_f64(ms: f64) -> Self {
         TimeDelta(round_i64(ms * 1e3))
     }
+    /// The duration in microseconds.
     pub const fn as_us(self) -> i64 {
         self.0
     }
+    /// The duration in whole milliseconds (truncated towards zero).
     pub const fn as_ms(self) -> i64 {
         self.0 / 1000
     }
+    /// The duration in milliseconds, as a float.
     pub fn as_ms_f64(self) -> f64 {
         self.0 as f64 / 1e3
     }
+    /// The duration in seconds, as a float; [`Self::INFINITY`] gives `f64::INFINITY`.
     pub fn as_secs_f64(self) -> f64 {
         if self.0 == INF {
             return f64::INFINITY;
         }
         self.0 as f64 / 1e6
     }
+    /// Whether this is not [`Self::INFINITY`].
     pub const fn is_finite(self) -> bool {
         self.0 != INF
     }
+    /// The absolute value of the duration.
     pub fn abs(self) -> Self {
         TimeDelta(self.0.abs())
     }
+    /// This duration clamped to `[lo, hi]` (panics if `lo > hi`, as `Ord::clamp`).
     pub fn clamp(self, lo: TimeDelta, hi: TimeDelta) -> Self {
         TimeDelta(self.0.clamp(lo.0, hi.0))
     }
@@ -129,26 +153,34 @@ impl TimeDelta {
 pub struct DataSize(i64);
 
 impl DataSize {
+    /// No data.
     pub const ZERO: DataSize = DataSize(0);
 
+    /// A size of `b` bytes.
     pub const fn from_bytes(b: i64) -> Self {
         DataSize(b)
     }
+    /// A size of `kb` kilobytes of 1000 bytes.
     pub const fn from_kilobytes(kb: i64) -> Self {
         DataSize(kb * 1000)
     }
+    /// The size in bytes.
     pub const fn as_bytes(self) -> i64 {
         self.0
     }
+    /// The size in bits (bytes x 8).
     pub const fn as_bits(self) -> i64 {
         self.0 * 8
     }
+    /// The size in bytes, as a float.
     pub fn as_bytes_f64(self) -> f64 {
         self.0 as f64
     }
+    /// The larger of the two sizes.
     pub fn max(self, other: DataSize) -> DataSize {
         DataSize(self.0.max(other.0))
     }
+    /// The smaller of the two sizes.
     pub fn min(self, other: DataSize) -> DataSize {
         DataSize(self.0.min(other.0))
     }
@@ -159,42 +191,55 @@ impl DataSize {
 pub struct DataRate(i64);
 
 impl DataRate {
+    /// A zero rate.
     pub const ZERO: DataRate = DataRate(0);
+    /// Plus infinity: an unbounded rate (no limit; what a size sent in no time makes).
     pub const INFINITY: DataRate = DataRate(INF);
 
+    /// A rate of `bps` bits per second.
     pub const fn from_bps(bps: i64) -> Self {
         DataRate(bps)
     }
+    /// A rate of `kbps` kilobits (1000 bits) per second.
     pub const fn from_kbps(kbps: i64) -> Self {
         DataRate(kbps * 1000)
     }
+    /// A rate of `mbps` megabits (10^6 bits) per second.
     pub const fn from_mbps(mbps: i64) -> Self {
         DataRate(mbps * 1_000_000)
     }
+    /// A rate of `bps` bits per second, rounded to the nearest bit per second; plus infinity
+    /// gives [`Self::INFINITY`].
     pub fn from_bps_f64(bps: f64) -> Self {
         if bps.is_infinite() && bps > 0.0 {
             return DataRate::INFINITY;
         }
         DataRate(round_i64(bps))
     }
+    /// The rate in bits per second ([`Self::INFINITY`] is `i64::MAX`).
     pub const fn as_bps(self) -> i64 {
         self.0
     }
+    /// The rate in bits per second, as a float; [`Self::INFINITY`] gives `f64::INFINITY`.
     pub fn as_bps_f64(self) -> f64 {
         if self.0 == INF {
             return f64::INFINITY;
         }
         self.0 as f64
     }
+    /// The rate in kilobits per second, as a float (infinite for [`Self::INFINITY`]).
     pub fn as_kbps_f64(self) -> f64 {
         self.as_bps_f64() / 1e3
     }
+    /// The rate in megabits per second, as a float (infinite for [`Self::INFINITY`]).
     pub fn as_mbps_f64(self) -> f64 {
         self.as_bps_f64() / 1e6
     }
+    /// Whether this is not [`Self::INFINITY`].
     pub const fn is_finite(self) -> bool {
         self.0 != INF
     }
+    /// This rate clamped to `[lo, hi]` (panics if `lo > hi`, as `Ord::clamp`).
     pub fn clamp(self, lo: DataRate, hi: DataRate) -> Self {
         DataRate(self.0.clamp(lo.0, hi.0))
     }

@@ -119,6 +119,8 @@ pub enum CopaRtt {
     Min,
 }
 
+/// Copa's settings. The defaults are genericCC's (commit 25fa626, as Vidaptive runs it); the
+/// paper's and mvfst's variants are options (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CopaConfig {
@@ -363,6 +365,7 @@ pub struct Copa {
 }
 
 impl Copa {
+    /// Copa with `config`, in slow start at its initial window (`now` is not used).
     pub fn new(config: CopaConfig, _now: Timestamp) -> Self {
         let mss = config.mss_bytes.max(1) as f64;
         let delta = finite_or(config.delta, 0.5).max(1e-9);
@@ -401,6 +404,7 @@ impl Copa {
         copa
     }
 
+    /// The configuration it was built with.
     pub fn config(&self) -> &CopaConfig {
         &self.config
     }
@@ -416,6 +420,7 @@ impl Copa {
     pub fn delta(&self) -> f64 {
         self.delta
     }
+    /// Whether Copa is still in slow start (`W += 1` per ACK until `W >= W*`).
     pub fn in_slow_start(&self) -> bool {
         self.slow_start
     }
@@ -471,9 +476,12 @@ impl Copa {
     pub fn smoothed_rtt(&self) -> Option<TimeDelta> {
         self.srtt_us.map(|s| TimeDelta::from_us(s.round() as i64))
     }
+    /// RTTmin: the minimum RTT over the last `max(min_rtt_window_ms, min_rtt_window_rtts x
+    /// RTTmin)`.
     pub fn min_rtt(&self) -> Option<TimeDelta> {
         self.min_rtt.get()
     }
+    /// RTTstanding: the minimum RTT over the ACKs of the last `standing_rtt_fraction x srtt`.
     pub fn standing_rtt(&self) -> Option<TimeDelta> {
         self.standing_rtt
     }

@@ -25,7 +25,9 @@ use crate::units::{DataSize, TimeDelta, Timestamp};
 /// A congestion controller that is Copa underneath (plain, or with MAE's signal), so a
 /// paper's change can reach Copa's hooks through it.
 pub trait CopaVariant: CongestionController {
+    /// The Copa underneath.
     fn copa(&self) -> &Copa;
+    /// The Copa underneath, for a change to reach its hooks.
     fn copa_mut(&mut self) -> &mut Copa;
 }
 
@@ -52,6 +54,7 @@ pub struct CopaBottleneck<C> {
 }
 
 impl<C: CopaVariant> CopaBottleneck<C> {
+    /// Co-RTV's changes, set by `config`, around `inner`.
     pub fn new(inner: C, config: CopaBottleneckFeedback) -> Self {
         CopaBottleneck { inner, config, queue: None, queue_steady: false, drop: None }
     }

@@ -19,6 +19,7 @@ use crate::packet::BottleneckReport;
 use crate::units::{DataRate, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 
+/// FDCC's settings (Co-RTV Eq. 9; see the module documentation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FdccConfig {
@@ -53,6 +54,7 @@ impl FdccConfig {
         check_range("cc.min_rate_fraction", self.min_rate_fraction, 0.0, false, 1.0)
     }
 
+    /// The controller, at `initial_rate_kbps` until the first report.
     pub fn build(&self) -> Fdcc {
         Fdcc {
             tau: TimeDelta::from_ms_f64(self.tau_ms.max(0.001)),

@@ -3,7 +3,9 @@
 //! the sender reads the controller's [`NetworkControlUpdate`] (target, pacing and padding
 //! rates, congestion window) and polls it for probe clusters.
 //!
-//! Built-in controllers: [`gcc`] (Google Congestion Control as in libwebrtc's goog_cc).
+//! Built-in controllers: [`gcc`] (Google Congestion Control as in libwebrtc's goog_cc),
+//! [`copa`] (with its paper variants: [`copa_bottleneck`], [`copa_pre_reaction`]), [`rocc`]
+//! and [`fdcc`].
 //! [`rtt`] is the sender's RTT estimator, whose per-packet samples every controller and
 //! pacer shares.
 
@@ -21,10 +23,13 @@ use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 /// A packet as the congestion controller sees it when it leaves the sender.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SentPacket {
+    /// Transport-wide sequence number, by which feedback reports the packet.
     pub transport_seq: u64,
+    /// When the packet left the sender (the sender's clock).
     pub send_time: Timestamp,
     /// On-wire size.
     pub size: DataSize,
+    /// The probe cluster it was sent for ([`ProbeClusterConfig::id`]), if any.
     pub probe_cluster_id: Option<u32>,
     /// True for padding (no media).
     pub is_padding: bool,
@@ -35,6 +40,7 @@ pub struct SentPacket {
 /// The fate of one sent packet as reported by transport feedback.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketResult {
+    /// The packet as it was sent.
     pub sent: SentPacket,
     /// Arrival time in the receiver's clock, `None` if reported lost.
     pub receive_time: Option<Timestamp>,
@@ -77,6 +83,7 @@ impl TransportPacketsFeedback {
         v.sort_by_key(|p| (p.receive_time, p.sent.transport_seq));
         v
     }
+    /// Number of reported packets without an arrival (lost).
     pub fn lost_count(&self) -> usize {
         self.packets.iter().filter(|p| p.receive_time.is_none()).count()
     }
@@ -85,8 +92,11 @@ impl TransportPacketsFeedback {
 /// A request to the pacer to send a probe cluster (libwebrtc's ProbeClusterConfig).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProbeClusterConfig {
+    /// Identifier of the cluster; its packets carry it ([`SentPacket::probe_cluster_id`]).
     pub id: u32,
+    /// When the cluster was requested (libwebrtc's `at_time`).
     pub at_time: Timestamp,
+    /// The rate to send the cluster's packets at (libwebrtc's `target_data_rate`).
     pub target_rate: DataRate,
     /// Minimum duration of the cluster (libwebrtc: 15 ms).
     pub target_duration: TimeDelta,
@@ -98,9 +108,14 @@ pub struct ProbeClusterConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BandwidthUsage {
+    /// Neither over- nor under-using (libwebrtc's `kBwNormal`).
     #[default]
     Normal,
+    /// The delay trend is below minus the threshold: queues draining (libwebrtc's
+    /// `kBwUnderusing`).
     Underusing,
+    /// The delay trend has stayed above the threshold: queues building (libwebrtc's
+    /// `kBwOverusing`).
     Overusing,
 }
 

@@ -34,8 +34,10 @@
 //!   packet sent within one srtt from then is marked. A pacer at RoCC's rate with a backlog
 //!   never leaves such a gap.
 //! * **Loss mode** (`tcp_rocc.c`; commented out in `tcp_simple_rocc.c`): when more than
-//!   64/1024 of the history's packets were lost, pacing drops to
-//!   `cwnd x (1 + 2 x 64/1024) / (2 x srtt)`.
+//!   64/1024 of the history was lost, pacing drops to
+//!   `cwnd x (1 + 2 x 64/1024) / (2 x srtt)`. The kernel counts packets (`pkts_acked`,
+//!   `pkts_lost`); Sluice's history counts bytes, the same share while packets are of one
+//!   size and weighted by size when small ones (padding, audio) are in the mix.
 //!
 //! **Outputs**: `congestion_window = cwnd`; `target_rate = encoder_rate` = the rate RoCC
 //! sends at: `cwnd / srtt` (Vidaptive's CC-Rate, §3.1), or the loss-mode rate if lower;
@@ -65,6 +67,8 @@ pub enum RoccRtt {
     Min,
 }
 
+/// RoCC's settings; the defaults follow the reference kernel module (`tcp_simple_rocc.c`,
+/// its loss mode from `tcp_rocc.c`) and Vidaptive's pacing.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RoccConfig {
@@ -141,6 +145,7 @@ impl RoccConfig {
         Ok(())
     }
 
+    /// The controller with this configuration.
     pub fn build(&self, now: Timestamp) -> Rocc {
         Rocc::new(self.clone(), now)
     }
@@ -187,6 +192,7 @@ pub struct Rocc {
 }
 
 impl Rocc {
+    /// RoCC with `config`, at its initial window (`now` is not used).
     pub fn new(config: RoccConfig, _now: Timestamp) -> Self {
         let mss = config.mss_bytes.max(1) as f64;
         let mut r = Rocc {
@@ -215,6 +221,7 @@ impl Rocc {
     pub fn window(&self) -> DataSize {
         DataSize::from_bytes(self.window.round() as i64)
     }
+    /// The smoothed RTT (EWMA with gain `srtt_gain` per ACK), `None` before the first sample.
     pub fn smoothed_rtt(&self) -> Option<TimeDelta> {
         self.srtt_us.map(|s| TimeDelta::from_us(s.round() as i64))
     }
@@ -235,6 +242,8 @@ impl Rocc {
     pub fn app_limited(&self) -> bool {
         self.history_app_limited
     }
+    /// Whether the history's loss rate is above `loss_threshold` (the loss mode's condition,
+    /// which changes the rates only with `loss_mode` on).
     pub fn in_loss_mode(&self) -> bool {
         self.in_loss_mode
     }

@@ -53,6 +53,8 @@ pub struct AudioSender {
 }
 
 impl AudioSender {
+    /// An audio sender of `flow` with `config`: its first packet at `start`, none at or after
+    /// `stop`.
     pub fn new(flow: FlowId, config: AudioConfig, start: Timestamp, stop: Timestamp) -> Self {
         AudioSender {
             flow,

@@ -55,9 +55,13 @@ impl Default for BbrConfig {
 /// BBR's state (§4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BbrMode {
+    /// Exponential growth at the high gain until `BtlBw` stops growing (§4.3.2).
     Startup,
+    /// Pacing below `BtlBw` to drain the queue Startup built (§4.3.3).
     Drain,
+    /// Cycling the pacing gain around `BtlBw`, one phase per `RTprop` (§4.3.4).
     ProbeBw,
+    /// The window held at its minimum to refresh `RTprop` (§4.3.5).
     ProbeRtt,
 }
 
@@ -89,6 +93,7 @@ pub struct Bbr {
 }
 
 impl Bbr {
+    /// BBR in Startup with `config`, for datagrams of `max_datagram` bytes.
     pub fn new(config: BbrConfig, max_datagram: DataSize) -> Bbr {
         let high_gain = config.high_gain;
         Bbr {
@@ -116,12 +121,15 @@ impl Bbr {
         }
     }
 
+    /// The current state.
     pub fn mode(&self) -> BbrMode {
         self.mode
     }
+    /// `BtlBw`: the windowed maximum delivery rate (zero before a sample).
     pub fn btl_bw(&self) -> DataRate {
         self.btl_bw
     }
+    /// `RTprop`: the windowed minimum RTT (`None` before a sample).
     pub fn rtprop(&self) -> Option<TimeDelta> {
         self.rtprop
     }

@@ -45,6 +45,7 @@ pub struct Cubic {
 }
 
 impl Cubic {
+    /// CUBIC with `config`, at RFC 9002's initial window for datagrams of `max_datagram` bytes.
     pub fn new(config: CubicConfig, max_datagram: DataSize) -> Cubic {
         let s = TcpCcState::new(max_datagram);
         let cwnd_segments = s.cwnd.as_bytes_f64() / max_datagram.as_bytes_f64();

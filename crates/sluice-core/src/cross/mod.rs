@@ -3,8 +3,9 @@
 //! command line's and plan files' spec (`media:SCHEME[@START_S[-STOP_S]]`,
 //! `reverse-media:SCHEME[@START_S[-STOP_S]]`,
 //! `tcp:newreno|cubic|bbr[@START_S[-STOP_S]]`, `short-tcp[@START_S]`,
-//! `audio[@START_S[-STOP_S]]`, `reverse-audio[@START_S[-STOP_S]]`); media flows are built by the simulator from the scheme
-//! registry (their own sender, receiver and feedback path), bulk TCP-like flows by [`tcp`],
+//! `audio[@START_S[-STOP_S]]`, `reverse-audio[@START_S[-STOP_S]]`); media flows are built by
+//! the simulator from the scheme registry (their own sender, receiver and feedback path),
+//! bulk TCP-like flows by [`tcp`],
 //! short ones (RFC 8867 §5.7) by [`short_tcp`], RFC 8867's CBR audio by [`audio`].
 //!
 //! Why not quinn-proto's congestion controllers: its `Controller` trait takes
@@ -36,7 +37,8 @@ pub trait TcpCongestion: std::fmt::Debug + Send {
     fn on_congestion_event(&mut self, sent: Timestamp, now: Timestamp);
     /// The congestion window.
     fn window(&self) -> DataSize;
-    /// The slow-start threshold (`DataSize` of `i64::MAX` bytes until the first loss).
+    /// The slow-start threshold: in effect infinite (`i64::MAX / 4` bytes) until the first
+    /// reduction; BBR, which keeps none, reports that value throughout.
     fn ssthresh(&self) -> DataSize;
     /// A delivery-rate sample for the acknowledgement just given to
     /// [`on_ack`](Self::on_ack) (model-based controllers: BBR). Default: ignored.
@@ -50,8 +52,12 @@ pub trait TcpCongestion: std::fmt::Debug + Send {
 /// What every window-based controller here keeps (RFC 9002 Appendix B.2).
 #[derive(Clone, Debug)]
 pub struct TcpCcState {
+    /// The maximum datagram size (`max_datagram_size`), the unit of the window's steps.
     pub max_datagram: DataSize,
+    /// The congestion window (`congestion_window`).
     pub cwnd: DataSize,
+    /// The slow-start threshold (`ssthresh`): `i64::MAX / 4` bytes, in effect infinite, until
+    /// the first reduction.
     pub ssthresh: DataSize,
     /// The start of the current recovery period (`congestion_recovery_start_time`).
     pub recovery_start: Option<Timestamp>,
@@ -83,12 +89,16 @@ impl TcpCcState {
 /// The congestion control of a bulk flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TcpCc {
+    /// NewReno (RFC 9002 §7; [`newreno`]).
     NewReno,
+    /// CUBIC (RFC 9438; [`cubic`]).
     Cubic,
+    /// BBR v1 ([`bbr`]).
     Bbr,
 }
 
 impl TcpCc {
+    /// The name a spec writes (`newreno`, `cubic`, `bbr`).
     pub fn name(self) -> &'static str {
         match self {
             TcpCc::NewReno => "newreno",
@@ -116,7 +126,12 @@ pub enum CompetingKind {
     /// A media flow of a registered scheme; `reverse`: in the other direction, its media
     /// over the session's feedback path and its feedback over the bottleneck (RFC 8867
     /// §5.3's bi-directional media, `reverse-media:SCHEME`).
-    Media { scheme: String, reverse: bool },
+    Media {
+        /// The scheme's name in the registry.
+        scheme: String,
+        /// Whether it runs the other way (`reverse-media`).
+        reverse: bool,
+    },
     /// A long-lived bulk flow with this congestion control.
     Tcp(TcpCc),
     /// A short TCP flow: downloads of 30-50 KB files and exponential idle times
@@ -124,7 +139,10 @@ pub enum CompetingKind {
     ShortTcp,
     /// RFC 8867 §4's audio: 20 Kbps CBR, not congestion controlled ([`audio`]); `reverse`:
     /// over the session's uplink (the backward audio of RFC 8867 §5.3, `reverse-audio`).
-    Audio { reverse: bool },
+    Audio {
+        /// Whether it runs over the session's uplink (`reverse-audio`).
+        reverse: bool,
+    },
 }
 
 /// One competing flow of a session: what it is, when it runs (seconds from the start;
@@ -135,10 +153,16 @@ pub enum CompetingKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "CompetingRepr", into = "CompetingRepr")]
 pub struct CompetingFlow {
+    /// What the flow is.
     pub kind: CompetingKind,
+    /// When it starts, in seconds from the start of the session.
     pub start_s: f64,
+    /// When it stops, in seconds from the start of the session (`None`: at the end).
     pub stop_s: Option<f64>,
+    /// Its own one-way delay between its sender and the bottleneck, each way, in ms (added to
+    /// the path's).
     pub access_delay_ms: f64,
+    /// Which bottlenecks it crosses when the session has a second one.
     pub crosses: Crosses,
 }
 
@@ -157,6 +181,7 @@ pub enum Crosses {
 }
 
 impl Crosses {
+    /// Whether this is [`Crosses::First`], the default (which serde leaves unwritten).
     pub fn is_first(&self) -> bool {
         *self == Crosses::First
     }
@@ -175,7 +200,9 @@ impl Crosses {
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub enum CompetingRepr {
+    /// The spec string alone.
     Spec(String),
+    /// An object: the spec, an access delay and the bottlenecks crossed.
     WithDelay(CompetingWithDelay),
 }
 
@@ -208,9 +235,12 @@ impl<'de> Deserialize<'de> for CompetingRepr {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompetingWithDelay {
+    /// The flow's spec string (what [`CompetingFlow::parse`] reads).
     pub spec: String,
+    /// Its access delay each way, in ms (default 0).
     #[serde(default)]
     pub access_delay_ms: f64,
+    /// Which bottlenecks it crosses (default `first`).
     #[serde(default, skip_serializing_if = "Crosses::is_first")]
     pub crosses: Crosses,
 }

@@ -30,6 +30,8 @@ pub struct NewReno {
 }
 
 impl NewReno {
+    /// NewReno with `config`, at RFC 9002's initial window for datagrams of `max_datagram`
+    /// bytes.
     pub fn new(config: NewRenoConfig, max_datagram: DataSize) -> NewReno {
         NewReno { config, s: TcpCcState::new(max_datagram), bytes_acked: 0 }
     }

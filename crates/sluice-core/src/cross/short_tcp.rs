@@ -17,6 +17,7 @@ use crate::units::{DataSize, TimeDelta, Timestamp};
 pub struct ShortTcpConfig {
     /// File sizes are uniform in `[min_file, max_file]` (RFC 8868 §6.1: 30-50 KB).
     pub min_file: DataSize,
+    /// Largest file size (RFC 8868 §6.1: 50 KB; see `min_file`).
     pub max_file: DataSize,
     /// Mean of the exponential idle period between downloads (RFC 8868 §6.1: 10 s).
     pub mean_idle: TimeDelta,
@@ -41,7 +42,9 @@ impl Default for ShortTcpConfig {
 /// Counters of a short flow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ShortTcpStats {
+    /// Downloads started so far.
     pub downloads_started: u64,
+    /// Downloads acknowledged in full so far.
     pub downloads_completed: u64,
     /// Sum of the completed downloads' durations (start to last acknowledgement).
     pub download_time: TimeDelta,
@@ -88,6 +91,7 @@ impl ShortTcpSender {
         }
     }
 
+    /// The flow's counters so far.
     pub fn stats(&self) -> ShortTcpStats {
         self.stats
     }

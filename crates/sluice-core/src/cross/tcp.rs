@@ -22,9 +22,13 @@ pub const TCP_DATAGRAM: DataSize = DataSize::from_bytes(1500);
 /// RFC 9002 §5.3 and §6: the RTT estimator (smoothed RTT, variation, minimum).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RttEstimator {
+    /// `latest_rtt`: the newest sample.
     pub latest: Option<TimeDelta>,
+    /// `smoothed_rtt`: EWMA of the samples with gain 1/8 (`None` before a sample).
     pub smoothed: Option<TimeDelta>,
+    /// `rttvar`: EWMA of the samples' deviation from `smoothed_rtt`, gain 1/4.
     pub var: TimeDelta,
+    /// `min_rtt`: the smallest sample so far.
     pub min: Option<TimeDelta>,
 }
 
@@ -74,11 +78,13 @@ pub struct RateSample {
     /// Bytes delivered over the interval, and the interval (the longer of the send and the
     /// acknowledgement intervals).
     pub delivered: DataSize,
+    /// The sample's interval: the longer of the send and the acknowledgement elapsed times.
     pub interval: TimeDelta,
     /// `delivered / interval` (`None` for an empty interval).
     pub delivery_rate: Option<crate::units::DataRate>,
     /// Bytes delivered before the acknowledged packet was sent (`P.delivered`), and in all.
     pub prior_delivered: DataSize,
+    /// Bytes delivered in all, this packet's included (`C.delivered`).
     pub total_delivered: DataSize,
     /// The packet's RTT.
     pub rtt: TimeDelta,
@@ -89,10 +95,15 @@ pub struct RateSample {
 /// Counters of a bulk sender.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TcpStats {
+    /// Datagrams sent (probes included).
     pub sent_packets: u64,
+    /// Datagrams acknowledged.
     pub acked_packets: u64,
+    /// Datagrams declared lost (RFC 9002 §6.1).
     pub lost_packets: u64,
+    /// Congestion events given to the controller (losses and CE-count increases).
     pub congestion_events: u64,
+    /// Probe timeouts that fired (RFC 9002 §6.2).
     pub ptos: u64,
     /// The receiver's CE count as last echoed.
     pub ce_marks: u64,
@@ -191,6 +202,8 @@ impl TcpSender {
     pub fn ce_count(&self) -> u64 {
         self.ce_count
     }
+    /// Starts from the peer's CE count `n` (a short flow's next connection continues the
+    /// previous one's).
     pub fn set_ce_count(&mut self, n: u64) {
         self.ce_count = n;
     }
@@ -207,15 +220,19 @@ impl TcpSender {
             .is_some_and(|n| self.stats.acked_packets + self.unacked.len() as u64 >= n)
     }
 
+    /// The sender's counters.
     pub fn stats(&self) -> TcpStats {
         self.stats
     }
+    /// The controller's congestion window.
     pub fn window(&self) -> DataSize {
         self.cc.window()
     }
+    /// Bytes sent and neither acknowledged nor declared lost.
     pub fn bytes_in_flight(&self) -> DataSize {
         self.in_flight
     }
+    /// The RTT estimator's state.
     pub fn rtt(&self) -> RttEstimator {
         self.rtt
     }
@@ -418,11 +435,14 @@ pub struct TcpReceiver {
     seq: u64,
     /// Datagrams that arrived marked CE (echoed cumulatively in every ACK).
     pub ce_packets: u64,
+    /// Datagrams received.
     pub received_packets: u64,
+    /// Bytes received, in on-wire sizes.
     pub received_bytes: i64,
 }
 
 impl TcpReceiver {
+    /// A receiver whose acknowledgements carry `flow`.
     pub fn new(flow: FlowId) -> TcpReceiver {
         TcpReceiver { flow, ..TcpReceiver::default() }
     }

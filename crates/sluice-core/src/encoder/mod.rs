@@ -30,7 +30,8 @@ pub struct RateControl {
     pub vbv_buffer: DataSize,
     /// Constant bitrate with filler data (x264 `--nal-hrd cbr` style `b_filler`): frames that
     /// would let the VBV buffer overflow are padded, so the stream never runs below the
-    /// target. x264 sets it at open only, so an encoder takes it from its first frame.
+    /// target. x264 reads it at open only, so the x264 encoder takes it from its first frame;
+    /// the model encoder reads it at every frame.
     pub filler: bool,
 }
 
@@ -62,16 +63,22 @@ impl RateControl {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Complexity {
+    /// The lowest level: the fastest encode, the largest frame at equal quality.
     C0,
+    /// The middle level: a slower encode for a smaller frame than `C0`'s.
     C1,
+    /// The highest level: the slowest encode, the smallest frame.
     C2,
 }
 
 impl Complexity {
+    /// Every level, lowest first (in [`Complexity::index`] order).
     pub const ALL: [Complexity; 3] = [Complexity::C0, Complexity::C1, Complexity::C2];
+    /// The level's position in [`Complexity::ALL`] (0 for `C0`), for per-level arrays.
     pub fn index(self) -> usize {
         self as usize
     }
+    /// The level's name as configs and frame columns write it (`"c0"`, `"c1"`, `"c2"`).
     pub fn name(self) -> &'static str {
         ["c0", "c1", "c2"][self.index()]
     }
@@ -86,13 +93,16 @@ pub struct FrameRequest {
     /// Index of the frame in the source (0, 1, 2, ... at the capture rate). Encoding an index
     /// again gives the same content.
     pub source_index: u64,
+    /// When the source frame was captured (the frame's latency counts from it).
     pub capture_time: Timestamp,
     /// The frame (id) this one may reference, with every older one: `None` for the previous
     /// encode. An older frame invalidates the references newer than it, as
     /// `x264_encoder_invalidate_reference` does; the frame stays a P frame as long as the
     /// encoder still holds the reference (else it becomes a keyframe).
     pub reference: Option<u64>,
+    /// Rate-control parameters of this frame (see [`RateControl`]).
     pub rate_control: RateControl,
+    /// Code the frame as a keyframe (the sender sets it on a receiver's keyframe request).
     pub force_keyframe: bool,
     /// Complexity level for this frame; `None` keeps the encoder's own settings (the
     /// preset's).
@@ -133,9 +143,11 @@ pub struct FrameAnalysis {
 /// The result of encoding one frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EncodedFrame {
+    /// The [`FrameRequest::frame_id`] of the request this frame answers.
     pub frame_id: u64,
     /// Size of the encoded bitstream of the frame (payload, no packet headers).
     pub size: DataSize,
+    /// Whether the encoder coded it as a keyframe (decodable without a reference).
     pub is_keyframe: bool,
     /// Average quantiser of the frame.
     pub qp: f64,
@@ -165,9 +177,13 @@ pub trait Encoder: Send {
 /// A frame the encoder finished, with when its encode ran.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FinishedFrame {
+    /// The request the frame was encoded from.
     pub request: FrameRequest,
+    /// The encoded frame: size, type, QP and encode time.
     pub frame: EncodedFrame,
+    /// When the encode started (never before the previous encode finished).
     pub started: Timestamp,
+    /// When the encode finished and the frame became available to the sender.
     pub finished: Timestamp,
 }
 
@@ -195,6 +211,7 @@ pub struct InlineEncoder {
 }
 
 impl InlineEncoder {
+    /// A driver around `encoder`, idle from time zero.
     pub fn new(encoder: Box<dyn Encoder>) -> Self {
         InlineEncoder {
             encoder,
@@ -280,17 +297,21 @@ pub struct X264Settings {
     /// Raw yuv420p file (the front end decodes any clip to one); played back and forth when
     /// shorter than the session ([`clip_frame`]).
     pub video_path: String,
+    /// Frame width in pixels (`sluice-x264` requires it even, at most 16384).
     pub width: u32,
+    /// Frame height in pixels (even, at most 16384, as the width).
     pub height: u32,
     /// Frames in the file.
     pub video_frames: u64,
     /// x264 preset; the seeds' WebRTC forks use superfast or ultrafast with zerolatency.
     pub preset: String,
+    /// x264 encoder threads (0 lets x264 choose; default 1).
     pub threads: u32,
     /// Reference frames kept (x264 `--ref`, 1..=16). The seeds use 1; a frame that
     /// re-references an older one after newer ones were dropped stays a P frame only if the
     /// encoder still holds it (with 1, it becomes an IDR).
     pub refs: u32,
+    /// How the encode time is charged to virtual time (default: measured).
     pub encode_time: EncodeTimeMode,
     /// Where to write the encoded stream (Annex B) and its per-frame index (`<path>.idx`:
     /// one `offset length` line per frame), for quality scoring after the run.

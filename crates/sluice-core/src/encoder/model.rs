@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 pub struct ModelEncoderConfig {
     /// Frame width and height; the complexity at QP 26 scales with the pixel count.
     pub width: u32,
+    /// Frame height in pixels (defaults: 1280 x 720).
     pub height: u32,
     /// Mean bytes per pixel of a P frame at QP 26 (0.05 ≈ 46 kB for a 720p frame).
     pub bytes_per_pixel_at_qp26: f64,
@@ -58,16 +59,21 @@ pub struct ModelEncoderConfig {
     pub spike_probability: f64,
     /// Mean of the spike multiplier (log-normal, sigma `spike_sigma`).
     pub spike_mean: f64,
+    /// Standard deviation (natural log) of the log-normal spike multiplier.
     pub spike_sigma: f64,
     /// A keyframe costs this many times a P frame of the same content.
     pub keyframe_factor: f64,
     /// Largest QP change from one frame to the next (x264 `qpstep`).
     pub qp_step: f64,
+    /// Lowest quantiser the model may choose (x264 `qpmin`; default 10).
     pub qp_min: f64,
+    /// Highest quantiser the model may choose (x264 `qpmax`; default 51).
     pub qp_max: f64,
     /// Share of the VBV buffer that 1-pass planning tries to keep filled, and how strongly
     /// the quantiser reacts to a shortfall (see `encode`).
     pub vbv_target_fill: f64,
+    /// How strongly the quantiser rises as the VBV fill sinks below `vbv_target_fill` (0: not at
+    /// all; default 2).
     pub vbv_fill_gain: f64,
     /// Weight of the newest frame in the encoder's complexity prediction.
     pub complexity_ewma_weight: f64,
@@ -88,6 +94,7 @@ pub struct ModelEncoderConfig {
     /// older encode than the last `reference_frames` becomes a keyframe; one within them is a
     /// P frame (the model charges no extra size for predicting across dropped frames).
     pub reference_frames: u32,
+    /// Seed of the content and SATD draws; a run replaces the default (1) with the run's seed.
     pub seed: u64,
 }
 
@@ -248,6 +255,7 @@ fn qp_for_size(complexity: f64, size: f64) -> f64 {
 }
 
 impl ModelEncoder {
+    /// A model encoder opened at `fps`, the source frame rate (as x264 is opened with it).
     pub fn new(config: ModelEncoderConfig, fps: f64) -> Self {
         let rng = Rng::fork(config.seed, "model-encoder");
         let analysis_rng = Rng::fork(config.seed, "model-encoder-analysis");

@@ -10,8 +10,11 @@
 /// A half-resolution luma plane, the input of [`satd`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LumaPlane {
+    /// Width in pixels, also the row stride of `pixels`.
     pub width: usize,
+    /// Height in pixels (rows of `pixels`).
     pub height: usize,
+    /// Luma samples row by row, `width * height` bytes.
     pub pixels: Vec<u8>,
 }
 

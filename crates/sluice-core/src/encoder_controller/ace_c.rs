@@ -80,6 +80,7 @@ pub struct AceCConfig {
     pub initial_encode_time_ratio: [f64; 3],
     /// Initial `w` and `offset` of Eq. 4.
     pub initial_w: f64,
+    /// Initial `offset` of Eq. 4 (default 0; may be negative).
     pub initial_offset: f64,
     /// Largest `phi` an observation may report.
     pub max_phi: f64,
@@ -144,12 +145,15 @@ impl AceCConfig {
 /// One decision, for tests and plots.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AceCDecision {
+    /// Predicted size relative to the recent average frame (Eq. 4; 1 without a SATD).
     pub rho_hat: f64,
+    /// The complexity level chosen.
     pub level: Complexity,
     /// Gain of each level in seconds (Eq. 2).
     pub gains_s: [f64; 3],
 }
 
+/// The ACE-C controller (see the module documentation).
 pub struct AceC {
     config: AceCConfig,
     w: f64,
@@ -170,6 +174,7 @@ pub struct AceC {
 }
 
 impl AceC {
+    /// ACE-C with `config`'s priors, before any frame.
     pub fn new(config: AceCConfig) -> Self {
         let extra_encode_s = [Some(0.0), None, None];
         AceC {
@@ -191,6 +196,7 @@ impl AceC {
     pub fn last_decision(&self) -> Option<AceCDecision> {
         self.last
     }
+    /// The current `phi(c)` of c0, c1, c2: each level's relative size saving (Eq. 2).
     pub fn phi(&self) -> [f64; 3] {
         self.phi
     }
@@ -204,6 +210,7 @@ impl AceC {
             })
         })
     }
+    /// `dTe(c)` of c0, c1, c2 (infinite before a c0 frame has been timed).
     pub fn extra_encode_time(&self) -> [TimeDelta; 3] {
         self.extra_encode_s().map(|s| {
             if s.is_finite() {
@@ -213,6 +220,7 @@ impl AceC {
             }
         })
     }
+    /// The current `(w, offset)` of the size predictor (Eq. 4).
     pub fn size_model(&self) -> (f64, f64) {
         (self.w, self.offset)
     }

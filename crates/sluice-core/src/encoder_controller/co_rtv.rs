@@ -85,6 +85,7 @@ impl Default for CoRtvConfig {
 }
 
 impl CoRtvConfig {
+    /// A configuration mistake, if any (config paths under `encoder_controller`).
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=1024).contains(&self.max_reencodes) {
             return Err(format!(
@@ -123,6 +124,7 @@ impl CoRtvConfig {
         Ok(())
     }
 
+    /// The controller, before any report.
     pub fn build(&self) -> CoRtv {
         CoRtv {
             config: self.clone(),

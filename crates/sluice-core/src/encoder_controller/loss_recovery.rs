@@ -21,6 +21,7 @@ use crate::units::{TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+/// Parameters of the re-referencing loss recovery (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LossRecoveryConfig {
@@ -38,6 +39,7 @@ impl Default for LossRecoveryConfig {
 }
 
 impl LossRecoveryConfig {
+    /// A configuration mistake, if any (config paths under `encoder_controller`).
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=16).contains(&self.reference_frames) {
             return Err(format!(
@@ -55,6 +57,7 @@ impl LossRecoveryConfig {
         Ok(())
     }
 
+    /// The controller, before any loss.
     pub fn build(&self) -> LossRecovery {
         LossRecovery {
             config: self.clone(),

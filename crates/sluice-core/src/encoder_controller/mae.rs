@@ -39,10 +39,16 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum TightBuffer {
     /// This long at the current target (MAE §6.5 and the artifact: 40 ms).
-    Duration { ms: f64 },
+    Duration {
+        /// The buffer's duration at the target, in ms.
+        ms: f64,
+    },
     /// One frame of the target plus this many kbit (MAE §5.1: "TargetBitrate / fps + 1";
     /// the +1 keeps x264 from clamping the buffer to a frame).
-    OneFrame { plus_kbit: f64 },
+    OneFrame {
+        /// Kilobits added to one frame's worth of the target.
+        plus_kbit: f64,
+    },
 }
 
 /// What starts a tight period.
@@ -68,6 +74,7 @@ pub enum MaeMode {
     Code,
 }
 
+/// Parameters of MAE (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MaeConfig {
@@ -75,7 +82,9 @@ pub struct MaeConfig {
     pub normal_buffer_ms: f64,
     /// The buffer while tight (MAE §6.5: 40 ms of the target).
     pub tight: TightBuffer,
+    /// What starts a tight period in [`MaeMode::Paper`] (default: the pre-reaction).
     pub trigger: MaeTrigger,
+    /// How tight periods begin and end (default: the paper's latch).
     pub mode: MaeMode,
     /// End a tight period when the trigger has not fired for this long, even without
     /// under-use: a suspected drop that did not come (not in MAE; `None`).
@@ -131,6 +140,7 @@ pub struct Mae {
 }
 
 impl Mae {
+    /// The controller for `config`.
     pub fn new(config: MaeConfig) -> Self {
         Mae { config }
     }

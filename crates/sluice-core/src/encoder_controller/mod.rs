@@ -25,7 +25,9 @@ use serde::{Deserialize, Serialize};
 /// The sender's pacer as an encoder controller sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PacerState {
+    /// Bytes waiting in the pacer queue.
     pub queue_bytes: DataSize,
+    /// Packets waiting in the pacer queue.
     pub queue_packets: usize,
     /// How long the oldest waiting packet has waited (Vidaptive's pause test).
     pub oldest_queue_time: TimeDelta,
@@ -44,11 +46,14 @@ pub struct TransportState {
 /// What an encoder controller knows when it decides about a capture slot.
 #[derive(Clone, Copy, Debug)]
 pub struct FrameContext {
+    /// The time of the decision.
     pub now: Timestamp,
     /// The capture slot: index of the source frame (0, 1, 2, ... at the frame rate). For
     /// [`EncoderController::poll_encode`], the latest captured slot.
     pub source_index: u64,
+    /// Capture time of `source_index`.
     pub capture_time: Timestamp,
+    /// The capture frame rate, frames per second.
     pub fps: f64,
     /// The rate the encoder may use: the congestion controller's encoder rate (its target,
     /// or less while it pushes back) minus per-packet overhead.
@@ -58,8 +63,11 @@ pub struct FrameContext {
     /// GCC's congestion-window pushback in libwebrtc's default `DropFrame` mode); 0 when
     /// unused. Only the [`video_stream_encoder`] stage acts on it.
     pub cwnd_reduce_ratio: f64,
+    /// The congestion controller's signals (pre-reaction, over- and under-use times).
     pub cc_signals: CcSignals,
+    /// The sender's pacer queue now.
     pub pacer: PacerState,
+    /// The congestion window and the bytes in flight now.
     pub transport: TransportState,
     /// The id of the last frame encoded (`None` before the first).
     pub last_frame_id: Option<u64>,
@@ -71,6 +79,7 @@ pub struct FrameContext {
 /// How one frame is to be encoded.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FramePlan {
+    /// The rate control of the encode (target, VBV).
     pub rate_control: RateControl,
     /// `None`: the encoder's own analysis settings.
     pub complexity: Option<Complexity>,
@@ -105,7 +114,10 @@ pub enum FrameDecision {
     /// Leave it unencoded (for now: the controller may still encode it later through
     /// [`EncoderController::poll_encode`]). `reason` is recorded with the slot if it is never
     /// encoded ("frame-dropper", "pause", ...).
-    Skip { reason: &'static str },
+    Skip {
+        /// Why the slot was skipped (`"pause"`, `"frame-dropper"`, ...).
+        reason: &'static str,
+    },
 }
 
 impl From<FramePlan> for FrameDecision {
@@ -124,8 +136,11 @@ impl From<RateControl> for FrameDecision {
 /// released, or an earlier slot encoded again.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EncodeOrder {
+    /// The capture slot (source frame) to encode.
     pub source_index: u64,
+    /// The capture time the frame is recorded with (its latency counts from it).
     pub capture_time: Timestamp,
+    /// How to encode it.
     pub plan: FramePlan,
 }
 
@@ -135,15 +150,31 @@ pub enum FrameEvent {
     /// The frame's first packet reached the head of the pacer queue at `head_at` (its enqueue,
     /// or the departure of the frame ahead of it) and its last packet left at `done_at`:
     /// `done_at - head_at` is the frame's service time (Vidaptive §3.3, §4).
-    Serviced { frame_id: u64, head_at: Timestamp, done_at: Timestamp },
+    Serviced {
+        /// The frame's id.
+        frame_id: u64,
+        /// When its first packet reached the head of the pacer queue.
+        head_at: Timestamp,
+        /// When its last packet left the pacer.
+        done_at: Timestamp,
+    },
     /// The frame's packets still waiting were removed from the pacer ([`SenderCommand`]).
-    Purged { frame_id: u64 },
+    Purged {
+        /// The purged frame's id.
+        frame_id: u64,
+    },
     /// A capture slot the controller skipped.
-    Skipped { source_index: u64 },
+    Skipped {
+        /// The skipped capture slot.
+        source_index: u64,
+    },
     /// A packet of the frame did not reach the receiver (a NACK or transport feedback said
     /// so), for a reason the sender was not told of (frames a bottleneck reported dropping are
     /// not announced); once per frame, before any retransmission of it.
-    Lost { frame_id: u64 },
+    Lost {
+        /// The id of the frame that lost a packet.
+        frame_id: u64,
+    },
 }
 
 /// A request from the encoder controller to the sender.
@@ -151,7 +182,10 @@ pub enum FrameEvent {
 pub enum SenderCommand {
     /// Remove every frame with an id at or above `from_frame_id` from the pacer (and from
     /// the encoder's output not yet packetized); they are not retransmitted either.
-    PurgeFrames { from_frame_id: u64 },
+    PurgeFrames {
+        /// The first frame id to purge.
+        from_frame_id: u64,
+    },
 }
 
 /// Decides how every frame is encoded.
@@ -184,12 +218,15 @@ pub trait EncoderController: Send {
     }
 }
 
+/// Encoder-controller choice and parameters, part of a scheme (JSON: tagged by `kind`). The
+/// default is `AbrVbv` with a 500 ms buffer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum EncoderControllerConfig {
     /// ABR at the CC target with a VBV buffer of `vbv_buffer_ms` (x264 in WebRTC; the seeds'
     /// code uses 500 ms).
     AbrVbv {
+        /// VBV buffer as a duration at the target rate, in ms (default 500).
         #[serde(default = "default_vbv_ms")]
         vbv_buffer_ms: f64,
     },
@@ -197,6 +234,7 @@ pub enum EncoderControllerConfig {
     /// (the CBR baseline of ACE §6.1 and MAE §6). With `filler`, frames are padded so the
     /// stream never runs below the target either (x264's filler data: MAE's CBR).
     OneFrameVbv {
+        /// Pad frames with filler data (default off).
         #[serde(default, skip_serializing_if = "is_false")]
         filler: bool,
     },
@@ -230,6 +268,7 @@ impl Default for EncoderControllerConfig {
 }
 
 impl EncoderControllerConfig {
+    /// The controller this config describes (the scheme adds its Salsify and frame-drop stages).
     pub fn build(&self) -> Box<dyn EncoderController> {
         match self {
             EncoderControllerConfig::AbrVbv { vbv_buffer_ms } => {
@@ -276,6 +315,7 @@ impl EncoderControllerConfig {
 
 /// ABR + VBV at the congestion controller's target.
 pub struct AbrVbv {
+    /// VBV buffer as a duration at the target rate.
     pub vbv_buffer: TimeDelta,
 }
 
@@ -287,6 +327,7 @@ impl EncoderController for AbrVbv {
 
 /// VBV buffer of one frame at the target rate, optionally with filler data.
 pub struct OneFrameVbv {
+    /// Pad frames with filler data (x264 `b_filler`) so the stream never runs below the target.
     pub filler: bool,
 }
 

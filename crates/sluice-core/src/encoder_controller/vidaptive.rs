@@ -67,6 +67,7 @@ impl ResumeRule {
     }
 }
 
+/// Parameters of Vidaptive's encoder controller (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VidaptiveConfig {
@@ -74,7 +75,9 @@ pub struct VidaptiveConfig {
     pub pause: bool,
     /// Pause threshold tau (§3.2: 33 ms at 30 fps; swept 33/165/330 in Fig. 23).
     pub tau_ms: f64,
+    /// When the pause test runs (default: at each capture slot).
     pub pause_check: PauseCheck,
+    /// What happens to the held slot when the pacer drains (default: libwebrtc's 1 s rule).
     pub resume: ResumeRule,
     /// The target-bitrate fraction (§3.3).
     pub alpha: AlphaConfig,
@@ -114,6 +117,7 @@ impl VidaptiveConfig {
         self.alpha.validate()
     }
 
+    /// The controller, not paused, with alpha at its initial value.
     pub fn build(&self) -> Vidaptive {
         Vidaptive::new(self.clone())
     }
@@ -134,6 +138,7 @@ pub struct Vidaptive {
 }
 
 impl Vidaptive {
+    /// The controller for `config`, not paused, with alpha at its initial value.
     pub fn new(config: VidaptiveConfig) -> Self {
         Vidaptive {
             alpha: AlphaEstimator::new(config.alpha.clone()),
@@ -146,6 +151,7 @@ impl Vidaptive {
         }
     }
 
+    /// Whether encoding is paused (waiting for the pacer queue to drain).
     pub fn is_paused(&self) -> bool {
         self.paused
     }

@@ -38,6 +38,7 @@ pub enum AlphaCcRate {
     PerFrame,
 }
 
+/// Parameters of the alpha estimate (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AlphaConfig {
@@ -55,7 +56,9 @@ pub struct AlphaConfig {
     pub ewma_weight: f64,
     /// Bounds and start (the crate: [0.05, 1], 1).
     pub min: f64,
+    /// Upper bound on alpha (at most 1; default 1).
     pub max: f64,
+    /// Alpha before the first update (default 1).
     pub initial: f64,
     /// The CC-Rate that normalises service times.
     pub cc_rate: AlphaCcRate,
@@ -131,6 +134,7 @@ pub struct AlphaEstimator {
 }
 
 impl AlphaEstimator {
+    /// The estimator at `config.initial` (clamped to the bounds), with no samples.
     pub fn new(config: AlphaConfig) -> Self {
         let mut e = AlphaEstimator {
             alpha: 1.0,

@@ -62,6 +62,7 @@ impl FrameDropConfig {
     pub const LIBWEBRTC: FrameDropConfig =
         FrameDropConfig { frame_dropper: true, cwnd_pushback: true };
 
+    /// Whether both stages are off (the controller is then left unwrapped).
     pub fn is_off(&self) -> bool {
         !self.frame_dropper && !self.cwnd_pushback
     }
@@ -127,6 +128,7 @@ pub struct VideoStreamEncoder {
 }
 
 impl VideoStreamEncoder {
+    /// The stage around `inner` (with the frame dropper if `config` has it).
     pub fn new(config: FrameDropConfig, inner: Box<dyn EncoderController>) -> Self {
         VideoStreamEncoder {
             config,

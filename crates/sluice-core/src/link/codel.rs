@@ -163,6 +163,7 @@ impl CodelState {
         item
     }
 
+    /// Whether CoDel is in its dropping state (RFC 8289's `dropping`).
     pub fn is_dropping(&self) -> bool {
         self.dropping
     }
@@ -188,6 +189,7 @@ pub struct Codel {
 }
 
 impl Codel {
+    /// CoDel with `config`, behind drop-tail at `limit` on arrival.
     pub fn new(config: CodelConfig, limit: QueueLimit) -> Codel {
         Codel { config, limit: DropTail { limit }, state: CodelState::default() }
     }

@@ -18,11 +18,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FaultsConfig {
-    /// Probability that a media datagram the bottleneck delivers is delivered twice.
+    /// Probability that a media datagram the bottleneck delivers, and does not hold back
+    /// (`reorder`), is delivered twice: the share duplicated is `(1 - reorder) x duplicate`.
     pub duplicate: f64,
     /// Probability that a media datagram the bottleneck delivers is held back by
     /// `reorder_delay_ms` (later ones overtake it).
     pub reorder: f64,
+    /// How long a reordered datagram is held back, in ms (default 5).
     pub reorder_delay_ms: f64,
     /// `[start, end)` seconds of the run in which all feedback (receiver to sender) is lost.
     pub feedback_blackout_s: Option<(f64, f64)>,
@@ -67,7 +69,7 @@ impl FaultsConfig {
         if let Some((a, b)) = self.feedback_blackout_s {
             if !(a.is_finite() && b.is_finite() && 0.0 <= a && a < b) {
                 return Err(format!(
-                    "faults.feedback_blackout_s must be [start, end] seconds with 0 <= start < \
+                    "faults.feedback_blackout_s must be [start, end) seconds with 0 <= start < \
                      end, got [{a}, {b}]"
                 ));
             }
@@ -101,7 +103,9 @@ pub struct FaultStats {
     pub media_datagrams: u64,
     /// Feedback datagrams the faults saw, in the blackout or not.
     pub feedback_datagrams: u64,
+    /// Media datagrams delivered twice.
     pub duplicated: u64,
+    /// Media datagrams held back by the reorder delay.
     pub reordered: u64,
     /// Feedback datagrams lost in the blackout.
     pub blackout_dropped: u64,
@@ -155,6 +159,7 @@ impl PathFaults {
         true
     }
 
+    /// What the faults did so far.
     pub fn stats(&self) -> FaultStats {
         self.stats
     }

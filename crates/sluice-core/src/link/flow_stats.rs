@@ -16,12 +16,17 @@ pub const MAX_FLOWS: usize = 256;
 /// One flow's counters. Bytes are on-wire sizes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FlowStats {
+    /// Packets of the flow that reached the link.
     pub arrived_packets: u64,
+    /// Bytes of those packets.
     pub arrived_bytes: i64,
     /// Dropped for any reason (random loss, the queue's limit or its management).
     pub dropped_packets: u64,
+    /// Bytes of the dropped packets.
     pub dropped_bytes: i64,
+    /// Packets of the flow the link delivered.
     pub delivered_packets: u64,
+    /// Bytes of those packets.
     pub delivered_bytes: i64,
     /// Packets per 1 ms bin of queueing delay (empty until the first departure).
     delay_bins: Vec<u64>,

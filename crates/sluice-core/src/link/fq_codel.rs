@@ -56,11 +56,12 @@ pub struct FqCodel {
     flows: BTreeMap<FlowId, FlowQueue>,
     new_flows: VecDeque<FlowId>,
     old_flows: VecDeque<FlowId>,
-    /// Packets dropped on overflow (from the fattest queue) and by CoDel.
+    /// Packets dropped on overflow (from the fattest queue); CoDel's drops are counted per flow.
     overflow_drops: u64,
 }
 
 impl FqCodel {
+    /// FQ-CoDel with `config`, bounded by `limit` (unlimited: `config.default_limit_packets`).
     pub fn new(config: FqCodelConfig, limit: QueueLimit) -> FqCodel {
         let limit = match limit {
             QueueLimit::Unlimited => QueueLimit::Packets(config.default_limit_packets),

@@ -209,12 +209,17 @@ pub struct DropCost {
     pub qlen: DataSize,
     /// The frame's size on the wire.
     pub size: DataSize,
+    /// `Bw`: the bandwidth estimate over the window `w`, times `bw_scale` (§III-B3).
     pub bw: DataRate,
+    /// `Bw_old`: the largest `Bw` over the recent window (by default `RTT_BN + w`).
     pub bw_old: DataRate,
+    /// `RTT_BN`: the bottleneck-sender round trip.
     pub rtt_bn: TimeDelta,
+    /// `FR`: the frame rate, frames per second.
     pub fps: f64,
     /// How long before the frame's arrival the decision is made (Eq. 5).
     pub t_pre: TimeDelta,
+    /// `alpha` of Eq. 4: the sensitivity to the quality decrease.
     pub alpha: f64,
 }
 
@@ -276,9 +281,11 @@ pub fn forwards(frame: u64, lrf: Option<u64>, drop_from: Option<u64>) -> bool {
 /// One drop decision, for tests and the time series.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Decision {
+    /// When the decision was made.
     pub time: Timestamp,
     /// The first frame dropped (with feedback: the start of the suffix).
     pub frame_id: u64,
+    /// Alg. 1's inputs, cost and gain for that frame.
     pub cost: DropCost,
     /// Whether the frame had not arrived yet (decided `lookahead_frames` ahead).
     pub predicted: bool,

@@ -53,6 +53,7 @@ pub enum LinkRate {
 /// forms there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueLimit {
+    /// No limit: every arrival is queued.
     Unlimited,
     /// At most this many bytes waiting (an arrival that would exceed it is dropped).
     Bytes(i64),
@@ -60,9 +61,12 @@ pub enum QueueLimit {
     Packets(usize),
 }
 
+/// One direction of a link: its rate, queue limit, delay and random loss.
 #[derive(Clone, Debug)]
 pub struct LinkConfig {
+    /// The serialisation rate (default: unlimited).
     pub rate: LinkRate,
+    /// The drop-tail limit (default: unlimited; a custom queue discipline ignores it).
     pub queue: QueueLimit,
     /// One-way propagation delay added after serialisation.
     pub delay: TimeDelta,
@@ -87,7 +91,8 @@ impl Default for LinkConfig {
 pub enum DropReason {
     /// IID random loss at entry (`loss_rate`).
     RandomLoss,
-    /// The queue limit was reached (drop-tail).
+    /// The queue dropped it: its limit was reached (drop-tail), or an AQM (CoDel, FQ-CoDel)
+    /// dropped it; both count as loss in the summary's `loss_rate`.
     QueueFull,
     /// Dropped by a queue policy (e.g. a bottleneck node that drops whole frames).
     Policy,
@@ -96,19 +101,26 @@ pub enum DropReason {
 /// Counters since the link was created. Bytes are on-wire sizes ([`Datagram::size`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkStats {
+    /// Datagrams that reached the link (before random loss).
     pub arrived_packets: u64,
+    /// Bytes of those datagrams.
     pub arrived_bytes: i64,
+    /// Datagrams lost at random ([`DropReason::RandomLoss`]).
     pub dropped_loss_packets: u64,
+    /// Datagrams the queue dropped ([`DropReason::QueueFull`]: drop-tail, CoDel, FQ-CoDel).
     pub dropped_queue_packets: u64,
+    /// Datagrams a queue policy dropped on purpose ([`DropReason::Policy`]).
     pub dropped_policy_packets: u64,
     /// Bytes of all dropped packets, whatever the reason.
     pub dropped_bytes: i64,
     /// Packets handed out by [`Link::poll_datagram`].
     pub delivered_packets: u64,
+    /// Bytes of the datagrams delivered.
     pub delivered_bytes: i64,
 }
 
 impl LinkStats {
+    /// Datagrams dropped for any reason.
     pub fn dropped_packets(&self) -> u64 {
         self.dropped_loss_packets + self.dropped_queue_packets + self.dropped_policy_packets
     }
@@ -117,8 +129,11 @@ impl LinkStats {
 /// A datagram waiting in (or being serialised out of) the queue.
 #[derive(Debug)]
 pub struct Queued {
+    /// The waiting datagram.
     pub datagram: Datagram,
+    /// When it arrived at the link (its sojourn time counts from here).
     pub arrival: Timestamp,
+    /// Its on-wire size ([`Datagram::size`]), what it takes from the link's opportunities.
     pub size: DataSize,
 }
 
@@ -131,27 +146,34 @@ pub struct PacketQueue {
 }
 
 impl PacketQueue {
+    /// Packets waiting.
     pub fn len(&self) -> usize {
         self.items.len()
     }
+    /// Whether no packet waits.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
+    /// Bytes waiting (on-wire sizes).
     pub fn bytes(&self) -> DataSize {
         self.bytes
     }
+    /// Appends `item` at the tail.
     pub fn push_back(&mut self, item: Queued) {
         self.bytes += item.size;
         self.items.push_back(item);
     }
+    /// Removes and returns the oldest waiting packet.
     pub fn pop_front(&mut self) -> Option<Queued> {
         let item = self.items.pop_front()?;
         self.bytes -= item.size;
         Some(item)
     }
+    /// The oldest waiting packet.
     pub fn front(&self) -> Option<&Queued> {
         self.items.front()
     }
+    /// The waiting packets, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = &Queued> {
         self.items.iter()
     }
@@ -184,6 +206,7 @@ impl PacketQueue {
 /// the link's service schedule up to `now` (never beyond: a policy that knew the trace's
 /// future would be an oracle).
 pub struct QueueView<'a> {
+    /// The waiting packets; the discipline may remove any of them.
     pub queue: &'a mut PacketQueue,
     /// The packet being serialised and its bytes still to send.
     pub in_transit: Option<(&'a Datagram, DataSize)>,
@@ -192,6 +215,7 @@ pub struct QueueView<'a> {
 }
 
 impl QueueView<'_> {
+    /// The time of the call.
     pub fn now(&self) -> Timestamp {
         self.now
     }
@@ -201,7 +225,7 @@ impl QueueView<'_> {
         self.trace.map(|t| t.capacity_between(t0, t1.min(self.now)))
     }
     /// Bytes the link will be able to serve in `[t0, t1)`, future included: the trace's
-    /// capacity as an oracle knows it. Only the FDCC oracle (`link/oracle_report.rs`, Co-RTV
+    /// capacity as an oracle knows it. Only the FDCC oracle (`link/oracle.rs`, Co-RTV
     /// §V-A Eq. 9) may call this; every other behaviour uses [`Self::capacity_between`].
     pub fn oracle_capacity_between(&self, t0: Timestamp, t1: Timestamp) -> Option<DataSize> {
         self.trace.map(|t| t.capacity_between(t0, t1))
@@ -288,6 +312,7 @@ pub trait QueueDiscipline: std::fmt::Debug + Send {
 /// Drop-tail against a [`QueueLimit`].
 #[derive(Debug, Clone, Copy)]
 pub struct DropTail {
+    /// The limit each arrival is checked against.
     pub limit: QueueLimit,
 }
 
@@ -527,6 +552,7 @@ impl Link {
         own.min(self.next_usable_opportunity(head_arrival))
     }
 
+    /// Counters since the link was created.
     pub fn stats(&self) -> &LinkStats {
         &self.stats
     }

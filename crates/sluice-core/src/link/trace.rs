@@ -33,7 +33,12 @@ pub enum TraceErrorKind {
     /// A negative timestamp.
     Negative(i64),
     /// A timestamp smaller than the one on the previous line.
-    Decreasing { value: i64, previous: i64 },
+    Decreasing {
+        /// The timestamp on this line (ms).
+        value: i64,
+        /// The timestamp on the line before (ms).
+        previous: i64,
+    },
     /// No opportunities at all.
     Empty,
     /// The last timestamp is 0: the trace would loop with a zero period.
@@ -45,7 +50,12 @@ pub enum TraceErrorKind {
     /// A negative rate.
     NegativeRate(f64),
     /// A sample time not greater than the previous one.
-    TimeNotIncreasing { value: f64, previous: f64 },
+    TimeNotIncreasing {
+        /// The sample time on this line (s).
+        value: f64,
+        /// The sample time on the line before (s).
+        previous: f64,
+    },
     /// A rate series with fewer than two samples (no interval to take the median of).
     TooFewSamples(usize),
     /// A timestamp (ms) beyond [`limits::MAX_TRACE_MS`].
@@ -59,7 +69,12 @@ pub enum TraceErrorKind {
     TooManyOpportunities(i64),
     /// A Mahimahi trace faster than [`limits::MAX_RATE_BPS`]: `count` opportunities within
     /// `span_ms` (a second of the trace, or its whole loop when that is shorter).
-    MahimahiTooFast { count: i64, span_ms: i64 },
+    MahimahiTooFast {
+        /// Opportunities within `span_ms`.
+        count: i64,
+        /// The span counted, in ms.
+        span_ms: i64,
+    },
     /// A line that is not UTF-8 text.
     NotText,
     /// A line longer than [`limits::MAX_TRACE_LINE_BYTES`].
@@ -72,9 +87,11 @@ pub enum TraceErrorKind {
 /// wrong.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceError {
+    /// The trace's name as the caller gave it (usually its file's).
     pub file: String,
     /// 1-based line number; `None` for whole-file problems (empty, zero period).
     pub line: Option<usize>,
+    /// What is wrong.
     pub kind: TraceErrorKind,
 }
 
@@ -500,6 +517,7 @@ impl Trace {
         b.finish(&name, period.as_us()).expect("positive rate and period")
     }
 
+    /// The name the trace was made with (its file's, or a description of a built one).
     pub fn name(&self) -> &str {
         &self.name
     }

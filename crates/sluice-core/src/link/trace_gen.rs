@@ -17,20 +17,38 @@ use serde::Deserialize;
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TraceSpec {
     /// A constant rate.
-    Constant { rate_mbps: f64 },
+    Constant {
+        /// The rate, Mbit/s.
+        rate_mbps: f64,
+    },
     /// Piecewise-constant `(duration_s, rate_mbps)` steps, repeated until the duration is
     /// covered (e.g. `[(10, 30), (10, 3)]`: 30 Mbps for 10 s then 3 Mbps for 10 s). A rate of
     /// 0 is an outage.
-    Steps { steps: Vec<(f64, f64)> },
+    Steps {
+        /// `(duration_s, rate_mbps)` pairs, in order.
+        steps: Vec<(f64, f64)>,
+    },
     /// `high_mbps` for half of `period_s`, then `low_mbps` for the other half, repeated.
-    Alternating { high_mbps: f64, low_mbps: f64, period_s: f64 },
+    Alternating {
+        /// The rate of the first half of each period, Mbit/s.
+        high_mbps: f64,
+        /// The rate of the second half, Mbit/s.
+        low_mbps: f64,
+        /// The period, seconds.
+        period_s: f64,
+    },
     /// Two-state good/bad channel starting in the good state, with exponential holding times
     /// of the given means, drawn from [`Rng`] seeded with `seed`.
     Markov {
+        /// The rate in the good state, Mbit/s.
         good_mbps: f64,
+        /// The rate in the bad state, Mbit/s.
         bad_mbps: f64,
+        /// Mean time in the good state, seconds.
         mean_good_s: f64,
+        /// Mean time in the bad state, seconds.
         mean_bad_s: f64,
+        /// Seed of the holding times (default 0).
         #[serde(default)]
         seed: u64,
     },
@@ -38,7 +56,9 @@ pub enum TraceSpec {
     /// between opportunities, drawn from [`Rng`] seeded with `seed`), as Pantheon's calibrated
     /// emulators deliver (Yan et al., ATC '18; Vidaptive §5.2).
     Poisson {
+        /// The mean rate, Mbit/s.
         rate_mbps: f64,
+        /// Seed of the gaps between opportunities (default 0).
         #[serde(default)]
         seed: u64,
     },
@@ -164,7 +184,8 @@ impl TraceSpec {
         Ok(spec)
     }
 
-    /// Checks that every rate and duration is positive and finite.
+    /// Checks that every rate and duration is finite and positive (a step's rate may be 0:
+    /// an outage) and under the limits.
     pub fn validate(&self) -> Result<(), String> {
         match self {
             TraceSpec::Constant { rate_mbps } => rate("rate_mbps", *rate_mbps, false),

@@ -109,6 +109,7 @@ use crate::packet::{Packet, PacketKind};
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 
+/// Parameters of ACE-N (ACE §4.1; the module documentation says how each was chosen).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AceNConfig {
@@ -181,6 +182,7 @@ pub enum BucketDecision {
 /// these units below one byte so refills never lose a fraction.
 const CREDIT_PER_BYTE: i128 = 8_000_000;
 
+/// The ACE-N pacer (see the module documentation).
 pub struct AceNPacer {
     config: AceNConfig,
     /// `config.queue_time_limit_ms`, converted once (used per packet).
@@ -223,6 +225,7 @@ pub struct AceNPacer {
 }
 
 impl AceNPacer {
+    /// The pacer at `now`, at 300 kbps until the first `set_rates`.
     pub fn new(config: AceNConfig, now: Timestamp) -> Self {
         let capacity = PacketTrainEstimator::new(
             TimeDelta::from_ms_f64(config.capacity_min_span_ms),

@@ -12,7 +12,9 @@ use crate::units::Timestamp;
 /// The queue and the prober of a pacer.
 #[derive(Debug, Default)]
 pub struct PacerCore {
+    /// The packets waiting.
     pub queue: PacketQueue,
+    /// The probe clusters to send.
     pub prober: Prober,
 }
 

@@ -19,6 +19,7 @@ use crate::packet::Packet;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 
+/// Parameters of libwebrtc's pacing controller.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LeakyBucketConfig {
@@ -43,6 +44,7 @@ impl Default for LeakyBucketConfig {
 /// Largest gap over which debt is paid off at once (libwebrtc: 2 s).
 const MAX_ELAPSED: TimeDelta = TimeDelta::from_secs(2);
 
+/// libwebrtc's debt-based pacer (see the module documentation).
 pub struct LeakyBucketPacer {
     /// The config's durations, converted once (they are used per packet).
     burst_interval: TimeDelta,
@@ -58,6 +60,7 @@ pub struct LeakyBucketPacer {
 }
 
 impl LeakyBucketPacer {
+    /// The pacer at `now`, without debt, at 300 kbps until the first `set_rates`.
     pub fn new(config: LeakyBucketConfig, now: Timestamp) -> Self {
         LeakyBucketPacer {
             burst_interval: TimeDelta::from_ms_f64(config.burst_interval_ms),

@@ -38,6 +38,7 @@ pub trait Pacer: Send {
     fn enqueue(&mut self, packet: Packet, now: Timestamp);
     /// The queue and the prober ([`core::PacerCore`]).
     fn core(&self) -> &core::PacerCore;
+    /// The queue and the prober, mutable.
     fn core_mut(&mut self) -> &mut core::PacerCore;
     /// A probe cluster to send.
     fn create_probe_cluster(&mut self, cluster: ProbeClusterConfig, _now: Timestamp) {
@@ -58,6 +59,7 @@ pub trait Pacer: Send {
     fn queue_size(&self) -> DataSize {
         self.core().queue.bytes()
     }
+    /// Packets waiting.
     fn queue_packets(&self) -> usize {
         self.core().queue.len()
     }
@@ -143,6 +145,7 @@ impl PacerConfig {
         }
     }
 
+    /// The pacer this config describes, starting at `now`.
     pub fn build(&self, now: Timestamp) -> Box<dyn Pacer> {
         match self {
             PacerConfig::LeakyBucket(c) => {

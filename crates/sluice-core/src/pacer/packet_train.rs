@@ -21,6 +21,7 @@
 use crate::cc::TransportPacketsFeedback;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 
+/// The packet-train capacity estimator (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct PacketTrainEstimator {
     min_span: TimeDelta,
@@ -42,6 +43,8 @@ struct Train {
 }
 
 impl PacketTrainEstimator {
+    /// An estimator without an estimate: samples need trains spanning `min_span`; `smoothing`
+    /// is the weight of the old estimate.
     pub fn new(min_span: TimeDelta, smoothing: f64, count_first_packet: bool) -> Self {
         PacketTrainEstimator { min_span, smoothing, count_first_packet, estimate: None }
     }

@@ -7,6 +7,7 @@ use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 /// Padding is sent in 5 ms worth of the padding rate (libwebrtc).
 const PADDING_TARGET: TimeDelta = TimeDelta::from_ms(5);
 
+/// The padding debt and its rate.
 #[derive(Debug, Default)]
 pub struct PaddingBudget {
     rate: DataRate,
@@ -14,6 +15,7 @@ pub struct PaddingBudget {
 }
 
 impl PaddingBudget {
+    /// Sets the padding rate (zero: no padding).
     pub fn set_rate(&mut self, rate: DataRate) {
         self.rate = rate;
     }

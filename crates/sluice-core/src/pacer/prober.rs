@@ -8,8 +8,9 @@
 //! As in libwebrtc, probing waits for media: a new cluster stays inactive until a packet of
 //! at least min(2 ms at the probe rate, 200 B) is enqueued (`OnIncomingPacket`), then its
 //! first probe goes at once. A cluster whose next probe is more than 10 ms late is dropped
-//! (`max_probe_delay`), clusters requested more than 5 s before a newer one are dropped and at
-//! most 5 wait (`kProbeClusterTimeout`, `kMaxPendingProbeClusters`).
+//! (`max_probe_delay`), clusters requested more than 5 s before a newer one are dropped, and so
+//! are the oldest while more than 5 wait before a new one is added, so 6 can wait
+//! (`kProbeClusterTimeout`, `kMaxPendingProbeClusters`).
 
 use super::queue::PacketQueue;
 use crate::cc::ProbeClusterConfig;
@@ -38,6 +39,7 @@ struct ActiveCluster {
     sent_probes: u32,
 }
 
+/// The probe clusters waiting and being sent (see the module documentation).
 #[derive(Debug, Default)]
 pub struct Prober {
     clusters: VecDeque<ActiveCluster>,
@@ -48,6 +50,8 @@ pub struct Prober {
 }
 
 impl Prober {
+    /// Queues a cluster (one without a rate is ignored), first dropping the oldest waiting
+    /// clusters that timed out or are over the pending limit.
     pub fn add_cluster(&mut self, config: ProbeClusterConfig) {
         if config.target_rate.as_bps() <= 0 {
             return;
@@ -77,6 +81,7 @@ impl Prober {
         }
     }
 
+    /// Whether a cluster waits and probing is active.
     pub fn is_probing(&self) -> bool {
         self.active && !self.clusters.is_empty()
     }

@@ -6,6 +6,7 @@ use crate::packet::{Packet, PacketKind};
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use std::collections::VecDeque;
 
+/// The packets waiting in a pacer, retransmissions first.
 #[derive(Debug, Default)]
 pub struct PacketQueue {
     retransmissions: VecDeque<Packet>,
@@ -16,6 +17,7 @@ pub struct PacketQueue {
 }
 
 impl PacketQueue {
+    /// Appends `packet` to its class (its `enqueue_time` already set).
     pub fn push(&mut self, packet: Packet) {
         self.bytes += packet.size;
         self.enqueue_time_sum_us += packet.enqueue_time.as_us() as i128;
@@ -25,10 +27,12 @@ impl PacketQueue {
         }
     }
 
+    /// The packet [`pop`](Self::pop) would return next.
     pub fn peek(&self) -> Option<&Packet> {
         self.retransmissions.front().or_else(|| self.video.front())
     }
 
+    /// Removes and returns the next packet: the oldest retransmission, else the oldest other.
     pub fn pop(&mut self) -> Option<Packet> {
         let p = self.retransmissions.pop_front().or_else(|| self.video.pop_front())?;
         self.bytes -= p.size;
@@ -54,12 +58,15 @@ impl PacketQueue {
         removed
     }
 
+    /// Whether no packet waits.
     pub fn is_empty(&self) -> bool {
         self.retransmissions.is_empty() && self.video.is_empty()
     }
+    /// Packets waiting.
     pub fn len(&self) -> usize {
         self.retransmissions.len() + self.video.len()
     }
+    /// Bytes waiting.
     pub fn bytes(&self) -> DataSize {
         self.bytes
     }
@@ -90,6 +97,7 @@ impl PacketQueue {
         self.bytes / remaining
     }
 
+    /// How long the oldest waiting packet has waited (zero when empty).
     pub fn oldest_queue_time(&self, now: Timestamp) -> TimeDelta {
         let oldest = [self.retransmissions.front(), self.video.front()]
             .into_iter()

@@ -7,12 +7,14 @@ use super::Pacer;
 use crate::packet::Packet;
 use crate::units::{DataRate, Timestamp};
 
+/// The pacer that does not pace (see the module documentation).
 pub struct Unpaced {
     core: PacerCore,
     rate: DataRate,
 }
 
 impl Unpaced {
+    /// The pacer, empty.
     pub fn new(_now: Timestamp) -> Self {
         Unpaced { core: PacerCore::default(), rate: DataRate::ZERO }
     }

@@ -21,6 +21,7 @@ use crate::packet::Packet;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use serde::{Deserialize, Serialize};
 
+/// Parameters of Vidaptive's pacer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VidaptivePacerConfig {
@@ -39,6 +40,7 @@ impl Default for VidaptivePacerConfig {
 /// Largest gap over which debt is paid off at once (libwebrtc: 2 s).
 const MAX_ELAPSED: TimeDelta = TimeDelta::from_secs(2);
 
+/// Vidaptive's pacer (see the module documentation).
 pub struct VidaptivePacer {
     dummy: DummyConfig,
     max_debt: TimeDelta,
@@ -52,6 +54,8 @@ pub struct VidaptivePacer {
 }
 
 impl VidaptivePacer {
+    /// The pacer at `now`, at 300 kbps until the first `set_rates`; no dummies until the sender
+    /// gives its capture schedule.
     pub fn new(config: VidaptivePacerConfig, now: Timestamp) -> Self {
         let max_debt_ms =
             if config.max_debt_ms.is_finite() { config.max_debt_ms.max(0.0) } else { 500.0 };

@@ -60,7 +60,9 @@ use retransmit::Retransmitter;
 /// Sender parameters that are not part of a scheme's components.
 #[derive(Clone, Debug)]
 pub struct SenderConfig {
+    /// Capture frame rate, frames per second (default 30).
     pub fps: f64,
+    /// Largest payload per packet (default 1200 bytes).
     pub max_payload: DataSize,
     /// How long sent packets are kept for retransmission.
     pub history: TimeDelta,
@@ -103,17 +105,28 @@ impl Default for SenderConfig {
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "event")]
 pub enum SenderEvent {
+    /// A frame finished encoding (one per encode).
     FrameEncoded {
+        /// The encode's frame id.
         frame_id: u64,
+        /// The capture slot it encodes.
         source_index: u64,
+        /// The capture time it was encoded with.
         capture_time: Timestamp,
+        /// When the encode started.
         encode_start: Timestamp,
+        /// When the encode finished.
         encode_end: Timestamp,
+        /// Encoded size (payload, no packet headers).
         size: DataSize,
+        /// Whether it was coded as a keyframe.
         is_keyframe: bool,
+        /// Average quantiser.
         #[serde(with = "crate::columns::float_or_null")]
         qp: f64,
+        /// The rate control's target (after the application's cap).
         target_rate: DataRate,
+        /// Packets it was split into.
         packet_count: u16,
         /// The frame it references (`None` for a keyframe).
         reference: Option<u64>,
@@ -122,31 +135,46 @@ pub enum SenderEvent {
     },
     /// The controller skipped a capture slot (it may still encode it later).
     FrameSkipped {
+        /// The skipped capture slot.
         source_index: u64,
+        /// Its capture time.
         capture_time: Timestamp,
+        /// The controller's reason (`"pause"`, `"frame-dropper"`, ...).
         reason: crate::columns::Name,
     },
     /// The frame's first packet reached the head of the pacer queue at `head_at` and its
     /// last left at `done_at`.
     FrameServiced {
+        /// The frame's id.
         frame_id: u64,
+        /// When its first packet reached the head of the pacer queue.
         head_at: Timestamp,
+        /// When its last packet left the pacer.
         done_at: Timestamp,
     },
     /// What was left of the frame in the pacer (or encoder) was purged.
     FramePurged {
+        /// The purged frame's id.
         frame_id: u64,
+        /// When it was purged.
         time: Timestamp,
     },
     /// A bottleneck node's report reached the sender.
     BottleneckReport {
+        /// The report as the bottleneck sent it.
         report: crate::packet::BottleneckReport,
+        /// When it reached the sender.
         received: Timestamp,
     },
+    /// A packet left the sender.
     PacketSent {
+        /// Video, retransmission or padding.
         kind: PacketKind,
+        /// Its frame (0 for padding).
         frame_id: u64,
+        /// Its on-wire size.
         size: DataSize,
+        /// When it was sent.
         time: Timestamp,
     },
 }
@@ -161,10 +189,13 @@ pub struct Timeline {
     pub start: Timestamp,
     /// The next source index to capture.
     pub next_slot: u64,
+    /// The id the next encode gets.
     pub next_frame_id: u64,
+    /// When capture stops.
     pub capture_until: Timestamp,
 }
 
+/// The sending side of a session (see the module documentation).
 pub struct Sender {
     config: SenderConfig,
     cc: Box<dyn CongestionController>,
@@ -204,6 +235,7 @@ const KEEPALIVE_SIZE: DataSize =
     DataSize::from_bytes(crate::packet::PACKET_OVERHEAD.as_bytes() + 1);
 
 impl Sender {
+    /// A sender of these components starting at `now`, whose first capture is at `now`.
     pub fn new(
         config: SenderConfig,
         cc: Box<dyn CongestionController>,
@@ -284,15 +316,14 @@ impl Sender {
         }
     }
 
-    /// The share of the target rate left for the encoder once per-packet overhead (RTP
-    /// header + UDP/IP) is paid, assuming full packets, as libwebrtc's overhead-aware
-    /// allocation does.
     /// `rate`, at most the application's cap.
     fn capped(&self, rate: DataRate) -> DataRate {
         self.config.max_video_rate.map_or(rate, |cap| rate.min(cap))
     }
 
-    /// The media share of the controller's encoder rate (`update`: its latest).
+    /// The media share of the controller's encoder rate (`update`: its latest): what is left
+    /// for the encoder once per-packet overhead (RTP header + UDP/IP) is paid, assuming full
+    /// packets, as libwebrtc's overhead-aware allocation does.
     fn media_rate(&self, update: &NetworkControlUpdate) -> DataRate {
         let payload = self.config.max_payload.as_bytes_f64();
         let overhead = self.config.packet_overhead.as_bytes_f64();
@@ -308,15 +339,19 @@ impl Sender {
     pub fn bytes_in_flight(&self) -> DataSize {
         self.history.in_flight()
     }
+    /// The pacer's current rate (including any queue-drain adjustment).
     pub fn pacing_rate(&self) -> DataRate {
         self.pacer.pacing_rate()
     }
+    /// Bytes waiting in the pacer.
     pub fn pacer_queue_size(&self) -> DataSize {
         self.pacer.queue_size()
     }
+    /// How long the oldest packet in the pacer has waited at `now`.
     pub fn pacer_oldest_queue_time(&self, now: Timestamp) -> TimeDelta {
         self.pacer.oldest_queue_time(now)
     }
+    /// The smoothed RTT from transport feedback (`None` before the first sample).
     pub fn smoothed_rtt(&self) -> Option<TimeDelta> {
         self.rtt.smoothed()
     }
@@ -729,6 +764,8 @@ impl Sender {
         Some(Datagram::Media(p))
     }
 
+    /// When [`handle_timeout`](Self::handle_timeout) or [`poll_transmit`](Self::poll_transmit)
+    /// is next needed.
     pub fn poll_timeout(&self) -> Timestamp {
         let pending = self.encoder.poll_timeout();
         // A full window waits for feedback (an input), or for the keepalive.
@@ -737,6 +774,7 @@ impl Sender {
         self.next_capture_time().min(pending).min(send).min(self.cc.poll_timeout())
     }
 
+    /// The next event for metrics, if any.
     pub fn poll_event(&mut self) -> Option<SenderEvent> {
         self.events.pop_front()
     }

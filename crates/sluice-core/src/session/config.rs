@@ -23,6 +23,7 @@ pub struct PathConfig {
     pub trace: Option<String>,
     /// Drop-tail limit in bytes (`queue_packets` and this are exclusive; neither: unlimited).
     pub queue_bytes: Option<i64>,
+    /// Drop-tail limit in packets (exclusive with `queue_bytes`).
     pub queue_packets: Option<usize>,
     /// One-way propagation delay, after the queue.
     pub delay_ms: f64,
@@ -56,9 +57,11 @@ pub enum QueueDisciplineKind {
 }
 
 impl QueueDisciplineKind {
+    /// Whether this is drop-tail (the default).
     pub fn is_drop_tail(&self) -> bool {
         *self == QueueDisciplineKind::Droptail
     }
+    /// Its name in configs (`droptail`, `codel`, `fq-codel`).
     pub fn name(self) -> &'static str {
         match self {
             QueueDisciplineKind::Droptail => "droptail",
@@ -101,6 +104,7 @@ impl Default for PathConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum EncoderConfig {
+    /// The deterministic model encoder.
     Model(ModelEncoderConfig),
     /// libx264 on real video; built by the `sluice-x264` crate, not by [`super::topology::build_encoder`].
     X264(crate::encoder::X264Settings),
@@ -116,25 +120,35 @@ impl Default for EncoderConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunConfig {
+    /// The scheme's name, looked up in the registry unless `scheme` is given (default `webrtc`).
     pub scheme_name: String,
+    /// An explicit composition, used instead of the registry's (`None`: look up `scheme_name`).
     pub scheme: Option<SchemeConfig>,
+    /// The run's seed: its random streams fork from it (the model encoder's unless its own
+    /// `seed` is set; default 1).
     pub seed: u64,
     /// Capture duration.
     pub duration_s: f64,
     /// Extra time after the last capture so frames in flight can arrive.
     pub drain_s: f64,
+    /// Capture frame rate, frames per second (default 30).
     pub fps: f64,
+    /// Time-series sample interval, ms (default 20).
     pub sample_interval_ms: f64,
     /// Transport feedback interval of the receiver; `None`: the scheme's
     /// ([`SchemeConfig::feedback_interval_ms`]), else 50 ms.
     pub feedback_interval_ms: Option<f64>,
+    /// Largest payload per packet, bytes (100 to 1400; default 1200).
     pub max_payload_bytes: i64,
     /// The application's highest video bitrate (WebRTC's `maxBitrate`), the same for every
     /// scheme: the encoder controller never sees a target above it and the encoder is never
     /// asked for more. `None` (the default): no cap.
     pub max_video_rate_bps: Option<f64>,
+    /// The encoder (default: the model encoder).
     pub encoder: EncoderConfig,
+    /// The media path, sender to receiver (the bottleneck).
     pub downlink: PathConfig,
+    /// The feedback path, receiver to sender.
     pub uplink: PathConfig,
     /// Flows that share the downlink (the bottleneck) with the session's media flow
     /// (`--competing`; [`crate::cross`]). Only written when there are some.
@@ -157,9 +171,11 @@ pub struct RunConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SecondBottleneck {
+    /// Its constant rate, Mbit/s (at least 0.012; default 1).
     pub rate_mbps: f64,
     /// Drop-tail limit in bytes (`None`: unlimited).
     pub queue_bytes: Option<i64>,
+    /// Its one-way delay after the queue, ms (default 0).
     pub delay_ms: f64,
 }
 
@@ -294,6 +310,7 @@ impl RunConfig {
         })
     }
 
+    /// Checks the whole config; the first mistake found, as a [`ConfigError`].
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |m: String| Err(ConfigError(m));
         if !(self.duration_s > 0.0 && self.duration_s.is_finite()) {

@@ -16,7 +16,9 @@ pub struct LinkReading {
     pub capacity_bps: i64,
     /// Bytes of the session's media flow the bottleneck has delivered so far.
     pub delivered_bytes: i64,
+    /// Bytes waiting in the bottleneck queue.
     pub queue_bytes: i64,
+    /// Packets waiting in the bottleneck queue.
     pub queue_packets: u64,
     /// Sojourn time of the last packet to leave the queue.
     pub queue_delay_us: i64,
@@ -47,6 +49,7 @@ impl Sampler {
         }
     }
 
+    /// The sample interval.
     pub fn interval(&self) -> TimeDelta {
         self.interval
     }

@@ -42,15 +42,19 @@ use std::sync::Arc;
 /// Results of a finished run.
 #[derive(Clone, Debug)]
 pub struct RunResult {
+    /// The frame records, one per encode.
     pub frames: Vec<FrameRecord>,
     /// Capture slots never encoded.
     pub skips: Vec<SkipRecord>,
+    /// The time series.
     pub samples: Vec<Sample>,
+    /// The run summary.
     pub summary: Summary,
     /// Times the receiver asked for a keyframe (not in the summary, whose keys stay fixed).
     pub keyframe_requests: u64,
 }
 
+/// A run in virtual time: the session's network of nodes, its recorder and its sampler.
 pub struct Simulation {
     now: Timestamp,
     network: Network,
@@ -206,12 +210,15 @@ impl Simulation {
         })
     }
 
+    /// The current virtual time.
     pub fn now(&self) -> Timestamp {
         self.now
     }
+    /// When the run ends: the end of capture plus the drain.
     pub fn end(&self) -> Timestamp {
         self.end
     }
+    /// Whether virtual time has reached the end of the run.
     pub fn is_finished(&self) -> bool {
         self.now >= self.end
     }

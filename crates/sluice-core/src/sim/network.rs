@@ -32,7 +32,9 @@ pub const IN: Port = 0;
 /// A node's view as [`Any`], for the simulator to reach a concrete node (the sender, a link)
 /// by downcasting; every `'static` type has it.
 pub trait AsAny {
+    /// The node as `&dyn Any`.
     fn as_any(&self) -> &dyn Any;
+    /// The node as `&mut dyn Any`.
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
@@ -158,9 +160,11 @@ pub const FAULT_DOWN: Port = 0;
 pub const FAULT_UP: Port = 1;
 
 impl FaultNode {
+    /// A node applying `faults`' decisions.
     pub fn new(faults: PathFaults) -> Self {
         FaultNode { faults, held: VecDeque::new(), out: VecDeque::new() }
     }
+    /// What the faults did so far.
     pub fn stats(&self) -> FaultStats {
         self.faults.stats()
     }
@@ -202,12 +206,14 @@ impl Node for FaultNode {
 /// times): before `start` it ignores input and waits; from `stop` on it swallows input and
 /// output and has no timeout. In between it is the inner node.
 pub struct Scheduled<N: Node> {
+    /// The node it runs between `start` and `stop`.
     pub inner: N,
     start: Timestamp,
     stop: Timestamp,
 }
 
 impl<N: Node> Scheduled<N> {
+    /// `inner`, active from `start` until `stop`.
     pub fn new(inner: N, start: Timestamp, stop: Timestamp) -> Self {
         Scheduled { inner, start, stop }
     }
@@ -297,12 +303,15 @@ impl Network {
         }
         ports[usize::from(from_port)] = Some((to, to_port));
     }
+    /// Number of nodes.
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
+    /// Whether the network has no node.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
+    /// The name node `id` was added with (panics for an unknown id).
     pub fn name(&self, id: NodeId) -> &'static str {
         self.nodes[id].0
     }
@@ -328,6 +337,7 @@ impl Network {
         self.nodes[id].1.handle_input(port, d, now);
         self.dirty[id] = true;
     }
+    /// Outputs dropped because their port had no edge (a topology mistake).
     pub fn unrouted(&self) -> u64 {
         self.unrouted
     }

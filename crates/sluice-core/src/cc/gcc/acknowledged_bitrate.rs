@@ -44,6 +44,9 @@ impl Default for BitrateEstimator {
 }
 
 impl BitrateEstimator {
+    /// Adds `amount` bytes received at `at` (libwebrtc's `BitrateEstimator::Update`): each
+    /// closed window (500 ms before the first estimate, then 150 ms) gives a sample for the
+    /// Bayesian update.
     pub fn update(&mut self, at: Timestamp, amount: DataSize) {
         let window = if self.estimate_kbps.is_none() { INITIAL_WINDOW_MS } else { WINDOW_MS };
         let Some(sample) = self.update_window(at.as_ms(), amount.as_bytes(), window) else {
@@ -89,9 +92,11 @@ impl BitrateEstimator {
         sample
     }
 
+    /// The estimate, `None` before the first window has closed.
     pub fn bitrate(&self) -> Option<DataRate> {
         self.estimate_kbps.map(|k| DataRate::from_bps_f64(k * 1e3))
     }
+    /// The estimate's variance (libwebrtc's `bitrate_estimate_var_`).
     pub fn variance(&self) -> f64 {
         self.variance
     }
@@ -194,6 +199,8 @@ impl RobustThroughputEstimator {
             || (self.window.len() > WINDOW_PACKETS && duration > MIN_WINDOW)
     }
 
+    /// The rate of the current window, `None` while it holds fewer than `REQUIRED_PACKETS` (10)
+    /// packets.
     pub fn bitrate(&self) -> Option<DataRate> {
         self.rate
     }
@@ -268,12 +275,16 @@ pub struct AcknowledgedBitrateEstimator {
 }
 
 impl AcknowledgedBitrateEstimator {
+    /// An estimator using the default throughput estimator ([`AckedRateEstimator::Robust`]).
     pub fn new() -> Self {
         Self::default()
     }
+    /// An estimator using the `kind` of throughput estimator.
     pub fn with_kind(kind: AckedRateEstimator) -> Self {
         AcknowledgedBitrateEstimator { kind, ..Self::default() }
     }
+    /// The application-limited region ended at `t`: the first packet sent after it makes the
+    /// Bayesian estimator expect a fast rate change (libwebrtc's `SetAlrEndedTime`).
     pub fn set_alr_ended_time(&mut self, t: Timestamp) {
         self.alr_ended_time = Some(t);
     }
@@ -295,12 +306,14 @@ impl AcknowledgedBitrateEstimator {
                 .filter_map(|p| p.receive_time.map(|rx| (p.sent.send_time, rx, p.sent.size))),
         );
     }
+    /// The acknowledged rate from the configured estimator, `None` before it has one.
     pub fn bitrate(&self) -> Option<DataRate> {
         match self.kind {
             AckedRateEstimator::Robust => self.robust.bitrate(),
             AckedRateEstimator::Bayesian => self.estimator.bitrate(),
         }
     }
+    /// The Bayesian estimator, which is fed whichever estimator is configured.
     pub fn estimator(&self) -> &BitrateEstimator {
         &self.estimator
     }

@@ -15,6 +15,7 @@ pub const DEFAULT_RTT: TimeDelta = TimeDelta::from_ms(200);
 pub const MIN_NEAR_MAX_INCREASE_BPS_PER_S: f64 = 4000.0;
 /// Link-capacity moving-average weight on overuse (libwebrtc 0.05) and on probes (0.5).
 pub const CAPACITY_ALPHA_OVERUSE: f64 = 0.05;
+/// Link-capacity moving-average weight on probe results (libwebrtc 0.5).
 pub const CAPACITY_ALPHA_PROBE: f64 = 0.5;
 /// Time after the first throughput sample at which an uninitialised controller adopts it
 /// (libwebrtc kInitializationTime).
@@ -56,12 +57,15 @@ impl LinkCapacityEstimator {
             None => DataRate::ZERO,
         }
     }
+    /// Forgets the estimate (the normalised variance is kept).
     pub fn reset(&mut self) {
         self.estimate_kbps = None;
     }
+    /// Folds in the acknowledged rate at an over-use (weight [`CAPACITY_ALPHA_OVERUSE`]).
     pub fn on_overuse_detected(&mut self, acked: DataRate) {
         self.update(acked, CAPACITY_ALPHA_OVERUSE);
     }
+    /// Folds in a probe result (weight [`CAPACITY_ALPHA_PROBE`]).
     pub fn on_probe_rate(&mut self, probe: DataRate) {
         self.update(probe, CAPACITY_ALPHA_PROBE);
     }
@@ -77,9 +81,11 @@ impl LinkCapacityEstimator {
         self.deviation_kbps = (1.0 - alpha) * self.deviation_kbps + alpha * err * err / norm;
         self.deviation_kbps = self.deviation_kbps.clamp(0.4, 2.5);
     }
+    /// Whether there is an estimate.
     pub fn has_estimate(&self) -> bool {
         self.estimate_kbps.is_some()
     }
+    /// The link-capacity estimate, `None` without one.
     pub fn estimate(&self) -> Option<DataRate> {
         self.estimate_kbps.map(|e| DataRate::from_bps_f64(e * 1e3))
     }
@@ -128,15 +134,19 @@ impl AimdRateControl {
         }
     }
 
+    /// The RTT that sets the decrease interval and the additive increase.
     pub fn set_rtt(&mut self, rtt: TimeDelta) {
         self.rtt = rtt;
     }
+    /// The delay-based estimate.
     pub fn estimate(&self) -> DataRate {
         self.current
     }
+    /// Whether the estimate is initialised (always, as [`Self::new`] starts from a known rate).
     pub fn valid_estimate(&self) -> bool {
         self.initialized
     }
+    /// The link-capacity estimator.
     pub fn link_capacity(&self) -> &LinkCapacityEstimator {
         &self.link_capacity
     }

@@ -44,6 +44,8 @@ impl IntervalBudget {
     }
 }
 
+/// libwebrtc's `AlrDetector`: in ALR once the budget is over 80 % full, out of it once
+/// below 50 %.
 #[derive(Clone, Debug, Default)]
 pub struct AlrDetector {
     budget: IntervalBudget,
@@ -52,12 +54,14 @@ pub struct AlrDetector {
 }
 
 impl AlrDetector {
+    /// A detector whose budget fills at 65 % of `estimate`.
     pub fn new(estimate: DataRate) -> Self {
         let mut d = AlrDetector::default();
         d.set_estimated_bitrate(estimate);
         d
     }
 
+    /// Sets the budget's fill rate to [`BANDWIDTH_USAGE_RATIO`] of the new estimate.
     pub fn set_estimated_bitrate(&mut self, rate: DataRate) {
         self.budget.set_target_kbps(rate.as_kbps_f64() * BANDWIDTH_USAGE_RATIO);
     }
@@ -90,6 +94,8 @@ impl AlrDetector {
     pub fn alr_start_time(&self) -> Option<Timestamp> {
         self.alr_started
     }
+    /// The budget's remaining bytes over its maximum, in [-1, 1] (above [`START_BUDGET_RATIO`]:
+    /// ALR starts).
     pub fn budget_ratio(&self) -> f64 {
         self.budget.ratio()
     }

@@ -29,6 +29,8 @@
 use crate::units::{DataRate, DataSize, TimeDelta};
 use serde::{Deserialize, Serialize};
 
+/// Settings of the congestion-window pushback (libwebrtc's `WebRTC-CongestionWindow` field
+/// trial; the defaults are Chrome's: `QueueSize:350,MinBitrate:30000,DropFrame:true`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CongestionWindowConfig {
@@ -61,6 +63,8 @@ impl Default for CongestionWindowConfig {
 /// The smallest data window: two full packets (goog_cc_network_control.cc, `kMinCwnd`).
 const MIN_WINDOW: DataSize = DataSize::from_bytes(2 * 1500);
 
+/// goog_cc's congestion-window pushback: the data window, and the encoding-rate ratio that
+/// shrinks while the bytes in flight exceed it (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct CongestionWindowPushback {
     config: CongestionWindowConfig,
@@ -81,6 +85,7 @@ pub struct CongestionWindowPushback {
 }
 
 impl CongestionWindowPushback {
+    /// Pushback with `config` from `start_rate`: no window yet, the ratio at 1.
     pub fn new(config: CongestionWindowConfig, start_rate: DataRate) -> Self {
         CongestionWindowPushback {
             config,
@@ -94,6 +99,7 @@ impl CongestionWindowPushback {
         }
     }
 
+    /// The configuration it was built with.
     pub fn config(&self) -> &CongestionWindowConfig {
         &self.config
     }

@@ -48,6 +48,7 @@ pub struct InterArrival {
 }
 
 impl InterArrival {
+    /// A grouper with no groups yet.
     pub fn new() -> Self {
         Self::default()
     }

@@ -24,16 +24,23 @@ pub const START_PHASE: TimeDelta = TimeDelta::from_secs(2);
 pub const LIMIT_NUM_PACKETS: u64 = 20;
 /// Loss fraction thresholds (libwebrtc 2 % and 10 %).
 pub const LOW_LOSS: f64 = 0.02;
+/// The upper loss fraction threshold: above it the rate is cut (libwebrtc 10 %; see
+/// [`LOW_LOSS`]).
 pub const HIGH_LOSS: f64 = 0.10;
 /// Loss reports older than this are ignored (libwebrtc 1.2 * kMaxRtcpFeedbackInterval 5 s).
 pub const LOSS_REPORT_TIMEOUT: TimeDelta = TimeDelta::from_ms(6000);
 /// RTT back-off: above this corrected RTT (libwebrtc 3 s) the rate drops by
 /// [`RTT_BACKOFF_FACTOR`] once per [`RTT_BACKOFF_INTERVAL`], not below [`RTT_BACKOFF_FLOOR`].
 pub const RTT_BACKOFF_LIMIT: TimeDelta = TimeDelta::from_secs(3);
+/// Factor of each RTT back-off step (libwebrtc's `RttBasedBackoff` `drop_fraction`, 0.8).
 pub const RTT_BACKOFF_FACTOR: f64 = 0.8;
+/// Minimum spacing of RTT back-off steps (`drop_interval`, 1 s).
 pub const RTT_BACKOFF_INTERVAL: TimeDelta = TimeDelta::from_secs(1);
+/// The RTT back-off does not go below this rate (`bandwidth_floor`, 5 kbps).
 pub const RTT_BACKOFF_FLOOR: DataRate = DataRate::from_kbps(5);
 
+/// The loss-based side of GCC, libwebrtc M119's `SendSideBandwidthEstimation` (see the
+/// module documentation).
 #[derive(Clone, Debug)]
 pub struct LossBasedControl {
     min_rate: DataRate,
@@ -61,6 +68,8 @@ pub struct LossBasedControl {
 }
 
 impl LossBasedControl {
+    /// A controller at `start` (clamped to `min_rate` and `max_rate`), with LossBasedBweV2 built
+    /// from `v2_config`.
     pub fn new(
         min_rate: DataRate,
         max_rate: DataRate,
@@ -130,9 +139,11 @@ impl LossBasedControl {
     pub fn target(&self) -> DataRate {
         self.current
     }
+    /// The last loss report's loss fraction, in [0, 1) (in steps of 1/256, as RTCP carries it).
     pub fn fraction_loss(&self) -> f64 {
         f64::from(self.last_fraction_loss) / 256.0
     }
+    /// The RTT added to the loss decrease interval; a non-positive one is ignored.
     pub fn set_rtt(&mut self, rtt: TimeDelta) {
         if rtt > TimeDelta::ZERO {
             self.rtt = rtt;
@@ -147,6 +158,8 @@ impl LossBasedControl {
         self.last_propagation_rtt = rtt;
         self.last_propagation_rtt_update = Some(now);
     }
+    /// A packet was sent at `now` (the RTT back-off counts time without feedback only while
+    /// packets are sent).
     pub fn on_packet_sent(&mut self, now: Timestamp) {
         self.last_packet_sent = Some(now);
     }
@@ -165,6 +178,8 @@ impl LossBasedControl {
         self.min_history.clear();
     }
 
+    /// The delay-based estimate, which caps the target (`UpdateDelayBasedEstimate`; zero: no
+    /// cap; `now` is not used).
     pub fn update_delay_based_estimate(&mut self, now: Timestamp, rate: DataRate) {
         self.delay_based_limit = if rate == DataRate::ZERO { DataRate::INFINITY } else { rate };
         let _ = now;

@@ -483,7 +483,9 @@ pub enum LossBasedState {
 /// The estimator's output (libwebrtc `LossBasedBweV2::Result`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LossBasedResult {
+    /// The loss-based estimate, within the min and max bitrates.
     pub bandwidth_estimate: DataRate,
+    /// Where the estimate stands.
     pub state: LossBasedState,
 }
 
@@ -630,6 +632,8 @@ impl LossBasedBweV2 {
         }
     }
 
+    /// The configuration it was built with (an invalid one leaves it disabled, see
+    /// [`Self::is_enabled`]).
     pub fn config(&self) -> &LossBasedBweV2Config {
         &self.config
     }

@@ -239,6 +239,8 @@ pub struct Gcc {
 }
 
 impl Gcc {
+    /// GCC with `config`, at the start rate (clamped to the min and max rates); with probing
+    /// on, the start-up probe clusters are queued at `now`.
     pub fn new(config: GccConfig, now: Timestamp) -> Self {
         let min = config.min_rate;
         let max = config.max_rate.max(min);
@@ -289,6 +291,7 @@ impl Gcc {
         }
     }
 
+    /// The configuration it was built with.
     pub fn config(&self) -> &GccConfig {
         &self.config
     }

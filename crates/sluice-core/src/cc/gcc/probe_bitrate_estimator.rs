@@ -6,12 +6,16 @@ use std::collections::BTreeMap;
 
 /// A cluster counts once this fraction of its min packets and min bytes arrived (libwebrtc).
 pub const MIN_RECEIVED_PROBES_RATIO: f64 = 0.80;
+/// The share of the cluster's min bytes that must arrive (libwebrtc 0.80; see
+/// [`MIN_RECEIVED_PROBES_RATIO`]).
 pub const MIN_RECEIVED_BYTES_RATIO: f64 = 0.80;
 /// Receive rate / send rate above this is invalid (libwebrtc 2.0).
 pub const MAX_VALID_RATIO: f64 = 2.0;
 /// Below this receive/send ratio the link is saturated (libwebrtc 0.9) and the result is
 /// [`TARGET_UTILIZATION`] of the receive rate (libwebrtc 0.95).
 pub const MIN_RATIO_FOR_UNSATURATED_LINK: f64 = 0.9;
+/// The share of the receive rate taken as the result when the link is saturated (libwebrtc
+/// 0.95).
 pub const TARGET_UTILIZATION: f64 = 0.95;
 /// Longest valid send or receive interval of a cluster (libwebrtc 1 s).
 pub const MAX_PROBE_INTERVAL: TimeDelta = TimeDelta::from_secs(1);
@@ -21,6 +25,7 @@ pub const MAX_CLUSTER_HISTORY: TimeDelta = TimeDelta::from_secs(1);
 /// What the estimator needs to know about a cluster the controller requested.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProbeClusterInfo {
+    /// The cluster's minimum packet count (its request's `min_probes`).
     pub min_probes: u32,
     /// target rate * target duration.
     pub min_bytes: DataSize,
@@ -38,6 +43,8 @@ struct Aggregate {
     num_probes: u32,
 }
 
+/// libwebrtc's `ProbeBitrateEstimator`: aggregates received probe packets per cluster and
+/// estimates the rate each cluster achieved.
 #[derive(Clone, Debug, Default)]
 pub struct ProbeBitrateEstimator {
     clusters: BTreeMap<u32, Aggregate>,
@@ -45,6 +52,7 @@ pub struct ProbeBitrateEstimator {
 }
 
 impl ProbeBitrateEstimator {
+    /// An estimator with no clusters.
     pub fn new() -> Self {
         Self::default()
     }
@@ -116,6 +124,8 @@ impl ProbeBitrateEstimator {
         Some(res)
     }
 
+    /// The latest valid estimate since the last call, if any (libwebrtc's
+    /// `FetchAndResetLastEstimatedBitrate`).
     pub fn fetch_and_reset_last_estimate(&mut self) -> Option<DataRate> {
         self.last_estimate.take()
     }

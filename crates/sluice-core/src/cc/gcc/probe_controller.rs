@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 
 /// Start-up probes at these multiples of the start rate (libwebrtc 3.0 and 6.0).
 pub const FIRST_EXPONENTIAL_PROBE_SCALE: f64 = 3.0;
+/// The second start-up probe's multiple of the start rate (libwebrtc 6.0).
 pub const SECOND_EXPONENTIAL_PROBE_SCALE: f64 = 6.0;
 /// Further probes at this multiple of the new estimate (libwebrtc 2.0)...
 pub const FURTHER_EXPONENTIAL_PROBE_SCALE: f64 = 2.0;
@@ -19,6 +20,7 @@ pub const FURTHER_PROBE_THRESHOLD: f64 = 0.7;
 pub const MAX_WAITING_TIME_FOR_PROBING_RESULT: TimeDelta = TimeDelta::from_secs(1);
 /// ALR probing interval and scale (libwebrtc 5 s, 2.0).
 pub const ALR_PROBING_INTERVAL: TimeDelta = TimeDelta::from_secs(5);
+/// ALR probes go out at this multiple of the estimate (libwebrtc 2.0).
 pub const ALR_PROBE_SCALE: f64 = 2.0;
 /// A drop below this fraction of the previous estimate is "large" (libwebrtc 0.66).
 pub const BITRATE_DROP_THRESHOLD: f64 = 0.66;
@@ -39,6 +41,7 @@ pub const OUTAGE_RECOVERY_WINDOW: TimeDelta = TimeDelta::from_secs(60);
 pub const OUTAGE_DEPTH: f64 = 0.05;
 /// Probe cluster defaults (libwebrtc 15 ms, 5 probes).
 pub const PROBE_DURATION: TimeDelta = TimeDelta::from_ms(15);
+/// Minimum packets per probe cluster (libwebrtc 5).
 pub const MIN_PROBES: u32 = 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +63,8 @@ struct Collapse {
     deep: bool,
 }
 
+/// libwebrtc's `ProbeController`: queues the probe clusters GCC asks the pacer for (see the
+/// module documentation).
 #[derive(Clone, Debug)]
 pub struct ProbeController {
     enabled: bool,
@@ -213,9 +218,12 @@ impl ProbeController {
         }
     }
 
+    /// When the current application-limited region started (`None`: not in one).
     pub fn set_alr_start_time(&mut self, t: Option<Timestamp>) {
         self.alr_start_time = t;
     }
+    /// The application-limited region ended at `t` (a recovery probe stays possible for
+    /// [`ALR_ENDED_TIMEOUT`]).
     pub fn set_alr_ended_time(&mut self, t: Timestamp) {
         self.alr_end_time = Some(t);
     }
@@ -295,9 +303,11 @@ impl ProbeController {
         }
     }
 
+    /// The next queued probe cluster, if any (each is handed out once).
     pub fn pop_probe(&mut self) -> Option<ProbeClusterConfig> {
         self.pending.pop_front()
     }
+    /// Whether probe clusters wait to be handed out.
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
     }

@@ -29,6 +29,7 @@ pub const K_DOWN: f64 = 0.039;
 pub const INITIAL_THRESHOLD: f64 = 12.5;
 /// Threshold clamp (libwebrtc [6, 600]).
 pub const MIN_THRESHOLD: f64 = 6.0;
+/// Upper bound of the adaptive threshold (libwebrtc 600; see [`MIN_THRESHOLD`]).
 pub const MAX_THRESHOLD: f64 = 600.0;
 /// The threshold does not adapt to outliers beyond threshold + 15 (libwebrtc kMaxAdaptOffsetMs).
 pub const MAX_ADAPT_OFFSET_MS: f64 = 15.0;
@@ -151,6 +152,7 @@ pub struct TrendlineEstimator {
 }
 
 impl TrendlineEstimator {
+    /// An estimator fitting over `window`, at the initial threshold, in the normal state.
     pub fn new(window: TrendlineWindow) -> Self {
         TrendlineEstimator {
             window,
@@ -188,6 +190,7 @@ impl TrendlineEstimator {
         self.pre_reaction_level.is_some_and(|l| l > 1.0)
     }
 
+    /// The window the fit uses.
     pub fn window(&self) -> TrendlineWindow {
         self.window
     }
@@ -207,6 +210,7 @@ impl TrendlineEstimator {
     pub fn threshold(&self) -> f64 {
         self.threshold
     }
+    /// Group deltas seen so far, at most [`DELTA_COUNTER_MAX`].
     pub fn num_deltas(&self) -> u32 {
         self.num_deltas
     }
