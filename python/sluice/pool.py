@@ -36,12 +36,23 @@ def _run_quiet(spec: RunSpec) -> str:
     return str(run_one(replace(spec, progress=False)))
 
 
+def _core_panic(e: BaseException) -> RuntimeError:
+    """pyo3's PanicException (a BaseException, which cannot be pickled) as an error that
+    says what the core said."""
+    return RuntimeError(f"internal error (a bug in Sluice's core): {e}")
+
+
 def _run_caught(spec: RunSpec) -> tuple[bool, str]:
-    """(True, run dir) or (False, the error as one line, :func:`sluice.errors.one_line`)."""
+    """(True, run dir) or (False, the error as one line, :func:`sluice.errors.one_line`);
+    a panic of the core is one too (one failed cell must not stop the others)."""
     try:
         return True, _run_quiet(spec)
     except Exception as e:  # noqa: BLE001 - one failed cell must not stop the others
         return False, one_line(e)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 (pyo3's PanicException: the core's panic)
+        return False, one_line(_core_panic(e))
 
 
 def check_pool(backend: str, jobs: int | None, address: str | None) -> None:
@@ -177,7 +188,7 @@ def _pool_task(fn: Any, spec: RunSpec) -> Any:
     except BaseException as e:  # noqa: BLE001 (pyo3's PanicException: the core's panic)
         # It cannot be pickled back to the parent (which then reports a PicklingError
         # instead): what it said goes back as an error of the run.
-        raise RuntimeError(f"internal error (a bug in Sluice's core): {e}") from None
+        raise _core_panic(e) from None
     finally:
         _task_running = False
 

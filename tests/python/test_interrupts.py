@@ -416,3 +416,24 @@ def test_a_core_panic_in_a_worker_comes_back_as_an_error_it_can_pickle():
     pickle.dumps(e.value)
     with pytest.raises(KeyboardInterrupt):
         pool._pool_task(lambda spec: (_ for _ in ()).throw(KeyboardInterrupt()), None)
+
+
+def test_a_core_panic_fails_its_cell_and_the_matrix_goes_on(monkeypatch, tmp_path):
+    # A matrix runs with keep_going: a cell whose run panics in the core (a BaseException,
+    # which `except Exception` let through) failed the whole matrix with a traceback.
+    from sluice import pool
+    from sluice.run import RunSpec
+
+    class Panic(BaseException):
+        pass
+
+    def run_quiet(spec):
+        if spec.out_dir.endswith("2"):
+            raise Panic("called `Option::unwrap()` on a `None` value")
+        return spec.out_dir
+
+    monkeypatch.setattr(pool, "_run_quiet", run_quiet)
+    specs = [RunSpec(trace="gen:constant:4", out_dir=str(tmp_path / str(s))) for s in (1, 2, 3)]
+    out = pool.run_many(specs, jobs=1, keep_going=True, progress=False)
+    assert [isinstance(o, pool.RunFailure) for o in out] == [False, True, False], out
+    assert "internal error (a bug in Sluice's core): called `Option::unwrap()`" in out[1].message
