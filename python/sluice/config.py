@@ -341,9 +341,11 @@ def set_path(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     keys = split_path(path)
     instead = FRONT_END_PATHS.get(".".join(keys))
     if instead:
-        if get_path(cfg, path, _MISSING) == value:  # as it is (a whole object pasted back)
+        now = get_path(cfg, path, _MISSING)
+        if now == value:  # as it is (a whole object pasted back)
             return cfg
-        raise SluiceError(f"{'.'.join(keys)} is not set by a config path: it {instead}")
+        here = f" ({now} here)" if isinstance(now, str) else ""
+        raise SluiceError(f"{'.'.join(keys)} is not set by a config path: it {instead}{here}")
     cfg = _with_optional(cfg, path)
     parent = _locate(cfg, keys, path)
     last, old = keys[-1], parent[keys[-1]]

@@ -129,6 +129,13 @@ def generate(spec: str, duration_s: float) -> Any:
         return interruptible(core().Trace.generate, spec, float(duration_s))
 
 
+def trace_name(arg: str) -> str:
+    """The name a run's config gives the trace ``arg`` (``downlink.trace``), known before it
+    is loaded (:func:`load_trace` gives the same): a generated trace's ``gen:`` spec as
+    written, a file's name without its folder."""
+    return arg if is_generated(arg) else Path(arg).name
+
+
 def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = None) -> LoadedTrace:
     """Loads ``arg``: a trace file path, or ``gen:SPEC`` generated over ``duration_s``.
 
@@ -165,7 +172,7 @@ def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = N
         raise SluiceError(f"unknown trace format {fmt!r} (expected one of: {', '.join(FORMATS)})")
     with core_errors():
         trace = interruptible(core().Trace.read_file, str(path), arg, fmt)
-    return LoadedTrace(trace, path.name, trace_stem(arg), digest.hexdigest(), fmt, arg)
+    return LoadedTrace(trace, trace_name(arg), trace_stem(arg), digest.hexdigest(), fmt, arg)
 
 
 def _detect_file_format(path: Path, arg: str) -> str:

@@ -105,6 +105,32 @@ def test_a_trace_name_given_as_it_is_is_no_change():
     assert cfg["downlink"]["delay_ms"] == 5 and cfg["downlink"]["trace"] is None
 
 
+def test_a_link_pasted_from_a_run_header_keeps_its_trace_name(tmp_path):
+    # A run's header names its traces; its `downlink` object pasted into --set was refused,
+    # because the overrides were applied before the trace's name was known (x264 runs also
+    # refused a null name, the overrides going again after the names were set).
+    from types import SimpleNamespace
+
+    from sluice.run import RunSpec, with_clip
+
+    mahi = tmp_path / "my.mahi"
+    mahi.write_text("1\n2\n")
+    pasted = ("downlink", {"trace": "my.mahi", "delay_ms": 5, "queue_bytes": 60000})
+    spec = RunSpec(trace=str(mahi), encoder="model", overrides=(pasted,))
+    cfg = spec.config()
+    assert cfg["downlink"]["trace"] == "my.mahi" and cfg["downlink"]["queue_bytes"] == 60000
+    # the same for x264, whose overrides go again once the clip's fields are set
+    x264 = RunSpec(trace=str(mahi), encoder="x264", video="clip.mp4", overrides=(pasted,))
+    raw = SimpleNamespace(fps=30.0, path=str(tmp_path / "clip.yuv"), width=320, height=180,
+                          frames=300)  # fmt: skip
+    assert with_clip(x264, x264.config(), raw, None)["downlink"]["delay_ms"] == 5
+    # a name that is not the trace the run reads is refused, naming the one it reads
+    other = RunSpec(trace=str(mahi), encoder="model",
+                    overrides=(("downlink", {"trace": "wifi.mahi"}),))  # fmt: skip
+    with pytest.raises(SluiceError, match=r"downlink\.trace is not set.*\(my\.mahi here\)"):
+        other.config()
+
+
 def test_the_scheme_name_is_not_a_config_path():
     # --set scheme_name=copa ran webrtc's components and recorded copa.
     with pytest.raises(SluiceError, match="scheme_name is not set by a config path.*--scheme"):

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import config, quality
 from ..errors import SluiceError
-from ..traces import trace_stem
+from ..traces import trace_name, trace_stem
 from ..video import X264_PRESETS
 
 ENCODERS = ("model", "x264")
@@ -99,6 +99,10 @@ def planned_config(spec: RunSpec, encoder: str) -> dict[str, Any]:
         what = f"scheme {spec.scheme}" if spec.scheme_config is not None else "run config"
         msg = str(e).removeprefix("invalid run config: ")
         raise SluiceError(f"invalid {what}: {msg}") from None
+    # The names the loaded traces will get (load_traces), before the overrides: a whole link
+    # object pasted from a run's header, its trace's name in it, is then as it is.
+    for link, arg in (("downlink", spec.trace), ("uplink", spec.uplink_trace)):
+        cfg[link]["trace"] = trace_name(arg) if arg else None
     return config.apply_overrides(cfg, spec.overrides)
 
 
