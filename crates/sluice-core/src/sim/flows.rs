@@ -491,11 +491,25 @@ impl Flows {
 
     /// Bytes of flow `i` delivered by the last sample at or before `t` (at its `at`).
     fn delivered_at(&self, i: usize, t: Timestamp) -> i64 {
+        self.delivered_by(i, self.entries[i].at, t)
+    }
+
+    /// Bytes of flow `i` that `link` delivered by the last sample at or before `t` (its
+    /// `at` or its `also`; 0 at a link it does not cross).
+    fn delivered_by(&self, i: usize, link: At, t: Timestamp) -> i64 {
         let n = self.times.partition_point(|&x| x <= t);
+        let e = &self.entries[i];
+        let series = if e.at == link {
+            &self.delivered[i]
+        } else if e.also == Some(link) {
+            &self.delivered_also[i]
+        } else {
+            return 0;
+        };
         if n == 0 {
             0
         } else {
-            self.delivered[i][n - 1]
+            series[n - 1]
         }
     }
 
@@ -517,11 +531,12 @@ impl Flows {
         total
     }
 
-    fn rate_between(&self, i: usize, t0: Timestamp, t1: Timestamp) -> f64 {
+    /// Flow `i`'s rate through `link` from `t0` to `t1`, bits per second.
+    fn rate_between(&self, i: usize, link: At, t0: Timestamp, t1: Timestamp) -> f64 {
         if t1 <= t0 {
             return 0.0;
         }
-        let bytes = self.delivered_at(i, t1) - self.delivered_at(i, t0);
+        let bytes = self.delivered_by(i, link, t1) - self.delivered_by(i, link, t0);
         bytes as f64 * 8.0 / (t1 - t0).as_secs_f64()
     }
 
@@ -551,7 +566,7 @@ impl Flows {
                     start_s: e.start.as_secs_f64(),
                     stop_s: e.stop.map(|t| t.as_secs_f64()),
                     access_delay_ms: e.access_delay_ms,
-                    mean_rate_bps: self.rate_between(i, e.start, end),
+                    mean_rate_bps: self.rate_between(i, e.at, e.start, end),
                     share: if total > 0 {
                         self.delivered_at(i, sampled_until) as f64 / total as f64
                     } else {
@@ -577,10 +592,10 @@ impl Flows {
                 })
                 .collect()
         };
-        let mut long = on(session.at);
+        let (mut link, mut long) = (session.at, on(session.at));
         if long.len() < 2 {
             if let Some(first) = session.also {
-                long = on(first);
+                (link, long) = (first, on(first));
             }
         }
         let last_start =
@@ -595,7 +610,7 @@ impl Flows {
         let t0 = last_start + JAIN_WARMUP;
         let jain = if first_stop > t0 && long.len() >= 2 {
             let rates: Vec<f64> =
-                long.iter().map(|&i| self.rate_between(i, t0, first_stop)).collect();
+                long.iter().map(|&i| self.rate_between(i, link, t0, first_stop)).collect();
             jain_index(&rates)
         } else {
             None
