@@ -434,10 +434,33 @@ def _resolve_after(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]
         raise SluiceError(f"{path}={_show(value)}: {e}") from None
 
 
+#: How deep an override's value may nest (arrays and objects): the deepest field of a run
+#: config is a few levels down; a value hundreds deep overflowed Python's recursion limit in
+#: the copies made while it was set.
+MAX_VALUE_DEPTH = 32
+
+
+def value_depth(value: Any) -> int:
+    """How deep ``value`` nests (a scalar 0, ``[1]`` 1, ``{"a": [1]}`` 2), counted without
+    recursion."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        v, d = todo.pop()
+        deepest = max(deepest, d)
+        if isinstance(v, dict):
+            todo.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, (list, tuple)):
+            todo.extend((x, d + 1) for x in v)
+    return deepest
+
+
 def apply_overrides(cfg: dict[str, Any], overrides: Iterable[Override]) -> dict[str, Any]:
     """``cfg`` resolved, then every ``(path, value)`` applied in order (a later one wins)."""
     out = resolve(cfg)
     for path, value in overrides:
+        if value_depth(value) > MAX_VALUE_DEPTH:
+            raise SluiceError(f"the value of {path} is nested more than {MAX_VALUE_DEPTH} deep "
+                              f"(arrays and objects): no config field is")  # fmt: skip
         out = set_path(out, path, value)
     return out
 

@@ -597,6 +597,11 @@ CASES += [
          "second_bottleneck.rate_mbps=0.005"], "second_bottleneck.rate_mbps", "[0.012"),
     case("set-json-nested-deep", [*RUN2, "--set", "competing=" + "[" * 5000 + "]" * 5000],
          "--set", "nested too deeply"),
+    # Deep enough to overflow the copies made while the value is set, not the parser.
+    *(case(f"set-json-nested-{d}", [*RUN2, "--set", "competing=" + "[" * d + "]" * d],
+           "the value of competing is nested more than 32 deep") for d in (100, 700)),
+    case("plan-value-nested-300", MATRIX, "p.toml", "nested more than 32 deep",
+         files={"p.toml": _plan("competing = " + "[" * 300 + "]" * 300)}),
     case("plan-value-nested-deep", MATRIX, "p.toml", "nested too deeply",
          files={"p.toml": _plan("competing = " + "[" * 3000 + "]" * 3000)}),
     case("plan-dotted-key-deep", MATRIX, "p.toml", "nested too deeply",
