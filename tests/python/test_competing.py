@@ -68,6 +68,16 @@ def test_a_loss_based_tcp_flow_on_an_unlimited_queue_is_noted(sluice, tmp_path):
     for more in (["tcp:cubic", "--queue-bytes", "60000"], ["tcp:bbr"], ["media:self"]):
         r = sluice(*base, *more, "--out", str(tmp_path / more[0].replace(":", "-")))
         assert r.code == 0 and "queue is unlimited" not in r.err, (more, r.err)
+    # The queue is the one the flow crosses: a flow on the second bottleneck only is noted
+    # for the second's (unlimited by default), not the bounded downlink's.
+    second = ["--queue-bytes", "60000", "--set", 'second_bottleneck={"rate_mbps":3}', "--set",
+              'competing=[{"spec":"tcp:cubic","crosses":"second"}]']  # fmt: skip
+    r = sluice(*base[:-1], *second, "--out", str(tmp_path / "second"))
+    assert r.code == 0, r.err
+    assert "second bottleneck's queue is unlimited" in r.err and "downlink queue" not in r.err
+    r = sluice(*base[:-1], *second, "--set", "second_bottleneck.queue_bytes=30000", "--out",
+               str(tmp_path / "second-bounded"))  # fmt: skip
+    assert r.code == 0 and "queue is unlimited" not in r.err, r.err
 
 
 def test_a_run_alone_has_no_flow_keys(sluice, tmp_path):

@@ -343,16 +343,23 @@ def say_if_replacing(out: str | None, default: str) -> None:
 
 
 def note_unbounded_queue(cfg: dict[str, Any]) -> None:
-    """A bulk TCP flow on the default unlimited drop-tail queue fills it for the whole run
-    (seconds of queue, which the video shares): said on stderr, with how to bound it."""
-    down = cfg.get("downlink") or {}
-    specs = [str(f.get("spec") if isinstance(f, dict) else f) for f in cfg.get("competing") or []]
-    tcp = [f for f in specs if f.startswith(("tcp:newreno", "tcp:cubic"))]
-    bounded = down.get("queue_bytes") is not None or down.get("queue_packets") is not None
-    if tcp and not bounded and down.get("queue_discipline", "droptail") == "droptail":
+    """A bulk TCP flow on a default unlimited drop-tail queue (the downlink's, or the second
+    bottleneck's when it crosses that) fills it for the whole run (seconds of queue, which
+    the video shares): said on stderr, with how to bound it."""
+    flows = [f if isinstance(f, dict) else {"spec": f} for f in cfg.get("competing") or []]
+    crosses = {f.get("crosses") or "first" for f in flows
+               if str(f.get("spec")).startswith(("tcp:newreno", "tcp:cubic"))}  # fmt: skip
+    down, second = cfg.get("downlink") or {}, cfg.get("second_bottleneck")
+    down_open = (down.get("queue_bytes") is None and down.get("queue_packets") is None
+                 and down.get("queue_discipline", "droptail") == "droptail")  # fmt: skip
+    if down_open and crosses & {"first", "both"}:
         print("note: the downlink queue is unlimited: a loss-based TCP flow fills it without "
               "bound and the video waits behind it (give --queue-bytes, or --queue codel)",
               file=sys.stderr)  # fmt: skip
+    if second is not None and second.get("queue_bytes") is None and crosses & {"second", "both"}:
+        print("note: the second bottleneck's queue is unlimited: a loss-based TCP flow that "
+              "crosses it fills it without bound and the video waits behind it (give "
+              "--set second_bottleneck.queue_bytes=N)", file=sys.stderr)  # fmt: skip
 
 
 def load_scheme_file(path: str) -> tuple[str, dict[str, Any]]:
