@@ -33,7 +33,8 @@ def add_commands(sub: Any) -> None:
         "shipped bbb-intro clip)",
     )  # fmt: skip
     v.add_argument(
-        "--width", type=o.int_in(16, "a width in pixels in [16, 16384]", 16384), default=None,
+        "--width", type=o.int_in(16, f"a width in pixels in [16, {o.MAX_SIDE}]", o.MAX_SIDE),
+        default=None,
         metavar="W",
         help=f"capture width, aspect kept (default {harness.DEFAULT_WIDTH})",
     )  # fmt: skip
