@@ -272,9 +272,13 @@ macro_rules! linear_ops {
                 $t(self.0 + o.0)
             }
         }
+        /// Infinity minus a finite quantity stays infinite, as in libwebrtc's units.
         impl Sub for $t {
             type Output = $t;
             fn sub(self, o: $t) -> $t {
+                if self.0 == INF && o.0 != INF {
+                    return $t(INF);
+                }
                 $t(self.0 - o.0)
             }
         }
@@ -294,10 +298,15 @@ macro_rules! linear_ops {
                 $t(-self.0)
             }
         }
+        /// Infinity times a positive factor stays infinite; a product past the range
+        /// saturates (at infinity, above) rather than wrapping.
         impl Mul<i64> for $t {
             type Output = $t;
             fn mul(self, k: i64) -> $t {
-                $t(self.0 * k)
+                if self.0 == INF && k > 0 {
+                    return $t(INF);
+                }
+                $t(self.0.saturating_mul(k))
             }
         }
         impl Div<i64> for $t {
@@ -347,9 +356,13 @@ impl AddAssign<TimeDelta> for Timestamp {
         *self = *self + d;
     }
 }
+/// [`Timestamp::INFINITY`] minus a finite duration stays infinite, as in libwebrtc's units.
 impl Sub<TimeDelta> for Timestamp {
     type Output = Timestamp;
     fn sub(self, d: TimeDelta) -> Timestamp {
+        if self.0 == INF && d.0 != INF {
+            return Timestamp::INFINITY;
+        }
         Timestamp(self.0 - d.0)
     }
 }
@@ -548,6 +561,17 @@ mod tests {
         assert_eq!(DataSize::from_bytes(10) / DataRate::INFINITY, TimeDelta::ZERO);
         assert_eq!(DataSize::from_bytes(10) / DataRate::ZERO, TimeDelta::INFINITY);
         assert!(!(Timestamp::INFINITY - Timestamp::from_ms(3)).is_finite());
+        // Infinity less a finite amount, or times a positive factor, stays infinite (it came
+        // out finite, and `INFINITY * 2` wrapped to a negative value).
+        assert_eq!(Timestamp::INFINITY - TimeDelta::from_ms(1), Timestamp::INFINITY);
+        assert_eq!(TimeDelta::INFINITY - TimeDelta::from_ms(1), TimeDelta::INFINITY);
+        assert_eq!(DataRate::INFINITY - DataRate::from_kbps(1), DataRate::INFINITY);
+        let all = DataSize::from_bytes(i64::MAX);
+        assert_eq!(all - DataSize::from_bytes(1), all);
+        assert_eq!(TimeDelta::INFINITY * 2, TimeDelta::INFINITY);
+        assert_eq!(TimeDelta::from_secs(i64::MAX / 1_000_000) * 4, TimeDelta::INFINITY);
+        assert_eq!(TimeDelta::from_ms(3) * 2, TimeDelta::from_ms(6));
+        assert_eq!(TimeDelta::from_ms(3) - TimeDelta::from_ms(5), TimeDelta::from_ms(-2));
     }
 
     #[test]
