@@ -770,6 +770,20 @@ def test_replacing_the_whole_encoder_object_cannot_change_the_clips_fields(tiny_
                  "--quality", "none", "--set", 'encoder={"kind": "x264", "width": 8}'],
                 tmp_path)  # fmt: skip
     _one_line(p, "encoder.width is set from the clip")
+    # A whole object that leaves the clip's fields out gets them from the clip (it was refused,
+    # as if it had set the width: the overrides went a second time after the clip's fields).
+    from sluice import results
+
+    p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "1", "--out", "w",
+                 "--quality", "none", "--set", 'encoder={"kind": "x264", "preset": "veryfast"}'],
+                tmp_path)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    enc = results.load_run(tmp_path / "w").config["encoder"]
+    assert enc["preset"] == "veryfast" and enc["width"] == 16, enc
+    # The clip is x264's: a model encoder set by an override is refused, saying what to give.
+    p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "1", "--out", "m",
+                 "--quality", "none", "--set", "encoder.kind=model"], tmp_path)  # fmt: skip
+    _one_line(p, "replaced the x264 encoder's config with a model one", "--encoder")
 
 
 def test_quality_failure_keeps_the_finished_run(tiny_clip, tmp_path):

@@ -44,21 +44,29 @@ def prepare_clip(spec: RunSpec, cfg: dict[str, Any], clip: str | None = None,
 
 def with_clip(spec: RunSpec, cfg: dict[str, Any], raw: Any, stream: Path | None
               ) -> dict[str, Any]:  # fmt: skip
-    """``cfg`` for x264 on the prepared clip ``raw``: its frame rate and
-    :func:`clip_encoder_fields`, then ``spec``'s overrides again (they win over what the front
-    end derived), refused where they change a clip field (:func:`keep_clip_fields`)."""
+    """``cfg`` (``spec``'s config, its overrides applied) for x264 on the prepared clip
+    ``raw``: its frame rate (``raw`` was prepared at an overridden one) and
+    :func:`clip_encoder_fields`, refused where an override sets one of those to something
+    else (:func:`keep_clip_fields`)."""
+    fields = clip_encoder_fields(raw, stream)
+    keep_clip_fields(spec, fields)
     cfg["fps"] = raw.fps
-    cfg["encoder"].update(clip_encoder_fields(raw, stream))
-    final = config.apply_overrides(cfg, spec.overrides)
-    keep_clip_fields(cfg, final)
-    return final
+    cfg["encoder"].update(fields)
+    return config.resolve(cfg)
 
 
-def keep_clip_fields(before: dict[str, Any], after: dict[str, Any]) -> None:
-    """Refuses a config whose overrides (``after``) changed a field the front end set from
-    the clip (``before``): by its path, or by replacing the whole ``encoder`` object."""
+def keep_clip_fields(spec: RunSpec, fields: dict[str, Any]) -> None:
+    """Refuses an override of ``spec`` that sets one of the clip's ``fields`` to another
+    value: by its path (``encoder.width``), or in a whole ``encoder`` object."""
+    given: dict[str, Any] = {}
+    for path, value in spec.overrides:
+        keys = config.short_path(path).split(".")
+        if keys == ["encoder"] and isinstance(value, dict):
+            given = dict(value)  # a whole object replaces what came before
+        elif len(keys) == 2 and keys[0] == "encoder":
+            given[keys[1]] = value
     for field, instead in CLIP_FIELDS:
-        if (after.get("encoder") or {}).get(field) != before["encoder"].get(field):
+        if field in given and given[field] != fields[field]:
             raise SluiceError(f"encoder.{field} is set from the clip for an x264 run: {instead}")
 
 
