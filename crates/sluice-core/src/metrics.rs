@@ -253,7 +253,8 @@ pub struct Summary {
     pub video_bitrate_bps: f64,
     /// Padding bytes over all bytes sent.
     pub padding_ratio: f64,
-    /// Bytes the downlink delivered over the bytes its trace could deliver (NaN without a trace).
+    /// Bytes of the session's media flow the downlink delivered over the bytes its trace could
+    /// deliver (NaN without a trace).
     pub utilization: f64,
     /// Mean target rate over mean link capacity, over the samples (NaN without a trace).
     pub bwe_ratio: f64,
@@ -470,13 +471,15 @@ impl Recorder {
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LinkTotals {
-    /// Packets that reached the bottleneck.
+    /// Packets of the session's media flow that reached the bottleneck (all packets when it
+    /// is alone).
     pub arrived_packets: u64,
     /// Every drop, whatever the reason.
     pub dropped_packets: u64,
     /// Drops a bottleneck policy made on purpose (counted in `dropped_packets` too).
     pub policy_dropped_packets: u64,
-    /// Bytes the bottleneck delivered, the numerator of `utilization`.
+    /// Bytes of the session's media flow the bottleneck delivered up to the last sample, the
+    /// numerator of `utilization`.
     pub delivered_bytes: i64,
     /// Bytes the trace could deliver over the session.
     pub capacity_bytes: i64,

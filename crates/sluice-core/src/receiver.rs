@@ -125,7 +125,8 @@ pub enum ReceiverEvent {
         time: Timestamp,
     },
     /// Frames passed over because a later frame (a keyframe, or one referencing an older
-    /// frame) was displayed first, or the oldest incomplete frame given up when 10,000 wait.
+    /// frame) was displayed first, or the oldest frame still waiting (incomplete or not yet
+    /// decodable) given up when 10,000 wait.
     FrameDiscarded {
         /// The discarded frame's id.
         frame_id: u64,

@@ -119,8 +119,9 @@ pub enum CopaRtt {
     Min,
 }
 
-/// Copa's settings. The defaults are genericCC's (commit 25fa626, as Vidaptive runs it); the
-/// paper's and mvfst's variants are options (see the module documentation).
+/// Copa's settings. The defaults are genericCC's (commit 25fa626, the code Vidaptive reuses;
+/// Vidaptive's own pacing, gain 1 on the smoothed RTT, is an option); the paper's and
+/// mvfst's variants are options too (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CopaConfig {

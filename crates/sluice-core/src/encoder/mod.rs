@@ -65,9 +65,11 @@ impl RateControl {
 pub enum Complexity {
     /// The lowest level: the fastest encode, the largest frame at equal quality.
     C0,
-    /// The middle level: a slower encode for a smaller frame than `C0`'s.
+    /// The middle level: a slower encode, a smaller frame than `C0`'s at equal quality (under
+    /// ABR it buys quality unless ACE-C's planned size shrinks the frame).
     C1,
-    /// The highest level: the slowest encode, the smallest frame.
+    /// The highest level: the slowest encode, the smallest frame at equal quality (under ABR
+    /// it buys quality unless ACE-C's planned size shrinks the frame).
     C2,
 }
 
