@@ -245,18 +245,23 @@ def cdf_line(ax: plt.Axes, lat: np.ndarray, color: str, label: str) -> None:
 
 def tidy_log_axis(axis: Any) -> None:
     """A log ``axis`` (``ax.xaxis``, ``ax.yaxis``) spanning less than two decades gets
-    plain-number ticks (205, 210, 215; or 20, 50, 100, 200) instead of matplotlib's
-    labelled minor ticks, which run into each other there (2.055x10^2 2.06x10^2 ...,
-    3x10^1 4x10^1). Call it once the data are drawn."""
+    plain-number ticks (1, 2, 5 of each decade: 20, 50, 100, 200; 1, 2, 3, 5 within one
+    decade: 2000, 3000, 5000, 10000; evenly spaced where fewer than two of those fall in it:
+    205, 210, 215) instead of matplotlib's labelled minor ticks, which run into each other
+    there (2.055x10^2 2.06x10^2 ..., 3x10^1 4x10^1). Call it once the data are drawn."""
+    import numpy as np
     from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
     lo, hi = axis.get_view_interval()
     if not (lo > 0 and hi > lo and hi / lo < 100):
         return
-    if hi / lo < 10:
+    subs = (1.0, 2.0, 5.0) if hi / lo >= 10 else (1.0, 2.0, 3.0, 5.0)
+    decades = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+    inside = [s * 10.0**d for d in decades for s in subs if lo <= s * 10.0**d <= hi]
+    if len(inside) >= 2:
+        axis.set_major_locator(LogLocator(subs=subs))
+    else:
         axis.set_major_locator(MaxNLocator(nbins=5, min_n_ticks=2))
-    else:  # one to two decades: 1, 2, 5 of each
-        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 

@@ -304,7 +304,7 @@ def pooled_table(df: Any, names: Sequence[str], baseline: str | None = None) -> 
 def plot_slot_cdf(df: Any, names: Sequence[str], out: str | Path, title: str) -> Path:
     """The CDF of the all-slot latency of every capture slot of every run of each scheme,
     pooled, on a log axis."""
-    from ..plots import no_data, plt, save, scheme_color
+    from ..plots import no_data, plt, save, scheme_color, tidy_log_axis
 
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
     drawn = False
@@ -320,6 +320,7 @@ def plot_slot_cdf(df: Any, names: Sequence[str], out: str | Path, title: str) ->
     else:
         ax.legend(fontsize=8)
     ax.set_xscale("log")
+    tidy_log_axis(ax.xaxis)
     ax.set_xlabel("latency per capture slot, all slots (ms; a slot not shown waits for the "
                   "next shown frame)")  # fmt: skip
     ax.set_ylabel("CDF over slots")

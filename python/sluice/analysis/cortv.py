@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import results
 from ..errors import SluiceError
-from ..plots import plt, save, scheme_color
+from ..plots import plt, save, scheme_color, tidy_log_axis
 from . import (
     ANALYSIS_SLOT,
     add_report_dir,
@@ -244,6 +244,7 @@ def plot_p95_size(df: Any, out: Path, groups: Sequence[str]) -> Path:
             x, y = rows["latency_all_ms_p95"].mean(), rows["size_displayed"].mean() / 1e3
             ax.scatter([x], [y], color=scheme_color(s), s=60, edgecolor="k", lw=0.6, label=s)
         ax.set_xscale("log")
+        tidy_log_axis(ax.xaxis)
         ax.set_xlabel("mean all-slot P95 latency (ms, log)")
         ax.set_ylabel("mean displayed frame (kB)")
         ax.set_title(g, fontsize=10)
@@ -266,6 +267,7 @@ def plot_dsb(df: Any, out: Path) -> Path:
         a.plot(g["latency_all_ms_p95"].mean(), marker="o", color=scheme_color(s), label=s)
         b.plot(g["size_displayed"].mean() / 1e3, marker="o", color=scheme_color(s), label=s)
     a.set_yscale("log")
+    tidy_log_axis(a.yaxis)
     a.set_ylabel("mean all-slot P95 latency (ms, log)")
     b.set_ylabel("mean displayed frame (kB)")
     for ax in (a, b):
@@ -342,6 +344,7 @@ def plot_step(df: Any, out: Path, trace: str = "step-20-2") -> Path | None:
         plt.close(fig)
         return None
     ax.set_yscale("log")
+    tidy_log_axis(ax.yaxis)
     ax.set_xlim(0, min(30.0, float(df["duration_s"].max()) if "duration_s" in df else 30.0))
     ax.set_xlabel(
         "capture time (s)"

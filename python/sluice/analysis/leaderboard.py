@@ -174,7 +174,7 @@ def summary_table(by_family: dict[str, list[Entry]]) -> str:
 
 
 def plot(by_family: dict[str, list[Entry]], out: Path) -> Path:
-    from ..plots import plt, save, scheme_color
+    from ..plots import plt, save, scheme_color, tidy_log_axis
 
     fams = list(by_family)
     cols = 3
@@ -202,6 +202,7 @@ def plot(by_family: dict[str, list[Entry]], out: Path) -> Path:
             ax.axhspan(best - VMAF_MARGIN, best + 0.5, color="#2ca02c", alpha=0.08, lw=0,
                        label=f"within {VMAF_MARGIN:g} VMAF of the best")  # fmt: skip
         ax.set_xscale("log")
+        tidy_log_axis(ax.xaxis)
         lo, hi = ax.get_ylim()
         ax.set_ylim(max(lo, 0.0), min(hi, 101.0))
         ax.set_title(fam, fontsize=10)

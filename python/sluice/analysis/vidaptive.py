@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import results
 from ..errors import SluiceError
-from ..plots import no_data, plt, save, scheme_color
+from ..plots import no_data, plt, save, scheme_color, tidy_log_axis
 from ..results import Run
 from . import (
     ANALYSIS_SLOT,
@@ -386,6 +386,7 @@ def plot_cdf(df: Any, names: Sequence[str], out: Path, title: str) -> Path:
     if not drawn:
         no_data(ax, "no runs")
     ax.set_xscale("log")
+    tidy_log_axis(ax.xaxis)
     ax.set_xlabel("frame latency, all capture slots (ms, Salsify's rule)")
     ax.set_ylabel("CDF")
     ax.grid(True, alpha=0.3)
@@ -415,6 +416,7 @@ def plot_rates(runs: Sequence[tuple[str, Run]], out: Path, column: str, title: s
     ax.set_ylabel(f"{column.replace('_bps', '')} (Mbit/s, {window_s:g} s mean)")
     axl.set_ylabel("latency per capture slot (ms)")
     axl.set_yscale("log")
+    tidy_log_axis(axl.yaxis)
     axl.set_xlabel("time (s)")
     for a in (ax, axl):
         a.grid(True, alpha=0.3)
