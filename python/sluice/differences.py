@@ -1,9 +1,12 @@
 """The settings in which compared schemes differ and the user did not choose: frame
-dropping, the pacing factor, the encoder's preset and references, the bottleneck's
-behaviour, ... (not the components that make a scheme what it is: its pacer, congestion
-controller and encoder controller). A comparison that does not say so can credit a scheme with what
-one of these settings did (``webrtc`` runs libwebrtc's frame dropping, the research schemes
-do not: turning it on for ``ace`` cut its all-slot P95 on a 10x drop from 1.4 s to 0.2 s).
+dropping, the pacing factor, the feedback interval, the encoder's preset and references, the
+bottleneck's behaviour, and every parameter of a component the schemes share (a congestion
+controller, pacer or encoder controller of the same kind: GCC's trendline window, say), but
+not the choice of component that makes a scheme what it is. A comparison that does not say so
+can credit a scheme with what one of these settings did (``webrtc`` runs libwebrtc's frame
+dropping, the research schemes do not: turning it on for ``ace`` cut its all-slot P95 on a
+10x drop from 1.4 s to 0.2 s; ``ace-n`` is ACE-N on a GCC with a 200 ms trendline window,
+``webrtc``'s GCC has 20 packets, and that window moves ACE-N's tail as much as its pacer).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ WATCHED: tuple[tuple[str, str], ...] = (
     ("Salsify stage", "salsify"),
     ("GCC pacing factor", "cc.pacing_factor"),
     ("Copa pacing gain", "cc.pacing_gain"),
-    ("feedback interval ms", "scheme.feedback_interval_ms"),
+    ("feedback interval ms", "feedback_interval_ms"),
     ("bottleneck behaviour", "bottleneck.kind"),
     ("encoder", "encoder.kind"),
     ("x264 preset", "encoder.preset"),
@@ -29,10 +32,16 @@ WATCHED: tuple[tuple[str, str], ...] = (
 )
 
 
+#: The run config's own fields among the paths above (the others are the scheme's).
+TOP_LEVEL = ("encoder", "duration_s", "fps", "feedback_interval_ms")
+#: Components whose parameters are named where the compared schemes have one of one kind.
+SHARED_COMPONENTS = ("cc", "pacer", "encoder_controller")
+
+
 def _get(cfg: dict[str, Any], path: str) -> Any:
     node: Any = cfg
     keys = path.split(".")
-    if keys[0] != "scheme" and keys[0] not in ("encoder", "duration_s", "fps"):
+    if keys[0] != "scheme" and keys[0] not in TOP_LEVEL:
         keys = ["scheme", *keys]
     for k in keys:
         if not isinstance(node, dict) or k not in node:
@@ -47,8 +56,42 @@ def _show(v: Any) -> str:
     if isinstance(v, bool):
         return "on" if v else "off"
     if isinstance(v, dict):
-        return v.get("kind") or json.dumps(v, separators=(",", ":"))
+        if "kind" in v:  # a tagged choice: its kind and its fields (a trendline of 20 packets)
+            rest = " ".join(f"{k} {_show(x)}" for k, x in v.items() if k != "kind")
+            return f"{v['kind']} {rest}".strip()
+        return json.dumps(v, separators=(",", ":"))
+    if isinstance(v, float) and v.is_integer():
+        return f"{v:g}"
     return str(v)
+
+
+def _leaves(node: Any, prefix: str) -> dict[str, Any]:
+    """The fields below ``node`` by dotted path; a tagged object (with ``kind``) or a list is
+    one field."""
+    if not isinstance(node, dict) or ("kind" in node and prefix.count(".") > 0):
+        return {prefix: node}
+    out: dict[str, Any] = {}
+    for k, v in node.items():
+        if k != "kind" or prefix.count(".") > 0:
+            out.update(_leaves(v, f"{prefix}.{k}"))
+    return out
+
+
+def _shared_parameters(configs: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The paths of the parameters of each component that every config has of one kind, in
+    which they differ (``cc.trendline_window`` of two GCCs)."""
+    paths: list[str] = []
+    for comp in SHARED_COMPONENTS:
+        nodes = [_get(cfg, comp) for _, cfg in configs]
+        if not all(isinstance(n, dict) for n in nodes):
+            continue
+        if len({n.get("kind") for n in nodes}) != 1:
+            continue
+        leaves = [_leaves(n, comp) for n in nodes]
+        for path in dict.fromkeys(p for lv in leaves for p in lv):
+            if len({json.dumps(lv.get(path), sort_keys=True) for lv in leaves}) > 1:
+                paths.append(path)
+    return paths
 
 
 def differences(
@@ -57,10 +100,18 @@ def differences(
     """For each watched setting on which ``configs`` (name, resolved run config) differ and
     that is not among the ``chosen`` config paths: its label and each config's value."""
     picked = {short_path(p) for p in chosen}
+    watched = {short_path(path) for _, path in WATCHED}
+    shared = [(path, path) for path in _shared_parameters(configs)
+              if short_path(path) not in watched]  # fmt: skip
+    kinds = {comp: {str((_get(cfg, comp) or {}).get("kind")) for _, cfg in configs}
+             for comp in SHARED_COMPONENTS}  # fmt: skip
     out = []
-    for label, path in WATCHED:
-        if short_path(path) in picked or path.split(".")[0] in picked:
+    for label, path in (*WATCHED, *shared):
+        keys = short_path(path).split(".")
+        if any(".".join(keys[:n]) in picked for n in range(1, len(keys) + 1)):
             continue
+        if keys[0] in kinds and len(kinds[keys[0]]) > 1:
+            continue  # a parameter of components of different kinds: part of the choice
         vals = [_show(_get(cfg, path)) for _, cfg in configs]
         if len(set(vals)) > 1:
             out.append((label, vals))
@@ -83,8 +134,10 @@ def note(configs: Sequence[tuple[str, dict[str, Any]]], chosen: Iterable[str] = 
     diffs = differences(configs, chosen)
     if not diffs:
         return ""
+    labels = [label for label, _ in diffs]
+    shown = "; ".join(labels[:6]) + (f"; {len(labels) - 6} more" if len(labels) > 6 else "")
     return (
         "note: the schemes also differ in settings you did not choose: "
-        + "; ".join(label for label, _ in diffs)
+        + shown
         + " (compare.md lists them; --frame-drop on|off sets frame dropping alike)"
     )

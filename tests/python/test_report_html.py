@@ -64,6 +64,26 @@ def test_frame_drop_alike_removes_the_difference(tmp_path, capsys):
     assert "GCC pacing factor" in md and "GCC pacing factor" in said
 
 
+def test_differences_name_the_parameters_of_shared_components():
+    # ace-n is ACE-N on a GCC with a 200 ms trendline window, webrtc's has 20 packets: the
+    # table left that out, and a window that moves ACE-N's tail was credited to its pacer.
+    # The feedback interval read "-" where the run used 50 ms (the scheme leaves it to the
+    # run's default); a GCC parameter beside Copa is not a setting: the CC is the choice.
+    from sluice import config, differences
+
+    def cfg(s, *overrides):
+        return config.apply_overrides(dict(config.default_config(), scheme_name=s), overrides)
+
+    rows = dict(differences.differences([("webrtc", cfg("webrtc")), ("ace-n", cfg("ace-n"))]))
+    assert rows["cc.trendline_window"] == ["packets count 20", "time window_ms 200"], rows
+    rows = dict(differences.differences([("copa", cfg("copa")), ("webrtc", cfg("webrtc"))]))
+    assert rows["feedback interval ms"] == ["10", "50"], rows
+    assert "GCC pacing factor" not in rows and "Copa pacing gain" not in rows, rows
+    # Chosen by the user (--set cc.trendline_window=...): not listed.
+    same = [("webrtc", cfg("webrtc")), ("ace-n", cfg("ace-n"))]
+    assert "cc.trendline_window" not in dict(differences.differences(same, ["cc"]))
+
+
 def test_figures_of_a_plan_with_many_schemes_keep_their_layout():
     # A sweep plan has dozens of scheme variants (experiments/cortv.toml: 36): the legends go
     # beside the panels and the figures grow for them; before, matplotlib's constrained
