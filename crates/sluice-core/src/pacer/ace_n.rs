@@ -89,8 +89,8 @@
 //! * Token rate: the pacing rate the controller hands the pacer, "the sending rate
 //!   determined by the CCA" (§4.1): GCC's pacing rate, libwebrtc's video default of 1.1x its
 //!   target, as in the authors' WebRTC fork, whose bucket fills at the pacing controller's
-//!   `pacing_kbps` (notes/seed-implementations.md; `--set cc.pacing_factor=1.0` gives the
-//!   other reading). §5.2's "configured to match the estimated bitrate" read as 1.0x makes
+//!   `pacing_kbps` (a development fork the project found, not published with the paper;
+//!   `--set cc.pacing_factor=1.0` gives the other reading). §5.2's "configured to match the estimated bitrate" read as 1.0x makes
 //!   the bucket fill exactly as fast as ABR's encoder spends on average, so tokens never
 //!   accumulate for a burst and the queue is a random walk without drift: on the demo's
 //!   Wi-Fi trace the pacer's P95 delay is 154 ms at 1.0x against 28 ms at 1.1x (webrtc's
@@ -113,14 +113,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AceNConfig {
-    /// Threshold `T` on the predicted queue, in packets (paper default 10; §6.5 sweeps 7.5,
-    /// 10, 12.5, 15).
+    /// Threshold `T` on the predicted queue, in packets (Sluice's default 10: the paper names
+    /// none; §6.5 sweeps 7.5, 10, 12.5, 15).
     pub threshold_packets: f64,
     /// A full packet on the wire: converts packets to bytes and is the bucket floor.
     pub packet_size_bytes: i64,
     /// Additive-increase step per frame, in packets.
     pub additive_step_packets: f64,
-    /// Fast-recovery factor on the queue size before the last loss (0 < alpha < 1).
+    /// Fast-recovery factor on the queue size before the last loss (the paper: 0 < alpha < 1;
+    /// 1, the queue before the loss itself, is accepted as the limit).
     pub alpha: f64,
     /// The network queue counts as empty at or below this many packets.
     pub empty_queue_packets: f64,

@@ -1,6 +1,7 @@
 //! Bottleneck-capacity estimate from packet trains in transport feedback, as in the ACE
-//! authors' WebRTC fork (notes/seed-implementations.md, ACE): the paper cites PacketPair
-//! (ACE §4.1); the fork generalises the pair to every burst the token bucket sends.
+//! authors' WebRTC development fork (found by the project, not published with the paper): the
+//! paper cites PacketPair (ACE §4.1); the fork generalises the pair to every burst the token
+//! bucket sends.
 //!
 //! * Packets with the same send time (sent in one burst) form one train; within one feedback
 //!   report, a train is a run of consecutive transport sequence numbers with equal send

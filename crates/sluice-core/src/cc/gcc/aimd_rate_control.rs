@@ -1,6 +1,6 @@
 //! AIMD rate control of the delay-based estimate, with the link-capacity estimator.
-//! Follows libwebrtc's `AimdRateControl` and `LinkCapacityEstimator` (goog_cc) as summarised in
-//! `notes/gcc-pacing-copa.md` §1 "AIMD rate control".
+//! Follows libwebrtc's `AimdRateControl` and `LinkCapacityEstimator` (goog_cc:
+//! `aimd_rate_control.cc`, `link_capacity_estimator.cc`).
 
 use crate::cc::BandwidthUsage;
 use crate::units::{DataRate, TimeDelta, Timestamp};

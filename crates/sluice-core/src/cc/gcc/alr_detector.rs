@@ -1,6 +1,6 @@
 //! Application-limited region (ALR) detector: an interval budget filled at 65 % of the
 //! estimate and drained by sent bytes. Follows libwebrtc's `AlrDetector` + `IntervalBudget`
-//! as summarised in `notes/gcc-pacing-copa.md` §1 "ALR detector".
+//! (goog_cc: `alr_detector.cc`; `modules/pacing/interval_budget.cc`).
 
 use crate::units::{DataRate, DataSize, Timestamp};
 

@@ -1,6 +1,6 @@
 //! Packet grouping for the delay-based detector: turns per-packet (send, arrival) times into
-//! per-group deltas. Follows libwebrtc's `InterArrivalDelta` (goog_cc) as summarised in
-//! `notes/gcc-pacing-copa.md` §1 "Packet grouping".
+//! per-group deltas. Follows libwebrtc's `InterArrivalDelta` (goog_cc:
+//! `inter_arrival_delta.cc`).
 
 use crate::units::{DataSize, TimeDelta, Timestamp};
 

@@ -3,7 +3,7 @@
 //! estimate. It runs [`LossBasedBweV2`](super::loss_based_v2) once that is ready (enabled by
 //! default since libwebrtc commit e04726281c, 2022-12-08, i.e. from M110 on), and before that,
 //! or with `loss_based_v2.enabled = false`, the classic rule that was libwebrtc's loss
-//! controller up to M109 (notes/gcc-pacing-copa.md §1 "Loss-based v1"): +8 % per second of
+//! controller up to M109 (`UpdateEstimate` in the same file): +8 % per second of
 //! the last second's minimum below 2 % loss, hold between 2 % and 10 %, x (1 - loss / 2)
 //! above, at most once per 300 ms + RTT. Also the 2 s start phase that trusts the delay-based
 //! estimate while no loss is reported, and the RTT back-off when feedback stops.

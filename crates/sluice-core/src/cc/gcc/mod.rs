@@ -1,6 +1,6 @@
 //! Google Congestion Control, following libwebrtc's goog_cc (`GoogCcNetworkController`,
 //! `DelayBasedBwe`, `SendSideBandwidthEstimation` v1, `ProbeController`, `AlrDetector`,
-//! `AcknowledgedBitrateEstimator`) as summarised in `notes/gcc-pacing-copa.md` §1.
+//! `AcknowledgedBitrateEstimator`; libwebrtc's `modules/congestion_controller/goog_cc/`).
 //!
 //! Data flow per transport feedback: received packets (sorted by arrival) go through
 //! [`inter_arrival`] grouping into the [`trendline`] detector, whose state drives

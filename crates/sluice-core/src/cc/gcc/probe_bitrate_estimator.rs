@@ -1,5 +1,5 @@
 //! Estimates the rate a probe cluster achieved from its feedback. Follows libwebrtc's
-//! `ProbeBitrateEstimator` (goog_cc) as summarised in `notes/gcc-pacing-copa.md` §1 "Probing".
+//! `ProbeBitrateEstimator` (goog_cc: `probe_bitrate_estimator.cc`).
 
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
 use std::collections::BTreeMap;

@@ -1,7 +1,6 @@
 //! Decides when to send probe clusters: exponential start-up probing, further probing while
 //! results keep up, periodic probing in ALR and a recovery probe after a large drop.
-//! Follows libwebrtc's `ProbeController` (goog_cc) as summarised in
-//! `notes/gcc-pacing-copa.md` §1 "Probing". One addition is Sluice's, not libwebrtc's, and
+//! Follows libwebrtc's `ProbeController` (goog_cc: `probe_controller.cc`). One addition is Sluice's, not libwebrtc's, and
 //! off unless asked for: outage-recovery probing ([`ProbeController::with_outage_recovery`]).
 
 use crate::cc::ProbeClusterConfig;

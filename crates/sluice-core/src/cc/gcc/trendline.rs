@@ -1,6 +1,6 @@
 //! Trendline delay-gradient estimator with the adaptive threshold and the over-use detector.
-//! Follows libwebrtc's `TrendlineEstimator` (goog_cc) as summarised in
-//! `notes/gcc-pacing-copa.md` §1 "Trendline detector"; the time-window variant follows the
+//! Follows libwebrtc's `TrendlineEstimator` (goog_cc: `trendline_estimator.cc`); the
+//! time-window variant follows the
 //! ACE (200 ms) and MAE (100 ms) forks.
 //!
 //! MAE's pre-reaction (MAE §5.2, §6.5): with a ratio r, every sample also compares the
