@@ -227,6 +227,54 @@ def flow_rows(named: Named) -> tuple[list[str], list[list[str]]] | None:
     return (["scheme", *FLOW_HEAD], body) if body else None
 
 
+#: The stages of a displayed frame's latency, from its frame record: (column head, from, to).
+STAGES = (
+    ("encode", "capture_us", "encode_end_us"),
+    ("pacer", "encode_end_us", "last_packet_sent_us"),
+    ("network", "last_packet_sent_us", "completed_us"),
+    ("to display", "completed_us", "displayed_us"),
+)
+
+
+def stage_rows(runs: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[list[str]]] | None:
+    """Where the displayed frames' latency goes, one row per scheme (``runs``: its loaded
+    runs, :class:`~sluice.results.Run`): per stage (:data:`STAGES`) the P95 over a run's
+    displayed frames in ms, the mean over the runs ± its 95 % interval. None without frames."""
+    import numpy as np
+    import pandas as pd
+
+    body = []
+    for name, rs in runs.items():
+        per_stage: list[list[float]] = [[] for _ in STAGES]
+        for r in rs:
+            f = r.frames
+            if f is None or f.empty or "displayed_us" not in f:
+                continue
+            shown = f[pd.to_numeric(f["displayed_us"], errors="coerce").notna()]
+            for k, (_, a, b) in enumerate(STAGES):
+                if a not in shown or b not in shown:
+                    continue
+                d = (pd.to_numeric(shown[b], errors="coerce")
+                     - pd.to_numeric(shown[a], errors="coerce")).dropna()  # fmt: skip
+                if len(d):
+                    per_stage[k].append(float(np.percentile(d / 1e3, 95)))
+        if any(per_stage):
+            body.append([name, *(spread(v).format(".1f") for v in per_stage)])
+    head = ["scheme", *(f"{label} P95 ms" for label, _, _ in STAGES)]
+    return (head, body) if body else None
+
+
+#: Under the stages table.
+STAGE_LEGEND = (
+    "Each stage of a displayed frame's latency, from its frame record: encode (capture to "
+    "the end of its encode), pacer (to its last packet's send), network (to the frame's "
+    "completion at the receiver: the path's delay, the bottleneck's queue and the lost "
+    "packets' retransmissions), to display (waiting for a reference or an earlier frame). "
+    "P95 over a run's displayed frames, the mean over the runs ± its 95 % interval; the "
+    "stages' P95s do not add up to the latency's, whose tail frames are not each stage's."
+)
+
+
 #: Under the flows table.
 FLOW_LEGEND = (
     "Each flow at the bottleneck (`flows` in summary.json, `flows_<flow>_*` in summary.csv): "

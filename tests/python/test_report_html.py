@@ -36,6 +36,9 @@ def test_compare_with_seeds_writes_intervals_and_a_report_that_renders(tmp_path,
     assert re.search(r"\| vidaptive \| 3 \| (\*\*)?[\d.]+ ± [\d.]+", md), md
     assert "seeds 1, 2, 3" in md
     assert "flows at the bottleneck" not in md  # no competing flow: no flows table
+    # Where the displayed frames wait: per stage, a P95 with its interval over the seeds.
+    assert "| scheme | encode P95 ms | pacer P95 ms | network P95 ms | to display P95 ms |" in md
+    assert re.search(r"\| webrtc \| [\d.]+ ± [\d.]+ \| [\d.]+ ± [\d.]+ \|", md), md
     # webrtc drops frames, the others do not: said, in the table and on the terminal.
     assert "frame dropper (libwebrtc)" in md and "note: the schemes also differ" in said
     assert (out / "webrtc" / "s2" / "run.jsonl").is_file()

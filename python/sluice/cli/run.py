@@ -211,6 +211,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     notes = report.seed_notes(named)
     for note in notes:
         body += f"\nNote: {note}.\n"
+    stages = report.stage_rows(by_scheme)
+    if stages:
+        body += ("\n## Where the displayed frames wait\n\n" + report.markdown(*stages)
+                 + "\n\n" + report.STAGE_LEGEND + "\n")  # fmt: skip
     flows = report.flow_rows(named)
     if flows:
         body += ("\n## The flows at the bottleneck\n\n" + report.markdown(*flows) + "\n\n"
