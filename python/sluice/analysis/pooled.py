@@ -27,37 +27,8 @@ import numpy as np
 
 from .. import results
 from ..errors import SluiceError
+from ..metrics import slot_latencies_ms
 from . import load, user_error
-
-
-def _given(v: object) -> bool:
-    return v is not None and not (isinstance(v, float) and math.isnan(v))
-
-
-def slot_latencies_ms(run: results.Run, at: str = "displayed_us") -> np.ndarray:
-    """Each capture slot's latency (ms) by Salsify's rule, in slot order: until the slot's
-    frame, or the next one, was shown; ``at="completed_us"``: until that shown frame had all
-    its packets (the latency without the receiver's own delay)."""
-    cfg = run.config
-    run_end_us = round((float(cfg.get("duration_s", 0.0)) + float(cfg.get("drain_s", 0.0))) * 1e6)
-    capture: dict[int, int] = {}
-    shown: dict[int, int] = {}
-    if run.skips is not None and len(run.skips):
-        for s, c in zip(run.skips["source_index"], run.skips["capture_us"]):
-            capture.setdefault(int(s), int(c))
-    f = run.frames
-    for s, c, d, t in zip(f["source_index"], f["capture_us"], f["displayed_us"], f[at]):
-        capture.setdefault(int(s), int(c))
-        if _given(d) and _given(t):
-            shown[int(s)] = min(shown.get(int(s), int(t)), int(t))
-    out = []
-    later = run_end_us
-    for s in sorted(capture, reverse=True):
-        until = shown.get(s, later)
-        out.append(until - capture[s])
-        if s in shown:
-            later = min(later, shown[s])
-    return np.asarray(out[::-1], dtype=float) / 1e3
 
 
 def _stalls(lat_ms: np.ndarray, threshold_ms: float = 200.0) -> int:
