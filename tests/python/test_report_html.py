@@ -42,6 +42,21 @@ def test_compare_with_seeds_writes_intervals_and_a_report_that_renders(tmp_path,
     # webrtc drops frames, the others do not: said, in the table and on the terminal.
     assert "frame dropper (libwebrtc)" in md and "note: the schemes also differ" in said
     assert (out / "webrtc" / "s2" / "run.jsonl").is_file()
+    # The CDF is of every capture slot, as the table: its P95 is the summary's all-slot one
+    # (it drew the displayed frames only, a lower curve than the table's numbers).
+    import numpy as np
+    from sluice import plots, results
+
+    run = results.load_run(out / "vidaptive" / "s1")
+    drawn = []
+    real = plots.cdf_line
+    plots.cdf_line = lambda ax, lat, *a: (drawn.append(lat), real(ax, lat, *a))
+    try:
+        plots.plot_latency_cdf([run], out / "cdf-check.png")
+    finally:
+        plots.cdf_line = real
+    want = run.summary["latency_all_ms"]["p95"]
+    assert abs(float(np.percentile(drawn[0], 95)) - want) < 1e-6, (drawn[0][:5], want)
     dom = render(out / "report.html")
     assert 'data-loaded="yes"' in dom and 'data-images-bad="0"' in dom, dom[:300]
     assert 'data-error="' not in dom.split("<head>")[0]
