@@ -209,3 +209,15 @@ def test_the_time_series_show_at_most_twelve_runs_and_say_so(tmp_path, monkeypat
     assert "first 12 of 17 runs" in capsys.readouterr().err
     plots.plot_runs(runs[:3], tmp_path)
     assert seen == {"cdf": 3, "ts": 3} and "first" not in capsys.readouterr().err
+
+
+def test_an_override_that_changes_a_component_is_noted(sluice, tmp_path):
+    # `--set pacer.kind=ace-n` runs ACE-N's pacer under webrtc's name: every table says
+    # webrtc. Said once, with the way to name the composition; a parameter is not a change.
+    base = ["run", "--trace", "gen:constant:6", "--duration", "2"]
+    r = sluice(*base, "--set", "pacer.kind=ace-n", "--out", str(tmp_path / "a"))
+    assert r.code == 0, r.err
+    assert "changed webrtc's components (pacer leaky-bucket -> ace-n)" in r.err, r.err
+    assert "--scheme-file" in r.err
+    r = sluice(*base, "--set", "pacer.burst_interval_ms=40", "--out", str(tmp_path / "b"))
+    assert r.code == 0 and "changed" not in r.err, r.err

@@ -342,6 +342,33 @@ def say_if_replacing(out: str | None, default: str) -> None:
               file=sys.stderr)  # fmt: skip
 
 
+#: The components that make a scheme what it is (a --set that changes one's kind runs
+#: another composition under the scheme's name).
+COMPONENTS = ("pacer", "cc", "encoder_controller", "bottleneck")
+
+
+def note_changed_components(name: str, base: dict[str, Any] | None, cfg: dict[str, Any]) -> None:
+    """Says on stderr when overrides changed the kind of one of scheme ``name``'s components
+    (``base``: its composition, None for a registered scheme's): the run still carries the
+    scheme's name, which names other components."""
+    from .. import config
+
+    if base is None:
+        base = config.scheme_config(name) if config.scheme_info(name) else None
+    if not base:
+        return
+    changed = []
+    for comp in COMPONENTS:
+        was = (base.get(comp) or {}).get("kind")
+        now = ((cfg.get("scheme") or {}).get(comp) or {}).get("kind")
+        if was != now:
+            changed.append(f"{comp} {was} -> {now}")
+    if changed:
+        print(f"note: the overrides changed {name}'s components ({'; '.join(changed)}) and the "
+              f"results still say {name}: a scheme file (--scheme-file) names a composition "
+              f"of its own", file=sys.stderr)  # fmt: skip
+
+
 def note_unbounded_queue(cfg: dict[str, Any]) -> None:
     """A bulk TCP flow on a default unlimited drop-tail queue (the downlink's, or the second
     bottleneck's when it crosses that) fills it for the whole run (seconds of queue, which
