@@ -780,6 +780,12 @@ def test_replacing_the_whole_encoder_object_cannot_change_the_clips_fields(tiny_
     assert p.returncode == 0, p.stderr
     enc = results.load_run(tmp_path / "w").config["encoder"]
     assert enc["preset"] == "veryfast" and enc["width"] == 16, enc
+    # An encoder object without `kind` sets its fields one by one: a width set before it
+    # stands, and is refused (it was dropped without a word when the object reset it).
+    p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "1", "--out", "k",
+                 "--quality", "none", "--set", "encoder.width=8", "--set",
+                 'encoder={"preset": "veryfast"}'], tmp_path)  # fmt: skip
+    _one_line(p, "encoder.width is set from the clip")
     # The clip is x264's: a model encoder set by an override is refused, saying what to give.
     p = _sluice(["run", "--video", str(tiny_clip), "--trace", T, "--duration", "1", "--out", "m",
                  "--quality", "none", "--set", "encoder.kind=model"], tmp_path)  # fmt: skip

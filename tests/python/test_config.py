@@ -119,7 +119,7 @@ def test_a_link_pasted_from_a_run_header_keeps_its_trace_name(tmp_path):
     spec = RunSpec(trace=str(mahi), encoder="model", overrides=(pasted,))
     cfg = spec.config()
     assert cfg["downlink"]["trace"] == "my.mahi" and cfg["downlink"]["queue_bytes"] == 60000
-    # the same for x264, whose overrides go again once the clip's fields are set
+    # the same for x264, whose clip's fields are set on the config the overrides made
     x264 = RunSpec(trace=str(mahi), encoder="x264", video="clip.mp4", overrides=(pasted,))
     raw = SimpleNamespace(fps=30.0, path=str(tmp_path / "clip.yuv"), width=320, height=180,
                           frames=300)  # fmt: skip

@@ -62,7 +62,9 @@ def keep_clip_fields(spec: RunSpec, fields: dict[str, Any]) -> None:
     for path, value in spec.overrides:
         keys = config.short_path(path).split(".")
         if keys == ["encoder"] and isinstance(value, dict):
-            given = dict(value)  # a whole object replaces what came before
+            # An object with `kind` replaces the encoder's config; one without sets its
+            # fields one by one (config.set_path).
+            given = dict(value) if "kind" in value else {**given, **value}
         elif len(keys) == 2 and keys[0] == "encoder":
             given[keys[1]] = value
     for field, instead in CLIP_FIELDS:

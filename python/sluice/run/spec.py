@@ -24,11 +24,12 @@ class RunSpec:
     """Everything one run needs. Picklable, so it can be shipped to worker processes.
 
     The run's config is the core's ``RunConfig``: the defaults, the scheme's composition
-    (the registry's, or ``scheme_config``), then what the front end derives (trace names,
-    the x264 settings of the video, the clip's frame rate), then ``overrides``: ``(config
-    path, value)`` pairs applied in order (:mod:`sluice.config`), so any field can be set
-    (``("duration_s", 20.0)``, ``("downlink.queue_bytes", 100000)``,
-    ``("pacer.threshold_packets", 12.5)``). The other fields are front-end settings that are
+    (the registry's, or ``scheme_config``), the encoder's kind and the names of the traces,
+    then ``overrides``: ``(config path, value)`` pairs applied in order
+    (:mod:`sluice.config`), so any field can be set (``("duration_s", 20.0)``,
+    ``("downlink.queue_bytes", 100000)``, ``("pacer.threshold_packets", 12.5)``); for x264,
+    last, the clip's frame rate and fields (:func:`~sluice.run.inputs.with_clip`, which
+    refuses an override of one of those). The other fields are front-end settings that are
     not part of the config.
     """
 
@@ -60,8 +61,9 @@ class RunSpec:
         object.__setattr__(self, "overrides", tuple(pairs))
 
     def config(self) -> dict[str, Any]:
-        """The resolved run config this spec asks for, before the front end fills in trace
-        names and the video: defaults, the scheme, the encoder's kind, the overrides.
+        """The resolved run config this spec asks for, before the front end fills in the
+        video's fields: defaults, the scheme, the encoder's kind, the traces' names, the
+        overrides.
         Raises :class:`SluiceError` for an unknown scheme or a bad override."""
         return planned_config(self, resolve_encoder(self))
 
