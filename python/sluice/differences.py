@@ -60,9 +60,14 @@ def _show(v: Any) -> str:
             rest = " ".join(f"{k} {_show(x)}" for k, x in v.items() if k != "kind")
             return f"{v['kind']} {rest}".strip()
         return json.dumps(v, separators=(",", ":"))
-    if isinstance(v, float) and v.is_integer():
-        return f"{v:g}"
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e18:
+        return str(int(v))  # 2500000, not 2.5e+06 (and 1234567 apart from 1234568)
     return str(v)
+
+
+def _kind(node: Any) -> str | None:
+    """A component's kind (None for a missing or malformed one)."""
+    return str(node.get("kind")) if isinstance(node, dict) else None
 
 
 def _leaves(node: Any, prefix: str) -> dict[str, Any]:
@@ -78,20 +83,42 @@ def _leaves(node: Any, prefix: str) -> dict[str, Any]:
 
 
 def _shared_parameters(configs: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
-    """The paths of the parameters of each component that every config has of one kind, in
-    which they differ (``cc.trendline_window`` of two GCCs)."""
+    """The paths of the parameters of a component that two or more configs have of one
+    kind, in which those differ (``cc.trendline_window`` of two GCCs, beside a Copa)."""
     paths: list[str] = []
     for comp in SHARED_COMPONENTS:
         nodes = [_get(cfg, comp) for _, cfg in configs]
-        if not all(isinstance(n, dict) for n in nodes):
-            continue
-        if len({n.get("kind") for n in nodes}) != 1:
-            continue
-        leaves = [_leaves(n, comp) for n in nodes]
-        for path in dict.fromkeys(p for lv in leaves for p in lv):
-            if len({json.dumps(lv.get(path), sort_keys=True) for lv in leaves}) > 1:
-                paths.append(path)
+        for kind in dict.fromkeys(_kind(n) for n in nodes):
+            same = [n for n in nodes if kind is not None and _kind(n) == kind]
+            if len(same) < 2:
+                continue
+            leaves = [_leaves(n, comp) for n in same]
+            for path in dict.fromkeys(p for lv in leaves for p in lv):
+                if path not in paths and len(
+                    {json.dumps(lv.get(path), sort_keys=True) for lv in leaves}
+                ) > 1:
+                    paths.append(path)
     return paths
+
+
+def _row(configs: Sequence[tuple[str, dict[str, Any]]], path: str) -> list[str] | None:
+    """Each config's value of ``path``, or None when they do not differ. A parameter of a
+    component (``cc.trendline_window``) is compared among the configs whose component is of
+    one kind; the others, whose component is another, show ``-``: the component is the
+    scheme's choice, its parameters the settings."""
+    comp = short_path(path).split(".")[0]
+    if comp not in SHARED_COMPONENTS:
+        vals = [_show(_get(cfg, path)) for _, cfg in configs]
+        return vals if len(set(vals)) > 1 else None
+    kinds = [_kind(_get(cfg, comp)) for _, cfg in configs]
+    vals = [_show(_get(cfg, path)) for _, cfg in configs]
+    differ = any(
+        len({v for v, k in zip(vals, kinds) if k == kind}) > 1
+        for kind in set(kinds) if kind is not None
+    )  # fmt: skip
+    if not differ:
+        return None
+    return [v if kinds.count(k) > 1 else "-" for v, k in zip(vals, kinds)]
 
 
 def differences(
@@ -103,17 +130,13 @@ def differences(
     watched = {short_path(path) for _, path in WATCHED}
     shared = [(path, path) for path in _shared_parameters(configs)
               if short_path(path) not in watched]  # fmt: skip
-    kinds = {comp: {str((_get(cfg, comp) or {}).get("kind")) for _, cfg in configs}
-             for comp in SHARED_COMPONENTS}  # fmt: skip
     out = []
     for label, path in (*WATCHED, *shared):
         keys = short_path(path).split(".")
         if any(".".join(keys[:n]) in picked for n in range(1, len(keys) + 1)):
             continue
-        if keys[0] in kinds and len(kinds[keys[0]]) > 1:
-            continue  # a parameter of components of different kinds: part of the choice
-        vals = [_show(_get(cfg, path)) for _, cfg in configs]
-        if len(set(vals)) > 1:
+        vals = _row(configs, path)
+        if vals is not None:
             out.append((label, vals))
     return out
 

@@ -344,6 +344,24 @@ def _table_html(df: Any, names: Sequence[str]) -> str:
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
+def _plan_paths(plan: dict[str, Any]) -> list[str]:
+    """The config paths a plan sets (``plan.json``): its own ``set``, each scheme's ``set``
+    and the paths its sweeps vary. The schemes differ in these because the plan says so."""
+
+    def paths(sets: Any) -> list[str]:
+        items = sets.items() if isinstance(sets, dict) else sets or []
+        return [str(k[0] if isinstance(k, (list, tuple)) else k) for k in items]
+
+    out = paths(plan.get("set"))
+    for s in plan.get("schemes") or []:
+        if isinstance(s, dict):
+            out += paths(s.get("set"))
+            sweep = s.get("sweep")
+            if isinstance(sweep, (list, tuple)) and sweep:
+                out.append(str(sweep[0]))
+    return list(dict.fromkeys(out))
+
+
 def _diff_html(df: Any, names: Sequence[str], chosen: Sequence[str]) -> str:
     configs = []
     for s in names:
@@ -504,8 +522,7 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
                 f"{'one cell: ' + str(first.get('trace')) if by_family else 'first seed'}",
             )
         )
-    sets = plan.get("set") or {}
-    chosen = [str(k[0] if isinstance(k, (list, tuple)) else k) for k in sets]
+    chosen = _plan_paths(plan)
     parts.append("<h2>Settings that differ</h2>" + _diff_html(df, names, chosen))
     prov = [
         f"runs made at git {', '.join(shas)}",

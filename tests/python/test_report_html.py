@@ -97,6 +97,13 @@ def test_differences_name_the_parameters_of_shared_components():
     rows = dict(differences.differences([("copa", cfg("copa")), ("webrtc", cfg("webrtc"))]))
     assert rows["feedback interval ms"] == ["10", "50"], rows
     assert "GCC pacing factor" not in rows and "Copa pacing gain" not in rows, rows
+    # A third scheme with another CC keeps the row; its own cell is "-" (GCC's window is
+    # not a setting of Copa). A bad header's component (a list) is no crash.
+    three = [(s, cfg(s)) for s in ("webrtc", "ace-n", "copa")]
+    rows = dict(differences.differences(three))
+    assert rows["cc.trendline_window"] == ["packets count 20", "time window_ms 200", "-"], rows
+    assert differences.differences([("a", {"scheme": {"cc": [1]}}), ("b", cfg("webrtc"))])
+    assert differences._show(1234567.0) != differences._show(1234568.0)
     # Chosen by the user (--set cc.trendline_window=...): not listed.
     same = [("webrtc", cfg("webrtc")), ("ace-n", cfg("ace-n"))]
     assert "cc.trendline_window" not in dict(differences.differences(same, ["cc"]))
@@ -224,3 +231,18 @@ def test_two_runs_of_one_scheme_are_drawn_apart():
 
     hues = {round(colorsys.rgb_to_hls(*to_rgb(c))[0], 2) for c in colors[5:8]}
     assert len(hues) == 1, colors[5:8]
+
+
+def test_a_plans_own_settings_are_not_listed_as_unchosen():
+    # The matrix report listed a variant's own set (vbv_buffer_ms) and a sweep's path under
+    # "settings that differ, which you did not choose": chosen were the plan's top-level
+    # set only.
+    from sluice import htmlreport
+
+    plan = {"set": [["duration_s", 2]], "schemes": [
+        {"name": "webrtc", "set": [], "sweep": None},
+        {"name": "webrtc-P2.5", "set": [], "sweep": ["cc.pacing_factor", 2.5]},
+        {"name": "webrtc-vbv1", "set": [["encoder_controller.vbv_buffer_ms", 100]],
+         "sweep": None}]}  # fmt: skip
+    assert htmlreport._plan_paths(plan) == ["duration_s", "cc.pacing_factor",
+                                            "encoder_controller.vbv_buffer_ms"]  # fmt: skip
