@@ -65,7 +65,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +161,15 @@ class Plan:
     def swept_paths(self) -> list[str]:
         return list(dict.fromkeys(s.path for s in self.sweeps))
 
+    @property
+    def probe_trace(self) -> PlanTrace:
+        """The trace a check of a scheme's config runs with: the plan's first, without its
+        own overrides (a config names its traces, and a link object pasted from a run's
+        header names the trace the run reads), else a constant link."""
+        if self.traces:
+            return replace(self.traces[0], overrides=())
+        return PlanTrace("gen:constant:1", "x")
+
     def scheme(self, name: str) -> PlanScheme:
         return next(s for s in self.schemes if s.name == name)
 
@@ -168,7 +177,7 @@ class Plan:
         """The clip's overrides that apply to scheme ``s`` (those whose path its config has)."""
         if not clip.overrides:
             return []
-        base = self.spec(s, PlanTrace("gen:constant:1", "x"), clip, None, with_clip=False)
+        base = self.spec(s, self.probe_trace, clip, None, with_clip=False)
         cfg = base.config()
         return [(p, v) for p, v in clip.overrides if config.has_path(cfg, p)]
 
@@ -202,7 +211,8 @@ class Plan:
         """:meth:`cells`, one at a time."""
         root = Path(results_root) / safe_label(self.name)
         seeds: list[int | None] = list(self.seeds) if self.seeds else [None]
-        default_seed = int(config.apply_overrides(config.default_config(), self.overrides)["seed"])
+        given = [v for p, v in self.overrides if config.short_path(p) == "seed"]
+        default_seed = int(given[-1] if given else config.default_config()["seed"])
         values = self._swept_values()
         for t in self.traces:
             for c in self.clips:
@@ -233,8 +243,7 @@ class Plan:
 
     def _template(self, s: PlanScheme) -> dict[str, Any]:
         clip = self.clips[0]
-        trace = PlanTrace("gen:constant:1", "x")
-        return self.spec(s, trace, clip, None).config()
+        return self.spec(s, self.probe_trace, clip, None).config()
 
     def check_inputs(self, warn: bool = True) -> None:
         """Checks that trace and clip files exist and traces parse. A missing optional one is
@@ -683,12 +692,12 @@ def _clips(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanClip]:
 def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
     """Every scheme's run config resolves (one cell per scheme and kind of clip, and every
     trace and clip with overrides); every clip override applies to some scheme."""
-    trace = PlanTrace("gen:constant:1", "x")
+    trace = plan.probe_trace
     if not only_variants:
         for t in plan.traces:
             if not t.overrides:
                 continue
-            probe = PlanTrace("gen:constant:1", t.label, overrides=t.overrides)
+            probe = t
             for s in plan.schemes:
                 for clip in {c.path is None: c for c in plan.clips}.values():
                     try:

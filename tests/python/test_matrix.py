@@ -569,3 +569,26 @@ def test_the_tradeoff_plots_the_all_slot_p95_the_tables_lead_with(tmp_path, monk
         means = [tuple(c.get_offsets()[0]) for c in ax.collections if len(c.get_offsets()) == 1
                  and c.get_label() == "a"]  # fmt: skip
         assert means == [(200.0, 85.0)], means
+
+
+def test_a_link_pasted_from_a_header_runs_in_a_plan(tmp_path):
+    # A plan's [set] with a downlink object from a run header (its trace's name in it) was
+    # refused against the placeholder trace the checks ran with ("gen:constant:1 here").
+    from sluice.cli import main
+
+    plan = _plan_file(tmp_path, """
+        name = "pasted"
+        [set]
+        duration_s = 1
+        seed = 3
+        downlink = { trace = "gen:constant:12", delay_ms = 5 }
+        [[scheme]]
+        name = "webrtc"
+        [[trace]]
+        path = "gen:constant:12"
+        label = "c12"
+        """)
+    root = tmp_path / "results"
+    assert main(["matrix", str(plan), "--jobs", "1", "--no-report", "--results", str(root)]) == 0
+    run = results.load_run(root / "pasted" / "c12" / "model" / "webrtc" / "s3")
+    assert run.config["downlink"]["delay_ms"] == 5 and run.config["seed"] == 3
