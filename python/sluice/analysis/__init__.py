@@ -96,8 +96,14 @@ def add_report_dir(p: argparse.ArgumentParser, writes: str, beside: str,
 
 def report_dir_of(args: argparse.Namespace, beside: str | os.PathLike[str]) -> Path:
     """The folder a report goes to: ``--report-dir``, else ``report`` in ``beside`` (its
-    results), so a user's own runs never overwrite the report shipped in docs/results."""
-    return Path(args.report_dir) if args.report_dir else Path(beside) / "report"
+    results directory; given as a plan file or a results.csv, the directory it names), so a
+    user's own runs never overwrite the report shipped in docs/results."""
+    if args.report_dir:
+        return Path(args.report_dir)
+    p = Path(beside)
+    if p.suffix == ".toml" or p.is_file():
+        p = load(p, getattr(args, "results_root", None) or "results").path
+    return p / "report"
 
 
 def user_error(prog: str, e: Exception) -> int:
