@@ -133,14 +133,17 @@ def with_spoofed(summary_json: str, stats: dict[str, Any]) -> str:
 
 
 def spoof_note(summary: dict[str, Any]) -> str | None:
-    """One line saying what spoofed datagrams a live run saw, or None if it saw none."""
+    """One line saying what a live run's endpoints screened out, or None if nothing: the
+    datagrams a real peer would not send (spoofed, or damaged by --garbage), and keyframe
+    requests beyond one in 500 ms (a receiver that cannot decode repeats its own too)."""
     seen = {k: summary.get(f"spoofed_{k}", 0) for k in SPOOF_KEYS}
     if not any(seen.values()):
         return None
-    return ("live: spoofed datagrams seen, counted and ignored: "
+    return ("live: screened out, counted and ignored: "
             f"{seen['stream_packets']} packets claiming another stream, "
             f"{seen['nacked_never_sent']} NACKed numbers never sent, "
-            f"{seen['plis_rate_limited']} keyframe requests beyond one in 500 ms")  # fmt: skip
+            f"{seen['plis_rate_limited']} keyframe requests beyond one in 500 ms (spoofed, "
+            "damaged, or the receiver's own repeats)")  # fmt: skip
 
 
 #: The transports of ``sluice live run``.

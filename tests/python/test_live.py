@@ -337,7 +337,7 @@ def test_a_live_run_survives_spoofed_datagrams_and_says_so(tmp_path, capsys):
     shown = int(run.frames["displayed_us"].notna().sum())
     assert shown >= 0.9 * 120, f"{shown} of 120 frames displayed ({slots} slots)"
     lines = cap.err.strip().splitlines()
-    assert lines and lines[-1].startswith("live: spoofed datagrams seen"), cap.err
+    assert lines and lines[-1].startswith("live: screened out"), cap.err
     stats = json.loads((out / "live.json").read_text())
     assert stats["relay_spoof_sent"] > 0 and stats["receiver_new_streams"] == 0, stats
     # Without spoofing, the counters are there and zero, and nothing is said.
