@@ -444,6 +444,15 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
         + (f" on {len(families)} {word[len(families) > 1]}" if by_family else "")
         + f". {html.escape(legend)}</p>"
     )
+    live = [r for r in df["run_dir"] if (Path(r) / results.LIVE_FILE).is_file()]
+    if live:  # a live run's numbers come from a real-time session, not the simulator
+        mixed = len(live) < len(df)
+        parts.append(
+            f"<p class='note'>{len(live)} of the {len(df)} runs ran live, in real time over "
+            "UDP (<code>live.json</code> beside them)"
+            + ("; the others in the simulator, and a scheme's rows pool both" if mixed else "")
+            + ".</p>"
+        )
     if kind in ("run", "compare"):  # one network: said in a line, as compare.md does
         first = read[df["run_dir"].iloc[0]][0]
         cfg = first.get("config") or {}

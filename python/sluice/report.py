@@ -92,15 +92,33 @@ def queue_words(link: dict[str, Any]) -> str:
 
 
 def network_words(cfg: dict[str, Any]) -> str:
-    """The network of a run config in a line: the downlink's delays, queue and loss, and the
-    competing flows."""
+    """The network of a run config in a line: the downlink's delays, queue and loss, the
+    path faults and the competing flows."""
     down = cfg["downlink"]
     access = down.get("access_delay_ms")
+    faults = fault_words(cfg.get("faults"))
     return (f"one-way delay {down['delay_ms']:g} ms, "
             + (f"sender-bottleneck {access:g} ms, " if access else "")
             + f"queue {queue_words(down)}, loss {down['loss']:g}"
+            + (f"; path faults: {faults}" if faults else "")
             + (f"; competing flows: {', '.join(map(flow_words, cfg['competing']))}"
                if cfg.get("competing") else ""))  # fmt: skip
+
+
+def fault_words(faults: Any) -> str:
+    """The path faults a config sets (``faults``: duplicate, reorder, feedback blackout), in
+    words; empty when none is on."""
+    if not isinstance(faults, dict):
+        return ""
+    out = []
+    if faults.get("duplicate"):
+        out.append(f"duplicate {faults['duplicate']:g}")
+    if faults.get("reorder"):
+        out.append(f"reorder {faults['reorder']:g} by {faults.get('reorder_delay_ms', 0):g} ms")
+    blackout = faults.get("feedback_blackout_s")
+    if isinstance(blackout, (list, tuple)) and len(blackout) == 2:
+        out.append(f"feedback blackout {blackout[0]:g}-{blackout[1]:g} s")
+    return ", ".join(out)
 
 
 def flow_words(flow: Any) -> str:

@@ -246,3 +246,19 @@ def test_a_plans_own_settings_are_not_listed_as_unchosen():
          "sweep": None}]}  # fmt: skip
     assert htmlreport._plan_paths(plan) == ["duration_s", "cc.pacing_factor",
                                             "encoder_controller.vbv_buffer_ms"]  # fmt: skip
+
+
+def test_a_report_says_its_path_faults_and_which_runs_were_live(tmp_path):
+    # A live run's page did not say it was live, nor the network line its faults; two runs,
+    # one live, one simulated, were pooled as "2 runs of 1 scheme" without a word.
+    out = tmp_path / "r"
+    assert cli(["run", "--trace", "gen:constant:6", "--duration", "2", "--set",
+                "faults.duplicate=0.05", "--set", "faults.feedback_blackout_s=[1,1.5]",
+                "--out", str(out)]) == 0  # fmt: skip
+    assert cli(["report", str(out)]) == 0
+    page = (out / "report.html").read_text()
+    assert "path faults: duplicate 0.05, feedback blackout 1-1.5 s" in page
+    assert "ran live" not in page
+    (out / "live.json").write_text("{}")  # what a live run leaves beside its results
+    assert cli(["report", str(out)]) == 0
+    assert "1 of the 1 runs ran live" in (out / "report.html").read_text()
