@@ -24,6 +24,9 @@ pub struct MergeInput<'a> {
     pub capacity_until: &'a dyn Fn(Timestamp) -> i64,
     pub capture_end: Timestamp,
     pub end: Timestamp,
+    /// The session was stopped before its end (Ctrl-C, SIGTERM): the run ends at its last
+    /// sample, so a slot never shown counts until then, not until the planned end.
+    pub stopped: bool,
     pub bottleneck_drops: bool,
     /// What the path faults did (the summary's `path_faults`), if the run had any.
     pub path_faults: Option<sluice_core::link::faults::FaultStats>,
@@ -53,15 +56,10 @@ pub fn merge(input: MergeInput<'_>) -> (RunResult, u64) {
     let samples = input.samples;
     let sampled_until = samples.last().map_or(Timestamp::ZERO, |s| Timestamp::from_us(s.t_us));
     let totals = LinkTotals { capacity_bytes: (input.capacity_until)(sampled_until), ..input.link };
-    let mut summary = metrics::summarize(
-        &frames,
-        &skips,
-        &samples,
-        totals,
-        &recorder,
-        input.capture_end,
-        input.end,
-    );
+    let end =
+        if input.stopped { input.end.min(sampled_until.max(Timestamp::ZERO)) } else { input.end };
+    let mut summary =
+        metrics::summarize(&frames, &skips, &samples, totals, &recorder, input.capture_end, end);
     summary.path_faults = input.path_faults;
     if let Some((flows, jain)) = input.flows {
         // As the simulator's summary: an index that cannot be computed is NaN (null).

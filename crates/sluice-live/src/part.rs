@@ -334,6 +334,12 @@ impl RelayPart {
 /// A session's live counters from its parts, for `live run` and `live merge` alike
 /// (`reports`: the bottleneck reports that reached the sender). Restarts within a process
 /// are `live run`'s to add.
+/// Whether any process of the session was stopped (Ctrl-C, SIGTERM) before its end.
+fn stopped_early(sender: &SenderPart, relay: Option<&RelayPart>, receiver: &ReceiverPart) -> bool {
+    let stopped = |i: &PartInfo| i.ended == "stopped";
+    stopped(&sender.info) || stopped(&receiver.info) || relay.is_some_and(|r| stopped(&r.info))
+}
+
 pub fn live_stats(
     sender: &SenderPart,
     relay: Option<&RelayPart>,
@@ -342,7 +348,6 @@ pub fn live_stats(
 ) -> LiveStats {
     let empty = RelayPart::default();
     let r = relay.unwrap_or(&empty);
-    let stopped = |i: &PartInfo| i.ended == "stopped";
     LiveStats {
         sender_io: sender.info.io.clone(),
         relay_io: r.info.io.clone(),
@@ -374,9 +379,7 @@ pub fn live_stats(
             .iter()
             .filter_map(|w| w.as_ref().map(|w| w.srtp_auth_failed))
             .sum(),
-        stopped_early: stopped(&sender.info)
-            || stopped(&receiver.info)
-            || relay.is_some_and(|r| stopped(&r.info)),
+        stopped_early: stopped_early(sender, relay, receiver),
         wall_s: sender.info.wall_s,
     }
 }
@@ -446,6 +449,7 @@ pub fn merge_parts(
         capacity_until: &capacity_until,
         capture_end,
         end: capture_end + TimeDelta::from_secs_f64(cfg.drain_s),
+        stopped: stopped_early(sender, relay, receiver),
         bottleneck_drops: relay.is_some() && scheme.bottleneck.drops_frames(),
         // The relay's path faults (the merged config has the relay's `faults`).
         path_faults: relay.filter(|_| !cfg.faults.is_none()).map(|r| r.faults),

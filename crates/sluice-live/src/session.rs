@@ -370,6 +370,7 @@ impl LiveRun {
             capacity_until: &capacity_until,
             capture_end: self.capture_end,
             end: self.end,
+            stopped: stopped_early,
             bottleneck_drops: self.bottleneck_drops,
             path_faults: self.path_faults.then_some(xp.faults),
             flows: xp.flows.clone().map(|f| (f, xp.jain_index)),
