@@ -36,7 +36,10 @@ def _given(v: object) -> bool:
 def slot_latencies_ms(run: Run, at: str = "displayed_us") -> np.ndarray:
     """Each capture slot's latency (ms) by Salsify's rule, in slot order: until the slot's
     frame, or the next one, was shown; ``at="completed_us"``: until that shown frame had all
-    its packets (the latency without the receiver's own delay)."""
+    its packets (the latency without the receiver's own delay). A slot never shown counts
+    until the end of the run: capture and drain, or, for a live run that was stopped
+    (``interrupted``), its last sample or last capture, whichever came later, as the summary's
+    ``latency_all_ms`` counts."""
     cfg = run.config
     run_end_us = round((float(cfg.get("duration_s", 0.0)) + float(cfg.get("drain_s", 0.0))) * 1e6)
     capture: dict[int, int] = {}
@@ -49,6 +52,10 @@ def slot_latencies_ms(run: Run, at: str = "displayed_us") -> np.ndarray:
         capture.setdefault(int(s), int(c))
         if _given(d) and _given(t):
             shown[int(s)] = min(shown.get(int(s), int(t)), int(t))
+    if (run.summary or {}).get("interrupted"):
+        samples = run.samples
+        last = int(samples["t_us"].max()) if samples is not None and len(samples) else 0
+        run_end_us = min(run_end_us, max(last, max(capture.values(), default=0)))
     out = []
     later = run_end_us
     for s in sorted(capture, reverse=True):

@@ -161,6 +161,12 @@ def test_a_signal_stops_a_live_run_and_still_writes_its_results(tmp_path, sig, c
     # A slot never shown counts until the run stopped, about 3 s in, not until the planned
     # end (a slot at 2.9 s read 60 s of latency).
     assert run.summary["latency_all_ms"]["max"] < 10_000, run.summary["latency_all_ms"]
+    # No slot is negative (a frame captured after the last sample), and the front end's
+    # per-slot values, which the reports draw, end where the summary's do.
+    from sluice.metrics import slot_latencies_ms
+
+    lat = slot_latencies_ms(run)
+    assert lat.min() >= 0 and abs(lat.max() - run.summary["latency_all_ms"]["max"]) < 1e-6
     live = json.loads((Path(out) / "live.json").read_text())
     assert live["stopped_early"] is True
 

@@ -34,6 +34,24 @@ pub struct MergeInput<'a> {
     pub flows: Option<(Vec<metrics::FlowSummary>, Option<f64>)>,
 }
 
+/// The end of a stopped session for the all-slot latency: its last sample, or its last
+/// capture if that came later (a slot counts from its capture), at most the planned `end`.
+/// `sluice.metrics.slot_latencies_ms` takes the same end.
+fn stopped_end(
+    end: Timestamp,
+    sampled_until: Timestamp,
+    frames: &[metrics::FrameRecord],
+    skips: &[metrics::SkipRecord],
+) -> Timestamp {
+    let last_capture = frames
+        .iter()
+        .map(|f| f.capture_us)
+        .chain(skips.iter().map(|s| s.capture_us))
+        .max()
+        .map_or(Timestamp::ZERO, Timestamp::from_us);
+    end.min(sampled_until.max(last_capture))
+}
+
 /// The simulator's result of a live session, and the bottleneck reports that reached the
 /// sender.
 pub fn merge(input: MergeInput<'_>) -> (RunResult, u64) {
@@ -56,8 +74,11 @@ pub fn merge(input: MergeInput<'_>) -> (RunResult, u64) {
     let samples = input.samples;
     let sampled_until = samples.last().map_or(Timestamp::ZERO, |s| Timestamp::from_us(s.t_us));
     let totals = LinkTotals { capacity_bytes: (input.capacity_until)(sampled_until), ..input.link };
-    let end =
-        if input.stopped { input.end.min(sampled_until.max(Timestamp::ZERO)) } else { input.end };
+    let end = if input.stopped {
+        stopped_end(input.end, sampled_until, &frames, &skips)
+    } else {
+        input.end
+    };
     let mut summary =
         metrics::summarize(&frames, &skips, &samples, totals, &recorder, input.capture_end, end);
     summary.path_faults = input.path_faults;

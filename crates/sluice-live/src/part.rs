@@ -331,15 +331,15 @@ impl RelayPart {
     }
 }
 
-/// A session's live counters from its parts, for `live run` and `live merge` alike
-/// (`reports`: the bottleneck reports that reached the sender). Restarts within a process
-/// are `live run`'s to add.
 /// Whether any process of the session was stopped (Ctrl-C, SIGTERM) before its end.
 fn stopped_early(sender: &SenderPart, relay: Option<&RelayPart>, receiver: &ReceiverPart) -> bool {
     let stopped = |i: &PartInfo| i.ended == "stopped";
     stopped(&sender.info) || stopped(&receiver.info) || relay.is_some_and(|r| stopped(&r.info))
 }
 
+/// A session's live counters from its parts, for `live run` and `live merge` alike
+/// (`reports`: the bottleneck reports that reached the sender). Restarts within a process
+/// are `live run`'s to add.
 pub fn live_stats(
     sender: &SenderPart,
     relay: Option<&RelayPart>,

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import results
+from .. import metrics, results
 from ..errors import SluiceError
 from ..plots import no_data, plt, save, scheme_color, tidy_log_axis
 from ..results import Run
@@ -94,31 +94,9 @@ PAPER = {
 # --- per-run derived data -------------------------------------------------------------------
 
 
-def slot_latencies_ms(run: Run) -> np.ndarray:
-    """Per capture slot, in source order: Salsify's latency (Vidaptive §5.1) in ms: its own
-    frame's first display, else the first display of a later slot's frame, else the end of
-    the run (capture end + drain). The Rust summary's ``latency_all_ms`` is over the same
-    values."""
-    slots: dict[int, list[Any]] = {}  # source index -> [capture_us, first display or None]
-    if run.skips is not None and len(run.skips):
-        for idx, cap in zip(run.skips["source_index"], run.skips["capture_us"]):
-            slots.setdefault(int(idx), [int(cap), None])
-    f = run.frames
-    if len(f):
-        src = f["source_index"] if "source_index" in f else f["frame_id"]
-        for idx, cap, d in zip(src, f["capture_us"], f["displayed_us"]):
-            e = slots.setdefault(int(idx), [int(cap), None])
-            if d is not None and not (isinstance(d, float) and math.isnan(d)):
-                e[1] = int(d) if e[1] is None else min(e[1], int(d))
-    cfg = run.header.get("config") or {}
-    later = (float(cfg.get("duration_s", 0.0)) + float(cfg.get("drain_s", 0.0))) * 1e6
-    out = []
-    for idx in sorted(slots, reverse=True):
-        cap, shown = slots[idx]
-        out.append((shown if shown is not None else later) - cap)
-        if shown is not None:
-            later = min(later, shown)
-    return np.array(out[::-1], dtype=float) / 1000.0
+#: Per capture slot, in source order: Salsify's latency (Vidaptive §5.1) in ms, the values the
+#: summary's ``latency_all_ms`` is over (:func:`sluice.metrics.slot_latencies_ms`).
+slot_latencies_ms = metrics.slot_latencies_ms
 
 
 def _col(s: Any, name: str) -> np.ndarray:
