@@ -218,9 +218,13 @@ class Plan:
             for c in self.clips:
                 for s in self.schemes:
                     for seed in seeds:
-                        sd = seed if seed is not None else default_seed
+                        spec = self.spec(s, t, c, seed)
+                        # The seed the run takes: the plan's seeds, else the last `seed` any
+                        # of its sets gives (a scheme's, a trace's, a clip's), else [set]'s.
+                        own = [v for p, v in spec.overrides if config.short_path(p) == "seed"]
+                        sd = seed if seed is not None else int(own[-1]) if own else default_seed
                         d = root / safe_label(t.label) / safe_label(c.label) / safe_label(s.name)
-                        spec = self.spec(s, t, c, seed, str(d / f"s{sd}"))
+                        spec = replace(spec, out_dir=str(d / f"s{sd}"))
                         yield Cell(
                             spec=spec, scheme=s.name, base_scheme=s.base, trace=t.label,
                             network=t.network, clip=c.label, seed=sd,
@@ -690,21 +694,26 @@ def _clips(ctx: _Ctx, data: dict[str, Any], base: Path) -> list[PlanClip]:
 
 
 def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
-    """Every scheme's run config resolves (one cell per scheme and kind of clip, and every
-    trace and clip with overrides); every clip override applies to some scheme."""
+    """Every scheme's run config resolves (one cell per scheme and kind of clip, on every
+    trace: a config names its traces, and a link object pasted from a run's header into a
+    set names one; and every clip with overrides); every clip override applies to some
+    scheme."""
     trace = plan.probe_trace
-    if not only_variants:
+
+    def check_traces(with_overrides: bool) -> None:
         for t in plan.traces:
-            if not t.overrides:
+            if bool(t.overrides) != with_overrides:
                 continue
-            probe = t
             for s in plan.schemes:
                 for clip in {c.path is None: c for c in plan.clips}.values():
                     try:
-                        run.check(plan.spec(s, probe, clip, None))
+                        run.check(plan.spec(s, t, clip, None))
                     except SluiceError as e:
                         raise ctx.at(f"trace '{t.label}', scheme '{s.name}'").error(
                             str(e)) from None  # fmt: skip
+
+    if not only_variants:
+        check_traces(with_overrides=True)
         for clip in plan.clips:
             cctx = ctx.at(f"clip '{clip.label}'")
             used: set[str] = set()
@@ -742,6 +751,8 @@ def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
                 if bad and bad.group(1) in {p for p, _ in plan.overrides} - own:
                     raise ctx.at(f"[set], applied to scheme '{s.name}'").error(msg) from None
                 raise sctx.error(msg) from None
+    if not only_variants:  # the other traces last: a scheme's own mistake is said as its
+        check_traces(with_overrides=False)
 
 
 def _variant_name(scheme: str, label: str, value: Any) -> str:

@@ -602,6 +602,12 @@ CASES += [
            "the value of competing is nested more than 32 deep") for d in (100, 700)),
     case("plan-value-nested-300", MATRIX, "p.toml", "nested more than 32 deep",
          files={"p.toml": _plan("competing = " + "[" * 300 + "]" * 300)}),
+    # A link pasted into [set] names one trace: the plan's other trace is refused before any
+    # run (it failed on that trace's every cell, at run time).
+    case("plan-pasted-link-other-trace", MATRIX, "p.toml", "trace 'c6'",
+         "downlink.trace is not set by a config path", "(gen:constant:6 here)",
+         files={"p.toml": _plan('downlink = { trace = "gen:constant:12", delay_ms = 5 }',
+                                '[[trace]]\npath = "gen:constant:6"\nlabel = "c6"\n')}),
     case("plan-value-nested-deep", MATRIX, "p.toml", "nested too deeply",
          files={"p.toml": _plan("competing = " + "[" * 3000 + "]" * 3000)}),
     case("plan-dotted-key-deep", MATRIX, "p.toml", "nested too deeply",

@@ -584,6 +584,10 @@ def test_a_link_pasted_from_a_header_runs_in_a_plan(tmp_path):
         downlink = { trace = "gen:constant:12", delay_ms = 5 }
         [[scheme]]
         name = "webrtc"
+        [[scheme]]
+        name = "webrtc-s7"
+        base = "webrtc"
+        set = { seed = 7 }
         [[trace]]
         path = "gen:constant:12"
         label = "c12"
@@ -592,3 +596,8 @@ def test_a_link_pasted_from_a_header_runs_in_a_plan(tmp_path):
     assert main(["matrix", str(plan), "--jobs", "1", "--no-report", "--results", str(root)]) == 0
     run = results.load_run(root / "pasted" / "c12" / "model" / "webrtc" / "s3")
     assert run.config["downlink"]["delay_ms"] == 5 and run.config["seed"] == 3
+    # A scheme's own seed names its directory and its row (it ran seed 7 in s3, seed 3).
+    run = results.load_run(root / "pasted" / "c12" / "model" / "webrtc-s7" / "s7")
+    assert run.config["seed"] == 7
+    df = pd.read_csv(root / "pasted" / "results.csv")
+    assert sorted(df["seed"]) == [3, 7]
