@@ -444,9 +444,11 @@ def _write_report(d: Path, out: str | Path | None, command: str | None, max_time
         + (f" on {len(families)} {word[len(families) > 1]}" if by_family else "")
         + f". {html.escape(legend)}</p>"
     )
-    live = [r for r in df["run_dir"] if (Path(r) / results.LIVE_FILE).is_file()]
+    is_live = [(Path(r) / results.LIVE_FILE).is_file() for r in df["run_dir"]]
+    live = [r for r, x in zip(df["run_dir"], is_live) if x]
     if live:  # a live run's numbers come from a real-time session, not the simulator
-        mixed = len(live) < len(df)
+        both = df.assign(live=is_live).groupby("scheme")["live"].nunique()
+        mixed = bool((both > 1).any())  # a scheme whose rows pool live and simulated runs
         parts.append(
             f"<p class='note'>{len(live)} of the {len(df)} runs ran live, in real time over "
             "UDP (<code>live.json</code> beside them)"

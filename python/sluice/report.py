@@ -110,13 +110,17 @@ def fault_words(faults: Any) -> str:
     words; empty when none is on."""
     if not isinstance(faults, dict):
         return ""
+    def num(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
     out = []
-    if faults.get("duplicate"):
+    if num(faults.get("duplicate")) and faults["duplicate"]:
         out.append(f"duplicate {faults['duplicate']:g}")
-    if faults.get("reorder"):
-        out.append(f"reorder {faults['reorder']:g} by {faults.get('reorder_delay_ms', 0):g} ms")
+    if num(faults.get("reorder")) and faults["reorder"]:
+        delay = faults.get("reorder_delay_ms")
+        out.append(f"reorder {faults['reorder']:g} by {delay if num(delay) else 5:g} ms")
     blackout = faults.get("feedback_blackout_s")
-    if isinstance(blackout, (list, tuple)) and len(blackout) == 2:
+    if isinstance(blackout, (list, tuple)) and len(blackout) == 2 and all(map(num, blackout)):
         out.append(f"feedback blackout {blackout[0]:g}-{blackout[1]:g} s")
     return ", ".join(out)
 

@@ -28,9 +28,9 @@ class RunSpec:
     then ``overrides``: ``(config path, value)`` pairs applied in order
     (:mod:`sluice.config`), so any field can be set (``("duration_s", 20.0)``,
     ``("downlink.queue_bytes", 100000)``, ``("pacer.threshold_packets", 12.5)``); for x264,
-    last, the clip's frame rate and fields (:func:`~sluice.run.inputs.with_clip`, which
-    refuses an override of one of those). The other fields are front-end settings that are
-    not part of the config.
+    last, the clip's frame rate (the clip was prepared at an overridden one) and fields
+    (:func:`~sluice.run.inputs.with_clip`, which refuses an override of the fields). The
+    other fields are front-end settings that are not part of the config.
     """
 
     scheme: str = "webrtc"  # a registered scheme, or the name of ``scheme_config``
