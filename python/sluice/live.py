@@ -211,6 +211,9 @@ class LiveSession:
             self.options["forward_rtp"] = f"{bind}:{forward_rtp}"
         self.run_dir = run_dir
         self.live = _core.LiveRun(cfg_json, down, up, json.dumps(self.options))
+        #: The result header's ``live``: how it ran, with what the run config does not hold.
+        self.header_live = {"processes": "one", **{k: v for k, v in self.options.items()
+                                                   if k not in ("received_stream", "bind")}}
         if forward_rtp is not None:
             # Under its own name as the run starts, for a player to open (so it is not one
             # of the result's files, which appear only when the run is written).

@@ -522,6 +522,10 @@ class MergedSession:
         self.run_dir = run_dir
         self.files: dict[str, Path] = {}
         self.interrupted = any(p["interrupted"] for _, p in parts.values())
+        relay = parts.get("relay")
+        #: The result header's ``live``: three processes, and the relay's wire faults.
+        self.header_live = {"processes": "separate",
+                            **((relay[1].get("faults") or {}) if relay else {})}  # fmt: skip
         sender_dir = Path(parts["sender"][0])
         enc = json.loads(cfg_json)["encoder"]
         if enc.get("kind") == "x264":

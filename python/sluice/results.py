@@ -130,10 +130,13 @@ def make_header(
     config: dict[str, Any],
     trace: dict[str, Any] | None,
     uplink_trace: dict[str, Any] | None,
+    live: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A result header, keys in the format's fixed order."""
+    """A result header, keys in the format's fixed order; ``live``: a live run's settings
+    that the run config does not hold (transport, the relay's garbage and spoof faults,
+    endpoint restarts), last, only in a live run's header."""
     sha, dirty = git_info()
-    return {
+    out = {
         "record": "header",
         "schema_version": SCHEMA_VERSION,
         "sluice_version": __version__,
@@ -145,6 +148,9 @@ def make_header(
         "trace": trace,
         "uplink_trace": uplink_trace,
     }
+    if live is not None:
+        out["live"] = live
+    return out
 
 
 def _dumps(obj: Any) -> str:

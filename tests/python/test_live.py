@@ -169,6 +169,8 @@ def test_a_signal_stops_a_live_run_and_still_writes_its_results(tmp_path, sig, c
     assert lat.min() >= 0 and abs(lat.max() - run.summary["latency_all_ms"]["max"]) < 1e-6
     live = json.loads((Path(out) / "live.json").read_text())
     assert live["stopped_early"] is True
+    # The header says it ran live and with what the run config does not hold.
+    assert run.header["live"]["processes"] == "one" and run.header["live"]["garbage"] == 0.0
 
 
 def test_a_live_run_to_its_default_directory_says_it_replaces_one(tmp_path, capsys,

@@ -131,6 +131,8 @@ def test_send_relay_recv_as_three_processes_merge_into_a_result(tmp_path, capsys
     assert res.header["config"]["downlink"]["queue_bytes"] == 100000
     # The relay's path faults are the merged run's (2 % of some 2500 media datagrams twice).
     assert res.header["config"]["faults"]["duplicate"] == 0.02
+    # How it ran, and the relay's wire faults, which the run config does not hold.
+    assert res.header["live"] == {"processes": "separate", "garbage": 0.0, "spoof": 0.0}
     assert res.summary["path_faults"]["duplicated"] >= 15, res.summary["path_faults"]
     live = json.loads((out / "live.json").read_text())
     assert live["relay_io"]["foreign"] == 2 and live["media_packets_received"] > 1000

@@ -107,6 +107,8 @@ def _run(sim: Any, spec: RunSpec, run_dir: Path, inputs: Inputs, resolved: dict[
         "trace": inputs.down.header() if inputs.down else None,
         "uplink_trace": inputs.up.header() if inputs.up else None,
     }
+    if getattr(sim, "header_live", None):
+        header["live"] = sim.header_live
     return RunOutput(run_dir, header, frames, json.loads(samples_json), summary,
                      scored.per_slot if scored else [], skips, files=dict(files),
                      quality_error=scored.error if scored else None)  # fmt: skip

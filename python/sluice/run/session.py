@@ -108,9 +108,11 @@ class Simulated:
     the (frames, skips, samples, summary) JSON of the finished run, ``files`` (files of its
     own for the result: name in the run directory -> where it is, under a temporary name)
     and ``interrupted`` (it stopped early on Ctrl-C and its records are partial: not
-    scored). :mod:`sluice.live` has the live one."""
+    scored), and ``header_live`` (None, or what a live session ran with that the run config does
+    not hold, for the result header's ``live``). :mod:`sluice.live` has the live one."""
 
     interrupted = False
+    header_live: dict[str, Any] | None = None
 
     def __init__(self, _core: Any, cfg_json: str, down: Any, up: Any, run_dir: Path) -> None:
         self.sim = _core.Simulation(cfg_json, down, up)
