@@ -211,8 +211,7 @@ class Plan:
         """:meth:`cells`, one at a time."""
         root = Path(results_root) / safe_label(self.name)
         seeds: list[int | None] = list(self.seeds) if self.seeds else [None]
-        given = [v for p, v in self.overrides if config.short_path(p) == "seed"]
-        default_seed = int(given[-1] if given else config.default_config()["seed"])
+        default_seed = int(config.default_config()["seed"])
         values = self._swept_values()
         for t in self.traces:
             for c in self.clips:
@@ -220,7 +219,7 @@ class Plan:
                     for seed in seeds:
                         spec = self.spec(s, t, c, seed)
                         # The seed the run takes: the plan's seeds, else the last `seed` any
-                        # of its sets gives (a scheme's, a trace's, a clip's), else [set]'s.
+                        # of its sets gives ([set], a trace's, a clip's, a scheme's).
                         own = [v for p, v in spec.overrides if config.short_path(p) == "seed"]
                         sd = seed if seed is not None else int(own[-1]) if own else default_seed
                         d = root / safe_label(t.label) / safe_label(c.label) / safe_label(s.name)
@@ -751,8 +750,24 @@ def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
                 if bad and bad.group(1) in {p for p, _ in plan.overrides} - own:
                     raise ctx.at(f"[set], applied to scheme '{s.name}'").error(msg) from None
                 raise sctx.error(msg) from None
-    if not only_variants:  # the other traces last: a scheme's own mistake is said as its
+    # The other traces differ from the first only in their names: checked (last, so that a
+    # scheme's own mistake is said as its) where a set names a link's trace.
+    sets = [*plan.overrides, *(o for s in plan.schemes for o in s.overrides),
+            *(o for c in plan.clips for o in c.overrides)]  # fmt: skip
+    if not only_variants and _names_a_trace(sets):
         check_traces(with_overrides=False)
+
+
+def _names_a_trace(overrides: Sequence[tuple[str, Any]]) -> bool:
+    """Whether ``overrides`` give a link's trace name (``downlink.trace``, or a whole link
+    object pasted from a run's header), which a config holds only as the run's own."""
+    for path, value in overrides:
+        p = config.short_path(path)
+        if p in ("downlink.trace", "uplink.trace"):
+            return True
+        if p in ("downlink", "uplink") and isinstance(value, dict) and "trace" in value:
+            return True
+    return False
 
 
 def _variant_name(scheme: str, label: str, value: Any) -> str:
