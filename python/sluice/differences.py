@@ -106,12 +106,11 @@ def _row(configs: Sequence[tuple[str, dict[str, Any]]], path: str) -> list[str] 
     component (``cc.trendline_window``) is compared among the configs whose component is of
     one kind; the others, whose component is another, show ``-``: the component is the
     scheme's choice, its parameters the settings."""
+    vals = [_show(_get(cfg, path)) for _, cfg in configs]
     comp = short_path(path).split(".")[0]
     if comp not in SHARED_COMPONENTS:
-        vals = [_show(_get(cfg, path)) for _, cfg in configs]
         return vals if len(set(vals)) > 1 else None
     kinds = [_kind(_get(cfg, comp)) for _, cfg in configs]
-    vals = [_show(_get(cfg, path)) for _, cfg in configs]
     differ = any(
         len({v for v, k in zip(vals, kinds) if k == kind}) > 1
         for kind in set(kinds) if kind is not None

@@ -117,8 +117,9 @@ def fault_words(faults: Any) -> str:
     if num(faults.get("duplicate")) and faults["duplicate"]:
         out.append(f"duplicate {faults['duplicate']:g}")
     if num(faults.get("reorder")) and faults["reorder"]:
-        delay = faults.get("reorder_delay_ms")
-        out.append(f"reorder {faults['reorder']:g} by {delay if num(delay) else 5:g} ms")
+        delay = faults.get("reorder_delay_ms")  # a resolved config always has it
+        out.append(f"reorder {faults['reorder']:g}"
+                   + (f" by {delay:g} ms" if num(delay) else ""))  # fmt: skip
     blackout = faults.get("feedback_blackout_s")
     if isinstance(blackout, (list, tuple)) and len(blackout) == 2 and all(map(num, blackout)):
         out.append(f"feedback blackout {blackout[0]:g}-{blackout[1]:g} s")

@@ -151,7 +151,8 @@ def load_trace(arg: str, *, duration_s: float | None = None, fmt: str | None = N
         digest = hashlib.sha256()
         for piece in mahimahi_pieces(trace):
             digest.update(piece.encode())
-        return LoadedTrace(trace, arg, trace_stem(arg), digest.hexdigest(), "generated", arg)
+        return LoadedTrace(trace, trace_name(arg), trace_stem(arg), digest.hexdigest(),
+                           "generated", arg)  # fmt: skip
 
     # Streamed: memory for the opportunities kept, never the file (a 1 GB file is fine).
     try:

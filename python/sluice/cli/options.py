@@ -342,9 +342,11 @@ def say_if_replacing(out: str | None, default: str) -> None:
               file=sys.stderr)  # fmt: skip
 
 
-#: The components that make a scheme what it is (a --set that changes one's kind runs
-#: another composition under the scheme's name).
-COMPONENTS = ("pacer", "cc", "encoder_controller", "bottleneck")
+def after_run_notes(name: str, base: dict[str, Any] | None, cfg: dict[str, Any]) -> None:
+    """The notes a finished run or compare prints for scheme ``name`` run with config
+    ``cfg`` (``base``: the scheme's composition, None for a registered scheme's)."""
+    note_unbounded_queue(cfg)
+    note_changed_components(name, base, cfg)
 
 
 def note_changed_components(name: str, base: dict[str, Any] | None, cfg: dict[str, Any]) -> None:
@@ -354,11 +356,12 @@ def note_changed_components(name: str, base: dict[str, Any] | None, cfg: dict[st
     from .. import config
 
     if base is None:
-        base = config.scheme_config(name) if config.scheme_info(name) else None
+        info = config.scheme_info(name)
+        base = info["config"] if info else None
     if not base:
         return
     changed = []
-    for comp in COMPONENTS:
+    for comp in config.SCHEME_COMPONENTS:  # those without a kind compare None with None
         was = (base.get(comp) or {}).get("kind")
         now = ((cfg.get("scheme") or {}).get(comp) or {}).get("kind")
         if was != now:

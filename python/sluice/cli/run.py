@@ -120,8 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         spec = o.spec_from_args(args, name, cfg, args.out)
         o.say_if_replacing(spec.out_dir, spec.default_out_dir())
         run_dir = run_one(spec)
-        o.note_unbounded_queue(spec.config())  # after the run: a failed one says one line
-        o.note_changed_components(name, cfg, spec.config())
+        o.after_run_notes(name, cfg, spec.config())  # after the run: a failed one says one line
         o.print_summary(name, run_dir, args.json)
         return 0
     summaries = []
@@ -133,8 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         o.say_if_replacing(spec.out_dir, spec.default_out_dir())
         run_dirs.append(run_one(spec))
         summaries.append(json.loads((run_dirs[-1] / results.SUMMARY_FILE).read_text("utf-8")))
-    o.note_unbounded_queue(spec.config())
-    o.note_changed_components(name, cfg, spec.config())
+    o.after_run_notes(name, cfg, spec.config())
     if args.json:
         print(json.dumps(summaries, indent=2))
         return 0
@@ -190,7 +188,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     runs = [results.load_run(d) for d in run_dirs]
     o.note_unbounded_queue(cfgs[0])  # after the runs: a failed compare says one line
     for (n, base), c in zip(entries, cfgs[::len(seeds) if seeds else 1]):
-        o.note_changed_components(n, base, c)
+        o.note_changed_components(n, base, c)  # the network is one: its note once
     by_scheme: dict[str, list[Any]] = {}
     where: dict[str, list[dict[str, Any]]] = {}  # each run's seed, its directory in `out`
     for r, d in zip(runs, run_dirs):
