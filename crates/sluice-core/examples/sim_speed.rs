@@ -1,7 +1,8 @@
 //! Benchmark of the whole simulator without the Python front end: `sim_speed SCHEME RATE_MBPS
-//! SECONDS [REPEATS]` runs the scheme with the model encoder on a constant link (20 ms one way,
+//! SECONDS [REPEATS] [HOLD_BACK_MS]` runs the scheme with the model encoder on a constant link (20 ms one way,
 //! 300 kB drop-tail queue) and prints one JSON object: simulated seconds per wall second (best
-//! of the repeats) and the frames sent.
+//! of the repeats) and the frames sent. HOLD_BACK_MS runs a libwebrtc pacer under its task
+//! queue's hold-back window (`pacer.hold_back_window_ms`).
 
 use sluice_core::link::trace_gen::{generate, TraceSpec};
 use sluice_core::session::{build_encoder, PathConfig, RunConfig};
@@ -15,7 +16,7 @@ use std::time::Instant;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        eprintln!("usage: sim_speed SCHEME RATE_MBPS SECONDS [REPEATS]");
+        eprintln!("usage: sim_speed SCHEME RATE_MBPS SECONDS [REPEATS] [HOLD_BACK_MS]");
         std::process::exit(2);
     }
     let scheme = args[1].clone();
@@ -37,8 +38,25 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let mut scheme_config = None;
+    if let Some(ms) = args.get(5) {
+        let (Ok(ms), Some(info)) = (ms.parse::<f64>(), sluice_core::scheme::lookup(&scheme)) else {
+            eprintln!("sim_speed: HOLD_BACK_MS is a number, SCHEME a registered scheme");
+            std::process::exit(2);
+        };
+        let mut config = info.config;
+        match &mut config.pacer {
+            sluice_core::pacer::PacerConfig::LeakyBucket(c) => c.hold_back_window_ms = ms,
+            _ => {
+                eprintln!("sim_speed: {scheme} has no libwebrtc pacer");
+                std::process::exit(2);
+            }
+        }
+        scheme_config = Some(config);
+    }
     let cfg = RunConfig {
         scheme_name: scheme.clone(),
+        scheme: scheme_config,
         duration_s: seconds,
         downlink: PathConfig { delay_ms: 20.0, queue_bytes: Some(300_000), ..Default::default() },
         ..Default::default()

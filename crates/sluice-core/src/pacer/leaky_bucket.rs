@@ -9,11 +9,18 @@
 //! * queue-time limit: when the average queue time approaches `queue_time_limit`, the rate is
 //!   raised to `queue_bytes / (limit - average queue time)` so the queue drains in time.
 //!
+//! * with `hold_back_window_ms` set, the pacer runs when libwebrtc's task queue would run it
+//!   (see [`super::task_queue`]): on an enqueue, a rate change or a probe cluster, and on its
+//!   own delayed task, at least the hold-back window apart and at whole milliseconds, sending
+//!   at each run every packet whose time has come. Without it (the default, Sluice's model
+//!   until 2026-12) each packet goes at its own send time, to the microsecond.
+//!
 //! The pacing rate is the congestion controller's (GCC: `pacing_factor * target`; WebRTC's
 //! video default is 1.1, the legacy default, ACE's WebRTC-B, 2.5; notes §2).
 
 use super::core::{Due, PacerCore};
 use super::padding::PaddingBudget;
+use super::task_queue::WakeSchedule;
 use super::Pacer;
 use crate::packet::Packet;
 use crate::units::{DataRate, DataSize, TimeDelta, Timestamp};
@@ -29,6 +36,15 @@ pub struct LeakyBucketConfig {
     pub queue_time_limit_ms: f64,
     /// Cap on media debt, as a duration at the pacing rate (libwebrtc: 500 ms).
     pub max_debt_ms: f64,
+    /// libwebrtc's hold-back window: the shortest wait between two runs of the pacer that
+    /// its task queue schedules (`max_hold_back_window`, 5 ms in `RtpTransportControllerSend`);
+    /// its delayed runs are also rounded up to whole milliseconds. 0 (the default) models no
+    /// task queue: each packet leaves at its own send time.
+    pub hold_back_window_ms: f64,
+    /// The hold-back window's bound in packets: at most this many mean packet sizes at the
+    /// pacing rate (`max_hold_back_window_in_packets`, libwebrtc: 3). Used only with a
+    /// hold-back window.
+    pub hold_back_packets: f64,
 }
 
 impl Default for LeakyBucketConfig {
@@ -37,6 +53,8 @@ impl Default for LeakyBucketConfig {
             burst_interval_ms: 0.0,
             queue_time_limit_ms: 2000.0,
             max_debt_ms: 500.0,
+            hold_back_window_ms: 0.0,
+            hold_back_packets: 3.0,
         }
     }
 }
@@ -57,6 +75,8 @@ pub struct LeakyBucketPacer {
     adjusted_rate: DataRate,
     media_debt: DataSize,
     last_update: Timestamp,
+    /// When the pacer runs, with a hold-back window; `None`: at each packet's send time.
+    wake: Option<WakeSchedule>,
 }
 
 impl LeakyBucketPacer {
@@ -72,7 +92,71 @@ impl LeakyBucketPacer {
             adjusted_rate: DataRate::from_kbps(300),
             media_debt: DataSize::ZERO,
             last_update: now,
+            wake: (config.hold_back_window_ms > 0.0).then(|| {
+                WakeSchedule::new(
+                    TimeDelta::from_ms_f64(config.hold_back_window_ms),
+                    config.hold_back_packets,
+                )
+            }),
         }
+    }
+
+    /// Up to when the budget is paid at `now`: `now`, or with a task queue the send time of
+    /// a packet that waited for the pacer's run, so that sending it late loses no budget
+    /// (pacing_controller.cc pays up to the target send time).
+    fn pay_time(&self, now: Timestamp) -> Timestamp {
+        if self.wake.is_none() {
+            return now;
+        }
+        now.min(self.media_send_time()).min(self.padding_send_time())
+    }
+
+    /// The next time anything may be sent: media, padding or a probe (`NextSendTime`).
+    fn next_send_time(&self) -> Timestamp {
+        self.core.prober.next_probe_time().min(self.media_send_time()).min(self.padding_send_time())
+    }
+
+    /// The next packet at `now` if it is due, paying the budget up to the time it was due.
+    fn send_due(&mut self, now: Timestamp) -> Option<Packet> {
+        let (media_due, padding_due) =
+            (self.media_send_time() <= now, self.padding_send_time() <= now);
+        match self.core.next_due(now, media_due, padding_due)? {
+            Due::Probe(p) | Due::Media(p) => {
+                self.on_sent(p.size);
+                self.update_adjusted_rate(now);
+                Some(p)
+            }
+            Due::Filler => {
+                let size = self.padding.take_packet();
+                self.on_sent(size);
+                Some(Packet::padding(size, now))
+            }
+        }
+    }
+
+    /// A run of the pacer at `now` under the task queue: every packet due goes, then the
+    /// next run is scheduled.
+    fn poll_run(&mut self, now: Timestamp) -> Option<Packet> {
+        if !self.wake.as_mut().is_some_and(|w| w.runs_at(now)) {
+            return None;
+        }
+        // A probe cluster dropped as late changes the next send time; a few rounds at most.
+        for _ in 0..16 {
+            let next = self.next_send_time();
+            if next > now {
+                break;
+            }
+            self.update_budget(self.pay_time(now));
+            if let Some(p) = self.send_due(now) {
+                return Some(p);
+            }
+        }
+        let (next, probing, rate) =
+            (self.next_send_time(), self.core.prober.is_probing(), self.adjusted_rate);
+        if let Some(w) = self.wake.as_mut() {
+            w.finish(now, next, probing, rate);
+        }
+        None
     }
 
     /// Pays off debt for the time since the last update.
@@ -127,38 +211,44 @@ impl Pacer for LeakyBucketPacer {
         &mut self.core
     }
     fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp) {
-        self.update_budget(now);
+        self.update_budget(self.pay_time(now));
+        if let Some(w) = self.wake.as_mut() {
+            w.kick();
+        }
         self.pacing_rate = pacing_rate.max(DataRate::from_bps(1));
         self.padding.set_rate(padding_rate);
         self.update_adjusted_rate(now);
     }
 
     fn enqueue(&mut self, packet: Packet, now: Timestamp) {
-        self.update_budget(now);
+        self.update_budget(self.pay_time(now));
+        if let Some(w) = self.wake.as_mut() {
+            w.on_enqueued(packet.size.as_bytes_f64());
+        }
         self.core.enqueue(packet, now);
         self.update_adjusted_rate(now);
     }
 
-    fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
-        self.update_budget(now);
-        let (media_due, padding_due) =
-            (self.media_send_time() <= now, self.padding_send_time() <= now);
-        match self.core.next_due(now, media_due, padding_due)? {
-            Due::Probe(p) | Due::Media(p) => {
-                self.on_sent(p.size);
-                self.update_adjusted_rate(now);
-                Some(p)
-            }
-            Due::Filler => {
-                let size = self.padding.take_packet();
-                self.on_sent(size);
-                Some(Packet::padding(size, now))
-            }
+    fn create_probe_cluster(&mut self, cluster: crate::cc::ProbeClusterConfig, _now: Timestamp) {
+        self.core.prober.add_cluster(cluster);
+        if let Some(w) = self.wake.as_mut() {
+            w.kick();
         }
     }
 
+    fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
+        if self.wake.is_some() {
+            return self.poll_run(now);
+        }
+        self.update_budget(now);
+        self.send_due(now)
+    }
+
     fn poll_timeout(&self) -> Timestamp {
-        self.core.prober.next_probe_time().min(self.media_send_time()).min(self.padding_send_time())
+        match &self.wake {
+            Some(w) => w.poll_timeout(),
+            None => self.next_send_time(),
+        }
     }
 
     /// The rate in effect, including the queue-drain adjustment (not just the configured
@@ -271,6 +361,95 @@ mod tests {
             }
             assert!(sent > 1000, "burst {burst_ms} ms: only {sent} packets in 5 s");
         }
+    }
+
+    fn task_queue() -> LeakyBucketConfig {
+        LeakyBucketConfig { hold_back_window_ms: 5.0, ..Default::default() }
+    }
+
+    /// libwebrtc's task queue runs the pacer about every millisecond at 30 Mbps and sends
+    /// the three or four packets due at each run together, at the pacing rate overall.
+    #[test]
+    fn task_queue_sends_whole_millisecond_batches_at_the_pacing_rate() {
+        let mut p = LeakyBucketPacer::new(task_queue(), Timestamp::ZERO);
+        p.set_rates(DataRate::from_mbps(30), DataRate::ZERO, Timestamp::ZERO);
+        // 96 packets of 1250 B at 30 Mbps: 32 ms, one every 333 us.
+        for i in 0..96 {
+            p.enqueue(video(1250, i), Timestamp::ZERO);
+        }
+        let times = drain(&mut p, Timestamp::ZERO);
+        assert_eq!(times.len(), 96);
+        assert!(times.iter().all(|t| t.as_us() % 1000 == 0), "{times:?}");
+        let last = *times.last().unwrap();
+        assert!(last >= Timestamp::from_ms(31) && last <= Timestamp::from_ms(32), "{last:?}");
+        let mut groups = std::collections::BTreeMap::new();
+        for t in &times {
+            *groups.entry(t.as_us()).or_insert(0) += 1;
+        }
+        assert!(groups.values().skip(1).all(|&n| (2..=4).contains(&n)), "{groups:?}");
+    }
+
+    /// Below the hold-back's three packets the pacer runs at each packet's send time,
+    /// rounded up to the millisecond; a late run pays the budget only up to the time the
+    /// packet was due, so the lateness does not add up.
+    #[test]
+    fn task_queue_rounds_runs_up_and_keeps_the_rate() {
+        let mut p = LeakyBucketPacer::new(task_queue(), Timestamp::ZERO);
+        // 1200 B at 1 Mbps: one packet every 9.6 ms.
+        p.set_rates(DataRate::from_mbps(1), DataRate::ZERO, Timestamp::ZERO);
+        for i in 0..6 {
+            p.enqueue(video(1200, i), Timestamp::ZERO);
+        }
+        let ms: Vec<i64> = drain(&mut p, Timestamp::ZERO).iter().map(|t| t.as_ms()).collect();
+        assert_eq!(ms, vec![0, 10, 20, 29, 39, 48]);
+        // At 2.5 Mbps (3.84 ms a packet) the 5 ms window holds the pacer back.
+        let mut p = LeakyBucketPacer::new(task_queue(), Timestamp::ZERO);
+        p.set_rates(DataRate::from_kbps(2500), DataRate::ZERO, Timestamp::ZERO);
+        for i in 0..6 {
+            p.enqueue(video(1200, i), Timestamp::ZERO);
+        }
+        let ms: Vec<i64> = drain(&mut p, Timestamp::ZERO).iter().map(|t| t.as_ms()).collect();
+        assert_eq!(ms, vec![0, 5, 10, 15, 20, 20]);
+    }
+
+    /// Under GCC-like rate changes with a standing backlog, the task queue's runs send as
+    /// many bytes as a pacer woken at every packet's time: sending late loses no budget.
+    #[test]
+    fn task_queue_sends_what_the_rate_allows() {
+        let run = |cfg: LeakyBucketConfig| {
+            let mut p = LeakyBucketPacer::new(cfg, Timestamp::ZERO);
+            let mut rng = crate::rng::Rng::new(11);
+            // A new rate every 100 ms (both pacers see the same schedule in time).
+            let rates: Vec<i64> =
+                (0..50).map(|_| 300 + (rng.uniform() * 30_000.0) as i64).collect();
+            let mut now = Timestamp::ZERO;
+            let (mut seq, mut sent, mut runs, mut slot) = (0, DataSize::ZERO, 0, usize::MAX);
+            while now < Timestamp::from_ms(5000) {
+                let s = (now.as_ms() / 100) as usize;
+                if s != slot {
+                    slot = s;
+                    p.set_rates(DataRate::from_kbps(rates[s]), DataRate::ZERO, now);
+                }
+                while p.queue_packets() < 50 {
+                    let size = 200 + (rng.uniform() * 1000.0) as i64;
+                    p.enqueue(video(size, seq), now);
+                    seq += 1;
+                }
+                while let Some(pkt) = p.poll_send(now) {
+                    sent += pkt.size;
+                }
+                runs += 1;
+                let next = p.poll_timeout();
+                assert!(next > now, "asked to run again at {next:?}, now {now:?}");
+                now = next.min(Timestamp::from_ms((s as i64 + 1) * 100));
+            }
+            (sent, runs)
+        };
+        let (every_packet, events) = run(LeakyBucketConfig::default());
+        let (held, runs) = run(task_queue());
+        let ratio = held.as_bytes_f64() / every_packet.as_bytes_f64();
+        assert!((0.99..=1.01).contains(&ratio), "{held:?} against {every_packet:?}");
+        assert!(runs * 2 < events, "{runs} runs against {events} wake-ups");
     }
 
     #[test]

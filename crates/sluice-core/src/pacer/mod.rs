@@ -4,7 +4,8 @@
 //! polled (probe, media, its own filler), are one [`core::PacerCore`] that every pacer has,
 //! as libwebrtc's pacing controller has them; each pacer adds its rule.
 //!
-//! * [`leaky_bucket::LeakyBucketPacer`]: libwebrtc's debt-based pacing controller.
+//! * [`leaky_bucket::LeakyBucketPacer`]: libwebrtc's debt-based pacing controller, run at
+//!   each packet's time or, optionally, when libwebrtc's [`task_queue`] would run it.
 //! * [`unpaced::Unpaced`]: no pacing ("always burst").
 //! * [`ace_n::AceNPacer`]: ACE-N (ACE §4.1), a token bucket whose size adapts per frame to
 //!   the predicted bottleneck queue, with [`packet_train`] capacity estimates.
@@ -19,6 +20,7 @@ pub mod packet_train;
 pub mod padding;
 pub mod prober;
 pub mod queue;
+pub mod task_queue;
 pub mod unpaced;
 pub mod vidaptive;
 
@@ -135,7 +137,15 @@ impl PacerConfig {
             PacerConfig::LeakyBucket(c) => {
                 check_range("pacer.burst_interval_ms", c.burst_interval_ms, 0.0, false, 60_000.0)?;
                 check_range("pacer.max_debt_ms", c.max_debt_ms, 0.0, true, 60_000.0)?;
-                check_range("pacer.queue_time_limit_ms", c.queue_time_limit_ms, 0.0, false, 1e7)
+                check_range("pacer.queue_time_limit_ms", c.queue_time_limit_ms, 0.0, false, 1e7)?;
+                check_range(
+                    "pacer.hold_back_window_ms",
+                    c.hold_back_window_ms,
+                    0.0,
+                    false,
+                    1000.0,
+                )?;
+                check_range("pacer.hold_back_packets", c.hold_back_packets, 0.0, true, 1e6)
             }
             PacerConfig::Vidaptive(c) => {
                 crate::check_range("pacer.max_debt_ms", c.max_debt_ms, 0.0, true, 60_000.0)?;
