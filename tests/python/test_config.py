@@ -59,7 +59,9 @@ def test_a_key_is_not_set_wherever_it_appears():
 @pytest.mark.parametrize(
     "path, needles",
     [
-        ("pacer.alpha", ["'pacer.alpha'", "(leaky-bucket)", "valid: burst_interval_ms, hold_back_packets, hold_back_window_ms, kind"]),
+        ("pacer.alpha", ["'pacer.alpha'", "(leaky-bucket)",
+                         "valid: burst_interval_ms, hold_back_packets, hold_back_window_ms, "
+                         "kind"]),
         ("downlink.delay", ["'downlink' has no field 'delay'", "delay_ms, loss"]),
         ("nope", ["the run config has no field 'nope'", "feedback_interval_ms"]),
         ("downlink.delay_ms.x", ["downlink.delay_ms is a number"]),

@@ -110,6 +110,15 @@ pub struct GccConfig {
     /// artifact tightens when `trend / (0.5 x threshold) > 2`, i.e. `s = 2`, `r = 1` (the
     /// `mae` scheme).
     pub pre_reaction_ratio: Option<f64>,
+    /// The resolution of the send times GCC reads, in microseconds; 0 (the default): exact.
+    /// libwebrtc's transport stamps a sent packet in whole milliseconds
+    /// (`rtc::SentPacket::send_time_ms`, from `rtc::TimeMillis()`): 1000 models it.
+    pub send_time_resolution_us: i64,
+    /// The resolution of the arrival times GCC reads, in microseconds; 0 (the default):
+    /// exact. Transport-wide feedback carries arrival deltas in 250 us ticks
+    /// (transport_feedback.cc `kDeltaTick`): 250 models it. The live runtime's feedback on
+    /// the wire has that resolution already.
+    pub arrival_time_resolution_us: i64,
 }
 
 impl GccConfig {
@@ -138,6 +147,21 @@ impl GccConfig {
             }
         }
         check_range("cc.default_rtt", self.default_rtt.as_us() as f64, 0.0, true, 6e7)?;
+        let us = |v: i64| v as f64;
+        check_range(
+            "cc.send_time_resolution_us",
+            us(self.send_time_resolution_us),
+            0.0,
+            false,
+            1e6,
+        )?;
+        check_range(
+            "cc.arrival_time_resolution_us",
+            us(self.arrival_time_resolution_us),
+            0.0,
+            false,
+            1e6,
+        )?;
         if let Some(r) = self.pre_reaction_ratio {
             crate::check_range("cc.pre_reaction_ratio", r, 0.0, true, 10.0)?;
         }
@@ -195,8 +219,19 @@ impl Default for GccConfig {
             congestion_window: Some(CongestionWindowConfig::default()),
             loss_based_v2: LossBasedBweV2Config::default(),
             pre_reaction_ratio: None,
+            send_time_resolution_us: 0,
+            arrival_time_resolution_us: 0,
         }
     }
+}
+
+/// `t` rounded down to a multiple of `resolution_us` (0: `t`).
+fn floor_to(t: Timestamp, resolution_us: i64) -> Timestamp {
+    if resolution_us <= 0 || !t.is_finite() {
+        return t;
+    }
+    let us = t.as_us();
+    Timestamp::from_us(us - us.rem_euclid(resolution_us))
 }
 
 /// Google Congestion Control (delay-based trendline + AIMD, loss-based v1, probing, ALR).
@@ -399,8 +434,33 @@ impl Gcc {
     }
 }
 
+impl Gcc {
+    /// `feedback` as libwebrtc's GCC would read it: send and arrival times at the configured
+    /// resolutions (the feedback itself when both are exact).
+    fn at_resolution<'a>(
+        &self,
+        feedback: &'a TransportPacketsFeedback,
+    ) -> std::borrow::Cow<'a, TransportPacketsFeedback> {
+        let (send, arrival) =
+            (self.config.send_time_resolution_us, self.config.arrival_time_resolution_us);
+        if send <= 0 && arrival <= 0 {
+            return std::borrow::Cow::Borrowed(feedback);
+        }
+        let mut f = feedback.clone();
+        for p in &mut f.packets {
+            p.sent.send_time = floor_to(p.sent.send_time, send);
+            p.receive_time = p.receive_time.map(|t| floor_to(t, arrival));
+        }
+        std::borrow::Cow::Owned(f)
+    }
+}
+
 impl CongestionController for Gcc {
     fn on_packet_sent(&mut self, packet: &SentPacket, now: Timestamp) {
+        let packet = &SentPacket {
+            send_time: floor_to(packet.send_time, self.config.send_time_resolution_us),
+            ..*packet
+        };
         self.alr.on_bytes_sent(packet.size, packet.send_time);
         self.loss.on_packet_sent(now);
         // With pushback, every sent packet is a network update (libwebrtc's OnSentPacket).
@@ -417,6 +477,7 @@ impl CongestionController for Gcc {
     }
 
     fn on_transport_feedback(&mut self, feedback: &TransportPacketsFeedback, _now: Timestamp) {
+        let feedback = &*self.at_resolution(feedback);
         // The report's RTT sample (libwebrtc takes it from RTCP and the feedback alike).
         if let Some(rtt) = feedback.rtt.filter(|r| *r > TimeDelta::ZERO) {
             self.have_rtt_sample = true;
@@ -812,6 +873,50 @@ mod tests {
         };
         g.on_transport_feedback(&fb, Timestamp::from_ms(1000));
         assert_eq!(g.loss.propagation_rtt(), TimeDelta::from_ms(600));
+    }
+
+    /// With libwebrtc's resolutions GCC reads send times in whole milliseconds and arrival
+    /// times in 250 us ticks; by default it reads them exactly.
+    #[test]
+    fn feedback_times_at_libwebrtcs_resolution() {
+        let packet = |send_us: i64, rx_us: Option<i64>| PacketResult {
+            sent: SentPacket {
+                transport_seq: 0,
+                send_time: Timestamp::from_us(send_us),
+                size: PKT,
+                probe_cluster_id: None,
+                is_padding: false,
+                data_in_flight: DataSize::ZERO,
+            },
+            receive_time: rx_us.map(Timestamp::from_us),
+            rtt: None,
+        };
+        let fb = TransportPacketsFeedback {
+            feedback_time: Timestamp::from_ms(100),
+            packets: vec![packet(1_999, Some(41_499)), packet(2_000, None)],
+            prior_in_flight: DataSize::ZERO,
+            data_in_flight: DataSize::ZERO,
+            rtt: None,
+            smoothed_rtt: None,
+        };
+        let exact = Gcc::new(GccConfig::default(), Timestamp::ZERO);
+        assert_eq!(*exact.at_resolution(&fb), fb);
+        let config = GccConfig {
+            send_time_resolution_us: 1000,
+            arrival_time_resolution_us: 250,
+            ..GccConfig::default()
+        };
+        assert_eq!(config.validate(), Ok(()));
+        let g = Gcc::new(config, Timestamp::ZERO);
+        let read = g.at_resolution(&fb);
+        let times: Vec<(i64, Option<i64>)> = read
+            .packets
+            .iter()
+            .map(|p| (p.sent.send_time.as_us(), p.receive_time.map(|t| t.as_us())))
+            .collect();
+        assert_eq!(times, vec![(1_000, Some(41_250)), (2_000, None)]);
+        let bad = GccConfig { send_time_resolution_us: -1, ..GccConfig::default() };
+        assert!(bad.validate().unwrap_err().contains("cc.send_time_resolution_us"));
     }
 
     #[test]
