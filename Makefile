@@ -158,6 +158,14 @@ rmcat: build
 	for p in experiments/rmcat/*.toml; do $(SLUICE) matrix $$p --no-report $(RMCAT_ARGS) || exit 1; done
 	$(PY) -m sluice.analysis.rmcat results --report-dir docs/results
 
+# libwebrtc's task-queue pacer runs against per-packet pacing (the schemes that pace with the
+# leaky bucket, each with pacer.hold_back_window_ms 0 and 5; model encoder; about two minutes
+# with two jobs), then docs/results/task-queue.md.
+.PHONY: task-queue-report
+task-queue-report: build
+	$(SLUICE) matrix experiments/webrtc-task-queue.toml --no-report --jobs 2
+	$(PY) -m sluice.analysis.task_queue results/webrtc-task-queue --report-dir docs/results
+
 # The leaderboard (issue 27): experiments/leaderboard.toml's 864 cells (16 schemes, 18 trace
 # windows in 6 families, 3 clips; resumable; about 3 hours with 2 jobs on 2 cores, see
 # `make bench` for this machine's estimate), then docs/results/leaderboard.md and .html.

@@ -1,0 +1,180 @@
+"""libwebrtc's task-queue pacer runs against per-packet pacing (``docs/results/task-queue.md``).
+
+``python -m sluice.analysis.task_queue RESULTS [--report-dir DIR]`` reads a finished
+``sluice matrix experiments/webrtc-task-queue.toml``: each scheme that paces with libwebrtc's
+leaky bucket as registered (its pacer woken at every packet's send time, to the microsecond)
+and as ``<scheme>-holdback5`` (``pacer.hold_back_window_ms = 5``: the pacer runs when
+libwebrtc's task queue would run it), on the same cells. It writes, per scheme, the per-cell
+comparison of the two (of the means, per-cell median and spread, cells lower and higher) on
+latency, rate and loss, the same per network family, and the all-slot latency CDFs; and where
+the plan has ``<scheme>-stamps`` (GCC reading its timestamps at libwebrtc's resolution), that
+against the scheme, with and without the task queue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import SluiceError
+from . import (
+    ANALYSIS_SLOT,
+    add_report_dir,
+    existing_analysis,
+    figure,
+    load,
+    prose,
+    provenance,
+    report_dir_of,
+    report_main,
+    report_parser,
+    write_markdown,
+)
+from .cells import VERSUS_LEGEND, group_table, slot_latencies, versus_table
+
+PROG = "python -m sluice.analysis.task_queue"
+REPORT = "task_queue"  # templates/task_queue.md
+#: The sweep's suffix for the task-queue variant of a scheme.
+SUFFIX = "-holdback5"
+#: The suffix of a scheme whose GCC reads its timestamps at libwebrtc's resolution.
+STAMPS = "-stamps"
+#: What the report compares, as (label, column, kind) for :func:`versus_table`.
+METRICS = (
+    ("all-slot P95", "latency_all_ms_p95", "ratio"),
+    ("shown P50", "latency_ms_p50", "ratio"),
+    ("shown P95", "latency_ms_p95", "ratio"),
+    ("video bitrate", "video_bitrate_bps", "ratio"),
+    ("loss rate", "loss_rate", "ratio"),
+)
+
+
+def pairs(df: Any) -> list[str]:
+    """The schemes with runs both as registered and as their task-queue variant."""
+    names = set(df["scheme"])
+    return [s for s in dict.fromkeys(df["scheme"]) if s + SUFFIX in names]
+
+
+def stamp_pairs(df: Any) -> list[tuple[str, str]]:
+    """(scheme, baseline): each ``<s>-stamps`` against ``<s>``, and with the task queue
+    ``<s>-stamps-holdback5`` against ``<s>-holdback5``."""
+    names = set(df["scheme"])
+    out = []
+    for s in dict.fromkeys(df["scheme"]):
+        if s + STAMPS in names:
+            out.append((s + STAMPS, s))
+            if s + STAMPS + SUFFIX in names and s + SUFFIX in names:
+                out.append((s + STAMPS + SUFFIX, s + SUFFIX))
+    return out
+
+
+def plot_pairs(df: Any, bases: Sequence[str], out: Path) -> Path:
+    """One panel per scheme: the CDF of the all-slot latency of every capture slot of every
+    cell, as registered (solid) and with the task queue (dashed), their P95 marked."""
+    import math
+
+    import numpy as np
+
+    from ..plots import plt, save, scheme_color, tidy_log_axis
+
+    cols = min(3, len(bases))
+    rows = math.ceil(len(bases) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False,
+                             layout="constrained", sharey=True)  # fmt: skip
+    for ax, base in zip(axes.flat, bases):
+        color = scheme_color(base)
+        for name, style in ((base, "-"), (base + SUFFIX, "--")):
+            lat = slot_latencies(df, name)
+            if not lat.size:
+                continue
+            x = np.sort(np.maximum(lat, 1.0))
+            p95 = float(np.percentile(lat, 95))
+            ax.plot(x, np.arange(1, x.size + 1) / x.size, style, color=color,
+                    label=f"{name} (P95 {p95:.0f} ms)")  # fmt: skip
+            ax.axvline(p95, color=color, linestyle=style, alpha=0.4, linewidth=0.8)
+        ax.set_xscale("log")
+        tidy_log_axis(ax.xaxis)
+        ax.set_title(base, fontsize=10)
+        ax.grid(True, alpha=0.3, which="both")
+        ax.legend(fontsize=7, loc="lower right")
+        ax.set_xlabel("all-slot latency (ms)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("CDF over slots")
+    for ax in list(axes.flat)[len(bases):]:
+        ax.set_visible(False)
+    return save(fig, out)
+
+
+def write_report(res_dir: str | Path, report_dir: Path, command: str) -> Path:
+    res = load(res_dir)
+    df = res.table
+    if df.empty:
+        raise SluiceError(f"no finished runs in {res_dir}")
+    bases = pairs(df)
+    if not bases:
+        raise SluiceError(f"{res_dir}: no scheme ran both as registered and as "
+                          f"<scheme>{SUFFIX} (run experiments/webrtc-task-queue.toml)")  # fmt: skip
+    families = list(dict.fromkeys(df["network"].dropna())) if "network" in df else []
+    report_dir.mkdir(parents=True, exist_ok=True)
+    img = report_dir / "img"
+    img.mkdir(exist_ok=True)
+    md = report_dir / "task-queue.md"
+    analysis = existing_analysis(md)
+    cells = df.groupby("scheme").size()
+    L = ["# libwebrtc's task-queue pacer runs against per-packet pacing\n"]
+    L.append(f"Generated by `{PROG}` from the runs of the plan `{res.name}` ({len(df)} runs: "
+             f"{len(bases)} schemes, each as registered and with the task queue, "
+             f"{cells.max()} cells each). "
+             f"{' '.join(str(res.plan.get('description', '')).split())}\n")  # fmt: skip
+    L += provenance(df["git_sha"], command)
+    L.append("")
+    L.append(prose(REPORT, "what", suffix=SUFFIX))
+    L.append("## Analysis\n")
+    L.append(ANALYSIS_SLOT)
+    L.append(figure(plot_pairs(df, bases, img / "task-queue-cdf.png"),
+                    "The all-slot latency of every capture slot of every cell, each scheme as "
+                    "registered (solid) and with the task queue (dashed); the lines mark the "
+                    "P95 over all slots", report_dir))  # fmt: skip
+    L.append("## Per scheme\n")
+    L.append(VERSUS_LEGEND + f" Here the baseline is each scheme as registered, the scheme its "
+             f"`{SUFFIX}` variant.\n")  # fmt: skip
+    for s in bases:
+        L.append(f"### `{s}`\n")
+        L.append(versus_table(df, [s + SUFFIX], s, METRICS) + "\n")
+    stamps = stamp_pairs(df)
+    if stamps:
+        L.append("## GCC's timestamps at libwebrtc's resolution\n")
+        L.append(prose(REPORT, "stamps", stamps=STAMPS))
+        for s, base in stamps:
+            L.append(versus_table(df, [s], base, METRICS) + "\n")
+    L.append("## Per network family: all-slot P95\n")
+    L.append(prose(REPORT, "families"))
+    for s in bases:
+        L.append(group_table(df, [s + SUFFIX], s, "latency_all_ms_p95", groups=families) + "\n")
+    L.append("## Per network family: video bitrate\n")
+    for s in bases:
+        L.append(group_table(df, [s + SUFFIX], s, "video_bitrate_bps", groups=families) + "\n")
+    return write_markdown(md, L, analysis)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    ap = report_parser(PROG, __doc__)
+    ap.add_argument("results", metavar="RESULTS",
+                    help="the matrix's results directory (results/webrtc-task-queue)")
+    add_report_dir(ap, "task-queue.md and img/", "RESULTS", "task-queue-report")
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return report_main(PROG, argv, parse_args, _write)
+
+
+def _write(args: argparse.Namespace, command: str) -> str:
+    res = Path(args.results)
+    return f"report: {write_report(res, report_dir_of(args, res), command)}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""The task-queue report (``python -m sluice.analysis.task_queue``): it pairs each scheme
+with its ``-holdback5`` variant cell by cell, and refuses results without such a pair."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sluice.analysis import task_queue
+from sluice.plan import load_plan
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_shipped_plan_sweeps_what_the_report_pairs():
+    plan = load_plan(REPO / "experiments" / "webrtc-task-queue.toml")
+    names = {c.scheme for c in plan.cells()}
+    assert "webrtc" in names and "webrtc" + task_queue.SUFFIX in names
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory):
+    from sluice.cli import main
+
+    root = tmp_path_factory.mktemp("tq")
+    plan = root / "tq.toml"
+    plan.write_text('name = "tq"\nseeds = [1, 2]\n[set]\nduration_s = 4\n'
+                    '[[scheme]]\nname = "webrtc"\n[[scheme]]\nname = "always-burst"\n'
+                    '[[scheme]]\nname = "webrtc-stamps"\nbase = "webrtc"\n'
+                    'set = { "cc.send_time_resolution_us" = 1000 }\n'
+                    '[[trace]]\npath = "gen:constant:6"\nnetwork = "flat"\n'
+                    '[[sweep]]\npath = "pacer.hold_back_window_ms"\nvalues = [0, 5]\n'
+                    'schemes = ["webrtc", "webrtc-stamps"]\nlabel = "holdback"\n')  # fmt: skip
+    assert main(["matrix", str(plan), "--jobs", "1", "--no-report",
+                 "--results", str(root / "results")]) == 0  # fmt: skip
+    return root / "results" / "tq"
+
+
+def test_the_report_pairs_each_scheme_with_its_task_queue_variant(matrix, tmp_path, capsys):
+    out = tmp_path / "rep"
+    assert task_queue.main([str(matrix), "--report-dir", str(out)]) == 0
+    text = (out / "task-queue.md").read_text(encoding="utf-8")
+    assert "### `webrtc`" in text and "`webrtc-holdback5`" in text
+    # always-burst has no variant: it is not compared.
+    assert "always-burst" not in text.split("## Per scheme")[1]
+    # Two seeds on one trace: two cells per comparison, per family and over all.
+    assert "| `webrtc-holdback5` | all-slot P95 | 2 |" in text
+    assert "of 2)" in text
+    assert (out / "img" / "task-queue-cdf.png").stat().st_size > 10_000
+    # The timestamps' section: each against the same scheme with exact timestamps.
+    stamps = text.split("## GCC's timestamps")[1].split("## Per network family")[0]
+    assert "| `webrtc-stamps` | all-slot P95 | 2 |" in stamps
+    assert "| `webrtc-stamps-holdback5` | all-slot P95 | 2 |" in stamps
+    assert "`webrtc-holdback5` mean" in stamps
+
+
+def test_results_without_a_pair_are_refused_in_one_line(matrix, tmp_path, capsys):
+    import shutil
+
+    only = tmp_path / "only"
+    shutil.copytree(matrix, only)
+    csv = only / "results.csv"
+    lines = csv.read_text(encoding="utf-8").splitlines()
+    csv.write_text("\n".join([lines[0], *(x for x in lines[1:] if "holdback5" not in x)]) + "\n",
+                   encoding="utf-8")  # fmt: skip
+    capsys.readouterr()
+    assert task_queue.main([str(only), "--report-dir", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no scheme ran both" in err[0], err
+    assert not (tmp_path / "rep").exists()
