@@ -46,8 +46,8 @@ METRICS = (
     ("all-slot P95", "latency_all_ms_p95", "ratio"),
     ("shown P50", "latency_ms_p50", "ratio"),
     ("shown P95", "latency_ms_p95", "ratio"),
-    ("video bitrate", "video_bitrate_bps", "ratio"),
-    ("loss rate", "loss_rate", "ratio"),
+    ("video Mbps", "video_mbps", "ratio"),
+    ("loss %", "loss_pct", "ratio"),
 )
 
 
@@ -112,6 +112,7 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str) -> Path:
     df = res.table
     if df.empty:
         raise SluiceError(f"no finished runs in {res_dir}")
+    df = df.assign(video_mbps=df["video_bitrate_bps"] / 1e6, loss_pct=df["loss_rate"] * 100)
     bases = pairs(df)
     if not bases:
         raise SluiceError(f"{res_dir}: no scheme ran both as registered and as "
