@@ -1,8 +1,9 @@
-//! Benchmark of the whole simulator without the Python front end: `sim_speed SCHEME RATE_MBPS
-//! SECONDS [REPEATS] [HOLD_BACK_MS]` runs the scheme with the model encoder on a constant link (20 ms one way,
-//! 300 kB drop-tail queue) and prints one JSON object: simulated seconds per wall second (best
-//! of the repeats) and the frames sent. HOLD_BACK_MS runs a libwebrtc pacer under its task
-//! queue's hold-back window (`pacer.hold_back_window_ms`).
+//! Benchmark of the whole simulator without the Python front end:
+//! `sim_speed SCHEME RATE_MBPS SECONDS [REPEATS] [HOLD_BACK_MS]` runs the scheme with the model
+//! encoder on a constant link (20 ms one way, 300 kB drop-tail queue) and prints one JSON
+//! object: simulated seconds per wall second (best of the repeats) and the frames sent.
+//! HOLD_BACK_MS runs a libwebrtc pacer under its task queue's hold-back window
+//! (`pacer.hold_back_window_ms`).
 
 use sluice_core::link::trace_gen::{generate, TraceSpec};
 use sluice_core::session::{build_encoder, PathConfig, RunConfig};

@@ -11,9 +11,9 @@
 //!
 //! * with `hold_back_window_ms` set, the pacer runs when libwebrtc's task queue would run it
 //!   (see [`super::task_queue`]): on an enqueue, a rate change or a probe cluster, and on its
-//!   own delayed task, at least the hold-back window apart and at whole milliseconds, sending
-//!   at each run every packet whose time has come. Without it (the default, Sluice's model
-//!   until 2026-12) each packet goes at its own send time, to the microsecond.
+//!   own delayed task, at least the hold-back window later and after a delay rounded up to a
+//!   whole millisecond, sending at each run every packet whose time has come. Without it
+//!   (the default) each packet goes at its own send time, to the microsecond.
 //!
 //! The pacing rate is the congestion controller's (GCC: `pacing_factor * target`; WebRTC's
 //! video default is 1.1, the legacy default, ACE's WebRTC-B, 2.5; notes §2).
@@ -77,6 +77,8 @@ pub struct LeakyBucketPacer {
     last_update: Timestamp,
     /// When the pacer runs, with a hold-back window; `None`: at each packet's send time.
     wake: Option<WakeSchedule>,
+    /// The sender's window holds the packets back (only tracked with a task queue).
+    congested: bool,
 }
 
 impl LeakyBucketPacer {
@@ -98,6 +100,7 @@ impl LeakyBucketPacer {
                     config.hold_back_packets,
                 )
             }),
+            congested: false,
         }
     }
 
@@ -213,7 +216,7 @@ impl Pacer for LeakyBucketPacer {
     fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp) {
         self.update_budget(self.pay_time(now));
         if let Some(w) = self.wake.as_mut() {
-            w.kick();
+            w.kick(now);
         }
         self.pacing_rate = pacing_rate.max(DataRate::from_bps(1));
         self.padding.set_rate(padding_rate);
@@ -223,17 +226,32 @@ impl Pacer for LeakyBucketPacer {
     fn enqueue(&mut self, packet: Packet, now: Timestamp) {
         self.update_budget(self.pay_time(now));
         if let Some(w) = self.wake.as_mut() {
-            w.on_enqueued(packet.size.as_bytes_f64());
+            w.on_enqueued(packet.size.as_bytes_f64(), now);
         }
         self.core.enqueue(packet, now);
         self.update_adjusted_rate(now);
     }
 
-    fn create_probe_cluster(&mut self, cluster: crate::cc::ProbeClusterConfig, _now: Timestamp) {
+    fn create_probe_cluster(&mut self, cluster: crate::cc::ProbeClusterConfig, now: Timestamp) {
         self.core.prober.add_cluster(cluster);
         if let Some(w) = self.wake.as_mut() {
-            w.kick();
+            w.kick(now);
         }
+    }
+
+    /// With a task queue, the time the window held the pacer is not credit: once released,
+    /// the budget is paid up to now (pacing_controller.cc `SetCongested`) and the pacer runs.
+    fn set_congested(&mut self, congested: bool, now: Timestamp) {
+        if self.wake.is_none() {
+            return;
+        }
+        if self.congested && !congested {
+            self.update_budget(now);
+            if let Some(w) = self.wake.as_mut() {
+                w.kick(now);
+            }
+        }
+        self.congested = congested;
     }
 
     fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
@@ -410,6 +428,40 @@ mod tests {
         }
         let ms: Vec<i64> = drain(&mut p, Timestamp::ZERO).iter().map(|t| t.as_ms()).collect();
         assert_eq!(ms, vec![0, 5, 10, 15, 20, 20]);
+    }
+
+    /// The time the sender's window held the pacer back is not credit: when released, the
+    /// pacer goes on at its rate instead of sending the held time's budget at once
+    /// (pacing_controller.cc `SetCongested` pays up to now).
+    #[test]
+    fn task_queue_keeps_no_credit_while_the_window_holds_it() {
+        let burst_after_release = |tell_congestion: bool| {
+            let mut p = LeakyBucketPacer::new(task_queue(), Timestamp::ZERO);
+            // 12 Mbps: one 1500 B packet a millisecond.
+            p.set_rates(DataRate::from_mbps(12), DataRate::ZERO, Timestamp::ZERO);
+            for i in 0..200 {
+                p.enqueue(video(1500, i), Timestamp::ZERO);
+            }
+            let mut now = Timestamp::ZERO;
+            while now < Timestamp::from_ms(10) {
+                while p.poll_send(now).is_some() {}
+                now = p.poll_timeout();
+            }
+            // The window closes at 10 ms (the sender stops polling), a frame is enqueued at
+            // 50 ms, and the window opens again at 110 ms.
+            if tell_congestion {
+                p.set_congested(true, now);
+            }
+            p.enqueue(video(1500, 999), Timestamp::from_ms(50));
+            let release = Timestamp::from_ms(110);
+            if tell_congestion {
+                p.set_congested(false, release);
+            }
+            std::iter::from_fn(|| p.poll_send(release)).count()
+        };
+        assert!(burst_after_release(true) <= 2, "{}", burst_after_release(true));
+        // Unless told, the pacer sends the 100 ms it was held at once, as a late run would.
+        assert!(burst_after_release(false) > 90, "{}", burst_after_release(false));
     }
 
     /// Under GCC-like rate changes with a standing backlog, the task queue's runs send as

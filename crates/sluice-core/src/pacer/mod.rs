@@ -80,6 +80,11 @@ pub trait Pacer: Send {
     fn on_transport_feedback(&mut self, _feedback: &TransportPacketsFeedback, _now: Timestamp) {}
     /// Pacer-specific state for the time series, under `pacer_*` names.
     fn debug_columns(&self, _out: &mut Columns) {}
+    /// The sender's congestion window stops (`true`) or again lets (`false`) the pacer's
+    /// packets go (libwebrtc's `SetCongested`). A pacer that pays its budget whenever it is
+    /// polled need not care (the default ignores it); one that pays only up to its packets'
+    /// due times must not keep the time it was held as credit.
+    fn set_congested(&mut self, _congested: bool, _now: Timestamp) {}
     /// When the next frame is captured (`Timestamp::INFINITY`: capture has ended) and the
     /// frame interval; the sender calls it whenever the next capture moves. For pacers that
     /// time padding around frames (Vidaptive's dummy guard); the default ignores it.

@@ -39,8 +39,8 @@ pub struct WakeSchedule {
     timers: Vec<(Timestamp, Timestamp)>,
     /// `next_process_time_`: the run time of the task that will schedule the next one.
     scheduled: Option<Timestamp>,
-    /// An enqueue, a rate change or a probe cluster asked for a run.
-    kicked: bool,
+    /// When an enqueue, a rate change or a probe cluster first asked for a run not yet made.
+    kicked_at: Option<Timestamp>,
     /// A run in progress (the pacer is being polled at this instant).
     running_at: Option<Timestamp>,
 }
@@ -54,23 +54,24 @@ impl WakeSchedule {
             packet_size_bytes: None,
             timers: Vec::new(),
             scheduled: None,
-            kicked: false,
+            kicked_at: None,
             running_at: None,
         }
     }
 
-    /// A packet of `size_bytes` was enqueued: it enters the mean size and asks for a run.
-    pub fn on_enqueued(&mut self, size_bytes: f64) {
+    /// A packet of `size_bytes` was enqueued at `now`: it enters the mean size and asks for a
+    /// run.
+    pub fn on_enqueued(&mut self, size_bytes: f64, now: Timestamp) {
         self.packet_size_bytes = Some(match self.packet_size_bytes {
             None => size_bytes,
             Some(mean) => PACKET_SIZE_ALPHA * mean + (1.0 - PACKET_SIZE_ALPHA) * size_bytes,
         });
-        self.kick();
+        self.kick(now);
     }
 
-    /// Something asked the pacer to run (`PostMaybeProcessPackets`).
-    pub fn kick(&mut self) {
-        self.kicked = true;
+    /// Something asked the pacer to run at `now` (`PostMaybeProcessPackets`).
+    pub fn kick(&mut self, now: Timestamp) {
+        self.kicked_at = Some(self.kicked_at.map_or(now, |k| k.min(now)));
     }
 
     /// Whether the pacer runs at `now`: a run goes on, was asked for, or a delayed task
@@ -91,8 +92,8 @@ impl WakeSchedule {
         });
         // A run interrupted at an earlier instant (the sender's window closed) goes on now,
         // as libwebrtc's pacer runs again when the congestion state changes.
-        if fired || self.kicked || self.running_at.is_some() {
-            self.kicked = false;
+        if fired || self.kicked_at.is_some() || self.running_at.is_some() {
+            self.kicked_at = None;
             self.running_at = Some(now);
             true
         } else {
@@ -127,15 +128,12 @@ impl WakeSchedule {
         }
     }
 
-    /// When the pacer next runs: at once if asked to (or a run goes on), else when the
-    /// first delayed task fires.
+    /// When the pacer next runs: when it was asked to or its run began (so at once), else
+    /// when the first delayed task fires.
     pub fn poll_timeout(&self) -> Timestamp {
         let first = self.timers.iter().map(|t| t.0).min().unwrap_or(Timestamp::INFINITY);
-        if self.kicked || self.running_at.is_some() {
-            // Any time up to now: the driver polls at once.
-            return self.running_at.unwrap_or(Timestamp::ZERO).min(first);
-        }
-        first
+        let asked = self.kicked_at.into_iter().chain(self.running_at).min();
+        asked.map_or(first, |t| t.min(first))
     }
 }
 
@@ -160,7 +158,7 @@ mod tests {
     #[test]
     fn hold_back_is_three_packets_or_five_ms() {
         let mut w = WakeSchedule::new(TimeDelta::from_ms(5), 3.0);
-        w.on_enqueued(1250.0);
+        w.on_enqueued(1250.0, Timestamp::ZERO);
         assert!(w.runs_at(Timestamp::ZERO));
         // 1250 B at 30 Mbps: 333 us a packet, three of them 1 ms: the next run in 1 ms even
         // though a packet is due in 0.1 ms.
@@ -182,12 +180,14 @@ mod tests {
     fn an_earlier_run_retires_the_scheduled_one_which_still_runs() {
         let mut w = WakeSchedule::new(TimeDelta::from_ms(5), 3.0);
         assert!(!w.runs_at(Timestamp::ZERO));
-        w.kick();
+        w.kick(Timestamp::ZERO);
+        assert_eq!(w.poll_timeout(), Timestamp::ZERO);
         assert!(w.runs_at(Timestamp::ZERO));
         w.finish(Timestamp::ZERO, Timestamp::from_ms(20), false, DataRate::from_mbps(1));
         assert_eq!(w.poll_timeout(), Timestamp::from_ms(20));
         // A rate change at 2 ms makes a packet due at 8 ms: a run at 8 ms is scheduled.
-        w.kick();
+        w.kick(Timestamp::from_ms(2));
+        assert_eq!(w.poll_timeout(), Timestamp::from_ms(2));
         assert!(w.runs_at(Timestamp::from_ms(2)));
         w.finish(Timestamp::from_ms(2), Timestamp::from_ms(8), false, DataRate::from_mbps(1));
         assert_eq!(w.poll_timeout(), Timestamp::from_ms(8));

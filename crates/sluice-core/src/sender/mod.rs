@@ -216,6 +216,8 @@ pub struct Sender {
     window: Option<DataSize>,
     /// When the last packet left (for the keepalive while the window is full).
     last_send: Timestamp,
+    /// The congestion window held the pacer's packets back at the last poll.
+    window_blocked: bool,
     rtt: RttEstimator,
     events: VecDeque<SenderEvent>,
     start: Timestamp,
@@ -263,6 +265,7 @@ impl Sender {
             last_pacing_rates: (DataRate::ZERO, DataRate::ZERO),
             window: None,
             last_send: now,
+            window_blocked: false,
             rtt: RttEstimator::default(),
             events: VecDeque::new(),
             start: now,
@@ -726,7 +729,12 @@ impl Sender {
     /// The next datagram to put on the wire at `now`, if any. Changes after any `handle_*`
     /// call and as time passes ([`poll_timeout`](Self::poll_timeout)).
     pub fn poll_transmit(&mut self, now: Timestamp) -> Option<Datagram> {
-        let mut p = if self.window_open() {
+        let open = self.window_open();
+        if open == self.window_blocked {
+            self.window_blocked = !open;
+            self.pacer.set_congested(!open, now);
+        }
+        let mut p = if open {
             self.pacer.poll_send(now)?
         } else if self.keepalive_time() <= now {
             Packet::padding(KEEPALIVE_SIZE, now)

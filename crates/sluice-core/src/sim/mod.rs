@@ -519,6 +519,12 @@ mod tests {
         c.competing = flows(&["audio"]);
         cases.push(c);
         cases.push(RunConfig { scheme: Some(task_queue_webrtc()), ..base.clone() });
+        // Copa's window holds the task queue's pacer back and releases it.
+        let mut copa = crate::scheme::lookup("copa").unwrap().config;
+        if let crate::pacer::PacerConfig::LeakyBucket(c) = &mut copa.pacer {
+            c.hold_back_window_ms = 5.0;
+        }
+        cases.push(RunConfig { scheme_name: "copa".into(), scheme: Some(copa), ..base.clone() });
         for cfg in &cases {
             let (fast, every) = (run(cfg, false), run(cfg, true));
             assert!(fast.len() > 1000, "{}: a run with records", cfg.scheme_name);

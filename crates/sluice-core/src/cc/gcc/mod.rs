@@ -115,8 +115,9 @@ pub struct GccConfig {
     /// (`rtc::SentPacket::send_time_ms`, from `rtc::TimeMillis()`): 1000 models it.
     pub send_time_resolution_us: i64,
     /// The resolution of the arrival times GCC reads, in microseconds; 0 (the default):
-    /// exact. Transport-wide feedback carries arrival deltas in 250 us ticks
-    /// (transport_feedback.cc `kDeltaTick`): 250 models it. The live runtime's feedback on
+    /// exact. Transport-wide feedback carries arrival deltas in 250 us ticks, each rounded
+    /// to the nearest (transport_feedback.cc `kDeltaTick`): 250 models it, rounding each
+    /// arrival to the nearest tick of the simulation's clock. The live runtime's feedback on
     /// the wire has that resolution already.
     pub arrival_time_resolution_us: i64,
 }
@@ -225,13 +226,23 @@ impl Default for GccConfig {
     }
 }
 
-/// `t` rounded down to a multiple of `resolution_us` (0: `t`).
+/// `t` rounded down to a multiple of `resolution_us` (0: `t`), as `rtc::TimeMillis()` reads
+/// a clock.
 fn floor_to(t: Timestamp, resolution_us: i64) -> Timestamp {
     if resolution_us <= 0 || !t.is_finite() {
         return t;
     }
     let us = t.as_us();
     Timestamp::from_us(us - us.rem_euclid(resolution_us))
+}
+
+/// `t` rounded to the nearest multiple of `resolution_us` (0: `t`), as transport-wide
+/// feedback rounds an arrival delta to its 250 us tick.
+fn nearest_to(t: Timestamp, resolution_us: i64) -> Timestamp {
+    if resolution_us <= 0 || !t.is_finite() {
+        return t;
+    }
+    floor_to(Timestamp::from_us(t.as_us() + resolution_us / 2), resolution_us)
 }
 
 /// Google Congestion Control (delay-based trendline + AIMD, loss-based v1, probing, ALR).
@@ -449,7 +460,7 @@ impl Gcc {
         let mut f = feedback.clone();
         for p in &mut f.packets {
             p.sent.send_time = floor_to(p.sent.send_time, send);
-            p.receive_time = p.receive_time.map(|t| floor_to(t, arrival));
+            p.receive_time = p.receive_time.map(|t| nearest_to(t, arrival));
         }
         std::borrow::Cow::Owned(f)
     }
@@ -893,7 +904,7 @@ mod tests {
         };
         let fb = TransportPacketsFeedback {
             feedback_time: Timestamp::from_ms(100),
-            packets: vec![packet(1_999, Some(41_499)), packet(2_000, None)],
+            packets: vec![packet(1_999, Some(41_374)), packet(2_000, None)],
             prior_in_flight: DataSize::ZERO,
             data_in_flight: DataSize::ZERO,
             rtt: None,
@@ -915,6 +926,12 @@ mod tests {
             .map(|p| (p.sent.send_time.as_us(), p.receive_time.map(|t| t.as_us())))
             .collect();
         assert_eq!(times, vec![(1_000, Some(41_250)), (2_000, None)]);
+        let late =
+            TransportPacketsFeedback { packets: vec![packet(0, Some(41_375))], ..fb.clone() };
+        assert_eq!(
+            g.at_resolution(&late).packets[0].receive_time,
+            Some(Timestamp::from_us(41_500))
+        );
         let bad = GccConfig { send_time_resolution_us: -1, ..GccConfig::default() };
         assert!(bad.validate().unwrap_err().contains("cc.send_time_resolution_us"));
     }
