@@ -68,3 +68,19 @@ def test_results_without_a_pair_are_refused_in_one_line(matrix, tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no scheme ran both" in err[0], err
     assert not (tmp_path / "rep").exists()
+
+
+def test_a_table_without_a_column_it_needs_is_one_line(matrix, tmp_path, capsys):
+    import shutil
+
+    bare = tmp_path / "bare"
+    shutil.copytree(matrix, bare)
+    csv = bare / "results.csv"
+    rows = [line.split(",") for line in csv.read_text(encoding="utf-8").splitlines()]
+    keep = [i for i, name in enumerate(rows[0]) if name not in ("git_sha", "loss_rate")]
+    csv.write_text("\n".join(",".join(r[i] for i in keep) for r in rows) + "\n",
+                   encoding="utf-8")  # fmt: skip
+    capsys.readouterr()
+    assert task_queue.main([str(bare), "--report-dir", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "results without git_sha" in err[0], err
