@@ -47,6 +47,9 @@ def test_the_report_pairs_each_scheme_with_its_task_queue_variant(matrix, tmp_pa
     assert "| `webrtc-holdback5` | all-slot P95 | 2 |" in text
     assert "of 2)" in text
     assert (out / "img" / "task-queue-cdf.png").stat().st_size > 10_000
+    # What GCC saw, from the runs' samples: one row for the plan's family and one for all.
+    saw = text.split("## What GCC saw: `webrtc`")[1].split("## GCC's timestamps")[0]
+    assert "| flat | 2 |" in saw and "| all | 2 |" in saw and " -> " in saw
     # The timestamps' section: each against the same scheme with exact timestamps.
     stamps = text.split("## GCC's timestamps")[1].split("## Per network family")[0]
     assert "| `webrtc-stamps` | all-slot P95 | 2 |" in stamps

@@ -70,6 +70,53 @@ def stamp_pairs(df: Any) -> list[tuple[str, str]]:
     return out
 
 
+#: What GCC saw, per run (:func:`gcc_signals`): (header, function of the samples, format).
+SIGNALS = (
+    ("median abs. modified trend",
+     lambda s: s["cc_modified_trend"].astype(float).abs().median(), ".2f"),
+    ("over-use onsets", lambda s: float(((s["cc_usage"] == "overusing")
+                                         & (s["cc_usage"].shift() != "overusing")).sum()), ".1f"),
+    ("mean target Mbps", lambda s: s["target_rate_bps"].astype(float).mean() / 1e6, ".2f"),
+    ("bottleneck queue P95 ms",
+     lambda s: s["queue_delay_us"].astype(float).quantile(0.95) / 1e3, ".0f"),
+    ("all-slot P95 ms", None, ".0f"),
+)  # fmt: skip
+
+
+def gcc_signals(df: Any, base: str, families: Sequence[str]) -> str:
+    """Markdown: per network family, the median over its cells of what GCC saw in each run
+    (:data:`SIGNALS`, from the runs' samples) and the all-slot P95, as registered -> with
+    the task queue; empty when the runs have no GCC columns."""
+    import numpy as np
+
+    from .. import results
+    from . import markdown
+
+    def per_run(scheme: str, fam: str | None) -> list[list[float]]:
+        sub = df[(df["scheme"] == scheme) & ((df["network"] == fam) if fam else True)]
+        out = []
+        for run_dir, p95 in zip(sub["run_dir"], sub["latency_all_ms_p95"]):
+            samples = results.load_run(run_dir).samples
+            if "cc_modified_trend" not in samples:
+                return []
+            out.append([float(f(samples)) if f else float(p95) for _, f, _ in SIGNALS])
+        return out
+
+    rows = []
+    for fam in [*families, None]:
+        a, b = per_run(base, fam), per_run(base + SUFFIX, fam)
+        if not a or not b:
+            continue
+        ma, mb = np.median(np.array(a), axis=0), np.median(np.array(b), axis=0)
+        rows.append([fam or "all", str(len(a)),
+                     *(f"{x:{spec}} -> {y:{spec}}"
+                       for x, y, (_, _, spec) in zip(ma, mb, SIGNALS))])  # fmt: skip
+    if not rows:
+        return ""
+    head = ["family", "cells", *(h for h, _, _ in SIGNALS)]
+    return markdown(head, rows)
+
+
 def plot_pairs(df: Any, bases: Sequence[str], out: Path) -> Path:
     """One panel per scheme: the CDF of the all-slot latency of every capture slot of every
     cell, as registered (solid) and with the task queue (dashed), their P95 marked."""
@@ -151,6 +198,12 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str) -> Path:
     for s in bases:
         L.append(f"### `{s}`\n")
         L.append(versus_table(df, [s + SUFFIX], s, METRICS) + "\n")
+    gcc_base = "webrtc" if "webrtc" in bases else bases[0]
+    signals = gcc_signals(df, gcc_base, families) if "network" in df else ""
+    if signals:
+        L.append(f"## What GCC saw: `{gcc_base}`\n")
+        L.append(prose(REPORT, "signals", scheme=gcc_base))
+        L.append(signals + "\n")
     stamps = stamp_pairs(df)
     if stamps:
         L.append("## GCC's timestamps at libwebrtc's resolution\n")
