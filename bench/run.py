@@ -35,8 +35,10 @@ def git_sha() -> str:
         return "unknown"
 
 
-def simulator_speed(scheme: str, rate_mbps: float, duration_s: float, repeats: int) -> dict:
-    """Simulated seconds per wall second for one run with the model encoder."""
+def simulator_speed(scheme: str, rate_mbps: float, duration_s: float, repeats: int,
+                    scheme_config: dict | None = None, name: str = "simulator_speed") -> dict:
+    """Simulated seconds per wall second for one run with the model encoder (``scheme`` as
+    registered, or composed as ``scheme_config``)."""
     trace = _core.Trace.generate(f"constant:{rate_mbps}", duration_s + 5)
     config = {
         "scheme_name": scheme,
@@ -44,6 +46,8 @@ def simulator_speed(scheme: str, rate_mbps: float, duration_s: float, repeats: i
         "downlink": {"delay_ms": 20, "queue_bytes": 300_000},
         "encoder": {"kind": "model"},
     }
+    if scheme_config is not None:
+        config["scheme"] = scheme_config
     walls = []
     summary = None
     for _ in range(repeats):
@@ -54,7 +58,7 @@ def simulator_speed(scheme: str, rate_mbps: float, duration_s: float, repeats: i
         summary = json.loads(summary_json)
     best = min(walls)
     return {
-        "name": f"simulator_speed/{scheme}/{rate_mbps:g}mbps/{duration_s:g}s",
+        "name": f"{name}/{scheme}/{rate_mbps:g}mbps/{duration_s:g}s",
         "unit": "simulated seconds per wall second",
         "value": round(duration_s / best, 2),
         "wall_s_best": round(best, 3),
@@ -79,6 +83,24 @@ def simulator_speeds(duration_s: float, repeats: int) -> list[dict]:
             r["goal"] = SIM_GOALS[rate]
             r["goal_met"] = r["value"] >= SIM_GOALS[rate]
             out.append(r)
+    return out
+
+
+def task_queue_speeds(duration_s: float, repeats: int) -> list[dict]:
+    """Each scheme that paces with libwebrtc's leaky bucket, with libwebrtc's task queue
+    (``pacer.hold_back_window_ms`` 5, which no registered scheme sets: it changes results,
+    docs/results/task-queue.md), at 30 and 100 Mbps: what the batching would buy."""
+    from sluice import config
+
+    out = []
+    for rate in SIM_GOALS:
+        for scheme in config.scheme_names():
+            composed = config.scheme_config(scheme)
+            if composed.get("pacer", {}).get("kind") != "leaky-bucket":
+                continue
+            composed["pacer"]["hold_back_window_ms"] = 5.0
+            out.append(simulator_speed(scheme, rate, duration_s, repeats, composed,
+                                       "simulator_speed_task_queue"))  # fmt: skip
     return out
 
 
@@ -373,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     if args.only in (None, "simulator"):
         results += simulator_speeds(60, args.repeats)
+        results += task_queue_speeds(60, args.repeats)
         results.append(link_speed())
     if args.only in (None, "cells"):
         with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmp:
