@@ -20,6 +20,11 @@
 //! sizes of enqueued packets. So at 30 Mbps the pacer wakes about every millisecond and
 //! sends three or four packets back to back; at 2.5 Mbps every 5 ms.
 //!
+//! This module keeps the schedule; the pacer that uses it
+//! ([`super::leaky_bucket::LeakyBucketPacer`]) pays its budget up to each packet's due time,
+//! and when the sender's congestion window releases it, up to now (`SetCongested`), so the
+//! time it was held is not credit.
+//!
 //! Not modelled: libwebrtc lets a run send probes up to 1 ms early
 //! (`kMaxEarlyProbeProcessing`); here probes go at their own times or at the next run.
 
