@@ -139,6 +139,34 @@ def report_main(
     return 0
 
 
+def matrix_report_main(
+    prog: str,
+    doc: str | None,
+    argv: Sequence[str] | None,
+    example: str,
+    writes: str,
+    make: str,
+    write_report: Callable[[Path, Path, str], Path],
+) -> int:
+    """``main`` of a report over one matrix's results: ``RESULTS [--report-dir DIR]``
+    (``example``: a results directory for the help; ``writes``: what it writes; ``make``: the
+    target that writes the shipped report), then ``write_report(results, report_dir,
+    command)``."""
+
+    def parse(args: list[str]) -> argparse.Namespace:
+        ap = report_parser(prog, doc)
+        ap.add_argument("results", metavar="RESULTS",
+                        help=f"the matrix's results directory ({example})")  # fmt: skip
+        add_report_dir(ap, writes, "RESULTS", make)
+        return ap.parse_args(args)
+
+    def write(args: argparse.Namespace, command: str) -> str:
+        res = Path(args.results)
+        return f"report: {write_report(res, report_dir_of(args, res), command)}"
+
+    return report_main(prog, argv, parse, write)
+
+
 #: The checkout a report command is writing from (:func:`report_main`), read before it
 #: wrote anything; None outside one.
 _CHECKOUT: tuple[str, bool | None] | None = None

@@ -22,7 +22,6 @@ It also writes a figure of every family's front and the matrix's HTML report.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from collections.abc import Sequence
@@ -34,16 +33,13 @@ from ..errors import SluiceError
 from ..spread import Spread, spread
 from . import (
     ANALYSIS_SLOT,
-    add_report_dir,
     existing_analysis,
     figure,
     load,
     markdown,
+    matrix_report_main,
     prose,
     provenance,
-    report_dir_of,
-    report_main,
-    report_parser,
     write_markdown,
 )
 
@@ -311,21 +307,10 @@ def write_report(res_dir: Path, report_dir: Path, command: str) -> Path:
     return write_markdown(md, L, analysis)
 
 
-def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    ap = report_parser(PROG, __doc__)
-    ap.add_argument("results", metavar="RESULTS",
-                    help="the matrix's results directory (results/leaderboard)")
-    add_report_dir(ap, "leaderboard.md, leaderboard.html and img/", "RESULTS", "leaderboard")
-    return ap.parse_args(argv)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    return report_main(PROG, argv, parse_args, _write)
-
-
-def _write(args: argparse.Namespace, command: str) -> str:
-    res = Path(args.results)
-    return f"report: {write_report(res, report_dir_of(args, res), command)}"
+    return matrix_report_main(PROG, __doc__, argv, "results/leaderboard",
+                              "leaderboard.md, leaderboard.html and img/", "leaderboard",
+                              write_report)
 
 
 if __name__ == "__main__":

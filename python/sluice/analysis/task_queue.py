@@ -13,7 +13,6 @@ against the scheme, with and without the task queue.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,15 +21,12 @@ from typing import Any
 from ..errors import SluiceError
 from . import (
     ANALYSIS_SLOT,
-    add_report_dir,
     existing_analysis,
     figure,
     load,
+    matrix_report_main,
     prose,
     provenance,
-    report_dir_of,
-    report_main,
-    report_parser,
     write_markdown,
 )
 from .cells import VERSUS_LEGEND, group_table, slot_latencies, versus_table
@@ -222,21 +218,9 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str) -> Path:
     return write_markdown(md, L, analysis)
 
 
-def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    ap = report_parser(PROG, __doc__)
-    ap.add_argument("results", metavar="RESULTS",
-                    help="the matrix's results directory (results/webrtc-task-queue)")
-    add_report_dir(ap, "task-queue.md and img/", "RESULTS", "task-queue-report")
-    return ap.parse_args(argv)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    return report_main(PROG, argv, parse_args, _write)
-
-
-def _write(args: argparse.Namespace, command: str) -> str:
-    res = Path(args.results)
-    return f"report: {write_report(res, report_dir_of(args, res), command)}"
+    return matrix_report_main(PROG, __doc__, argv, "results/webrtc-task-queue",
+                              "task-queue.md and img/", "task-queue-report", write_report)
 
 
 if __name__ == "__main__":

@@ -449,6 +449,19 @@ mod tests {
     use crate::link::trace_gen::{generate, TraceSpec};
     use crate::session::{build_encoder, PathConfig, QueueDisciplineKind, SecondBottleneck};
 
+    /// 8 s, 20 ms one way, a 60 kB drop-tail queue.
+    fn eight_seconds() -> RunConfig {
+        RunConfig {
+            duration_s: 8.0,
+            downlink: PathConfig {
+                delay_ms: 20.0,
+                queue_bytes: Some(60_000),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
     /// The whole run's records as text, to compare runs exactly.
     fn run(cfg: &RunConfig, round_after_any_output: bool) -> String {
         let spec = |s: &str| TraceSpec::parse_cli(s).unwrap();
@@ -478,15 +491,7 @@ mod tests {
         let flows = |specs: &[&str]| -> Vec<CompetingFlow> {
             specs.iter().map(|s| CompetingFlow::parse(s).unwrap()).collect()
         };
-        let base = RunConfig {
-            duration_s: 8.0,
-            downlink: PathConfig {
-                delay_ms: 20.0,
-                queue_bytes: Some(60_000),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let base = eight_seconds();
         let mut cases = Vec::new();
         for scheme in ["webrtc", "ace-n", "vidaptive", "copa", "always-burst", "co-rtv"] {
             cases.push(RunConfig { scheme_name: scheme.into(), ..base.clone() });
@@ -555,13 +560,7 @@ mod tests {
         let cfg = RunConfig {
             scheme_name: "webrtc".into(),
             scheme: Some(task_queue_webrtc()),
-            duration_s: 8.0,
-            downlink: PathConfig {
-                delay_ms: 20.0,
-                queue_bytes: Some(60_000),
-                ..Default::default()
-            },
-            ..Default::default()
+            ..eight_seconds()
         };
         let len = TimeDelta::from_secs_f64(cfg.duration_s + 5.0);
         let trace =
