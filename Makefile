@@ -160,11 +160,14 @@ rmcat: build
 
 # libwebrtc's task-queue pacer runs against per-packet pacing (the schemes that pace with the
 # leaky bucket, each with pacer.hold_back_window_ms 0 and 5; model encoder; about two minutes
-# with two jobs), then docs/results/task-queue.md.
+# with two jobs), then docs/results/task-queue.md; where ../shared is there, also the task-queue
+# sides of experiments/chrome-fidelity.toml against Chromium's rows of chrome-runs.csv (28 x264
+# runs in the simulator, about 8 minutes more).
 .PHONY: task-queue-report
 task-queue-report: build
 	$(SLUICE) matrix experiments/webrtc-task-queue.toml --no-report --jobs 2
-	$(PY) -m sluice.analysis.task_queue results/webrtc-task-queue --report-dir docs/results
+	$(PY) -m sluice.analysis.task_queue results/webrtc-task-queue --report-dir docs/results \
+		$(if $(wildcard ../shared/videos),--chrome experiments/chrome-fidelity.toml)
 
 # The leaderboard (issue 27): experiments/leaderboard.toml's 864 cells (16 schemes, 18 trace
 # windows in 6 families, 3 clips; resumable; about 3 hours with 2 jobs on 2 cores, see

@@ -49,7 +49,7 @@ def test_the_report_pairs_each_scheme_with_its_task_queue_variant(matrix, tmp_pa
     assert (out / "img" / "task-queue-cdf.png").stat().st_size > 10_000
     # What GCC saw, from the runs' samples: one row for the plan's family and one for all.
     saw = text.split("## What GCC saw: `webrtc`")[1].split("## GCC's timestamps")[0]
-    assert "| flat | 2 |" in saw and "| all | 2 |" in saw and " -> " in saw
+    assert "| flat | 2 / 2 |" in saw and "| all | 2 / 2 |" in saw and " -> " in saw
     # The timestamps' section: each against the same scheme with exact timestamps.
     stamps = text.split("## GCC's timestamps")[1].split("## Per network family")[0]
     assert "| `webrtc-stamps` | all-slot P95 | 2 |" in stamps
@@ -87,3 +87,42 @@ def test_a_table_without_a_column_it_needs_is_one_line(matrix, tmp_path, capsys)
     assert task_queue.main([str(bare), "--report-dir", str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "results without git_sha" in err[0], err
+
+
+def test_the_task_queue_sides_are_set_against_chromium(matrix, tmp_path, capsys):
+    # A Chromium plan of one short cell on a shipped clip, and a Chromium report's table with
+    # its Chromium and registered rows: the report runs the two task-queue sides and counts
+    # the cells within 20 % of Chromium.
+    import pandas as pd
+
+    plan = tmp_path / "chrome.toml"
+    plan.write_text(
+        'name = "chrome-mini"\nseed = 1\nduration_s = 2\ndelay_ms = 20\nqueue_bytes = 150000\n'
+        f'[video]\npath = "{REPO}/data/videos/bbb-intro_1280x720_24fps_10s.mp4"\n'
+        'width = 320\nfps = 24\n[[cap]]\nlabel = "cap2.5"\nkbps = 2500\n'
+        '[[trace]]\nlabel = "c6"\npath = "gen:constant:6"\n'
+        '[[variant]]\nlabel = "sim-burst40"\nscheme = "webrtc-burst40"\n'
+        '[[variant]]\nlabel = "sim-holdback"\nscheme = "webrtc"\n'
+        'set = { "pacer.hold_back_window_ms" = 5 }\n'
+        '[[variant]]\nlabel = "sim-burst40-holdback"\nscheme = "webrtc-burst40"\n'
+        'set = { "pacer.hold_back_window_ms" = 5 }\n', encoding="utf-8")
+    row = {"trace": "c6", "cap": "cap2.5", "video_bitrate_bps": 1e6,
+           "latency_all_ms_p95": 100.0, "receive_all_ms_p95": 90.0}  # fmt: skip
+    csv = tmp_path / "chrome-runs.csv"
+    pd.DataFrame([{**row, "side": s} for s in ("chrome", "sim", "sim-burst40")]).to_csv(csv)
+    out = tmp_path / "rep"
+    assert task_queue.main([str(matrix), "--report-dir", str(out), "--chrome", str(plan),
+                            "--chrome-csv", str(csv),
+                            "--results-root", str(tmp_path / "res")]) == 0  # fmt: skip
+    text = (out / "task-queue.md").read_text(encoding="utf-8")
+    against = text.split("## Against Chromium")[1]
+    # The registered sides equal Chromium's row here: every metric within 20 %.
+    assert "| `sim` | 1 | 1 of 1; 0.00 | 1 of 1; 0.00 | 1 of 1; 0.00 |" in against
+    ran = pd.read_csv(out / "task-queue-chrome.csv")
+    assert sorted(ran["side"]) == ["sim-burst40-holdback", "sim-holdback"]
+    assert "`sim-holdback` | 1 |" in against
+    header = (tmp_path / "res" / "chrome-mini" / "c6" / "cap2.5" / "sim-holdback")
+    from sluice import results
+
+    cfg = results.read_header(header)["config"]
+    assert cfg["scheme"]["pacer"]["hold_back_window_ms"] == 5

@@ -146,23 +146,28 @@ def matrix_report_main(
     example: str,
     writes: str,
     make: str,
-    write_report: Callable[[Path, Path, str], Path],
+    write_report: Callable[..., Path],
+    options: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> int:
     """``main`` of a report over one matrix's results: ``RESULTS [--report-dir DIR]``
     (``example``: a results directory for the help; ``writes``: what it writes; ``make``: the
     target that writes the shipped report), then ``write_report(results, report_dir,
-    command)``."""
+    command)``; with ``options`` (which adds the report's own arguments to the parser), also
+    the parsed arguments: ``write_report(results, report_dir, command, args)``."""
 
     def parse(args: list[str]) -> argparse.Namespace:
         ap = report_parser(prog, doc)
         ap.add_argument("results", metavar="RESULTS",
                         help=f"the matrix's results directory ({example})")  # fmt: skip
         add_report_dir(ap, writes, "RESULTS", make)
+        if options is not None:
+            options(ap)
         return ap.parse_args(args)
 
     def write(args: argparse.Namespace, command: str) -> str:
         res = Path(args.results)
-        return f"report: {write_report(res, report_dir_of(args, res), command)}"
+        extra = (args,) if options is not None else ()
+        return f"report: {write_report(res, report_dir_of(args, res), command, *extra)}"
 
     return report_main(prog, argv, parse, write)
 

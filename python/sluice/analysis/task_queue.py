@@ -13,6 +13,7 @@ against the scheme, with and without the task queue.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -82,20 +83,21 @@ SIGNALS = (
 def gcc_signals(df: Any, base: str, families: Sequence[str]) -> str:
     """Markdown: per network family, the median over its cells of what GCC saw in each run
     (:data:`SIGNALS`, from the runs' samples) and the all-slot P95, as registered -> with
-    the task queue; empty when the runs have no GCC columns."""
+    the task queue (the runs without GCC's columns left out); empty when none has them."""
     import numpy as np
 
     from .. import results
     from . import markdown
 
     def per_run(scheme: str, fam: str | None) -> list[list[float]]:
+        """The signals of each run of ``scheme`` in family ``fam`` (all: ``None``) that has
+        GCC's columns."""
         sub = df[(df["scheme"] == scheme) & ((df["network"] == fam) if fam else True)]
         out = []
         for run_dir, p95 in zip(sub["run_dir"], sub["latency_all_ms_p95"]):
             samples = results.load_run(run_dir).samples
-            if "cc_modified_trend" not in samples:
-                return []
-            out.append([float(f(samples)) if f else float(p95) for _, f, _ in SIGNALS])
+            if "cc_modified_trend" in samples and "cc_usage" in samples:
+                out.append([float(f(samples)) if f else float(p95) for _, f, _ in SIGNALS])
         return out
 
     rows = []
@@ -103,14 +105,84 @@ def gcc_signals(df: Any, base: str, families: Sequence[str]) -> str:
         a, b = per_run(base, fam), per_run(base + SUFFIX, fam)
         if not a or not b:
             continue
-        ma, mb = np.median(np.array(a), axis=0), np.median(np.array(b), axis=0)
-        rows.append([fam or "all", str(len(a)),
+        ma, mb = np.nanmedian(np.array(a), axis=0), np.nanmedian(np.array(b), axis=0)
+        rows.append([fam or "all", f"{len(a)} / {len(b)}",
                      *(f"{x:{spec}} -> {y:{spec}}"
                        for x, y, (_, _, spec) in zip(ma, mb, SIGNALS))])  # fmt: skip
     if not rows:
         return ""
     head = ["family", "cells", *(h for h, _, _ in SIGNALS)]
     return markdown(head, rows)
+
+
+#: The chrome-fidelity plan's simulator sides set against Chromium: each as registered and
+#: with the task queue.
+CHROME_PAIRS = (("sim", "sim-holdback"), ("sim-burst40", "sim-burst40-holdback"))
+#: (label, column) compared with Chromium's value, and the tolerance of a match.
+CHROME_METRICS = (("video bitrate", "video_bitrate_bps"), ("all-slot P95", "latency_all_ms_p95"),
+                  ("receive P95", "receive_all_ms_p95"))  # fmt: skip
+CHROME_TOLERANCE = 0.20
+
+
+def chrome_rows(plan_path: str | Path, results_root: str | Path, csv_path: str | Path,
+                progress: bool = True) -> tuple[Any, Any]:  # fmt: skip
+    """(every row to compare, the rows this report ran): the Chromium and simulator rows of
+    the Chromium report's table (``csv_path``, results/chrome.md's `chrome-runs.csv`), and the
+    rows of the plan's task-queue sides (:data:`CHROME_PAIRS`) that table lacks, run where
+    missing under ``results_root``/<plan's name> (x264 in the simulator; the plan's clip and
+    traces must be there)."""
+    import pandas as pd
+
+    from .. import results
+    from . import chrome
+
+    plan = chrome.load_plan(plan_path)
+    root = Path(results_root) / plan["name"]
+    try:
+        shipped = pd.read_csv(csv_path)
+    except (OSError, ValueError) as e:
+        raise SluiceError(f"cannot read the Chromium report's table {csv_path}: {e}") from None
+    have = set(zip(shipped["trace"], shipped["cap"], shipped["side"]))
+    wanted = {side for pair in CHROME_PAIRS for side in pair}
+    todo = [c for c in chrome.cells(plan) if c.side in wanted
+            and (c.trace_label, c.cap_label, c.side) not in have]  # fmt: skip
+    missing = [c for c in todo if not results.is_complete(c.dir(root))]
+    new = []
+    for c in todo:
+        if c in missing:
+            if progress:
+                print(f"[{missing.index(c) + 1}/{len(missing)}] chrome-fidelity {c.trace_label} "
+                      f"{c.cap_label} {c.side}", file=sys.stderr)  # fmt: skip
+            chrome.run_cell(plan, c, root)
+        new.append(chrome.row(plan, c, root))
+    ran = pd.DataFrame(new)
+    return pd.concat([shipped, ran], ignore_index=True), ran
+
+
+def chrome_table(rows: Any) -> str:
+    """Markdown: per simulator side, in how many cells each metric is within
+    :data:`CHROME_TOLERANCE` of Chromium's, and the median absolute log ratio to it."""
+    import numpy as np
+
+    from . import markdown
+
+    chromium = rows[rows["side"] == "chrome"].set_index(["trace", "cap"])
+    out = []
+    for side in (s for pair in CHROME_PAIRS for s in pair):
+        sub = rows[rows["side"] == side].set_index(["trace", "cap"])
+        cells = sub.index.intersection(chromium.index)
+        if not len(cells):
+            continue
+        r = [f"`{side}`", str(len(cells))]
+        for _, col in CHROME_METRICS:
+            q = (sub.loc[cells, col].astype(float) / chromium.loc[cells, col].astype(float))
+            q = q[np.isfinite(q) & (q > 0)]
+            within = int((np.abs(q - 1) <= CHROME_TOLERANCE).sum())
+            r.append(f"{within} of {len(q)}; {float(np.median(np.abs(np.log(q)))):.2f}")
+        out.append(r)
+    head = ["side", "cells", *(f"{label}: within {CHROME_TOLERANCE:.0%}; median abs. log ratio"
+                               for label, _ in CHROME_METRICS)]  # fmt: skip
+    return markdown(head, out)
 
 
 def plot_pairs(df: Any, bases: Sequence[str], out: Path) -> Path:
@@ -150,7 +222,8 @@ def plot_pairs(df: Any, bases: Sequence[str], out: Path) -> Path:
     return save(fig, out)
 
 
-def write_report(res_dir: str | Path, report_dir: Path, command: str) -> Path:
+def write_report(res_dir: str | Path, report_dir: Path, command: str,
+                 args: argparse.Namespace | None = None) -> Path:  # fmt: skip
     res = load(res_dir)
     df = res.table
     if df.empty:
@@ -195,7 +268,8 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str) -> Path:
         L.append(f"### `{s}`\n")
         L.append(versus_table(df, [s + SUFFIX], s, METRICS) + "\n")
     gcc_base = "webrtc" if "webrtc" in bases else bases[0]
-    signals = gcc_signals(df, gcc_base, families) if "network" in df else ""
+    signals = gcc_signals(df if "network" in df else df.assign(network=None), gcc_base,
+                          families)  # fmt: skip
     if signals:
         L.append(f"## What GCC saw: `{gcc_base}`\n")
         L.append(prose(REPORT, "signals", scheme=gcc_base))
@@ -215,12 +289,32 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str) -> Path:
         for s in bases:
             L.append(group_table(df, [s + SUFFIX], s, "video_bitrate_bps", groups=families)
                      + "\n")  # fmt: skip
+    chrome_plan = getattr(args, "chrome", None)
+    if chrome_plan:
+        rows, ran = chrome_rows(chrome_plan, args.results_root, args.chrome_csv)
+        ran.to_csv(report_dir / "task-queue-chrome.csv", index=False)
+        L.append("## Against Chromium\n")
+        L.append(prose(REPORT, "chrome", plan=Path(chrome_plan).name,
+                       csv=Path(args.chrome_csv).name, tolerance=f"{CHROME_TOLERANCE:.0%}"))
+        L.append(chrome_table(rows) + "\n")
     return write_markdown(md, L, analysis)
+
+
+def options(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--chrome", metavar="PLAN", default=None,
+                    help="also set the task-queue sides of this Chromium plan "
+                    "(experiments/chrome-fidelity.toml) against Chromium's rows of --chrome-csv, "
+                    "running the missing ones (x264; needs the plan's clip and traces)")
+    ap.add_argument("--chrome-csv", metavar="CSV", default="docs/results/chrome-runs.csv",
+                    help="the Chromium report's table (default docs/results/chrome-runs.csv)")
+    ap.add_argument("--results-root", metavar="DIR", default="results",
+                    help="where the Chromium plan's runs go (default results)")  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     return matrix_report_main(PROG, __doc__, argv, "results/webrtc-task-queue",
-                              "task-queue.md and img/", "task-queue-report", write_report)
+                              "task-queue.md, task-queue-chrome.csv and img/",
+                              "task-queue-report", write_report, options)
 
 
 if __name__ == "__main__":

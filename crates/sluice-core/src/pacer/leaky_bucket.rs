@@ -11,8 +11,9 @@
 //!
 //! * with `hold_back_window_ms` set, the pacer runs when libwebrtc's task queue would run it
 //!   (see [`super::task_queue`]): on an enqueue, a rate change or a probe cluster, and on its
-//!   own delayed task, at least the hold-back window later and after a delay rounded up to a
-//!   whole millisecond, sending at each run every packet whose time has come. Without it
+//!   own delayed task, scheduled for the next send time but no sooner than the hold-back
+//!   window (none while probing), the delay rounded up to a whole millisecond; each run sends
+//!   every packet whose time has come. Without it
 //!   (the default) each packet goes at its own send time, to the microsecond.
 //!
 //! The pacing rate is the congestion controller's (GCC: `pacing_factor * target`; WebRTC's
