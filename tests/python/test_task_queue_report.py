@@ -26,11 +26,13 @@ def matrix(tmp_path_factory):
     plan = root / "tq.toml"
     plan.write_text('name = "tq"\nseeds = [1, 2]\n[set]\nduration_s = 4\n'
                     '[[scheme]]\nname = "webrtc"\n[[scheme]]\nname = "always-burst"\n'
+                    '[[scheme]]\nname = "webrtc-burst40"\n'
                     '[[scheme]]\nname = "webrtc-stamps"\nbase = "webrtc"\n'
                     'set = { "cc.send_time_resolution_us" = 1000 }\n'
                     '[[trace]]\npath = "gen:constant:6"\nnetwork = "flat"\n'
                     '[[sweep]]\npath = "pacer.hold_back_window_ms"\nvalues = [0, 5]\n'
-                    'schemes = ["webrtc", "webrtc-stamps"]\nlabel = "holdback"\n')  # fmt: skip
+                    'schemes = ["webrtc", "webrtc-stamps", "webrtc-burst40"]\n'
+                    'label = "holdback"\n')  # fmt: skip
     assert main(["matrix", str(plan), "--jobs", "1", "--no-report",
                  "--results", str(root / "results")]) == 0  # fmt: skip
     return root / "results" / "tq"
@@ -42,7 +44,7 @@ def test_the_report_pairs_each_scheme_with_its_task_queue_variant(matrix, tmp_pa
     text = (out / "task-queue.md").read_text(encoding="utf-8")
     assert "### `webrtc`" in text and "`webrtc-holdback5`" in text
     # always-burst has no variant: it is not compared.
-    assert "always-burst" not in text.split("## Per scheme")[1]
+    assert "always-burst" not in text.split("## Per scheme")[1].split("## What GCC saw")[0]
     # Two seeds on one trace: two cells per comparison, per family and over all.
     assert "| `webrtc-holdback5` | all-slot P95 | 2 |" in text
     assert "of 2)" in text
@@ -126,3 +128,27 @@ def test_the_task_queue_sides_are_set_against_chromium(matrix, tmp_path, capsys)
 
     cfg = results.read_header(header)["config"]
     assert cfg["scheme"]["pacer"]["hold_back_window_ms"] == 5
+
+
+def test_the_headlines_table_sets_each_scheme_against_webrtc_both_ways(matrix, tmp_path):
+    import pandas as pd
+
+    out = tmp_path / "rep"
+    assert task_queue.main([str(matrix), "--report-dir", str(out)]) == 0
+    text = (out / "task-queue.md").read_text(encoding="utf-8")
+    head = text.split("## The headlines against `webrtc`")[1].split("video bitrate:")[0]
+    rows = [r for r in head.splitlines() if r.startswith("| `")]
+    # always-burst has a pacer of its own: as registered and against the baseline with the
+    # task queue; webrtc-burst40 also both with it; webrtc's stamps variants are not headlines.
+    assert [r.split(" | ")[0:2] for r in rows] == [
+        ["| `always-burst`", "`webrtc` (both as registered)"],
+        ["| `always-burst`", "`webrtc-holdback5` (the baseline with it)"],
+        ["| `webrtc-burst40`", "`webrtc` (both as registered)"],
+        ["| `webrtc-burst40`", "`webrtc-holdback5` (the baseline with it)"],
+        ["| `webrtc-burst40-holdback5`", "`webrtc-holdback5` (both with it)"],
+    ], rows
+    # Of the means over the shared cells, as results.csv has them (one family: that and all).
+    df = pd.read_csv(matrix / "results.csv")
+    p95 = df.groupby("scheme")["latency_all_ms_p95"].mean()
+    want = p95["always-burst"] / p95["webrtc-holdback5"]
+    assert rows[1].split(" | ")[2].startswith(f"{want:.2f}x ("), (rows[1], want)

@@ -8,7 +8,9 @@ libwebrtc's task queue would run it), on the same cells. It writes, per scheme, 
 comparison of the two (of the means, per-cell median and spread, cells lower and higher) on
 latency, rate and loss, the same per network family, and the all-slot latency CDFs; and where
 the plan has ``<scheme>-stamps`` (GCC reading its timestamps at libwebrtc's resolution), that
-against the scheme, with and without the task queue.
+against the scheme, with and without the task queue. Last, every other scheme's ratio against
+``webrtc`` (the reports' baseline) as registered, against ``webrtc-holdback5``, and with both
+under the task queue where the scheme has the variant: how the headlines would move.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from . import (
     existing_analysis,
     figure,
     load,
+    markdown,
     matrix_report_main,
     prose,
     provenance,
     write_markdown,
 )
-from .cells import VERSUS_LEGEND, group_table, slot_latencies, versus_table
+from .cells import VERSUS_LEGEND, group_table, paired, slot_latencies, versus_table
 
 PROG = "python -m sluice.analysis.task_queue"
 REPORT = "task_queue"  # templates/task_queue.md
@@ -87,7 +90,6 @@ def gcc_signals(df: Any, base: str, families: Sequence[str]) -> str:
     import numpy as np
 
     from .. import results
-    from . import markdown
 
     def per_run(scheme: str, fam: str | None) -> list[list[float]]:
         """The signals of each run of ``scheme`` in family ``fam`` (all: ``None``) that has
@@ -113,6 +115,38 @@ def gcc_signals(df: Any, base: str, families: Sequence[str]) -> str:
         return ""
     head = ["family", "cells", *(h for h, _, _ in SIGNALS)]
     return markdown(head, rows)
+
+
+#: The baseline every report's headline is a ratio against.
+HEADLINE_BASE = "webrtc"
+
+
+def headline_table(df: Any, baseline: str, col: str, groups: Sequence[str]) -> str:
+    """Markdown: how each scheme's ratio against ``baseline`` on ``col`` would move if the
+    baseline (and the scheme, where it has the variant) ran with the task queue. Per scheme,
+    up to three rows: both as registered (today's headlines), the baseline with the task
+    queue, and both with it; per group and over all cells, ``of the means (median per
+    cell)``."""
+    variant = baseline + SUFFIX
+    names = set(df["scheme"])
+    if baseline not in names or variant not in names:
+        return ""
+    schemes = [s for s in dict.fromkeys(df["scheme"])
+               if s not in (baseline, variant) and not s.endswith(SUFFIX)
+               and not s.startswith(baseline + STAMPS)]  # fmt: skip
+    head = ["scheme", "against", *groups, "all"]
+    rows = []
+    for s in schemes:
+        ways = [(s, baseline, "both as registered"), (s, variant, "the baseline with it")]
+        if s + SUFFIX in names:
+            ways.append((s + SUFFIX, variant, "both with it"))
+        for name, base, label in ways:
+            r = [f"`{name}`", f"`{base}` ({label})"]
+            for sub in [*(df[df["network"] == g] for g in groups), df]:
+                p = paired(sub, name, base, col)
+                r.append("-" if p.n == 0 else f"{p.of_means:.2f}x ({p.median:.2f}x)")
+            rows.append(r)
+    return markdown(head, rows) if rows else ""
 
 
 #: The chrome-fidelity plan's simulator sides set against Chromium: each as registered and
@@ -163,8 +197,6 @@ def chrome_table(rows: Any) -> str:
     """Markdown: per simulator side, in how many cells each metric is within
     :data:`CHROME_TOLERANCE` of Chromium's, and the median absolute log ratio to it."""
     import numpy as np
-
-    from . import markdown
 
     chromium = rows[rows["side"] == "chrome"].set_index(["trace", "cap"])
     out = []
@@ -289,6 +321,15 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str,
         for s in bases:
             L.append(group_table(df, [s + SUFFIX], s, "video_bitrate_bps", groups=families)
                      + "\n")  # fmt: skip
+    for label, col in (("all-slot P95", "latency_all_ms_p95"),
+                       ("video bitrate", "video_bitrate_bps")):  # fmt: skip
+        headline = headline_table(df, HEADLINE_BASE, col, families) if col in df else ""
+        if headline:
+            if label == "all-slot P95":
+                L.append(f"## The headlines against `{HEADLINE_BASE}`\n")
+                L.append(prose(REPORT, "headline", base=HEADLINE_BASE, suffix=SUFFIX))
+            L.append(f"{label}:\n")
+            L.append(headline + "\n")
     chrome_plan = getattr(args, "chrome", None)
     if chrome_plan:
         rows, ran = chrome_rows(chrome_plan, args.results_root, args.chrome_csv)
