@@ -159,8 +159,9 @@ rmcat: build
 	$(PY) -m sluice.analysis.rmcat results --report-dir docs/results
 
 # libwebrtc's task-queue pacer runs against per-packet pacing (the schemes that pace with the
-# leaky bucket, each with pacer.hold_back_window_ms 0 and 5; model encoder; about two minutes
-# with two jobs), then docs/results/task-queue.md; where ../shared is there, also the task-queue
+# leaky bucket, each with pacer.hold_back_window_ms 0 and 5, and ace and vidaptive for the
+# headlines against webrtc; model encoder; about two minutes with two jobs), then
+# docs/results/task-queue.md; where ../shared is there, also the task-queue
 # sides of experiments/chrome-fidelity.toml against Chromium's rows of chrome-runs.csv (28 x264
 # runs in the simulator, about 8 minutes more).
 .PHONY: task-queue-report

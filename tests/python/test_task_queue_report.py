@@ -30,6 +30,7 @@ def matrix(tmp_path_factory):
                     '[[scheme]]\nname = "webrtc-stamps"\nbase = "webrtc"\n'
                     'set = { "cc.send_time_resolution_us" = 1000 }\n'
                     '[[trace]]\npath = "gen:constant:6"\nnetwork = "flat"\n'
+                    '[[trace]]\npath = "gen:steps:6@2,2@2"\nlabel = "step"\nnetwork = "steps"\n'
                     '[[sweep]]\npath = "pacer.hold_back_window_ms"\nvalues = [0, 5]\n'
                     'schemes = ["webrtc", "webrtc-stamps", "webrtc-burst40"]\n'
                     'label = "holdback"\n')  # fmt: skip
@@ -44,18 +45,18 @@ def test_the_report_pairs_each_scheme_with_its_task_queue_variant(matrix, tmp_pa
     text = (out / "task-queue.md").read_text(encoding="utf-8")
     assert "### `webrtc`" in text and "`webrtc-holdback5`" in text
     # always-burst has no variant: it is not compared.
-    assert "always-burst" not in text.split("## Per scheme")[1].split("## What GCC saw")[0]
-    # Two seeds on one trace: two cells per comparison, per family and over all.
-    assert "| `webrtc-holdback5` | all-slot P95 | 2 |" in text
+    assert "always-burst" not in text.split("## Per scheme")[1].split("## The headlines")[0]
+    # Two seeds on two traces: four cells per comparison, two per family.
+    assert "| `webrtc-holdback5` | all-slot P95 | 4 |" in text
     assert "of 2)" in text
     assert (out / "img" / "task-queue-cdf.png").stat().st_size > 10_000
     # What GCC saw, from the runs' samples: one row for the plan's family and one for all.
     saw = text.split("## What GCC saw: `webrtc`")[1].split("## GCC's timestamps")[0]
-    assert "| flat | 2 / 2 |" in saw and "| all | 2 / 2 |" in saw and " -> " in saw
+    assert "| flat | 2 / 2 |" in saw and "| all | 4 / 4 |" in saw and " -> " in saw
     # The timestamps' section: each against the same scheme with exact timestamps.
     stamps = text.split("## GCC's timestamps")[1].split("## Per network family")[0]
-    assert "| `webrtc-stamps` | all-slot P95 | 2 |" in stamps
-    assert "| `webrtc-stamps-holdback5` | all-slot P95 | 2 |" in stamps
+    assert "| `webrtc-stamps` | all-slot P95 | 4 |" in stamps
+    assert "| `webrtc-stamps-holdback5` | all-slot P95 | 4 |" in stamps
     assert "`webrtc-holdback5` mean" in stamps
 
 
@@ -131,24 +132,33 @@ def test_the_task_queue_sides_are_set_against_chromium(matrix, tmp_path, capsys)
 
 
 def test_the_headlines_table_sets_each_scheme_against_webrtc_both_ways(matrix, tmp_path):
+    import numpy as np
     import pandas as pd
 
     out = tmp_path / "rep"
     assert task_queue.main([str(matrix), "--report-dir", str(out)]) == 0
     text = (out / "task-queue.md").read_text(encoding="utf-8")
-    head = text.split("## The headlines against `webrtc`")[1].split("video bitrate:")[0]
-    rows = [r for r in head.splitlines() if r.startswith("| `")]
-    # always-burst has a pacer of its own: as registered and against the baseline with the
-    # task queue; webrtc-burst40 also both with it; webrtc's stamps variants are not headlines.
-    assert [r.split(" | ")[0:2] for r in rows] == [
-        ["| `always-burst`", "`webrtc` (both as registered)"],
-        ["| `always-burst`", "`webrtc-holdback5` (the baseline with it)"],
-        ["| `webrtc-burst40`", "`webrtc` (both as registered)"],
-        ["| `webrtc-burst40`", "`webrtc-holdback5` (the baseline with it)"],
-        ["| `webrtc-burst40-holdback5`", "`webrtc-holdback5` (both with it)"],
-    ], rows
-    # Of the means over the shared cells, as results.csv has them (one family: that and all).
+    section = text.split("## The headlines against `webrtc`")[1].split("\n## ")[0]
     df = pd.read_csv(matrix / "results.csv")
-    p95 = df.groupby("scheme")["latency_all_ms_p95"].mean()
-    want = p95["always-burst"] / p95["webrtc-holdback5"]
-    assert rows[1].split(" | ")[2].startswith(f"{want:.2f}x ("), (rows[1], want)
+    for label, col in (("all-slot P95:", "latency_all_ms_p95"),
+                       ("video bitrate:", "video_bitrate_bps")):  # fmt: skip
+        table = section.split(label)[1].split("\n\n", 2)[1]
+        rows = [r.strip("|").split(" | ") for r in table.splitlines() if r.startswith("| `")]
+        # always-burst (no pacer of its own to switch): as registered and against the baseline
+        # with the task queue; webrtc-burst40 also both with it; webrtc's stamps are no headline.
+        assert [r[:2] for r in rows] == [
+            [" `always-burst`", "`webrtc` (both as registered)"],
+            [" `always-burst`", "`webrtc-holdback5` (the baseline with it)"],
+            [" `webrtc-burst40`", "`webrtc` (both as registered)"],
+            [" `webrtc-burst40`", "`webrtc-holdback5` (the baseline with it)"],
+            [" `webrtc-burst40-holdback5`", "`webrtc-holdback5` (both with it)"],
+        ], rows
+        # Each family's cell and all cells', of the means (per-cell median), from results.csv.
+        for r in rows:
+            scheme, base = r[0].strip(" `"), r[1].split("`")[1]
+            for network, got in zip(["flat", "steps", None], r[2:]):
+                sub = df if network is None else df[df["network"] == network]
+                a = sub[sub["scheme"] == scheme].set_index(["trace", "seed"])[col]
+                b = sub[sub["scheme"] == base].set_index(["trace", "seed"])[col]
+                want = f"{a.mean() / b.mean():.2f}x ({np.median(a / b.loc[a.index]):.2f}x)"
+                assert got.strip() == want, (label, scheme, base, network, got, want)

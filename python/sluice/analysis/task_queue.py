@@ -37,6 +37,8 @@ from .cells import VERSUS_LEGEND, group_table, paired, slot_latencies, versus_ta
 
 PROG = "python -m sluice.analysis.task_queue"
 REPORT = "task_queue"  # templates/task_queue.md
+#: The report's file name (without .md) unless --report-name says otherwise.
+REPORT_NAME = "task-queue"
 #: The sweep's suffix for the task-queue variant of a scheme.
 SUFFIX = "-holdback5"
 #: The suffix of a scheme whose GCC reads its timestamps at libwebrtc's resolution.
@@ -48,6 +50,7 @@ METRICS = (
     ("shown P95", "latency_ms_p95", "ratio"),
     ("video Mbps", "video_mbps", "ratio"),
     ("loss %", "loss_pct", "ratio"),
+    ("VMAF", "vmaf_mean", "diff"),  # where the runs were scored
 )
 
 
@@ -117,23 +120,28 @@ def gcc_signals(df: Any, base: str, families: Sequence[str]) -> str:
     return markdown(head, rows)
 
 
-#: The baseline every report's headline is a ratio against.
+#: The baseline the headlines' table sets every scheme against: the leaderboard's `webrtc`.
 HEADLINE_BASE = "webrtc"
 
 
 def headline_table(df: Any, baseline: str, col: str, groups: Sequence[str]) -> str:
     """Markdown: how each scheme's ratio against ``baseline`` on ``col`` would move if the
     baseline (and the scheme, where it has the variant) ran with the task queue. Per scheme,
-    up to three rows: both as registered (today's headlines), the baseline with the task
-    queue, and both with it; per group and over all cells, ``of the means (median per
-    cell)``."""
+    up to three rows: both as registered, the baseline with the task queue, and both with it;
+    per group and over all cells, ``of the means (median per cell)``. Empty when the plan
+    has no ``baseline`` and ``baseline-holdback5`` both; a row without a shared cell is left
+    out, and so are the timestamp variants (``-stamps``), which are not headlines."""
+    import math
+
+    def x(v: float) -> str:
+        return f"{v:.2f}x" if math.isfinite(v) else "-"
+
     variant = baseline + SUFFIX
     names = set(df["scheme"])
     if baseline not in names or variant not in names:
         return ""
-    schemes = [s for s in dict.fromkeys(df["scheme"])
-               if s not in (baseline, variant) and not s.endswith(SUFFIX)
-               and not s.startswith(baseline + STAMPS)]  # fmt: skip
+    schemes = [s for s in dict.fromkeys(df["scheme"]) if s not in (baseline, variant)
+               and not s.endswith(SUFFIX) and STAMPS not in s]  # fmt: skip
     head = ["scheme", "against", *groups, "all"]
     rows = []
     for s in schemes:
@@ -141,13 +149,14 @@ def headline_table(df: Any, baseline: str, col: str, groups: Sequence[str]) -> s
         if s + SUFFIX in names:
             ways.append((s + SUFFIX, variant, "both with it"))
         for name, base, label in ways:
-            r = [f"`{name}`", f"`{base}` ({label})"]
-            for sub in [*(df[df["network"] == g] for g in groups), df]:
-                p = paired(sub, name, base, col)
-                r.append("-" if p.n == 0 else f"{p.of_means:.2f}x ({p.median:.2f}x)")
-            rows.append(r)
+            cells = [paired(sub, name, base, col)
+                     for sub in [*(df[df["network"] == g] for g in groups), df]]  # fmt: skip
+            if cells[-1].n == 0:
+                continue
+            rows.append([f"`{name}`", f"`{base}` ({label})",
+                         *("-" if p.n == 0 else f"{x(p.of_means)} ({x(p.median)})"
+                           for p in cells)])  # fmt: skip
     return markdown(head, rows) if rows else ""
-
 
 #: The chrome-fidelity plan's simulator sides set against Chromium: each as registered and
 #: with the task queue.
@@ -276,7 +285,8 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str,
     report_dir.mkdir(parents=True, exist_ok=True)
     img = report_dir / "img"
     img.mkdir(exist_ok=True)
-    md = report_dir / "task-queue.md"
+    name = getattr(args, "report_name", None) or REPORT_NAME
+    md = report_dir / f"{name}.md"
     analysis = existing_analysis(md)
     cells = df.groupby("scheme").size()
     L = ["# libwebrtc's task-queue pacer runs against per-packet pacing\n"]
@@ -289,7 +299,7 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str,
     L.append(prose(REPORT, "what", suffix=SUFFIX))
     L.append("## Analysis\n")
     L.append(ANALYSIS_SLOT)
-    L.append(figure(plot_pairs(df, bases, img / "task-queue-cdf.png"),
+    L.append(figure(plot_pairs(df, bases, img / f"{name}-cdf.png"),
                     "The all-slot latency of every capture slot of every cell, each scheme as "
                     "registered (solid) and with the task queue (dashed); the lines mark the "
                     "P95 over all slots", report_dir))  # fmt: skip
@@ -333,10 +343,11 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str,
     chrome_plan = getattr(args, "chrome", None)
     if chrome_plan:
         rows, ran = chrome_rows(chrome_plan, args.results_root, args.chrome_csv)
-        ran.to_csv(report_dir / "task-queue-chrome.csv", index=False)
+        ran.to_csv(report_dir / f"{name}-chrome.csv", index=False)
         L.append("## Against Chromium\n")
         L.append(prose(REPORT, "chrome", plan=Path(chrome_plan).name,
-                       csv=Path(args.chrome_csv).name, tolerance=f"{CHROME_TOLERANCE:.0%}"))
+                       csv=Path(args.chrome_csv).name, ran=f"{name}-chrome.csv",
+                       tolerance=f"{CHROME_TOLERANCE:.0%}"))  # fmt: skip
         L.append(chrome_table(rows) + "\n")
     return write_markdown(md, L, analysis)
 
@@ -348,13 +359,16 @@ def options(ap: argparse.ArgumentParser) -> None:
                     "running the missing ones (x264; needs the plan's clip and traces)")
     ap.add_argument("--chrome-csv", metavar="CSV", default="docs/results/chrome-runs.csv",
                     help="the Chromium report's table (default docs/results/chrome-runs.csv)")
+    ap.add_argument("--report-name", metavar="NAME", default=REPORT_NAME,
+                    help=f"the report's file name without .md (default {REPORT_NAME}; "
+                    "its plot and Chromium table take it as their prefix)")
     ap.add_argument("--results-root", metavar="DIR", default="results",
                     help="where the Chromium plan's runs go (default results)")  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     return matrix_report_main(PROG, __doc__, argv, "results/webrtc-task-queue",
-                              "task-queue.md, task-queue-chrome.csv and img/",
+                              "task-queue.md (or --report-name's), its -chrome.csv and img/",
                               "task-queue-report", write_report, options)
 
 
