@@ -162,3 +162,23 @@ def test_the_headlines_table_sets_each_scheme_against_webrtc_both_ways(matrix, t
                 b = sub[sub["scheme"] == base].set_index(["trace", "seed"])[col]
                 want = f"{a.mean() / b.mean():.2f}x ({np.median(a / b.loc[a.index]):.2f}x)"
                 assert got.strip() == want, (label, scheme, base, network, got, want)
+
+
+def test_report_name_names_the_report_and_its_plot(matrix, tmp_path):
+    out = tmp_path / "rep"
+    assert task_queue.main([str(matrix), "--report-dir", str(out),
+                            "--report-name", "task-queue-x264"]) == 0  # fmt: skip
+    text = (out / "task-queue-x264.md").read_text(encoding="utf-8")
+    assert not (out / "task-queue.md").exists()
+    assert "(img/task-queue-x264-cdf.png)" in text
+    assert (out / "img" / "task-queue-x264-cdf.png").stat().st_size > 10_000
+
+
+def test_a_report_name_that_is_not_a_file_name_is_one_line(matrix, tmp_path, capsys):
+    capsys.readouterr()
+    for bad in ("../escape", ".hidden", "a/b"):
+        assert task_queue.main([str(matrix), "--report-dir", str(tmp_path / "rep"),
+                                "--report-name", bad]) == 2  # fmt: skip
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--report-name" in err[0], err
+    assert not (tmp_path / "rep").exists()

@@ -16,6 +16,7 @@ under the task queue where the scheme has the variant: how the headlines would m
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -265,6 +266,10 @@ def plot_pairs(df: Any, bases: Sequence[str], out: Path) -> Path:
 
 def write_report(res_dir: str | Path, report_dir: Path, command: str,
                  args: argparse.Namespace | None = None) -> Path:  # fmt: skip
+    name = getattr(args, "report_name", None) or REPORT_NAME
+    if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]*", name) or len(name) > 100:
+        raise SluiceError(f"--report-name {name!r}: a file name of letters, digits, '.', '-' "
+                          "and '_' (not starting with '.'), without .md")  # fmt: skip
     res = load(res_dir)
     df = res.table
     if df.empty:
@@ -285,7 +290,6 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str,
     report_dir.mkdir(parents=True, exist_ok=True)
     img = report_dir / "img"
     img.mkdir(exist_ok=True)
-    name = getattr(args, "report_name", None) or REPORT_NAME
     md = report_dir / f"{name}.md"
     analysis = existing_analysis(md)
     cells = df.groupby("scheme").size()
