@@ -182,3 +182,25 @@ def test_a_report_name_that_is_not_a_file_name_is_one_line(matrix, tmp_path, cap
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--report-name" in err[0], err
     assert not (tmp_path / "rep").exists()
+
+
+def test_the_headlines_baseline_can_be_another_scheme_run_both_ways(matrix, tmp_path, capsys):
+    out = tmp_path / "rep"
+    assert task_queue.main([str(matrix), "--report-dir", str(out),
+                            "--headline-baseline", "webrtc-burst40"]) == 0  # fmt: skip
+    text = (out / "task-queue.md").read_text(encoding="utf-8")
+    section = text.split("## The headlines against `webrtc-burst40`")[1].split("video bitrate:")[0]
+    rows = [r.split(" | ")[:2] for r in section.splitlines() if r.startswith("| `")]
+    assert rows == [
+        ["| `webrtc`", "`webrtc-burst40` (both as registered)"],
+        ["| `webrtc`", "`webrtc-burst40-holdback5` (the baseline with it)"],
+        ["| `webrtc-holdback5`", "`webrtc-burst40-holdback5` (both with it)"],
+        ["| `always-burst`", "`webrtc-burst40` (both as registered)"],
+        ["| `always-burst`", "`webrtc-burst40-holdback5` (the baseline with it)"],
+    ], rows
+    # A baseline without its task-queue variant is refused in one line.
+    capsys.readouterr()
+    assert task_queue.main([str(matrix), "--report-dir", str(tmp_path / "rep2"),
+                            "--headline-baseline", "always-burst"]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "always-burst" in err[0] and "webrtc-burst40" in err[0], err

@@ -283,6 +283,11 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str,
     if "loss_rate" in df:
         df = df.assign(loss_pct=df["loss_rate"] * 100)
     bases = pairs(df)
+    wanted = getattr(args, "headline_baseline", None)
+    if wanted and wanted not in bases:
+        raise SluiceError(f"--headline-baseline {wanted}: it did not run both as registered and "
+                          f"as {wanted}{SUFFIX} in {res_dir} (these did: "
+                          f"{', '.join(bases) or 'none'})")  # fmt: skip
     if not bases:
         raise SluiceError(f"{res_dir}: no scheme ran both as registered and as "
                           f"<scheme>{SUFFIX} (run experiments/webrtc-task-queue.toml)")  # fmt: skip
@@ -335,13 +340,14 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str,
         for s in bases:
             L.append(group_table(df, [s + SUFFIX], s, "video_bitrate_bps", groups=families)
                      + "\n")  # fmt: skip
+    headline_base = getattr(args, "headline_baseline", None) or HEADLINE_BASE
     for label, col in (("all-slot P95", "latency_all_ms_p95"),
                        ("video bitrate", "video_bitrate_bps")):  # fmt: skip
-        headline = headline_table(df, HEADLINE_BASE, col, families) if col in df else ""
+        headline = headline_table(df, headline_base, col, families) if col in df else ""
         if headline:
             if label == "all-slot P95":
-                L.append(f"## The headlines against `{HEADLINE_BASE}`\n")
-                L.append(prose(REPORT, "headline", base=HEADLINE_BASE, suffix=SUFFIX))
+                L.append(f"## The headlines against `{headline_base}`\n")
+                L.append(prose(REPORT, "headline", base=headline_base, suffix=SUFFIX))
             L.append(f"{label}:\n")
             L.append(headline + "\n")
     chrome_plan = getattr(args, "chrome", None)
@@ -363,6 +369,10 @@ def options(ap: argparse.ArgumentParser) -> None:
                     "running the missing ones (x264; needs the plan's clip and traces)")
     ap.add_argument("--chrome-csv", metavar="CSV", default="docs/results/chrome-runs.csv",
                     help="the Chromium report's table (default docs/results/chrome-runs.csv)")
+    ap.add_argument("--headline-baseline", metavar="SCHEME", default=None,
+                    help=f"the scheme the headlines' table sets the others against (default "
+                    f"{HEADLINE_BASE}, where it ran both ways); it must have its {SUFFIX} "
+                    "variant")  # fmt: skip
     ap.add_argument("--report-name", metavar="NAME", default=REPORT_NAME,
                     help=f"the report's file name without .md (default {REPORT_NAME}; "
                     "its plot and Chromium table take it as their prefix)")
