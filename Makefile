@@ -170,6 +170,15 @@ task-queue-report: build
 	$(PY) -m sluice.analysis.task_queue results/webrtc-task-queue --report-dir docs/results \
 		$(if $(wildcard ../shared/videos),--chrome experiments/chrome-fidelity.toml)
 
+# The same on the leaderboard's Wi-Fi and LTE x264 cells (webrtc-x264, mae and combined both ways,
+# ace and vidaptive as registered; 144 runs of 60 s, about 40 minutes with two jobs), then
+# docs/results/task-queue-x264.md.
+.PHONY: task-queue-x264-report
+task-queue-x264-report: build
+	$(SLUICE) matrix experiments/leaderboard-task-queue.toml --no-report --jobs 2
+	$(PY) -m sluice.analysis.task_queue results/leaderboard-task-queue --report-dir docs/results \
+		--report-name task-queue-x264 --headline-baseline webrtc-x264
+
 # The leaderboard (issue 27): experiments/leaderboard.toml's 864 cells (16 schemes, 18 trace
 # windows in 6 families, 3 clips; resumable; about 3 hours with 2 jobs on 2 cores, see
 # `make bench` for this machine's estimate), then docs/results/leaderboard.md and .html.
