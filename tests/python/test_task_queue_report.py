@@ -176,12 +176,22 @@ def test_report_name_names_the_report_and_its_plot(matrix, tmp_path):
 
 def test_a_report_name_that_is_not_a_file_name_is_one_line(matrix, tmp_path, capsys):
     capsys.readouterr()
-    for bad in ("../escape", ".hidden", "a/b"):
+    for bad in ("../escape", ".hidden", "a/b", "", "x.md", "-x"):
         assert task_queue.main([str(matrix), "--report-dir", str(tmp_path / "rep"),
-                                "--report-name", bad]) == 2  # fmt: skip
+                                f"--report-name={bad}"]) == 2  # fmt: skip
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "--report-name" in err[0], err
+        assert len(err) == 1 and "--report-name" in err[0], (bad, err)
     assert not (tmp_path / "rep").exists()
+    # Another report of the same name is not overwritten.
+    other = tmp_path / "docs"
+    other.mkdir()
+    (other / "leaderboard.md").write_text("# Leaderboard\n", encoding="utf-8")
+    assert task_queue.main([str(matrix), "--report-dir", str(other),
+                            "--report-name", "leaderboard"]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not this report's" in err[0], err
+    assert (other / "leaderboard.md").read_text(encoding="utf-8") == "# Leaderboard\n"
+    assert not (other / "img").exists()
 
 
 def test_the_headlines_baseline_can_be_another_scheme_run_both_ways(matrix, tmp_path, capsys):
@@ -204,3 +214,4 @@ def test_the_headlines_baseline_can_be_another_scheme_run_both_ways(matrix, tmp_
                             "--headline-baseline", "always-burst"]) == 2  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "always-burst" in err[0] and "webrtc-burst40" in err[0], err
+    assert not (tmp_path / "rep2").exists()
