@@ -161,6 +161,7 @@ def headline_table(df: Any, baseline: str, col: str, groups: Sequence[str]) -> s
                            for p in cells)])  # fmt: skip
     return markdown(head, rows) if rows else ""
 
+
 #: The chrome-fidelity plan's simulator sides set against Chromium: each as registered and
 #: with the task queue.
 CHROME_PAIRS = (("sim", "sim-holdback"), ("sim-burst40", "sim-burst40-holdback"))
