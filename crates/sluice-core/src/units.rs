@@ -58,6 +58,25 @@ impl Timestamp {
     pub const fn as_us(self) -> i64 {
         self.0
     }
+    /// Rounded down to a multiple of `resolution` (libwebrtc's `RoundDownTo`, as
+    /// `rtc::TimeMillis()` reads a clock); itself when `resolution` is not positive or the
+    /// timestamp is infinite.
+    pub fn round_down_to(self, resolution: TimeDelta) -> Self {
+        let r = resolution.as_us();
+        if r <= 0 || !self.is_finite() {
+            return self;
+        }
+        Timestamp(self.0 - self.0.rem_euclid(r))
+    }
+    /// Rounded to the nearest multiple of `resolution`, halves up (libwebrtc's `RoundTo`);
+    /// itself when `resolution` is not positive or the timestamp is infinite.
+    pub fn round_to(self, resolution: TimeDelta) -> Self {
+        let r = resolution.as_us();
+        if r <= 0 || !self.is_finite() {
+            return self;
+        }
+        Timestamp(self.0 + r / 2).round_down_to(resolution)
+    }
     /// Whole milliseconds from the start of the session (truncated towards zero).
     pub const fn as_ms(self) -> i64 {
         self.0 / 1000
@@ -102,6 +121,15 @@ impl TimeDelta {
     /// A duration of `s` whole seconds.
     pub const fn from_secs(s: i64) -> Self {
         TimeDelta(s * 1_000_000)
+    }
+    /// Rounded up to a multiple of `resolution` (libwebrtc's `RoundUpTo`); itself when
+    /// `resolution` is not positive or the duration is infinite.
+    pub fn round_up_to(self, resolution: TimeDelta) -> Self {
+        let r = resolution.as_us();
+        if r <= 0 || !self.is_finite() {
+            return self;
+        }
+        TimeDelta(self.0.div_euclid(r) * r + if self.0.rem_euclid(r) != 0 { r } else { 0 })
     }
     /// A duration of `s` seconds, rounded to the nearest microsecond; plus infinity gives
     /// [`Self::INFINITY`].
@@ -591,5 +619,30 @@ mod tests {
         let size = rate * TimeDelta::from_secs(3600);
         assert_eq!(size.as_bytes(), 90_000_000_000);
         assert_eq!((size / TimeDelta::from_secs(3600)).as_bps(), 200_000_000);
+    }
+
+    /// libwebrtc's RoundDownTo / RoundTo / RoundUpTo, as GCC's timestamp resolutions and the
+    /// task queue's delays use them.
+    #[test]
+    fn rounding_to_a_resolution() {
+        let ms = TimeDelta::from_ms(1);
+        let tick = TimeDelta::from_us(250);
+        assert_eq!(Timestamp::from_us(2999).round_down_to(ms), Timestamp::from_ms(2));
+        assert_eq!(Timestamp::from_us(3000).round_down_to(ms), Timestamp::from_ms(3));
+        assert_eq!(Timestamp::from_us(-1).round_down_to(ms), Timestamp::from_ms(-1));
+        assert_eq!(Timestamp::from_us(1124).round_to(tick), Timestamp::from_us(1000));
+        assert_eq!(Timestamp::from_us(1125).round_to(tick), Timestamp::from_us(1250));
+        assert_eq!(Timestamp::from_us(1374).round_to(tick), Timestamp::from_us(1250));
+        assert_eq!(TimeDelta::from_us(1).round_up_to(ms), ms);
+        assert_eq!(TimeDelta::from_us(9200).round_up_to(ms), TimeDelta::from_ms(10));
+        assert_eq!(TimeDelta::from_ms(4).round_up_to(ms), TimeDelta::from_ms(4));
+        assert_eq!(TimeDelta::ZERO.round_up_to(ms), TimeDelta::ZERO);
+        // No resolution, or no end: unchanged.
+        assert_eq!(
+            Timestamp::from_us(1234).round_down_to(TimeDelta::ZERO),
+            Timestamp::from_us(1234)
+        );
+        assert_eq!(Timestamp::INFINITY.round_to(tick), Timestamp::INFINITY);
+        assert_eq!(TimeDelta::INFINITY.round_up_to(ms), TimeDelta::INFINITY);
     }
 }

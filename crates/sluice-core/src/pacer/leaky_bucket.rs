@@ -413,22 +413,20 @@ mod tests {
     /// packet was due, so the lateness does not add up.
     #[test]
     fn task_queue_rounds_runs_up_and_keeps_the_rate() {
-        let mut p = LeakyBucketPacer::new(task_queue(), Timestamp::ZERO);
-        // 1200 B at 1 Mbps: one packet every 9.6 ms.
-        p.set_rates(DataRate::from_mbps(1), DataRate::ZERO, Timestamp::ZERO);
-        for i in 0..6 {
-            p.enqueue(video(1200, i), Timestamp::ZERO);
-        }
-        let ms: Vec<i64> = drain(&mut p, Timestamp::ZERO).iter().map(|t| t.as_ms()).collect();
-        assert_eq!(ms, vec![0, 10, 20, 29, 39, 48]);
+        // Six 1200 B packets enqueued at once, sent under the task queue at `rate`: when each
+        // goes, in ms.
+        let send_six = |rate: DataRate| -> Vec<i64> {
+            let mut p = LeakyBucketPacer::new(task_queue(), Timestamp::ZERO);
+            p.set_rates(rate, DataRate::ZERO, Timestamp::ZERO);
+            for i in 0..6 {
+                p.enqueue(video(1200, i), Timestamp::ZERO);
+            }
+            drain(&mut p, Timestamp::ZERO).iter().map(|t| t.as_ms()).collect()
+        };
+        // 1 Mbps: one packet every 9.6 ms.
+        assert_eq!(send_six(DataRate::from_mbps(1)), vec![0, 10, 20, 29, 39, 48]);
         // At 2.5 Mbps (3.84 ms a packet) the 5 ms window holds the pacer back.
-        let mut p = LeakyBucketPacer::new(task_queue(), Timestamp::ZERO);
-        p.set_rates(DataRate::from_kbps(2500), DataRate::ZERO, Timestamp::ZERO);
-        for i in 0..6 {
-            p.enqueue(video(1200, i), Timestamp::ZERO);
-        }
-        let ms: Vec<i64> = drain(&mut p, Timestamp::ZERO).iter().map(|t| t.as_ms()).collect();
-        assert_eq!(ms, vec![0, 5, 10, 15, 20, 20]);
+        assert_eq!(send_six(DataRate::from_kbps(2500)), vec![0, 5, 10, 15, 20, 20]);
     }
 
     /// The time the sender's window held the pacer back is not credit: when released, the

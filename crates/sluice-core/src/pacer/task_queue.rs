@@ -142,10 +142,9 @@ impl WakeSchedule {
     }
 }
 
-/// `TimeDelta::RoundUpTo(TimeDelta::Millis(1))`.
+/// `TimeDelta::RoundUpTo(TimeDelta::Millis(1))` of a delay (a negative one is none).
 fn round_up_to_ms(d: TimeDelta) -> TimeDelta {
-    let us = d.as_us().max(0);
-    TimeDelta::from_us((us + 999) / 1000 * 1000)
+    d.max(TimeDelta::ZERO).round_up_to(TimeDelta::from_ms(1))
 }
 
 #[cfg(test)]

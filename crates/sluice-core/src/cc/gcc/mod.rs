@@ -226,25 +226,6 @@ impl Default for GccConfig {
     }
 }
 
-/// `t` rounded down to a multiple of `resolution_us` (0: `t`), as `rtc::TimeMillis()` reads
-/// a clock.
-fn floor_to(t: Timestamp, resolution_us: i64) -> Timestamp {
-    if resolution_us <= 0 || !t.is_finite() {
-        return t;
-    }
-    let us = t.as_us();
-    Timestamp::from_us(us - us.rem_euclid(resolution_us))
-}
-
-/// `t` rounded to the nearest multiple of `resolution_us` (0: `t`), as transport-wide
-/// feedback rounds an arrival delta to its 250 us tick.
-fn nearest_to(t: Timestamp, resolution_us: i64) -> Timestamp {
-    if resolution_us <= 0 || !t.is_finite() {
-        return t;
-    }
-    floor_to(Timestamp::from_us(t.as_us() + resolution_us / 2), resolution_us)
-}
-
 /// Google Congestion Control (delay-based trendline + AIMD, loss-based v1, probing, ALR).
 #[derive(Clone, Debug)]
 pub struct Gcc {
@@ -459,8 +440,8 @@ impl Gcc {
         }
         let mut f = feedback.clone();
         for p in &mut f.packets {
-            p.sent.send_time = floor_to(p.sent.send_time, send);
-            p.receive_time = p.receive_time.map(|t| nearest_to(t, arrival));
+            p.sent.send_time = p.sent.send_time.round_down_to(TimeDelta::from_us(send));
+            p.receive_time = p.receive_time.map(|t| t.round_to(TimeDelta::from_us(arrival)));
         }
         std::borrow::Cow::Owned(f)
     }
@@ -469,7 +450,9 @@ impl Gcc {
 impl CongestionController for Gcc {
     fn on_packet_sent(&mut self, packet: &SentPacket, now: Timestamp) {
         let packet = &SentPacket {
-            send_time: floor_to(packet.send_time, self.config.send_time_resolution_us),
+            send_time: packet
+                .send_time
+                .round_down_to(TimeDelta::from_us(self.config.send_time_resolution_us)),
             ..*packet
         };
         self.alr.on_bytes_sent(packet.size, packet.send_time);
