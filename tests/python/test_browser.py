@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sluice import results
 from sluice.browser import records, server
@@ -50,6 +51,36 @@ def test_frames_take_their_capture_time_from_rtp_until_abs_capture_time_arrives(
                                                                 (5, "not-displayed")]
 
 
+def _datagram(t_us: int, ssrc: int, seq: int, ts: int, dir: str = "down") -> dict:
+    return {"arrived_us": t_us, "dir": dir, "size_bytes": 1100, "left_us": t_us + 20_000,
+            "dropped": False, "rtp_ssrc": ssrc, "rtp_pt": 96, "rtp_seq": seq, "rtp_ts": ts,
+            "rtp_marker": False}  # fmt: skip
+
+
+def test_a_frames_packet_train_comes_from_the_relays_rtp_headers() -> None:
+    video, rtx = 0xAAAA, 0xBBBB
+    frames = [{"chrome_rtp_timestamp": ts} for ts in (3000, 6000, 9000)]
+    log = [
+        {"arrived_us": 5, "dir": "down", "size_bytes": 100, "left_us": 9, "dropped": False},
+        # Frame 3000: three packets over 400 us, one of them arriving twice.
+        _datagram(1000, video, 65_535, 3000), _datagram(1200, video, 0, 3000),
+        _datagram(1300, video, 0, 3000), _datagram(1400, video, 1, 3000),
+        # A retransmission on RTX's SSRC (same RTP timestamp) and feedback the other way.
+        _datagram(90_000, rtx, 7, 3000), _datagram(1250, video, 5, 3000, dir="up"),
+        # Frame 6000: one packet; the same sequence number as the first frame's, after a wrap.
+        _datagram(34_000, video, 65_535, 6000),
+        # Another stream's packets with frame 9000's timestamp do not make its train.
+        _datagram(40_000, rtx, 8, 9000),
+    ]
+    assert records.add_relay_trains(frames, log, shift_us=-1000) == 2
+    assert [(f["chrome_first_at_relay_us"], f["chrome_last_at_relay_us"],
+             f["chrome_packets_at_relay"]) for f in frames] == [
+        (0, 400, 3), (33_000, 33_000, 1), (None, None, None)]  # fmt: skip
+    # A log without RTP headers (a run from before the relay logged them) leaves the frames.
+    bare = [{"chrome_rtp_timestamp": 3000}]
+    assert records.add_relay_trains(bare, log[:1]) == 0 and bare == [{"chrome_rtp_timestamp": 3000}]
+
+
 def test_chromium_sends_to_chromium_through_the_relay(tmp_path, capsys) -> None:
     out = tmp_path / "chrome"
     rc = cli(["browser", "run", "--trace", "gen:constant:6", "--duration", "10", "--width",
@@ -73,6 +104,16 @@ def test_chromium_sends_to_chromium_through_the_relay(tmp_path, capsys) -> None:
     log = [json.loads(ln) for ln in (out / results.RELAY_LOG_FILE).read_text().splitlines()]
     down = [d for d in log if d["dir"] == "down"]
     assert len(down) > 500 and all(d["left_us"] is not None for d in down[:-20])
+    # The relay read the RTP headers (SRTP's are in the clear): nearly every displayed frame
+    # has its packet train, and at 6 Mbps Chromium's 40 ms burst sends a frame's packets
+    # within a few milliseconds (a pacer without a burst would spread them over ~30 ms).
+    assert sum("rtp_ssrc" in d for d in down) > 0.9 * len(down)
+    trains = shown["chrome_packets_at_relay"].dropna()
+    assert len(trains) >= 0.95 * len(shown) and (trains >= 1).all()
+    from sluice.analysis.chrome import send_spans_ms
+
+    spans = send_spans_ms(run)
+    assert len(spans) == len(trains) and (spans >= 0).all() and np.median(spans) < 10, spans
     assert 0 < summary["utilization"] < 1
     # `sluice plot` draws it.
     assert cli(["plot", str(out)]) == 0

@@ -49,3 +49,19 @@ def test_the_chrome_report_given_a_directory_asks_for_the_plan(tmp_path, capsys)
     assert chrome.main([str(tmp_path), "--report-dir", str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is a directory: give the plan file" in err[0], err
+
+
+def test_the_chrome_reports_plan_may_leave_the_live_side_out(tmp_path, capsys):
+    from sluice.analysis import chrome
+
+    base = ('name = "p"\n[video]\npath = "clip.mp4"\n[[cap]]\nlabel = "c"\nkbps = 2500\n'
+            '[[trace]]\nlabel = "t"\npath = "gen:constant:6"\n')
+    plan = tmp_path / "p.toml"
+    plan.write_text(base)
+    assert chrome.sides(chrome.load_plan(plan)) == ("sim", "live", "chrome")
+    plan.write_text("live = false\n" + base)
+    assert chrome.sides(chrome.load_plan(plan)) == ("sim", "chrome")
+    plan.write_text('live = "no"\n' + base)
+    assert chrome.main([str(plan), "--report-only", "--report-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "live is true or false" in err[0], err

@@ -15,7 +15,8 @@ writes the report. A cell is a trace, a bitrate cap and a side:
 Plan keys: ``name``, ``description``, ``seed``, ``duration_s``, ``delay_ms`` (one way, both
 directions), ``queue_bytes`` (drop-tail), ``[video]`` (``path``, ``width``, ``fps``),
 ``[[cap]]`` (``label``, ``kbps``, ``chromium_default``), ``[[trace]]`` (``label``, ``path``,
-``duration_s``), ``[[variant]]``. Paths are relative to the plan.
+``duration_s``), ``[[variant]]``, ``live`` (default true: whether to run the ``live`` side).
+Paths are relative to the plan.
 
 Per run the report derives, from the records and the same rules for every side: the video
 bitrate and utilisation (summary), the all-slot P95 and P99 (Salsify's rule), freezes
@@ -26,7 +27,11 @@ phase waits more than 200 ms any more), the **receive P95** (the all-slot P95 wi
 counted until its last packet arrived instead of until it was shown: the sender and the
 network without the receiver's jitter buffer, decoding and rendering; Sluice's receiver shows
 a frame when it is complete, Chromium's `requestVideoFrameCallback` gives both times) and the
-**receiver P50** (the median time from a frame's last packet to its display).
+**receiver P50** (the median time from a frame's last packet to its display) and the **send
+span** (P50 and P95 over the frames of the time from a frame's first packet leaving the sender
+to its last: whether frames leave as one burst or paced; Sluice's sides from the sender's
+records, Chromium's from the times its packets reached the relay, which adds its sending
+path's tens of microseconds a packet; frames shown, for Chromium, frames sent for Sluice).
 """
 
 from __future__ import annotations
@@ -102,6 +107,8 @@ def load_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
     for key in ("name", "video", "cap", "trace"):
         if key not in plan:
             raise SluiceError(f"{p}: missing {key}")
+    if not isinstance(plan.get("live", True), bool):
+        raise SluiceError(f"{p}: live is true or false (whether to run the live side)")
     for v in plan.setdefault("variant", []):
         if not v.get("label") or v["label"] in SIDES:
             raise SluiceError(f"{p}: each [[variant]] needs a label other than {SIDES}")
@@ -112,8 +119,10 @@ def load_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def sides(plan: dict[str, Any]) -> tuple[str, ...]:
-    """``sim``, the plan's variants, ``live``, ``chrome``."""
-    return (SIM, *(v["label"] for v in plan.get("variant", [])), "live", "chrome")
+    """``sim``, the plan's variants, ``live`` (unless the plan says ``live = false``),
+    ``chrome``."""
+    live = ("live",) if plan.get("live", True) else ()
+    return (SIM, *(v["label"] for v in plan.get("variant", [])), *live, "chrome")
 
 
 def sim_sides(plan: dict[str, Any]) -> tuple[str, ...]:
@@ -248,6 +257,28 @@ def _receiver_ms(run: results.Run) -> np.ndarray:
     return d[np.isfinite(d)] / 1e3
 
 
+#: Where a frame's packet train is in its record: Sluice's sender's send times, or (a
+#: browser run) the times Chromium's packets reached the relay (browser/records.py).
+TRAIN_COLUMNS = (("first_packet_sent_us", "last_packet_sent_us"),
+                 ("chrome_first_at_relay_us", "chrome_last_at_relay_us"))  # fmt: skip
+
+
+def send_spans_ms(run: results.Run) -> np.ndarray:
+    """Per frame with a packet train: from its first packet leaving the sender to its last,
+    in ms (:data:`TRAIN_COLUMNS`); empty if the run has none (a browser run from before the
+    relay logged RTP headers)."""
+    import pandas as pd
+
+    f = run.frames
+    for a, b in TRAIN_COLUMNS:
+        if f is not None and a in f and b in f:
+            d = (pd.to_numeric(f[b], errors="coerce") - pd.to_numeric(f[a], errors="coerce"))
+            d = d.dropna().to_numpy(dtype=float)
+            if len(d):
+                return d / 1e3
+    return np.array([])
+
+
 def row(plan: dict[str, Any], cell: Cell, root: Path) -> dict[str, Any]:
     run = results.load_run(cell.dir(root))
     s = run.summary or {}
@@ -260,6 +291,8 @@ def row(plan: dict[str, Any], cell: Cell, root: Path) -> dict[str, Any]:
         "latency_ms_p50": (s.get("latency_ms") or {}).get("p50"),
         "receive_all_ms_p95": _p(slot_latencies_ms(run, at="completed_us"), 95),
         "receiver_ms_p50": _p(_receiver_ms(run), 50),
+        "send_span_ms_p50": _p(send_spans_ms(run), 50),
+        "send_span_ms_p95": _p(send_spans_ms(run), 95),
         "freeze_count": s.get("freeze_count"), "git_sha": run.header.get("git_sha"),
         "run_dir": str(cell.dir(root)),
     }  # fmt: skip
@@ -292,6 +325,8 @@ COLUMNS = (
     ("receive P95 ms", "receive_all_ms_p95", fmt(".0f")),
     ("receiver P50 ms", "receiver_ms_p50", fmt(".0f")),
     ("settle after drop s", "settle_s", fmt(".1f")),
+    ("send span P50 ms", "send_span_ms_p50", fmt(".1f")),
+    ("send span P95 ms", "send_span_ms_p95", fmt(".1f")),
     ("freezes", "freeze_count", fmt(".0f")),
 )
 

@@ -452,6 +452,8 @@ def run(spec: Any, codec: str = "vp8", keep_work: bool = False, quiet: bool = Fa
     if not frames:
         raise SluiceError("the receiver page displayed no frame (see the sender's and the "
                           "receiver's events in a run with --keep-work)")  # fmt: skip
+    records.add_relay_trains(frames, part.get("datagrams") or [],
+                             int(part.get("wall_origin_us") or origin) - origin)  # fmt: skip
     trace = down.trace if down else None
     link, cap, capacity = _link_on_clock(part, trace, origin, end_us)  # origin: the relay's
     samples = records.samples(session.logs["sender"]["stats"], session.logs["receiver"]["stats"],

@@ -12,6 +12,14 @@ are shifted onto it. All processes run on one host, so they read one clock.
   ``latency_us`` their difference to the capture. The capture slot (``source_index``) is
   the RTP timestamp's, in frame intervals from the first displayed frame. Sizes, QPs and
   encode times are not reported per frame (0 or NaN).
+* **Packet trains** (``chrome_first_at_relay_us``, ``chrome_last_at_relay_us``,
+  ``chrome_packets_at_relay``): when the displayed frame's first and last packet reached the
+  relay, and how many there were, from the relay's datagram log (each RTP packet's fixed
+  header is in the clear under SRTP): the packets of the video SSRC whose RTP timestamp is
+  the frame's, each sequence number counted once (retransmissions go on RTX's SSRC). Chromium
+  sends to the relay over loopback, so these are its send times plus the sending path's own
+  time per packet (tens of microseconds); Chromium's ``first_packet_sent_us`` and
+  ``last_packet_sent_us`` stay empty, as the sender's own clock never saw them.
 * **Skips**: the slots between the first displayed frame and the end of capture that no
   displayed frame had, reason ``not-displayed`` (Chromium's encoder may have dropped them,
   or the receiver never showed them): the all-slot latency charges each until the next
@@ -125,6 +133,40 @@ def frames_and_skips(
               "reason": "not-displayed"}
              for k in range(first, last_slot + 1) if k not in have]  # fmt: skip
     return frames, skips
+
+
+def add_relay_trains(frames: list[dict[str, Any]], datagrams: list[dict[str, Any]],
+                     shift_us: int = 0) -> int:
+    """Fills each frame's packet train at the relay (the module documentation) from the
+    relay's datagram log (``down`` records with an RTP header; ``shift_us`` moves the relay's
+    clock onto the frames'). The video SSRC is the one whose packets carry the most of the
+    frames' RTP timestamps. Returns how many frames got a train (0 for a log without RTP
+    headers: a run from before the relay logged them)."""
+    wanted = {fr["chrome_rtp_timestamp"] for fr in frames if "chrome_rtp_timestamp" in fr}
+    media = [d for d in datagrams if d.get("dir") == "down" and d.get("rtp_ts") in wanted]
+    if not media:
+        return 0
+    counts: dict[int, int] = {}
+    for d in media:
+        counts[d["rtp_ssrc"]] = counts.get(d["rtp_ssrc"], 0) + 1
+    ssrc = max(counts, key=lambda k: counts[k])
+    trains: dict[int, tuple[int, int, int]] = {}
+    seen: set[tuple[int, int]] = set()
+    for d in sorted((d for d in media if d["rtp_ssrc"] == ssrc), key=lambda d: d["arrived_us"]):
+        key = (d["rtp_ts"], d["rtp_seq"])  # the sequence number wraps within a long run
+        if key in seen:  # a duplicate of a packet already counted
+            continue
+        seen.add(key)
+        t = int(d["arrived_us"]) + shift_us
+        first, last, n = trains.get(d["rtp_ts"], (t, t, 0))
+        trains[d["rtp_ts"]] = (min(first, t), max(last, t), n + 1)
+    filled = 0
+    for fr in frames:
+        got = trains.get(fr.get("chrome_rtp_timestamp"), (None, None, None))
+        fr.update(chrome_first_at_relay_us=got[0], chrome_last_at_relay_us=got[1],
+                  chrome_packets_at_relay=got[2])  # fmt: skip
+        filled += got[0] is not None
+    return filled
 
 
 def _report(stats: dict[str, Any], kind: str) -> dict[str, Any]:

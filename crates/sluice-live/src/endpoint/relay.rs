@@ -99,7 +99,9 @@ pub struct RelayEndpoint {
 }
 
 /// One datagram's way through the relay (its clock): when it came, its size, which way it
-/// went, and when it left (`None`: the link dropped it, or it was still inside at the end).
+/// went, and when it left (`None`: the link dropped it, or it was still inside at the end);
+/// for an RTP packet (SRTP too: its header is in the clear) its fixed header, so that a
+/// sender's packet trains can be read per frame (the RTP timestamp) from the log alone.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DatagramRecord {
     pub arrived_us: i64,
@@ -108,6 +110,18 @@ pub struct DatagramRecord {
     pub size_bytes: u32,
     pub left_us: Option<i64>,
     pub dropped: bool,
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub rtp: Option<RtpFields>,
+}
+
+/// The fixed RTP header of a logged datagram ([`crate::wire::peek_rtp`]).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RtpFields {
+    pub rtp_ssrc: u32,
+    pub rtp_pt: u8,
+    pub rtp_seq: u16,
+    pub rtp_ts: u32,
+    pub rtp_marker: bool,
 }
 
 /// The datagrams inside the relay and the records of those that left or were dropped.
@@ -118,14 +132,22 @@ struct DatagramLog {
 }
 
 impl DatagramLog {
-    fn arrived(&mut self, key: u64, dir: &str, size: usize, now: Timestamp) {
-        let size_bytes = u32::try_from(size).unwrap_or(u32::MAX);
+    fn arrived(&mut self, key: u64, dir: &str, bytes: &[u8], now: Timestamp) {
+        let size_bytes = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        let rtp = crate::wire::peek_rtp(bytes).map(|h| RtpFields {
+            rtp_ssrc: h.ssrc,
+            rtp_pt: h.payload_type,
+            rtp_seq: h.sequence,
+            rtp_ts: h.timestamp,
+            rtp_marker: h.marker,
+        });
         let r = DatagramRecord {
             arrived_us: now.as_us(),
             dir: dir.into(),
             size_bytes,
             left_us: None,
             dropped: false,
+            rtp,
         };
         self.inside.insert(key, r);
     }
@@ -528,7 +550,7 @@ impl Endpoint for RelayEndpoint {
                 p.transport_seq = key;
                 self.down_bytes.insert(key, bytes.to_vec());
                 if let Some(log) = self.log.as_mut() {
-                    log.arrived(key, "down", bytes.len(), now);
+                    log.arrived(key, "down", bytes, now);
                 }
                 match self.access.as_mut() {
                     Some((to_bn, _)) => to_bn.handle_datagram(Datagram::Media(p), now),
@@ -544,7 +566,7 @@ impl Endpoint for RelayEndpoint {
                 p.transport_seq = key;
                 self.up_bytes.insert(key, bytes.to_vec());
                 if let Some(log) = self.log.as_mut() {
-                    log.arrived(key, "up", bytes.len(), now);
+                    log.arrived(key, "up", bytes, now);
                 }
                 self.uplink.handle_datagram(Datagram::Media(p), now);
             }

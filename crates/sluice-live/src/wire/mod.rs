@@ -33,6 +33,34 @@ pub fn is_rtcp_type(b: u8) -> bool {
     (192..=223).contains(&b)
 }
 
+/// The fixed RTP header (RFC 3550 §5.1): what a relay can read of any RTP stream, SRTP
+/// included (SRTP encrypts the payload, not the header: RFC 3711 §3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RtpFixedHeader {
+    pub marker: bool,
+    pub payload_type: u8,
+    pub sequence: u16,
+    pub timestamp: u32,
+    pub ssrc: u32,
+}
+
+/// The fixed RTP header of `bytes`, or `None` if it is not an RTP packet: shorter than the
+/// 12 fixed bytes, not version 2 (STUN, DTLS and TURN channel data are not: RFC 7983 §7), or
+/// an RTCP packet type ([`is_rtcp_type`]). Reads only the fixed header; never panics.
+pub fn peek_rtp(bytes: &[u8]) -> Option<RtpFixedHeader> {
+    let h: [u8; 12] = bytes.get(..12)?.try_into().ok()?;
+    if h[0] >> 6 != 2 || is_rtcp_type(h[1]) {
+        return None;
+    }
+    Some(RtpFixedHeader {
+        marker: h[1] & 0x80 != 0,
+        payload_type: h[1] & 0x7f,
+        sequence: u16::from_be_bytes([h[2], h[3]]),
+        timestamp: u32::from_be_bytes([h[4], h[5], h[6], h[7]]),
+        ssrc: u32::from_be_bytes([h[8], h[9], h[10], h[11]]),
+    })
+}
+
 pub const PT_VIDEO: u8 = 96;
 pub const PT_PADDING: u8 = 100;
 pub const SSRC_VIDEO: u32 = 0x51CE_0001;

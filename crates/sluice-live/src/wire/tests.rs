@@ -29,6 +29,35 @@ fn what_sluice_writes_is_told_apart_by_its_second_byte() {
 }
 
 #[test]
+fn peek_rtp_reads_the_fixed_header_of_rtp_only() {
+    // What Sluice writes, read back by the crate's parser and by the peek.
+    let mut p = video(7, 0, 1, 65_534, 3);
+    p.size = DataSize::from_bytes(300);
+    let media = write_media(&p, 0, 0xDEAD_BEEF, 0, None).unwrap();
+    let h = peek_rtp(&media).expect("Sluice's media is RTP");
+    assert_eq!((h.payload_type, h.ssrc, h.timestamp), (PT_VIDEO, SSRC_VIDEO, 0xDEAD_BEEF));
+    assert_eq!(h.sequence, 65_534);
+    // A hand-made header: marker set, PT 111, sequence 0x0102, timestamp 0x03040506, SSRC
+    // 0x0708090A; only the 12 fixed bytes are read (an SRTP payload after them is opaque).
+    let mut b = vec![0x80, 0x80 | 111, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+    let want = RtpFixedHeader {
+        marker: true,
+        payload_type: 111,
+        sequence: 0x0102,
+        timestamp: 0x0304_0506,
+        ssrc: 0x0708_090A,
+    };
+    assert_eq!(peek_rtp(&b), Some(want));
+    b.extend([0xFF; 40]);
+    assert_eq!(peek_rtp(&b), Some(want));
+    // Not RTP: too short, RTCP (a PLI), STUN (first byte 0), DTLS (20-63), version 1.
+    let pli = write_feedback(&Feedback::KeyframeRequest { flow: 0 }, 0).unwrap();
+    for not in [&b[..11], &pli[..], &[0u8; 20][..], &[22u8; 20][..], &[0x40u8; 20][..]] {
+        assert_eq!(peek_rtp(not), None, "{not:?}");
+    }
+}
+
+#[test]
 fn unwrap_near_takes_the_nearest_cycle() {
     assert_eq!(unwrap_near(5, 16, 65_530), 65_541);
     assert_eq!(unwrap_near(65_530, 16, 65_541), 65_530);
