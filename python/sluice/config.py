@@ -373,6 +373,12 @@ def _plain(msg: str) -> str:
                  msg)  # fmt: skip
     msg = re.sub(rf'invalid type: string "([^"]*)", expected (?:{_INT_TYPES}|f64|f32)',
                  r'takes a number, got the string "\1"', msg)  # fmt: skip
+    msg = re.sub(r"invalid value: integer `(-[0-9]+)`, expected u(?:64|32|16|8|size)",
+                 r"takes a whole number of at least 0, got \1", msg)  # fmt: skip
+    msg = re.sub(r"invalid type: (null|[a-z ]+(?: `[^`]*`)?|string \"[^\"]*\"), expected "
+                 r"internally tagged enum \w+",
+                 r"takes an object with a kind (`sluice config --paths` lists them), got \1",
+                 msg)  # fmt: skip
     return msg
 
 

@@ -11,6 +11,7 @@ and keeps its traceback.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import stat
@@ -70,6 +71,22 @@ def regular_file(
             f"{what} {path} is {st.st_size} bytes, above the limit of {max_bytes} bytes"
         )
     return p
+
+
+def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
+    """The JSON object in file ``path`` (``what`` names it in the error); a
+    :class:`SluiceError` if it cannot be read, is not UTF-8 JSON, or is not an object (a
+    file damaged or edited by hand)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise SluiceError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    except ValueError as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise SluiceError(f"cannot read {what} {path}: not UTF-8 JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise SluiceError(f"{what} {path} is not a JSON object (it holds a "
+                          f"{type(data).__name__}): damaged or edited by hand?")  # fmt: skip
+    return data
 
 
 def output_file(path: str | os.PathLike[str], what: str) -> Path:

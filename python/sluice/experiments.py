@@ -48,6 +48,8 @@ _NOT_IN_KEY = ("out_dir", "progress", "cache_dir", "keep_streams")
 #: :func:`sluice.metrics.summary_row`) and :data:`TAIL_COLUMNS`.
 LABEL_COLUMNS = ["plan", "scheme", "base_scheme", "trace", "network", "clip", "seed"]
 TAIL_COLUMNS = ["run_dir", "git_sha"]
+#: Columns without which a results table cannot be read as one (:func:`read_table`).
+REQUIRED_COLUMNS = ("scheme", "trace", "network", "seed", "run_dir")
 
 
 #: The longest name that becomes one component of a path (a plan's name, a scheme, trace or
@@ -118,7 +120,7 @@ def spec_matches(cell: Cell) -> bool:
     version of the plan)."""
     try:
         saved = json.loads((cell.run_dir / SPEC_FILE).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # missing, not UTF-8 or not JSON: run the cell again
         return False
     return bool(saved == spec_key(cell.spec))
 
@@ -343,6 +345,10 @@ def read_table(path: str | Path) -> pd.DataFrame:
         df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
     except (OSError, ValueError) as e:
         raise SluiceError(f"cannot read results table {p}: {e}") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in df]
+    if missing:
+        raise SluiceError(f"results table {p} has no column {', '.join(missing)}: not a table "
+                          "`sluice matrix` wrote (or edited by hand)")  # fmt: skip
     if "run_dir" in df:
         df["run_dir"] = [_run_dir(p.parent, v) for v in df["run_dir"]]
     return df

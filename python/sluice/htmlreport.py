@@ -18,6 +18,7 @@ import html
 import io
 import json
 import math
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import differences, report, results
-from .errors import SluiceError, output_file
+from .errors import SluiceError, output_file, read_json_object
 from .metrics import metric, summary_row
 from .spread import spread
 
@@ -52,7 +53,12 @@ def _runs_table(d: Path) -> tuple[Any, dict[str, Any], str, Read]:
         table = read_table(d)
         if "status" in table:
             table = table[table["status"].fillna("done") == "done"]
-        plan = json.loads((d / PLAN_FILE).read_text("utf-8")) if (d / PLAN_FILE).is_file() else {}
+        if "latency_all_ms_p95" not in table:
+            raise SluiceError(f"{d}: its results table has no latency_all_ms_p95 column (no "
+                              "finished run, or a table edited by hand)")  # fmt: skip
+        plan = {}
+        if (d / PLAN_FILE).is_file():
+            plan = read_json_object(d / PLAN_FILE, "the plan's copy")
         return table.reset_index(drop=True), plan, "matrix", {}
     if results.is_run_dir(d):
         dirs, kind = [d], "run"
@@ -61,11 +67,14 @@ def _runs_table(d: Path) -> tuple[Any, dict[str, Any], str, Read]:
         kind = "compare"
     rows = []
     read: Read = {}
+    left_out = []
     for rd in dirs:
-        if not results.is_complete(rd):
+        why = results.incomplete_reason(rd)
+        if why:
+            left_out.append(f"{rd} ({why})")
             continue
         h = results.read_header(rd)
-        s = json.loads((rd / results.SUMMARY_FILE).read_text("utf-8"))
+        s = read_json_object(rd / results.SUMMARY_FILE, "summary")
         read[str(rd)] = (h, s)
         trace = (h.get("trace") or {}).get("name") or "unlimited"
         rows.append(
@@ -80,7 +89,10 @@ def _runs_table(d: Path) -> tuple[Any, dict[str, Any], str, Read]:
             }
         )
     if not rows:
-        raise SluiceError(f"no finished runs in {d}")
+        why = f": {'; '.join(left_out)}" if left_out else ""
+        raise SluiceError(f"no finished runs in {d}{why}")
+    for what in left_out:  # a run being written, or a damaged one: said, not hidden
+        print(f"note: left out {what}", file=sys.stderr)
     df = pd.DataFrame(rows)
     if kind == "compare" and df["trace"].nunique() > 1:
         kind = "runs"  # not one compare: runs on several traces, tabled per trace too

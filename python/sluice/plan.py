@@ -740,7 +740,10 @@ def _check_specs(ctx: _Ctx, plan: Plan, only_variants: bool = False) -> None:
                 run.check(spec)
             except SluiceError as e:
                 msg = str(e)
-                if clip.path is None and "needs a video" in msg:
+                if clip.path is None and "an override set encoder.kind" in msg:
+                    msg = ("encoder.kind = \"x264\" needs a clip: add [[clip]] tables (or "
+                           "leave the encoder to the scheme)")  # fmt: skip
+                elif clip.path is None and "needs a video" in msg:
                     msg = ("it is defined on x264 and needs a clip: add [[clip]] tables, or "
                            "encoder = \"model\" to run it on the model encoder")  # fmt: skip
                 # A path the plan's [set] gives (and the scheme's own set does not): unknown

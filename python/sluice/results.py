@@ -203,6 +203,22 @@ OWN_FILES = (MANIFEST_FILE, RUN_FILE, LIVE_FILE, "compare.md", "plan.json", "res
              "experiment-spec.json", "part.json", "events.json", RELAY_LOG_FILE)  # fmt: skip
 
 
+def not_a_result_file(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` (a user's ``--out`` file, :func:`~sluice.errors.output_file`) unless it is one
+    of the files of a result in its folder (a run's records, summary, manifest, stream or
+    logs, a plan's or compare's tables): writing a page or a trace there would destroy the
+    data it was made from. Raises :class:`SluiceError`."""
+    p = output_file(path, what)
+    own = {*OWN_FILES, SUMMARY_FILE, *RUN_OWN_FILES, *COMPARE_FILES[:2], *_PLAN_FILES}
+    d = p.parent
+    is_result = any((d / f).is_file() for f in (MANIFEST_FILE, RUN_FILE, "plan.json",
+                                                 "summary.csv", "part.json"))  # fmt: skip
+    if p.name in own and p.is_file() and is_result:
+        raise SluiceError(f"{what} {path} is a file of the result in {d}: writing it would "
+                          "destroy the data; give another path")  # fmt: skip
+    return p
+
+
 #: Files Sluice writes beside runs it did not make (``sluice report``, ``sluice plot --out``
 #: into the directory): allowed there, but not enough to make a directory Sluice's.
 _BESIDE_FILES = ("report.html", "latency_cdf.png", "timeseries.png")
@@ -659,8 +675,11 @@ def compare_rows(d: str | os.PathLike[str]) -> list[dict[str, str]]:
     p = Path(d) / "summary.csv"
     if not p.is_file():
         return []
-    with p.open(encoding="utf-8") as f:
-        return [r for r in csv.DictReader(f) if r.get("scheme")]
+    try:
+        with p.open(encoding="utf-8") as f:
+            return [r for r in csv.DictReader(f) if r.get("scheme")]
+    except (OSError, ValueError, csv.Error) as e:  # not UTF-8 (saved by a spreadsheet?)
+        raise SluiceError(f"cannot read {p}: {e}") from None
 
 
 def no_run_file(run_dir: str | os.PathLike[str]) -> str:

@@ -617,6 +617,43 @@ CASES += [
     case("run-shorter-than-a-frame", ["run", "--trace", T, "--duration", "0.001", "--out", "o"],
          "shorter than one frame interval"),
 ]  # fmt: skip
+# --- a new user's review (2026-12-07): results damaged or edited by hand, outputs over a
+# result's own data, settings that would do nothing ---------------------------------------
+TABLE = "scheme,trace,network,seed,run_dir,latency_all_ms_p95\n"
+CASES += [
+    case("report-out-over-the-runs-records", ["report", "r", "--out", "r/run.jsonl"],
+         "--out r/run.jsonl is a file of the result in r", "destroy",
+         files={"r/run.jsonl": "{}\n", "r/manifest.json": "{}"}),
+    case("trace-gen-out-over-a-runs-summary", ["trace", "gen", "constant:5", "--duration", "2",
+                                               "--out", "r/summary.json"],
+         "r/summary.json is a file of the result",
+         files={"r/run.jsonl": "{}\n", "r/summary.json": "{}"}),
+    case("report-plan-copy-not-utf8", ["report", "m", "--out", "o.html"], "m/plan.json",
+         "not UTF-8 JSON", files={"m/results.csv": TABLE, "m/plan.json": b"\xff{}"}),
+    case("report-plan-copy-a-list", ["report", "m", "--out", "o.html"], "m/plan.json",
+         "not a JSON object", files={"m/results.csv": TABLE, "m/plan.json": "[]"}),
+    case("report-foreign-results-table", ["report", "m", "--out", "o.html"], "m/results.csv",
+         "no column scheme", files={"m/results.csv": "a,b\n1,2\n"}),
+    case("report-table-without-the-headline", ["report", "m", "--out", "o.html"],
+         "no latency_all_ms_p95 column",
+         files={"m/results.csv": "scheme,trace,network,seed,run_dir\n"}),
+    case("run-set-encoder-x264-without-video", [*RUN2, "--set", "encoder.kind=x264"],
+         "the x264 encoder needs a video", "--video CLIP"),
+    case("plan-set-encoder-x264-without-clip", MATRIX, "p.toml", "scheme 'webrtc'",
+         'encoder.kind = "x264" needs a clip', files={"p.toml": _plan('"encoder.kind" = "x264"')}),
+    case("browser-chrome-to-chrome-sender-setting", ["browser", "run", "--trace", T, "--set",
+                                                     "cc.pacing_factor=2", "--out", "o"],
+         "--set cc.pacing_factor", "Chromium sends here", "--scheme S"),
+    case("compare-seeds-and-set-seed", ["compare", "--schemes", "webrtc", "--trace", T,
+                                        "--duration", "2", "--seeds", "1,2", "--set", "seed=5",
+                                        "--out", "o"], "--seeds, not also --set seed"),
+    case("set-pacer-null", [*RUN2, "--set", "pacer=null"], "pacer=null",
+         "takes an object with a kind", "got null"),
+    case("set-seed-negative", [*RUN2, "--set", "seed=-1"], "seed=-1",
+         "a whole number of at least 0"),
+    case("plot-runs-in-different-folders", ["plot", "a/r1", "b/r2"], "different folders",
+         "--out", files={"a/r1/run.jsonl": "{}\n", "b/r2/run.jsonl": "{}\n"}),
+]  # fmt: skip
 
 
 def _limit_memory() -> None:

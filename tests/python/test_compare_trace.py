@@ -41,6 +41,30 @@ def test_compare_writes_table_and_plots(sluice, tmp_path):
     assert (tmp_path / "single" / "timeseries.png").is_file()
 
 
+def test_report_says_which_run_it_left_out_and_reads_a_damaged_table_in_one_line(sluice,
+                                                                                   tmp_path):
+    out = tmp_path / "cmp"
+    r = sluice("compare", "--schemes", "webrtc,always-burst", "--trace", TRACE,
+               "--duration", "1", "--no-report", "--out", str(out))  # fmt: skip
+    assert r.code == 0, r.err
+    # One run damaged after the fact: the report is of the other, and says so.
+    with open(out / "always-burst" / "run.jsonl", "a") as f:
+        f.write("junk\n")
+    r = sluice("report", str(out))
+    assert r.code == 0, r.err
+    assert "note: left out" in r.err and "always-burst" in r.err and "manifest" in r.err, r.err
+    # compare's summary.csv saved by a spreadsheet in another encoding.
+    (out / "summary.csv").write_bytes("scheme,seed\nwebrtc,\xe9\n".encode("cp1252"))
+    r = sluice("report", str(out), "--out", str(tmp_path / "r.html"))
+    assert r.code == 2 and "summary.csv" in r.err and "Traceback" not in r.err, r.err
+    # Both runs damaged: the error says why, not only that there is nothing.
+    (out / "summary.csv").unlink()
+    with open(out / "webrtc" / "run.jsonl", "a") as f:
+        f.write("junk\n")
+    r = sluice("report", str(out), "--out", str(tmp_path / "r.html"))
+    assert r.code == 2 and "no finished runs" in r.err and "manifest" in r.err, r.err
+
+
 def test_compare_with_seeds_says_which_run_is_which(sluice, tmp_path, monkeypatch):
     from sluice import plots, results
 

@@ -65,3 +65,17 @@ def test_the_chrome_reports_plan_may_leave_the_live_side_out(tmp_path, capsys):
     assert chrome.main([str(plan), "--report-only", "--report-dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "live is true or false" in err[0], err
+
+
+def test_a_reports_folder_that_is_a_file_is_one_line(tmp_path, capsys):
+    from sluice.analysis import ace
+
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "results.csv").write_text("scheme,trace,network,seed,run_dir\n")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for target in (afile, afile / "below"):
+        assert ace.main([str(tmp_path / "res"), "--report-dir", str(target)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{afile} is a file, not a folder" in err[0], err
+    assert afile.read_text() == "x"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import functools
-import json
 import math
 import os
 import re
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SluiceError
+from ..errors import SluiceError, read_json_object
 from ..experiments import read_table
 from ..plan import PLAN_FILE, load_plan
 from ..report import markdown
@@ -99,11 +98,22 @@ def report_dir_of(args: argparse.Namespace, beside: str | os.PathLike[str]) -> P
     results directory; given as a plan file or a results.csv, the directory it names), so a
     user's own runs never overwrite the report shipped in docs/results."""
     if args.report_dir:
-        return Path(args.report_dir)
+        return _folder(Path(args.report_dir), "--report-dir")
     p = Path(beside)
     if p.suffix == ".toml" or p.is_file():
         p = load(p, getattr(args, "results_root", None) or "results").path
-    return p / "report"
+    return _folder(p / "report", "the report folder")
+
+
+def _folder(p: Path, what: str) -> Path:
+    """``p`` if it is a folder or can be made one: a :class:`SluiceError` if it, or the
+    nearest of its parents that exists, is not a folder."""
+    for q in (p, *p.parents):
+        if q.exists():
+            if not q.is_dir():
+                raise SluiceError(f"{what} {p}: {q} is a file, not a folder")
+            break
+    return p
 
 
 def user_error(prog: str, e: Exception) -> int:
@@ -190,10 +200,7 @@ def load(where: str | Path, results_root: str | Path = "results") -> Results:
     table = read_table(p)
     plan: dict[str, Any] = {}
     if (p / PLAN_FILE).is_file():
-        try:
-            plan = json.loads((p / PLAN_FILE).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            raise SluiceError(f"cannot read {p / PLAN_FILE}: {e}") from None
+        plan = read_json_object(p / PLAN_FILE, "the plan's copy")
     return Results(table, plan, p)
 
 

@@ -82,6 +82,12 @@ def add_commands(sub: Any) -> None:
     r.set_defaults(func=cmd_browser_run)
 
 
+#: The config's settings of Sluice's sender (a Chromium-to-Chromium session refuses them).
+SENDER_SETTINGS = ("cc", "pacer", "encoder", "encoder_controller", "frame_drop",
+                   "feedback_interval_ms", "max_payload_bytes", "max_video_rate_bps", "salsify",
+                   "bottleneck")  # fmt: skip
+
+
 def cmd_browser_run(args: argparse.Namespace) -> int:
     from ..browser import harness
     from ..errors import SluiceError
@@ -103,6 +109,15 @@ def cmd_browser_run(args: argparse.Namespace) -> int:
         return _sluice_receiver(args)
     if args.scheme is not None:
         return _sluice_sender(args)
+    # Chromium sends to Chromium: Sluice's sender's settings would be written into the
+    # result's header and do nothing (Chromium's own GCC, pacer and encoder run).
+    sender = [p for p, _ in o.overrides(args)
+              if p.removeprefix("scheme.").split(".")[0] in SENDER_SETTINGS]  # fmt: skip
+    if sender:
+        raise SluiceError(f"--set {', '.join(sender)}: Chromium sends here (its own congestion "
+                          "control, pacer and encoder), so Sluice's sender settings would do "
+                          "nothing; the network's (downlink., uplink., duration_s, seed, ...) "
+                          "apply, and --scheme S runs Sluice's sender")  # fmt: skip
     degradation = args.degradation or harness.DEFAULT_DEGRADATION
     # The relay's links only: drop-tail, as every WebRTC path.
     run_dir = harness.run(_spec(args, "webrtc"), codec=args.codec or "vp8",

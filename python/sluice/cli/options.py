@@ -512,6 +512,9 @@ def seeds(args: argparse.Namespace) -> list[int] | None:
         return None
     if args.seed is not None:
         raise SluiceError("give --seed or --seeds, not both")
+    if any(path == "seed" for path, _ in overrides(args)):
+        raise SluiceError("give the seeds with --seeds, not also --set seed (each run's seed "
+                          "is one of --seeds)")  # fmt: skip
     return parse_seeds(args.seeds)
 
 

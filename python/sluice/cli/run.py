@@ -91,8 +91,10 @@ def add_commands(sub: Any) -> None:
         help="run directories (or a compare directory holding them)",
     )  # fmt: skip
     p.add_argument(
-        "--out", type=o.out_path, metavar="DIR", help="default: the run (or compare) directory"
-    )
+        "--out", type=o.out_path, metavar="DIR",
+        help="default: the run (or compare) directory; runs given one by one: the folder they "
+        "are in (--out is needed for runs in different folders)",
+    )  # fmt: skip
     p.add_argument("--log-x", action="store_true", help="log-scale latency CDF")
     p.set_defaults(func=cmd_plot)
 
@@ -250,11 +252,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..errors import output_file
     from ..htmlreport import write_report
+    from ..results import not_a_result_file
 
     if args.out:
-        output_file(args.out, "--out")
+        not_a_result_file(args.out, "--out")
     path = write_report(args.dir, args.out, command=o.command_line(args))
     print(f"report: {path}")
     return 0
@@ -369,13 +371,17 @@ def cmd_plot(args: argparse.Namespace) -> int:
             raise SluiceError(f"no such run directory: {d}")
         else:
             raise SluiceError(results.no_run_file(d))
-    runs = [results.load_run(d) for d in dirs]
     if args.out:
         out = Path(args.out)
     elif len(args.run_dirs) == 1:
         out = Path(args.run_dirs[0])
     else:
-        out = Path(os.path.commonpath([str(d.resolve().parent) for d in dirs]))
+        parents = {d.resolve().parent for d in dirs}
+        if len(parents) > 1:
+            raise SluiceError("runs in different folders: give --out DIR for the plots (without "
+                              "it they go into the folder the runs share)")  # fmt: skip
+        out = parents.pop()
+    runs = [results.load_run(d) for d in dirs]
     for p in plots.plot_runs(runs, out, logx=args.log_x):
         print(p)
     return 0

@@ -99,11 +99,11 @@ def cmd_schemes(args: argparse.Namespace) -> int:
 
 def cmd_trace_gen(args: argparse.Namespace) -> int:
     from ..errors import output_file
-    from ..results import temp_path
+    from ..results import not_a_result_file, temp_path
     from ..traces import generate, mahimahi_pieces
 
-    if args.out:
-        output_file(args.out, "--out")  # before generating: nothing is written over a device
+    if args.out:  # before generating: nothing is written over a device or a run's data
+        not_a_result_file(args.out, "--out")
     trace = generate(args.spec, args.duration)
     if args.out:
         path = output_file(args.out, "--out")

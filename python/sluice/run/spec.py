@@ -65,7 +65,11 @@ class RunSpec:
         video's fields: defaults, the scheme, the encoder's kind, the traces' names, the
         overrides.
         Raises :class:`SluiceError` for an unknown scheme or a bad override."""
-        return planned_config(self, resolve_encoder(self))
+        cfg = planned_config(self, resolve_encoder(self))
+        if (cfg.get("encoder") or {}).get("kind") == "x264" and not self.video:
+            raise SluiceError("the x264 encoder needs a video: add --video CLIP (an override "
+                              f"set encoder.kind to x264; {self.scheme})")  # fmt: skip
+        return cfg
 
     def default_out_dir(self) -> str:
         stem = trace_stem(self.trace) if self.trace else "unlimited"
