@@ -368,17 +368,14 @@ def table(plan: dict[str, Any], rows: list[dict[str, Any]], cap: str) -> str:
 
 
 def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
-    from ..plots import plt, save, scheme_color
+    from ..plots import plt, save
 
     traces = [t["label"] for t in plan["trace"]]
     caps = [c["label"] for c in plan["cap"]]
     fig, axes = plt.subplots(len(traces), len(caps), figsize=(6 * len(caps), 2.8 * len(traces)),
                              sharex=False, squeeze=False)  # fmt: skip
     handles: dict[str, Any] = {}
-    colors = {"sim": scheme_color("webrtc"), "live": "#2ca02c", "chrome": "#d62728"}
-    extra = iter(("#9467bd", "#8c564b", "#e377c2", "#17becf"))
-    for v in plan.get("variant", []):
-        colors[v["label"]] = next(extra, "#7f7f7f")
+    colors = _side_colors(plan)
     for i, t in enumerate(traces):
         for j, c in enumerate(caps):
             ax = axes[i][j]
@@ -429,6 +426,49 @@ def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
     return save(fig, out)
 
 
+def _side_colors(plan: dict[str, Any]) -> dict[str, str]:
+    from ..plots import scheme_color
+
+    colors = {"sim": scheme_color("webrtc"), "live": "#2ca02c", "chrome": "#d62728"}
+    extra = iter(("#9467bd", "#8c564b", "#e377c2", "#17becf"))
+    for v in plan.get("variant", []):
+        colors[v["label"]] = next(extra, "#7f7f7f")
+    return colors
+
+
+def plot_spans(plan: dict[str, Any], root: Path, out: Path) -> Path | None:
+    """Per cap, the CDF of the frames' send spans of every side over all traces (None if no
+    run has packet trains)."""
+    from ..plots import plt, save
+
+    caps = [c["label"] for c in plan["cap"]]
+    colors = _side_colors(plan)
+    fig, axes = plt.subplots(1, len(caps), figsize=(5.5 * len(caps), 3.6), squeeze=False)
+    drawn = False
+    for ax, cap in zip(axes[0], caps):
+        for side in sides(plan):
+            spans = [send_spans_ms(results.load_run(d)) for t in plan["trace"]
+                     if results.is_complete(d := root / t["label"] / cap / side)]  # fmt: skip
+            v = np.sort(np.concatenate(spans)) if spans else np.array([])
+            if not len(v):
+                continue
+            drawn = True
+            ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", lw=1.2,
+                    color=colors[side], label=side)  # fmt: skip
+        ax.set_title(f"{cap}: every trace", fontsize=9)
+        ax.set_xlabel("frame send span: first packet to last (ms)", fontsize=8)
+        ax.set_ylabel("share of frames", fontsize=8)
+        ax.set_xlim(-1, 60)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    if not drawn:
+        plt.close(fig)
+        return None
+    fig.tight_layout()
+    return save(fig, out)
+
+
 def write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: str) -> Path:
     import pandas as pd
 
@@ -470,6 +510,10 @@ def write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: st
                     "GCC's target over time: Sluice's webrtc in the simulator (and its "
                     "variants) and live, and Chromium's availableOutgoingBitrate (solid) and "
                     "encoder target (dotted); capacity shaded", report_dir))  # fmt: skip
+    spans = plot_spans(plan, root, img / "chrome-spans.png")
+    if spans is not None:
+        L.append(figure(spans, "How frames leave the sender: the CDF of the frames' send spans "
+                        "(first packet to last) of every run of each side, per cap", report_dir))
     L.append("## Definitions\n")
     L.append("Per run, " + __doc__.split("Per run the report derives, ")[1].strip() + "\n")
     return write_markdown(md, L, analysis)
