@@ -163,6 +163,18 @@ impl LeakyBucketPacer {
         None
     }
 
+    /// Whether the budget is paid only when the pacer sends (and on an enqueue into an empty
+    /// queue), as libwebrtc's pacing controller pays it (`ProcessPackets`, which its task
+    /// queue runs only once `NextSendTime` has come; `EnqueuePacket`'s fast-forward): with a
+    /// burst interval the time to the next send depends on the debt at the last send, so
+    /// paying part of it at a poll in between (an enqueue, a rate change, any other event)
+    /// would let packets go before the debt has drained. Without one, paying early moves no
+    /// send time (the debt drains linearly to the same instant), so those schemes keep the
+    /// payment at every poll they were published with.
+    fn pays_only_when_it_sends(&self) -> bool {
+        self.burst_interval > TimeDelta::ZERO
+    }
+
     /// Pays off debt for the time since the last update.
     fn update_budget(&mut self, now: Timestamp) {
         let elapsed = now.saturating_since(self.last_update).min(MAX_ELAPSED);
@@ -219,7 +231,9 @@ impl Pacer for LeakyBucketPacer {
         &mut self.core
     }
     fn set_rates(&mut self, pacing_rate: DataRate, padding_rate: DataRate, now: Timestamp) {
-        self.update_budget(self.pay_time(now));
+        if !self.pays_only_when_it_sends() {
+            self.update_budget(self.pay_time(now));
+        }
         if let Some(w) = self.wake.as_mut() {
             w.kick(now);
         }
@@ -229,7 +243,11 @@ impl Pacer for LeakyBucketPacer {
     }
 
     fn enqueue(&mut self, packet: Packet, now: Timestamp) {
-        self.update_budget(self.pay_time(now));
+        // libwebrtc pays into an empty queue only ("fast-forward" the last process time, so
+        // that time passed idle is not budget for the first new packet).
+        if !self.pays_only_when_it_sends() || self.core.queue.is_empty() {
+            self.update_budget(self.pay_time(now));
+        }
         if let Some(w) = self.wake.as_mut() {
             w.on_enqueued(packet.size.as_bytes_f64(), now);
         }
@@ -262,6 +280,9 @@ impl Pacer for LeakyBucketPacer {
     fn poll_send(&mut self, now: Timestamp) -> Option<Packet> {
         if self.wake.is_some() {
             return self.poll_run(now);
+        }
+        if self.pays_only_when_it_sends() && self.next_send_time() > now {
+            return None;
         }
         self.update_budget(now);
         self.send_due(now)
@@ -340,6 +361,43 @@ mod tests {
         // (pacing_controller.cc NextSendTime; Chromium's packet trains, chrome-pacing.md).
         let at = |ms: i64| times.iter().filter(|t| **t == Timestamp::from_ms(ms)).count();
         assert_eq!((at(0), at(5), times.len()), (5, 5, 10), "{times:?}");
+    }
+
+    /// With a burst interval a backlogged pacer waits for its whole debt to drain whatever
+    /// happens meanwhile: polls, rate changes and enqueues into the non-empty queue pay
+    /// nothing (libwebrtc pays in ProcessPackets only), so nothing leaves before 5 ms; an
+    /// enqueue into an empty queue pays up to then (EnqueuePacket's fast-forward).
+    #[test]
+    fn burst_interval_waits_for_the_whole_debt_whatever_polls_it() {
+        let cfg = LeakyBucketConfig { burst_interval_ms: 5.0, ..Default::default() };
+        let mut p = LeakyBucketPacer::new(cfg, Timestamp::ZERO);
+        p.set_rates(DataRate::from_mbps(12), DataRate::ZERO, Timestamp::ZERO);
+        for i in 0..10 {
+            p.enqueue(video(1500, i), Timestamp::ZERO);
+        }
+        let mut sent = Vec::new();
+        while p.poll_send(Timestamp::ZERO).is_some() {
+            sent.push(0);
+        }
+        assert_eq!(sent.len(), 5);
+        assert_eq!(p.poll_timeout(), Timestamp::from_ms(5));
+        for us in (250..5000).step_by(250) {
+            let now = Timestamp::from_us(us);
+            if us == 2000 {
+                p.enqueue(video(1500, 99), now);
+                p.set_rates(DataRate::from_mbps(12), DataRate::ZERO, now);
+            }
+            assert!(p.poll_send(now).is_none(), "a packet left at {us} us");
+            assert_eq!(p.poll_timeout(), Timestamp::from_ms(5), "at {us} us");
+        }
+        let at_5 = std::iter::from_fn(|| p.poll_send(Timestamp::from_ms(5))).count();
+        assert_eq!(at_5, 5, "a burst again once the debt is paid");
+        // Drained at 10 ms; a packet enqueued into the empty queue at 12 ms pays up to then
+        // and goes at once.
+        let rest = drain(&mut p, Timestamp::from_ms(5));
+        assert_eq!(rest, vec![Timestamp::from_ms(10)]);
+        p.enqueue(video(1500, 100), Timestamp::from_ms(12));
+        assert!(p.poll_send(Timestamp::from_ms(12)).is_some());
     }
 
     /// Audit finding 8: with a burst interval the pacer idled for a second while holding
