@@ -81,6 +81,33 @@ def test_a_frames_packet_train_comes_from_the_relays_rtp_headers() -> None:
     assert records.add_relay_trains(bare, log[:1]) == 0 and bare == [{"chrome_rtp_timestamp": 3000}]
 
 
+def test_the_gaps_inside_frames_that_did_not_leave_in_one_burst(tmp_path) -> None:
+    from sluice.analysis.chrome import split_frame_gaps_ms
+
+    video, rtx = 0xAAAA, 0xBBBB
+    log = [
+        # Frame 3000: four packets back to back, the marked last one 40 ms later.
+        *(_datagram(1000 + 20 * k, video, k, 3000) for k in range(4)),
+        {**_datagram(41_000, video, 4, 3000), "rtp_marker": True},
+        # Frame 6000: one burst (not split); a duplicate of its packet counts once.
+        {**_datagram(50_000, video, 5, 6000), "rtp_marker": True},
+        _datagram(50_010, video, 5, 6000),
+        # Frame 9000: paced, a packet every 2 ms; a retransmission on RTX's SSRC.
+        *(_datagram(80_000 + 2000 * k, video, 6 + k, 9000) for k in range(3)),
+        {**_datagram(86_000, video, 9, 9000), "rtp_marker": True},
+        _datagram(120_000, rtx, 1, 9000),
+    ]
+    (tmp_path / "relay.jsonl").write_text("".join(json.dumps(d) + "\n" for d in log))
+    split, frames, gaps = split_frame_gaps_ms(tmp_path)
+    assert (split, frames) == (2, 3)
+    assert sorted(np.round(gaps, 2)) == [0.02, 0.02, 0.02, 2.0, 2.0, 2.0, 39.94]
+    # A run without a relay log, or one from before the relay read RTP headers: none.
+    assert split_frame_gaps_ms(tmp_path / "elsewhere")[:2] == (0, 0)
+    (tmp_path / "relay.jsonl").write_text(json.dumps({k: v for k, v in log[0].items()
+                                                      if not k.startswith("rtp")}) + "\n")
+    assert split_frame_gaps_ms(tmp_path)[:2] == (0, 0)
+
+
 def test_chromium_sends_to_chromium_through_the_relay(tmp_path, capsys) -> None:
     out = tmp_path / "chrome"
     rc = cli(["browser", "run", "--trace", "gen:constant:6", "--duration", "10", "--width",

@@ -279,6 +279,70 @@ def send_spans_ms(run: results.Run) -> np.ndarray:
     return np.array([])
 
 
+#: A frame whose packets left over more than this did not leave in one burst (Chromium's
+#: sending path alone spreads a 100-packet keyframe over about 2-3 ms).
+SPLIT_MS = 5.0
+#: The bins of the gaps inside such a frame (ms): back to back, paced, a wait.
+GAP_BINS = ((0.0, 0.5, "< 0.5 ms"), (0.5, 20.0, "0.5-20 ms"), (20.0, math.inf, ">= 20 ms"))
+
+
+def split_frame_gaps_ms(run_dir: Path) -> tuple[int, int, np.ndarray]:
+    """A browser run's frames that did not leave in one burst: (how many, of how many frames
+    with a train, the gaps between their consecutive packets at the relay in ms), from the
+    relay's log (the video SSRC's packets, each sequence number once); (0, 0, empty) for a
+    run without RTP headers in its log."""
+    import json
+
+    by_frame: dict[int, list[int]] = {}
+    counts: dict[int, int] = {}
+    seen: set[tuple[int, int]] = set()
+    log = run_dir / results.RELAY_LOG_FILE
+    if not log.is_file():
+        return 0, 0, np.array([])
+    rows = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x.strip()]
+    media = [d for d in rows if d.get("dir") == "down" and "rtp_ssrc" in d]
+    for d in media:
+        if d.get("rtp_marker"):
+            counts[d["rtp_ssrc"]] = counts.get(d["rtp_ssrc"], 0) + 1
+    if not counts:
+        return 0, 0, np.array([])
+    video = max(counts, key=lambda k: counts[k])
+    for d in media:
+        key = (d["rtp_ts"], d["rtp_seq"])
+        if d["rtp_ssrc"] == video and key not in seen:
+            seen.add(key)
+            by_frame.setdefault(d["rtp_ts"], []).append(int(d["arrived_us"]))
+    gaps, split = [], 0
+    for times in by_frame.values():
+        t = np.sort(np.array(times, dtype=float)) / 1e3
+        if t[-1] - t[0] > SPLIT_MS:
+            split += 1
+            gaps.append(np.diff(t))
+    return split, len(by_frame), np.concatenate(gaps) if gaps else np.array([])
+
+
+def gaps_table(plan: dict[str, Any], root: Path) -> str | None:
+    """Per Chromium run with packet trains: how many frames did not leave in one burst, and
+    how the gaps inside them fall (:data:`GAP_BINS`); None if no run has them."""
+    out = []
+    for t in plan["trace"]:
+        for c in plan["cap"]:
+            d = root / t["label"] / c["label"] / "chrome"
+            if not results.is_complete(d):
+                continue
+            split, frames, g = split_frame_gaps_ms(d)
+            if not frames:
+                continue
+            shares = [f"{np.mean((g >= a) & (g < b)):.1%}" if len(g) else "-"
+                      for a, b, _ in GAP_BINS]  # fmt: skip
+            out.append([f"`{t['label']}`", c["label"], f"{split} of {frames}", str(len(g)),
+                        *shares])  # fmt: skip
+    if not out:
+        return None
+    return markdown(["trace", "cap", f"frames over {SPLIT_MS:g} ms", "gaps inside them",
+                     *(f"gaps {label}" for _, _, label in GAP_BINS)], out)  # fmt: skip
+
+
 def row(plan: dict[str, Any], cell: Cell, root: Path) -> dict[str, Any]:
     run = results.load_run(cell.dir(root))
     s = run.summary or {}
@@ -512,8 +576,15 @@ def write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: st
                     "encoder target (dotted); capacity shaded", report_dir))  # fmt: skip
     spans = plot_spans(plan, root, img / "chrome-spans.png")
     if spans is not None:
+        L.append("## How frames leave the sender\n")
         L.append(figure(spans, "How frames leave the sender: the CDF of the frames' send spans "
                         "(first packet to last) of every run of each side, per cap", report_dir))
+        gaps = gaps_table(plan, root)
+        if gaps is not None:
+            L.append(f"Chromium's frames whose packets left over more than {SPLIT_MS:g} ms, "
+                     "and the gaps between their consecutive packets at the relay: back to "
+                     "back (< 0.5 ms), paced (0.5-20 ms), or a wait (>= 20 ms).\n")
+            L.append(gaps + "\n")
     L.append("## Definitions\n")
     L.append("Per run, " + __doc__.split("Per run the report derives, ")[1].strip() + "\n")
     return write_markdown(md, L, analysis)
