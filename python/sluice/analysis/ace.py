@@ -52,7 +52,6 @@ from . import (
     report_dir_of,
     report_main,
     report_parser,
-    require_schemes,
     write_markdown,
 )
 from .cells import (
@@ -546,7 +545,6 @@ def write_report(res: Results, report_dir: str | os.PathLike[str], *,
     df = prepare(res)
     if df.empty:
         raise SluiceError(f"{res.path}: no finished runs to report")
-    require_schemes(res, ("ace", "ace-c", "ace-n", UNCORRECTED), "experiments/ace.toml's results")
     hdf = prepare(hd) if hd is not None else None
     if hdf is not None and hdf.empty:
         hdf = None
