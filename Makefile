@@ -161,14 +161,16 @@ rmcat: build
 # libwebrtc's task-queue pacer runs against per-packet pacing (the schemes that pace with the
 # leaky bucket, each with pacer.hold_back_window_ms 0 and 5, and ace and vidaptive for the
 # headlines against webrtc; model encoder; about two minutes with two jobs), then
-# docs/results/task-queue.md; where ../shared is there, also the task-queue
-# sides of experiments/chrome-fidelity.toml against Chromium's rows of chrome-runs.csv (28 x264
-# runs in the simulator, about 8 minutes more).
+# docs/results/task-queue.md; where ../shared is there, also the four simulator sides of
+# experiments/checks/chrome-pacing.toml (webrtc and webrtc-burst40, each with and without the
+# task queue) against its Chromium runs (docs/results/chrome-pacing/chrome-runs.csv; the sides
+# it lacks are run, x264 in the simulator).
 .PHONY: task-queue-report
 task-queue-report: build
 	$(SLUICE) matrix experiments/webrtc-task-queue.toml --no-report --jobs 2
 	$(PY) -m sluice.analysis.task_queue results/webrtc-task-queue --report-dir docs/results \
-		$(if $(wildcard ../shared/videos),--chrome experiments/chrome-fidelity.toml)
+		$(if $(wildcard ../shared/videos),--chrome experiments/checks/chrome-pacing.toml \
+		--chrome-csv docs/results/chrome-pacing/chrome-runs.csv)
 
 # The same on the leaderboard's Wi-Fi and LTE x264 cells (webrtc-x264, mae and combined both ways,
 # ace and vidaptive as registered; 144 runs of 60 s, about 40 minutes with two jobs), then

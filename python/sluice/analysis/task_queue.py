@@ -162,7 +162,7 @@ def headline_table(df: Any, baseline: str, col: str, groups: Sequence[str]) -> s
     return markdown(head, rows) if rows else ""
 
 
-#: The chrome-fidelity plan's simulator sides set against Chromium: each as registered and
+#: A Chromium plan's simulator sides set against Chromium: each as registered and
 #: with the task queue.
 CHROME_PAIRS = (("sim", "sim-holdback"), ("sim-burst40", "sim-burst40-holdback"))
 #: (label, column) compared with Chromium's value, and the tolerance of a match.
@@ -174,7 +174,7 @@ CHROME_TOLERANCE = 0.20
 def chrome_rows(plan_path: str | Path, results_root: str | Path, csv_path: str | Path,
                 progress: bool = True) -> tuple[Any, Any]:  # fmt: skip
     """(every row to compare, the rows this report ran): the Chromium and simulator rows of
-    the Chromium report's table (``csv_path``, results/chrome.md's `chrome-runs.csv`), and the
+    the Chromium report's table (``csv_path``, the plan's `chrome-runs.csv`), and the
     rows of the plan's task-queue sides (:data:`CHROME_PAIRS`) that table lacks, run where
     missing under ``results_root``/<plan's name> (x264 in the simulator; the plan's clip and
     traces must be there)."""
@@ -198,7 +198,7 @@ def chrome_rows(plan_path: str | Path, results_root: str | Path, csv_path: str |
     for c in todo:
         if c in missing:
             if progress:
-                print(f"[{missing.index(c) + 1}/{len(missing)}] chrome-fidelity {c.trace_label} "
+                print(f"[{missing.index(c) + 1}/{len(missing)}] {plan['name']} {c.trace_label} "
                       f"{c.cap_label} {c.side}", file=sys.stderr)  # fmt: skip
             chrome.run_cell(plan, c, root)
         new.append(chrome.row(plan, c, root))
@@ -374,7 +374,8 @@ def write_report(res_dir: str | Path, report_dir: Path, command: str,
 def options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--chrome", metavar="PLAN", default=None,
                     help="also set the task-queue sides of this Chromium plan "
-                    "(experiments/chrome-fidelity.toml) against Chromium's rows of --chrome-csv, "
+                    "(experiments/checks/chrome-pacing.toml) against Chromium's rows of "
+                    "--chrome-csv, "
                     "running the missing ones (x264; needs the plan's clip and traces)")
     ap.add_argument("--chrome-csv", metavar="CSV", default="docs/results/chrome-runs.csv",
                     help="the Chromium report's table (default docs/results/chrome-runs.csv)")
