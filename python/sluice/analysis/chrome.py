@@ -520,7 +520,7 @@ def plot_spans(plan: dict[str, Any], root: Path, out: Path) -> Path | None:
             ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", lw=1.2,
                     color=colors[side], label=side)  # fmt: skip
         ax.set_title(f"{cap}: every trace", fontsize=9)
-        ax.set_xlabel("frame send span: first packet to last (ms)", fontsize=8)
+        ax.set_xlabel("frame send span: first packet to last (ms; axis cut at 60)", fontsize=8)
         ax.set_ylabel("share of frames", fontsize=8)
         ax.set_xlim(-1, 60)
         ax.tick_params(labelsize=7)
