@@ -289,29 +289,17 @@ GAP_BINS = ((0.0, 0.5, "< 0.5 ms"), (0.5, 20.0, "0.5-20 ms"), (20.0, math.inf, "
 def split_frame_gaps_ms(run_dir: Path) -> tuple[int, int, np.ndarray]:
     """A browser run's frames that did not leave in one burst: (how many, of how many frames
     with a train, the gaps between their consecutive packets at the relay in ms), from the
-    relay's log (the video SSRC's packets, each sequence number once); (0, 0, empty) for a
-    run without RTP headers in its log."""
+    relay's log (:func:`sluice.browser.records.packet_trains`); (0, 0, empty) for a run
+    without RTP headers in its log."""
     import json
 
-    by_frame: dict[int, list[int]] = {}
-    counts: dict[int, int] = {}
-    seen: set[tuple[int, int]] = set()
+    from ..browser.records import packet_trains
+
     log = run_dir / results.RELAY_LOG_FILE
     if not log.is_file():
         return 0, 0, np.array([])
     rows = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x.strip()]
-    media = [d for d in rows if d.get("dir") == "down" and "rtp_ssrc" in d]
-    for d in media:
-        if d.get("rtp_marker"):
-            counts[d["rtp_ssrc"]] = counts.get(d["rtp_ssrc"], 0) + 1
-    if not counts:
-        return 0, 0, np.array([])
-    video = max(counts, key=lambda k: counts[k])
-    for d in media:
-        key = (d["rtp_ts"], d["rtp_seq"])
-        if d["rtp_ssrc"] == video and key not in seen:
-            seen.add(key)
-            by_frame.setdefault(d["rtp_ts"], []).append(int(d["arrived_us"]))
+    by_frame = packet_trains(rows)
     gaps, split = [], 0
     for times in by_frame.values():
         t = np.sort(np.array(times, dtype=float)) / 1e3

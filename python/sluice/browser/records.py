@@ -135,34 +135,48 @@ def frames_and_skips(
     return frames, skips
 
 
+def packet_trains(datagrams: list[dict[str, Any]]) -> dict[int, list[int]]:
+    """The video stream's packets in a relay's datagram log, by RTP timestamp: each frame's
+    arrival times at the relay (us, its clock, ascending), each packet (timestamp and
+    sequence number, which wraps within a long run) once, at its first arrival. The video SSRC
+    is the one with the most marker bits (one a frame; RTX and padding have few or none), or
+    without any the one with the most packets. Empty for a log without RTP headers (a run
+    from before the relay logged them)."""
+    media = sorted((d for d in datagrams if d.get("dir") == "down" and "rtp_ssrc" in d),
+                   key=lambda d: d["arrived_us"])  # fmt: skip
+    if not media:
+        return {}
+    markers: dict[int, int] = {}
+    packets: dict[int, int] = {}
+    for d in media:
+        packets[d["rtp_ssrc"]] = packets.get(d["rtp_ssrc"], 0) + 1
+        if d.get("rtp_marker"):
+            markers[d["rtp_ssrc"]] = markers.get(d["rtp_ssrc"], 0) + 1
+    counts = markers or packets
+    video = max(counts, key=lambda k: counts[k])
+    trains: dict[int, list[int]] = {}
+    seen: set[tuple[int, int]] = set()
+    for d in media:
+        key = (d["rtp_ts"], d["rtp_seq"])
+        if d["rtp_ssrc"] == video and key not in seen:  # a duplicate counts once
+            seen.add(key)
+            trains.setdefault(d["rtp_ts"], []).append(int(d["arrived_us"]))
+    return trains
+
+
 def add_relay_trains(frames: list[dict[str, Any]], datagrams: list[dict[str, Any]],
                      shift_us: int = 0) -> int:
     """Fills each frame's packet train at the relay (the module documentation) from the
-    relay's datagram log (``down`` records with an RTP header; ``shift_us`` moves the relay's
-    clock onto the frames'). The video SSRC is the one whose packets carry the most of the
-    frames' RTP timestamps. Returns how many frames got a train (0 for a log without RTP
-    headers: a run from before the relay logged them)."""
-    wanted = {fr["chrome_rtp_timestamp"] for fr in frames if "chrome_rtp_timestamp" in fr}
-    media = [d for d in datagrams if d.get("dir") == "down" and d.get("rtp_ts") in wanted]
-    if not media:
+    relay's datagram log (:func:`packet_trains`; ``shift_us`` moves the relay's clock onto
+    the frames'). Returns how many frames got a train (0, and the frames left as they are,
+    for a log without RTP headers: a run from before the relay logged them)."""
+    trains = packet_trains(datagrams)
+    if not trains:
         return 0
-    counts: dict[int, int] = {}
-    for d in media:
-        counts[d["rtp_ssrc"]] = counts.get(d["rtp_ssrc"], 0) + 1
-    ssrc = max(counts, key=lambda k: counts[k])
-    trains: dict[int, tuple[int, int, int]] = {}
-    seen: set[tuple[int, int]] = set()
-    for d in sorted((d for d in media if d["rtp_ssrc"] == ssrc), key=lambda d: d["arrived_us"]):
-        key = (d["rtp_ts"], d["rtp_seq"])  # the sequence number wraps within a long run
-        if key in seen:  # a duplicate of a packet already counted
-            continue
-        seen.add(key)
-        t = int(d["arrived_us"]) + shift_us
-        first, last, n = trains.get(d["rtp_ts"], (t, t, 0))
-        trains[d["rtp_ts"]] = (min(first, t), max(last, t), n + 1)
     filled = 0
     for fr in frames:
-        got = trains.get(fr.get("chrome_rtp_timestamp"), (None, None, None))
+        times = trains.get(fr.get("chrome_rtp_timestamp"))
+        got = (times[0] + shift_us, times[-1] + shift_us, len(times)) if times else (None,) * 3
         fr.update(chrome_first_at_relay_us=got[0], chrome_last_at_relay_us=got[1],
                   chrome_packets_at_relay=got[2])  # fmt: skip
         filled += got[0] is not None
