@@ -343,8 +343,8 @@ def row(plan: dict[str, Any], cell: Cell, root: Path) -> dict[str, Any]:
         "latency_ms_p50": (s.get("latency_ms") or {}).get("p50"),
         "receive_all_ms_p95": _p(slot_latencies_ms(run, at="completed_us"), 95),
         "receiver_ms_p50": _p(_receiver_ms(run), 50),
-        "send_span_ms_p50": _p(send_spans_ms(run), 50),
-        "send_span_ms_p95": _p(send_spans_ms(run), 95),
+        "send_span_ms_p50": _p(spans := send_spans_ms(run), 50),
+        "send_span_ms_p95": _p(spans, 95),
         "freeze_count": s.get("freeze_count"), "git_sha": run.header.get("git_sha"),
         "run_dir": str(cell.dir(root)),
     }  # fmt: skip

@@ -82,10 +82,18 @@ def add_commands(sub: Any) -> None:
     r.set_defaults(func=cmd_browser_run)
 
 
-#: The config's settings of Sluice's sender (a Chromium-to-Chromium session refuses them).
-SENDER_SETTINGS = ("cc", "pacer", "encoder", "encoder_controller", "frame_drop",
-                   "feedback_interval_ms", "max_payload_bytes", "max_video_rate_bps", "salsify",
-                   "bottleneck")  # fmt: skip
+#: The run's settings of Sluice's sender besides its scheme's components (a
+#: Chromium-to-Chromium session refuses both: :func:`sender_settings`).
+SENDER_RUN_SETTINGS = ("encoder", "feedback_interval_ms", "max_payload_bytes",
+                       "max_video_rate_bps")  # fmt: skip
+
+
+def sender_settings() -> set[str]:
+    """The top-level config keys only Sluice's sender uses: every component of a scheme (as
+    the config defines them, so a new one is included) and :data:`SENDER_RUN_SETTINGS`."""
+    from .. import config
+
+    return {*config.scheme_config("webrtc"), *SENDER_RUN_SETTINGS}
 
 
 def cmd_browser_run(args: argparse.Namespace) -> int:
@@ -111,8 +119,9 @@ def cmd_browser_run(args: argparse.Namespace) -> int:
         return _sluice_sender(args)
     # Chromium sends to Chromium: Sluice's sender's settings would be written into the
     # result's header and do nothing (Chromium's own GCC, pacer and encoder run).
+    own = sender_settings()
     sender = [p for p, _ in o.overrides(args)
-              if p.removeprefix("scheme.").split(".")[0] in SENDER_SETTINGS]  # fmt: skip
+              if p.removeprefix("scheme.").split(".")[0] in own]  # fmt: skip
     if sender:
         raise SluiceError(f"--set {', '.join(sender)}: Chromium sends here (its own congestion "
                           "control, pacer and encoder), so Sluice's sender settings would do "
