@@ -349,7 +349,7 @@ pub fn registry() -> Vec<SchemeInfo> {
         },
         SchemeInfo {
             name: "webrtc-burst40",
-            description: "WebRTC with the pacer Chromium runs today: `webrtc` whose leaky-bucket pacer may send up to 40 ms of its budget at once (Blink sets RTCConfiguration's pacer burst interval to 40 ms; libwebrtc's own default since M120; M119's code default was 0); measured against Chromium 156 in docs/results/chrome.md",
+            description: "WebRTC with the pacer Chromium runs today: `webrtc` whose leaky-bucket pacer may send up to 40 ms of its budget at once, at most 63 kB (libwebrtc's kMaxBurstSize; Blink sets RTCConfiguration's pacer burst interval to 40 ms; libwebrtc's own default since M120; M119's code default was 0); measured against Chromium 156 in docs/results/chrome.md",
             color: "#aec7e8",
             encoder: None,
             config: SchemeConfig {

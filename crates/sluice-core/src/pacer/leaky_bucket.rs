@@ -3,7 +3,8 @@
 //! * sending a packet adds its size to `media_debt` (capped at `pacing_rate * 500 ms`);
 //! * elapsed time (at most 2 s at once) pays the debt off at the (adjusted) pacing rate;
 //! * the next packet may go when the debt drains to zero, or at once while the time to drain
-//!   it is within `burst_interval` (0 = the paper-era behaviour; current libwebrtc: 40 ms);
+//!   it is within `burst_interval` (0 = the paper-era behaviour; current libwebrtc: 40 ms),
+//!   and at most 63 kB of it (libwebrtc's `kMaxBurstSize`);
 //! * retransmissions go before video; padding only when the queue is empty and the padding
 //!   debt is paid;
 //! * queue-time limit: when the average queue time approaches `queue_time_limit`, the rate is
@@ -62,6 +63,12 @@ impl Default for LeakyBucketConfig {
 
 /// Largest gap over which debt is paid off at once (libwebrtc: 2 s).
 const MAX_ELAPSED: TimeDelta = TimeDelta::from_secs(2);
+
+/// The most debt a burst may leave (libwebrtc's `PacingController::kMaxBurstSize`, 63 kB:
+/// "not to risk overfilling socket buffers"): `NextSendTime` bounds the burst interval by
+/// `kMaxBurstSize / rate`, so above 12.6 Mbps of pacing rate a 40 ms interval allows less
+/// than 40 ms of budget at once.
+const MAX_BURST_SIZE: DataSize = DataSize::from_bytes(63_000);
 
 /// libwebrtc's debt-based pacer (see the module documentation).
 pub struct LeakyBucketPacer {
@@ -201,7 +208,9 @@ impl LeakyBucketPacer {
     /// with a burst interval the pacer sends up to that much budget at once and then waits
     /// for the debt to drain completely, not packet by packet: a frame larger than the
     /// allowance leaves in bursts a drain time apart, as Chromium's does
-    /// (docs/results/chrome-pacing/chrome.md). Without one it paces each packet.
+    /// (docs/results/chrome-pacing/chrome.md). The interval is bounded by
+    /// [`MAX_BURST_SIZE`] at the rate (`min(burst, kMaxBurstSize / rate)`; in bytes, the
+    /// allowance is at most 63 kB). Without one it paces each packet.
     ///
     /// The comparison is in bytes, and the wait is the time to pay the whole debt (rounded up
     /// to the microsecond), so the payment at that time, rounded down to the byte, covers it:
@@ -210,7 +219,7 @@ impl LeakyBucketPacer {
         if self.core.queue.is_empty() {
             return Timestamp::INFINITY;
         }
-        let allowance = self.adjusted_rate * self.burst_interval;
+        let allowance = (self.adjusted_rate * self.burst_interval).min(MAX_BURST_SIZE);
         if self.media_debt <= DataSize::ZERO || self.media_debt < allowance {
             self.last_update
         } else {
@@ -361,6 +370,35 @@ mod tests {
         // (pacing_controller.cc NextSendTime; Chromium's packet trains, chrome-pacing.md).
         let at = |ms: i64| times.iter().filter(|t| **t == Timestamp::from_ms(ms)).count();
         assert_eq!((at(0), at(5), times.len()), (5, 5, 10), "{times:?}");
+    }
+
+    /// Above 12.6 Mbps a 40 ms burst interval is more than libwebrtc's 63 kB burst cap: at
+    /// 24 Mbps (3000 B a millisecond) the allowance is 63 kB, not 120 kB, so a 150 kB frame
+    /// leaves in bursts of 21 packets of 3000 B (each sent while the debt is below 63 kB) a
+    /// drain time (21 ms) apart, where an uncapped allowance would send 40 at once.
+    #[test]
+    fn burst_interval_is_bounded_by_libwebrtcs_burst_size() {
+        let mut p = LeakyBucketPacer::new(cfg_40(), Timestamp::ZERO);
+        p.set_rates(DataRate::from_mbps(24), DataRate::ZERO, Timestamp::ZERO);
+        for i in 0..50 {
+            p.enqueue(video(3000, i), Timestamp::ZERO);
+        }
+        let times = drain(&mut p, Timestamp::ZERO);
+        let at = |ms: i64| times.iter().filter(|t| **t == Timestamp::from_ms(ms)).count();
+        assert_eq!((at(0), at(21), at(42), times.len()), (21, 21, 8, 50), "{times:?}");
+        // Below 12.6 Mbps the 40 ms interval is the bound: at 6 Mbps (750 B a ms) 30 kB.
+        let mut p = LeakyBucketPacer::new(cfg_40(), Timestamp::ZERO);
+        p.set_rates(DataRate::from_mbps(6), DataRate::ZERO, Timestamp::ZERO);
+        for i in 0..25 {
+            p.enqueue(video(1500, i), Timestamp::ZERO);
+        }
+        let times = drain(&mut p, Timestamp::ZERO);
+        let at = |ms: i64| times.iter().filter(|t| **t == Timestamp::from_ms(ms)).count();
+        assert_eq!((at(0), at(40), times.len()), (20, 5, 25), "{times:?}");
+    }
+
+    fn cfg_40() -> LeakyBucketConfig {
+        LeakyBucketConfig { burst_interval_ms: 40.0, ..Default::default() }
     }
 
     /// With a burst interval a backlogged pacer waits for its whole debt to drain whatever
