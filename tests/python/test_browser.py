@@ -81,6 +81,32 @@ def test_a_frames_packet_train_comes_from_the_relays_rtp_headers() -> None:
     assert records.add_relay_trains(bare, log[:1]) == 0 and bare == [{"chrome_rtp_timestamp": 3000}]
 
 
+def test_fec_after_a_frames_marked_packet_is_apart_from_its_train() -> None:
+    """Chromium adds ULPFEC packets to a frame under loss, on the video SSRC with the frame's
+    timestamp, numbered after its marked last packet: the train is the media packets only,
+    the FEC is counted apart, and the sequence order holds across a wrap."""
+    video = 0xAAAA
+    frames = [{"chrome_rtp_timestamp": ts} for ts in (3000, 6000)]
+    log = [
+        # Frame 3000: media 65_534, 65_535, 0 (marked) over 200 us; FEC 1 and 2 after 25 ms,
+        # 30 bytes larger; the FEC packet 1 arrives before the media packet 0 (not in order).
+        _datagram(1000, video, 65_534, 3000), _datagram(1100, video, 65_535, 3000),
+        {**_datagram(26_000, video, 1, 3000), "size_bytes": 1130},
+        {**_datagram(1200, video, 0, 3000), "rtp_marker": True},
+        {**_datagram(26_100, video, 2, 3000), "size_bytes": 1130},
+        # Frame 6000: one marked packet, no FEC.
+        {**_datagram(34_000, video, 3, 6000), "rtp_marker": True},
+    ]
+    assert records.packet_trains(log) == {3000: [1000, 1100, 1200], 6000: [34_000]}
+    assert records.add_relay_trains(frames, log) == 2
+    assert [(f["chrome_first_at_relay_us"], f["chrome_last_at_relay_us"],
+             f["chrome_packets_at_relay"], f["chrome_fec_packets_at_relay"])
+            for f in frames] == [(1000, 1200, 3, 2), (34_000, 34_000, 1, 0)]  # fmt: skip
+    assert records.fec_bytes(log) == (2 * 1130, 4 * 1100 + 2 * 1130)
+    assert records.fec_bytes(log[:1] + [{"arrived_us": 5, "dir": "down"}]) == (0, 1100)
+    assert records.fec_bytes([{"arrived_us": 5, "dir": "down"}]) == (0, 0)
+
+
 def test_the_gaps_inside_frames_that_did_not_leave_in_one_burst(tmp_path) -> None:
     from sluice.analysis.chrome import split_frame_gaps_ms
 
@@ -141,6 +167,12 @@ def test_chromium_sends_to_chromium_through_the_relay(tmp_path, capsys) -> None:
 
     spans = send_spans_ms(run)
     assert len(spans) == len(trains) and (spans >= 0).all() and np.median(spans) < 10, spans
+    # The video bitrate is bytesReceived less the FEC share the relay counted (a share,
+    # whatever Chromium's FEC did on this link).
+    share = summary["chrome_fec_bytes_share"]
+    assert share is not None and 0 <= share < 0.5, summary
+    assert summary["video_bitrate_bps"] == pytest.approx(
+        summary["chrome_bytes_received_bps"] * (1 - share))
     assert 0 < summary["utilization"] < 1
     # `sluice plot` draws it.
     assert cli(["plot", str(out)]) == 0

@@ -19,19 +19,21 @@ directions), ``queue_bytes`` (drop-tail), ``[video]`` (``path``, ``width``, ``fp
 Paths are relative to the plan.
 
 Per run the report derives, from the records and the same rules for every side: the video
-bitrate and utilisation (summary), the all-slot P95 and P99 (Salsify's rule), freezes
+bitrate (encoded video only: Chromium's ``bytesReceived`` less its **FEC** share, the ULPFEC
+packets it adds to a frame's RED stream under loss, counted at the relay; Sluice's ``webrtc``
+sends no FEC) and utilisation (summary), the all-slot P95 and P99 (Salsify's rule), freezes
 (WebRTC's rule), the **ramp** (seconds from the start, and from each step up of a synthetic
 trace, until the 1 s mean of the delivered rate reaches 80 % of the lower of the cap and the
-new rate), the **settle** (seconds after each step down until no capture slot of the
-phase waits more than 200 ms any more), the **receive P95** (the all-slot P95 with each frame
-counted until its last packet arrived instead of until it was shown: the sender and the
-network without the receiver's jitter buffer, decoding and rendering; Sluice's receiver shows
-a frame when it is complete, Chromium's `requestVideoFrameCallback` gives both times) and the
-**receiver P50** (the median time from a frame's last packet to its display) and the **send
-span** (P50 and P95 over the frames of the time from a frame's first packet leaving the sender
-to its last: whether frames leave as one burst or paced; Sluice's sides from the sender's
-records, Chromium's from the times its packets reached the relay, which adds its sending
-path's tens of microseconds a packet; frames shown, for Chromium, frames sent for Sluice).
+new rate), the **settle** (seconds after each step down until no capture slot of the phase
+waits more than 200 ms any more), the **receive P95** (the all-slot P95 with each frame counted
+until its last packet arrived instead of until it was shown: the sender and the network without
+the receiver's jitter buffer, decoding and rendering; Sluice's receiver shows a frame when it
+is complete, Chromium's `requestVideoFrameCallback` gives both times) and the **receiver P50**
+(the median time from a frame's last packet to its display) and the **send span** (P50 and P95
+over the frames of the time from a frame's first packet leaving the sender to its last: whether
+frames leave as one burst or paced; Sluice's sides from the sender's records, Chromium's from
+the times its media packets reached the relay, which adds its sending path's tens of
+microseconds a packet, FEC left out; frames shown, for Chromium, frames sent for Sluice).
 """
 
 from __future__ import annotations
@@ -338,6 +340,7 @@ def row(plan: dict[str, Any], cell: Cell, root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {
         "trace": cell.trace_label, "cap": cell.cap_label, "side": cell.side,
         "video_bitrate_bps": s.get("video_bitrate_bps"), "utilization": s.get("utilization"),
+        "fec_share": s.get("chrome_fec_bytes_share"),
         "latency_all_ms_p95": (s.get("latency_all_ms") or {}).get("p95"),
         "latency_all_ms_p99": (s.get("latency_all_ms") or {}).get("p99"),
         "latency_ms_p50": (s.get("latency_ms") or {}).get("p50"),
@@ -369,6 +372,7 @@ def row(plan: dict[str, Any], cell: Cell, root: Path) -> dict[str, Any]:
 
 COLUMNS = (
     ("video Mbps", "video_bitrate_bps", lambda v: fmt(".2f")(None if v is None else v / 1e6)),
+    ("FEC %", "fec_share", lambda v: fmt(".1f")(None if v is None else 100 * v)),
     ("util %", "utilization", lambda v: fmt(".1f")(None if v is None else 100 * v)),
     ("ramp s", "ramp_s", fmt(".1f")),
     ("ramp after step up s", "ramp_up_s", fmt(".1f")),
@@ -556,7 +560,8 @@ def write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: st
     for c in plan["cap"]:
         L.append(f"## {c['label']}: {c['kbps'] / 1000:g} Mbps cap\n")
         L.append("`sim / chrome`: the simulator's value over Chromium's; bold where they differ "
-                 f"by more than {TOLERANCE:.0%}.\n")  # fmt: skip
+                 f"by more than {TOLERANCE:.0%}. `FEC %`: the share of Chromium's video stream "
+                 "that was ULPFEC (left out of its video Mbps).\n")  # fmt: skip
         L.append(table(plan, rows, c["label"]) + "\n")
     L.append(figure(plot_targets(plan, root, img / "chrome-targets.png"),
                     "GCC's target over time: Sluice's webrtc in the simulator (and its "
@@ -569,7 +574,7 @@ def write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: st
                         "(first packet to last) of every run of each side, per cap", report_dir))
         gaps = gaps_table(plan, root)
         if gaps is not None:
-            L.append(f"Chromium's frames whose packets left over more than {SPLIT_MS:g} ms, "
+            L.append(f"Chromium's frames whose media packets left over more than {SPLIT_MS:g} ms, "
                      "and the gaps between their consecutive packets at the relay: back to "
                      "back (< 0.5 ms), paced (0.5-20 ms), or a wait (>= 20 ms).\n")
             L.append(gaps + "\n")

@@ -16,7 +16,10 @@ are shifted onto it. All processes run on one host, so they read one clock.
   ``chrome_packets_at_relay``): when the displayed frame's first and last packet reached the
   relay, and how many there were, from the relay's datagram log (each RTP packet's fixed
   header is in the clear under SRTP): the packets of the video SSRC whose RTP timestamp is
-  the frame's, each sequence number counted once (retransmissions go on RTX's SSRC). Chromium
+  the frame's up to its marked last packet, each sequence number counted once
+  (retransmissions go on RTX's SSRC; the ULPFEC packets Chromium adds after the marked one
+  under loss are counted apart, ``chrome_fec_packets_at_relay``, and their share of the
+  video stream's bytes is the summary's ``chrome_fec_bytes_share``). Chromium
   sends to the relay over loopback, so these are its send times plus the sending path's own
   time per packet (tens of microseconds); Chromium's ``first_packet_sent_us`` and
   ``last_packet_sent_us`` stay empty, as the sender's own clock never saw them.
@@ -31,9 +34,12 @@ are shifted onto it. All processes run on one host, so they read one clock.
   values as ``chrome_*`` columns.
 * **Summary**: the core's own (``_core.summarize_records``), with the relay's link counters;
   ``video_bitrate_bps`` is the receiver's ``bytesReceived`` over the session (no per-frame
-  sizes); ``freeze_count`` applies WebRTC's rule to the displayed frames as for every run,
-  and ``chrome_freeze_count`` / ``chrome_total_freezes_duration_s`` are getStats' own
-  ``freezeCount`` and ``totalFreezesDuration``.
+  sizes) less the share of the video stream's delivered bytes that were ULPFEC
+  (``chrome_fec_bytes_share``, from the relay's log; ``bytesReceived`` counts them, and a
+  simulated run's bitrate is encoded bytes only); ``chrome_bytes_received_bps`` is
+  ``bytesReceived`` alone; ``freeze_count`` applies WebRTC's rule to the displayed frames
+  as for every run, and ``chrome_freeze_count`` / ``chrome_total_freezes_duration_s`` are
+  getStats' own ``freezeCount`` and ``totalFreezesDuration``.
 """
 
 from __future__ import annotations
@@ -135,13 +141,17 @@ def frames_and_skips(
     return frames, skips
 
 
-def packet_trains(datagrams: list[dict[str, Any]]) -> dict[int, list[int]]:
-    """The video stream's packets in a relay's datagram log, by RTP timestamp: each frame's
-    arrival times at the relay (us, its clock, ascending), each packet (timestamp and
-    sequence number, which wraps within a long run) once, at its first arrival. The video SSRC
-    is the one with the most marker bits (one a frame; RTX and padding have few or none), or
-    without any the one with the most packets. Empty for a log without RTP headers (a run
-    from before the relay logged them)."""
+def _video_frames(datagrams: list[dict[str, Any]]) -> dict[int, tuple[list[dict], list[dict]]]:
+    """The video stream's packets in a relay's datagram log, by RTP timestamp: (media, FEC),
+    each in sequence order, each packet (timestamp and sequence number, which wraps within a
+    long run) once, at its first arrival. The video SSRC is the one with the most marker bits
+    (one a frame; RTX and padding have few or none), or without any the one with the most
+    packets. A frame's media ends at its marked packet; the packets after it with its
+    timestamp are forward error correction: Chromium sends VP8 in RED and adds ULPFEC
+    packets to a frame, on the same SSRC and timestamp, once its receiver reports losses
+    (their payload, encrypted, cannot say so; their place after the marker and their size,
+    the FEC headers' bytes more than the media's, do). Empty for a log without RTP headers
+    (a run from before the relay logged them)."""
     media = sorted((d for d in datagrams if d.get("dir") == "down" and "rtp_ssrc" in d),
                    key=lambda d: d["arrived_us"])  # fmt: skip
     if not media:
@@ -154,14 +164,40 @@ def packet_trains(datagrams: list[dict[str, Any]]) -> dict[int, list[int]]:
             markers[d["rtp_ssrc"]] = markers.get(d["rtp_ssrc"], 0) + 1
     counts = markers or packets
     video = max(counts, key=lambda k: counts[k])
-    trains: dict[int, list[int]] = {}
+    by_ts: dict[int, list[dict]] = {}
     seen: set[tuple[int, int]] = set()
     for d in media:
         key = (d["rtp_ts"], d["rtp_seq"])
         if d["rtp_ssrc"] == video and key not in seen:  # a duplicate counts once
             seen.add(key)
-            trains.setdefault(d["rtp_ts"], []).append(int(d["arrived_us"]))
-    return trains
+            by_ts.setdefault(d["rtp_ts"], []).append(d)
+    out: dict[int, tuple[list[dict], list[dict]]] = {}
+    for ts, ds in by_ts.items():
+        s0 = ds[0]["rtp_seq"]
+        # Sequence order, signed from the first to arrive (a frame's numbers may wrap).
+        ds.sort(key=lambda d: (d["rtp_seq"] - s0 + 32_768) % 65_536 - 32_768)
+        last = max((k for k, d in enumerate(ds) if d.get("rtp_marker")), default=len(ds) - 1)
+        out[ts] = (ds[:last + 1], ds[last + 1:])
+    return out
+
+
+def packet_trains(datagrams: list[dict[str, Any]]) -> dict[int, list[int]]:
+    """Each video frame's media packets (FEC left out: :func:`_video_frames`) in a relay's
+    datagram log, by RTP timestamp: their arrival times at the relay (us, its clock,
+    ascending). Empty for a log without RTP headers."""
+    return {ts: sorted(int(d["arrived_us"]) for d in media)
+            for ts, (media, _) in _video_frames(datagrams).items()}  # fmt: skip
+
+
+def fec_bytes(datagrams: list[dict[str, Any]]) -> tuple[int, int]:
+    """The video stream's bytes at the relay: (FEC, all), each packet once
+    (:func:`_video_frames`); (0, 0) for a log without RTP headers."""
+    fec = total = 0
+    for media, extra in _video_frames(datagrams).values():
+        f = sum(int(d["size_bytes"]) for d in extra)
+        fec += f
+        total += f + sum(int(d["size_bytes"]) for d in media)
+    return fec, total
 
 
 def add_relay_trains(frames: list[dict[str, Any]], datagrams: list[dict[str, Any]],
@@ -170,15 +206,17 @@ def add_relay_trains(frames: list[dict[str, Any]], datagrams: list[dict[str, Any
     relay's datagram log (:func:`packet_trains`; ``shift_us`` moves the relay's clock onto
     the frames'). Returns how many frames got a train (0, and the frames left as they are,
     for a log without RTP headers: a run from before the relay logged them)."""
-    trains = packet_trains(datagrams)
+    trains = _video_frames(datagrams)
     if not trains:
         return 0
     filled = 0
     for fr in frames:
-        times = trains.get(fr.get("chrome_rtp_timestamp"))
-        got = (times[0] + shift_us, times[-1] + shift_us, len(times)) if times else (None,) * 3
+        media, fec = trains.get(fr.get("chrome_rtp_timestamp"), ([], []))
+        times = sorted(int(d["arrived_us"]) for d in media)
+        got = ((times[0] + shift_us, times[-1] + shift_us, len(times), len(fec)) if times
+               else (None,) * 4)  # fmt: skip
         fr.update(chrome_first_at_relay_us=got[0], chrome_last_at_relay_us=got[1],
-                  chrome_packets_at_relay=got[2])  # fmt: skip
+                  chrome_packets_at_relay=got[2], chrome_fec_packets_at_relay=got[3])  # fmt: skip
         filled += got[0] is not None
     return filled
 
@@ -325,7 +363,15 @@ def summary(
     }
     s = json.loads(core().summarize_records(json.dumps(records)))
     received = _num(in_rtp.get("bytesReceived"))
-    s["video_bitrate_bps"] = received * 8 / duration_s if received is not None else None
+    # bytesReceived counts the ULPFEC packets on the video SSRC too; the video bitrate is
+    # the rest, as a simulated run's counts encoded bytes only (FEC's share of the delivered
+    # video stream from the relay's log, 0 where it has no RTP headers).
+    fec, video = fec_bytes([d for d in relay.get("datagrams") or [] if not d.get("dropped")])
+    share = fec / video if video else 0.0
+    s["chrome_fec_bytes_share"] = share if video else None
+    s["chrome_bytes_received_bps"] = received * 8 / duration_s if received is not None else None
+    s["video_bitrate_bps"] = (received * (1 - share) * 8 / duration_s
+                              if received is not None else None)  # fmt: skip
     # Chromium's own count (over its render callbacks, which rVFC samples), next to the
     # summary's, which applies the same rule to the displayed frames the page reported.
     s["chrome_freeze_count"] = in_rtp.get("freezeCount")
