@@ -323,6 +323,21 @@ mod tests {
         p
     }
 
+    /// A pacer at `rate` holding `count` video packets of `size` bytes, all at time zero.
+    fn backlogged(
+        cfg: LeakyBucketConfig,
+        rate: DataRate,
+        count: u64,
+        size: i64,
+    ) -> LeakyBucketPacer {
+        let mut p = LeakyBucketPacer::new(cfg, Timestamp::ZERO);
+        p.set_rates(rate, DataRate::ZERO, Timestamp::ZERO);
+        for i in 0..count {
+            p.enqueue(video(size, i), Timestamp::ZERO);
+        }
+        p
+    }
+
     /// Drains the pacer, returning each packet's send time.
     fn drain(pacer: &mut LeakyBucketPacer, mut now: Timestamp) -> Vec<Timestamp> {
         let mut times = Vec::new();
@@ -343,12 +358,8 @@ mod tests {
     #[test]
     fn paces_at_the_rate_without_burst_interval() {
         let cfg = LeakyBucketConfig::default();
-        let mut p = LeakyBucketPacer::new(cfg, Timestamp::ZERO);
         // 12 Mbps = 1500 B per ms.
-        p.set_rates(DataRate::from_mbps(12), DataRate::ZERO, Timestamp::ZERO);
-        for i in 0..10 {
-            p.enqueue(video(1500, i), Timestamp::ZERO);
-        }
+        let mut p = backlogged(cfg, DataRate::from_mbps(12), 10, 1500);
         let times = drain(&mut p, Timestamp::ZERO);
         let ms: Vec<i64> = times.iter().map(|t| t.as_us()).collect();
         assert_eq!(ms, (0..10).map(|i| i * 1000).collect::<Vec<_>>());
@@ -357,11 +368,7 @@ mod tests {
     #[test]
     fn burst_interval_lets_debt_go_at_once() {
         let cfg = LeakyBucketConfig { burst_interval_ms: 5.0, ..Default::default() };
-        let mut p = LeakyBucketPacer::new(cfg, Timestamp::ZERO);
-        p.set_rates(DataRate::from_mbps(12), DataRate::ZERO, Timestamp::ZERO);
-        for i in 0..10 {
-            p.enqueue(video(1500, i), Timestamp::ZERO);
-        }
+        let mut p = backlogged(cfg, DataRate::from_mbps(12), 10, 1500);
         let times = drain(&mut p, Timestamp::ZERO);
         // 12 Mbps is 1500 B a millisecond. Five packets go at t=0: each while the debt
         // before it drains in less than the 5 ms burst interval (0 to 6000 B). With 7500 B
@@ -378,20 +385,12 @@ mod tests {
     /// drain time (21 ms) apart, where an uncapped allowance would send 40 at once.
     #[test]
     fn burst_interval_is_bounded_by_libwebrtcs_burst_size() {
-        let mut p = LeakyBucketPacer::new(cfg_40(), Timestamp::ZERO);
-        p.set_rates(DataRate::from_mbps(24), DataRate::ZERO, Timestamp::ZERO);
-        for i in 0..50 {
-            p.enqueue(video(3000, i), Timestamp::ZERO);
-        }
+        let mut p = backlogged(cfg_40(), DataRate::from_mbps(24), 50, 3000);
         let times = drain(&mut p, Timestamp::ZERO);
         let at = |ms: i64| times.iter().filter(|t| **t == Timestamp::from_ms(ms)).count();
         assert_eq!((at(0), at(21), at(42), times.len()), (21, 21, 8, 50), "{times:?}");
         // Below 12.6 Mbps the 40 ms interval is the bound: at 6 Mbps (750 B a ms) 30 kB.
-        let mut p = LeakyBucketPacer::new(cfg_40(), Timestamp::ZERO);
-        p.set_rates(DataRate::from_mbps(6), DataRate::ZERO, Timestamp::ZERO);
-        for i in 0..25 {
-            p.enqueue(video(1500, i), Timestamp::ZERO);
-        }
+        let mut p = backlogged(cfg_40(), DataRate::from_mbps(6), 25, 1500);
         let times = drain(&mut p, Timestamp::ZERO);
         let at = |ms: i64| times.iter().filter(|t| **t == Timestamp::from_ms(ms)).count();
         assert_eq!((at(0), at(40), times.len()), (20, 5, 25), "{times:?}");
@@ -408,11 +407,7 @@ mod tests {
     #[test]
     fn burst_interval_waits_for_the_whole_debt_whatever_polls_it() {
         let cfg = LeakyBucketConfig { burst_interval_ms: 5.0, ..Default::default() };
-        let mut p = LeakyBucketPacer::new(cfg, Timestamp::ZERO);
-        p.set_rates(DataRate::from_mbps(12), DataRate::ZERO, Timestamp::ZERO);
-        for i in 0..10 {
-            p.enqueue(video(1500, i), Timestamp::ZERO);
-        }
+        let mut p = backlogged(cfg, DataRate::from_mbps(12), 10, 1500);
         let mut sent = Vec::new();
         while p.poll_send(Timestamp::ZERO).is_some() {
             sent.push(0);
@@ -493,12 +488,8 @@ mod tests {
     /// the three or four packets due at each run together, at the pacing rate overall.
     #[test]
     fn task_queue_sends_whole_millisecond_batches_at_the_pacing_rate() {
-        let mut p = LeakyBucketPacer::new(task_queue(), Timestamp::ZERO);
-        p.set_rates(DataRate::from_mbps(30), DataRate::ZERO, Timestamp::ZERO);
         // 96 packets of 1250 B at 30 Mbps: 32 ms, one every 333 us.
-        for i in 0..96 {
-            p.enqueue(video(1250, i), Timestamp::ZERO);
-        }
+        let mut p = backlogged(task_queue(), DataRate::from_mbps(30), 96, 1250);
         let times = drain(&mut p, Timestamp::ZERO);
         assert_eq!(times.len(), 96);
         assert!(times.iter().all(|t| t.as_us() % 1000 == 0), "{times:?}");
@@ -519,11 +510,7 @@ mod tests {
         // Six 1200 B packets enqueued at once, sent under the task queue at `rate`: when each
         // goes, in ms.
         let send_six = |rate: DataRate| -> Vec<i64> {
-            let mut p = LeakyBucketPacer::new(task_queue(), Timestamp::ZERO);
-            p.set_rates(rate, DataRate::ZERO, Timestamp::ZERO);
-            for i in 0..6 {
-                p.enqueue(video(1200, i), Timestamp::ZERO);
-            }
+            let mut p = backlogged(task_queue(), rate, 6, 1200);
             drain(&mut p, Timestamp::ZERO).iter().map(|t| t.as_ms()).collect()
         };
         // 1 Mbps: one packet every 9.6 ms.
@@ -538,12 +525,8 @@ mod tests {
     #[test]
     fn task_queue_keeps_no_credit_while_the_window_holds_it() {
         let burst_after_release = |tell_congestion: bool| {
-            let mut p = LeakyBucketPacer::new(task_queue(), Timestamp::ZERO);
             // 12 Mbps: one 1500 B packet a millisecond.
-            p.set_rates(DataRate::from_mbps(12), DataRate::ZERO, Timestamp::ZERO);
-            for i in 0..200 {
-                p.enqueue(video(1500, i), Timestamp::ZERO);
-            }
+            let mut p = backlogged(task_queue(), DataRate::from_mbps(12), 200, 1500);
             let mut now = Timestamp::ZERO;
             while now < Timestamp::from_ms(10) {
                 while p.poll_send(now).is_some() {}
@@ -620,12 +603,8 @@ mod tests {
 
     #[test]
     fn queue_time_limit_raises_the_rate() {
-        let mut p = LeakyBucketPacer::new(LeakyBucketConfig::default(), Timestamp::ZERO);
-        p.set_rates(DataRate::from_kbps(100), DataRate::ZERO, Timestamp::ZERO);
         // 100 kB at 100 kbps would take 8 s; the limit forces it out within ~2 s.
-        for i in 0..100 {
-            p.enqueue(video(1000, i), Timestamp::ZERO);
-        }
+        let mut p = backlogged(LeakyBucketConfig::default(), DataRate::from_kbps(100), 100, 1000);
         let times = drain(&mut p, Timestamp::ZERO);
         assert_eq!(times.len(), 100);
         assert!(*times.last().unwrap() <= Timestamp::from_ms(2100), "{:?}", times.last());
