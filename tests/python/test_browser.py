@@ -103,6 +103,9 @@ def test_fec_after_a_frames_marked_packet_is_apart_from_its_train() -> None:
              f["chrome_packets_at_relay"], f["chrome_fec_packets_at_relay"])
             for f in frames] == [(1000, 1200, 3, 2), (34_000, 34_000, 1, 0)]  # fmt: skip
     assert records.fec_bytes(log) == (2 * 1130, 4 * 1100 + 2 * 1130)
+    # Only delivered bytes count; a dropped marked packet still ends its frame's media.
+    dropped = [{**d, "dropped": d.get("rtp_seq") in (0, 2)} for d in log]
+    assert records.fec_bytes(dropped) == (1130, 3 * 1100 + 1130)
     assert records.fec_bytes(log[:1] + [{"arrived_us": 5, "dir": "down"}]) == (0, 1100)
     assert records.fec_bytes([{"arrived_us": 5, "dir": "down"}]) == (0, 0)
 

@@ -190,13 +190,18 @@ def packet_trains(datagrams: list[dict[str, Any]]) -> dict[int, list[int]]:
 
 
 def fec_bytes(datagrams: list[dict[str, Any]]) -> tuple[int, int]:
-    """The video stream's bytes at the relay: (FEC, all), each packet once
-    (:func:`_video_frames`); (0, 0) for a log without RTP headers."""
+    """The video stream's bytes the relay delivered: (FEC, all), each packet once
+    (:func:`_video_frames`, which tells FEC from media by all the packets, so a frame whose
+    marked packet was dropped still has its FEC told apart); (0, 0) for a log without RTP
+    headers."""
+
+    def delivered(ds: list[dict]) -> int:
+        return sum(int(d["size_bytes"]) for d in ds if not d.get("dropped"))
+
     fec = total = 0
     for media, extra in _video_frames(datagrams).values():
-        f = sum(int(d["size_bytes"]) for d in extra)
-        fec += f
-        total += f + sum(int(d["size_bytes"]) for d in media)
+        fec += delivered(extra)
+        total += delivered(extra) + delivered(media)
     return fec, total
 
 
@@ -366,7 +371,7 @@ def summary(
     # bytesReceived counts the ULPFEC packets on the video SSRC too; the video bitrate is
     # the rest, as a simulated run's counts encoded bytes only (FEC's share of the delivered
     # video stream from the relay's log, 0 where it has no RTP headers).
-    fec, video = fec_bytes([d for d in relay.get("datagrams") or [] if not d.get("dropped")])
+    fec, video = fec_bytes(relay.get("datagrams") or [])
     share = fec / video if video else 0.0
     s["chrome_fec_bytes_share"] = share if video else None
     s["chrome_bytes_received_bps"] = received * 8 / duration_s if received is not None else None
