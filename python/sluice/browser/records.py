@@ -200,8 +200,9 @@ def fec_bytes(datagrams: list[dict[str, Any]]) -> tuple[int, int]:
 
     fec = total = 0
     for media, extra in _video_frames(datagrams).values():
-        fec += delivered(extra)
-        total += delivered(extra) + delivered(media)
+        f = delivered(extra)
+        fec += f
+        total += f + delivered(media)
     return fec, total
 
 
