@@ -5,7 +5,9 @@
 
 use crate::cc::copa::{CopaConfig, CopaRtt};
 use crate::cc::gcc::trendline::TrendlineWindow;
-use crate::cc::gcc::{pre_reaction_ratio_from_scaling_factor, Gcc, GccConfig};
+use crate::cc::gcc::{
+    pre_reaction_ratio_from_scaling_factor, Gcc, GccConfig, LossBasedBweV2Config,
+};
 use crate::cc::rocc::RoccConfig;
 use crate::cc::CongestionController;
 use crate::encoder_controller::ace_c::AceCConfig;
@@ -353,6 +355,23 @@ pub fn registry() -> Vec<SchemeInfo> {
             color: "#aec7e8",
             encoder: None,
             config: SchemeConfig {
+                frame_drop: FrameDropConfig::LIBWEBRTC,
+                ..SchemeConfig::new(PacerConfig::LeakyBucket(LeakyBucketConfig {
+                    burst_interval_ms: 40.0,
+                    ..Default::default()
+                }))
+            },
+        },
+        SchemeInfo {
+            name: "webrtc-m156",
+            description: "WebRTC as Chromium 156 runs it: `webrtc-burst40` whose GCC has M156's loss-based estimator (LossBasedBweV2 with its May 2025 defaults: held after a decrease, never below the acknowledged rate, ramping up at most 1.5x the acknowledged rate, loss counted in bytes, padding while it ramps up loss-limited); M156's probe gating while loss-limited is not modelled; docs/notes/gcc-m119-m156.md",
+            color: "#08519c",
+            encoder: None,
+            config: SchemeConfig {
+                cc: CcConfig::Gcc(GccConfig {
+                    loss_based_v2: LossBasedBweV2Config::m156(),
+                    ..Default::default()
+                }),
                 frame_drop: FrameDropConfig::LIBWEBRTC,
                 ..SchemeConfig::new(PacerConfig::LeakyBucket(LeakyBucketConfig {
                     burst_interval_ms: 40.0,
@@ -836,8 +855,8 @@ mod tests {
     fn only_webrtc_drops_frames_and_gcc_runs_pushback_in_drop_frame_mode() {
         for s in registry() {
             let expected = match s.name {
-                "webrtc" | "webrtc-burst40" | "combined" | "combined-no-mae" | "combined-1x"
-                | "combined-mae100" => FrameDropConfig::LIBWEBRTC,
+                "webrtc" | "webrtc-burst40" | "webrtc-m156" | "combined" | "combined-no-mae"
+                | "combined-1x" | "combined-mae100" => FrameDropConfig::LIBWEBRTC,
                 "combined-no-fd" => FrameDropConfig::default(),
                 // ACE's and MAE's baselines ran without frame dropping; Copa has no pushback.
                 "webrtc-b" | "always-burst" | "webrtc-x264" | "cbr" | "ace-n" | "ace-c" | "ace"

@@ -155,6 +155,43 @@
 //! | `not_use_acked_rate_in_alr` | false | `NotUseAckedRateInAlr` |
 //! | `use_in_start_phase` | false | `UseInStartPhase` |
 //!
+//! # M156 (`m156`, [`LossBasedBweV2Config::m156`])
+//!
+//! Chromium 156's estimator, read at libwebrtc `main@{#48401}` (2026-08-22; the Debian
+//! Chromium 156 binary carries all of its parameter names, docs/notes/gcc-m119-m156.md), runs
+//! when the config has `m156`. The same fit, with these differences (`update_m156`):
+//! * **Bounded when computed.** The result is `max(instant lower bound, min(best candidate,
+//!   instant upper bound, delay-based estimate))`, stored with its state; the instant lower
+//!   bound is `LowerBoundByAckedRateFactor` (1.0) x the acknowledged rate, at least the min
+//!   bitrate (`CalculateInstantLowerBound`). With `BoundBestCandidate` a best candidate above
+//!   the bounded estimate is replaced by it, with zero inherent loss.
+//! * **Ramp-up from the acknowledged rate** while loss-limited, with no probe exception:
+//!   at most `BwRampupUpperBoundFactor` (1.5) x the acknowledged rate, or
+//!   `BwRampupUpperBoundInHoldFactor` (1.2) while the acknowledged rate is below
+//!   `BwRampupUpperBoundHoldThreshold` (1.3) x the held rate; out of a decrease it rises by at
+//!   least 1 bps, so that the state turns increasing.
+//! * **Hold.** On entering a decrease the estimate is held at most at its rate (raised to the
+//!   instant lower bound) until the newest observation's send time passes the hold's end;
+//!   the hold lasts 300 ms, x `HoldDurationFactor` (2) at every further entry, up to 60 s, and
+//!   is forgotten when the delay-based estimate rules again.
+//! * **Padding.** While it increases loss-limited the state is `IncreaseUsingPadding`
+//!   (`PaddingDuration` 2 s: for 2 s after the estimate last rose to a new padding rate, or
+//!   while it keeps rising), and goog_cc pads up to the pushed-back target
+//!   (`GetPacingRates`; [`super::Gcc`]); during that time the acknowledged-rate candidate is
+//!   kept in ALR too.
+//! * **Byte loss rate** (`UseByteLossRate`): the likelihood, the bias and the average loss
+//!   count kB, not packets; with more than three observations the average leaves out the
+//!   lossiest and the least lossy observation unless the lossiest was sent at
+//!   `MedianSendingRateFactor` (2) x the median sending rate or more. A packet reported lost
+//!   and then received within one observation counts as received.
+//! * Ready after `MinNumObservations` (3); a tie between candidates goes to the higher
+//!   bandwidth; the shared defaults change (window 15, both balances 100 kbps, loss threshold
+//!   of the high-bandwidth preference 0.20, `NotUseAckedRateInAlr` and `UseInStartPhase` on);
+//!   the high-loss cap and the probe integration are gone.
+//!
+//! Not ported with it: M156's probe controller, which sends no probe while the estimate is
+//! loss-limited (Sluice's probes only at start-up and on a raised maximum in these schemes).
+//!
 //! # Differences from M119 and what could not be verified
 //!
 //! * Not implemented: the trendline integration (`TrendlineIntegrationEnabled`, default false;
@@ -282,6 +319,68 @@ pub struct LossBasedBweV2Config {
     pub not_use_acked_rate_in_alr: bool,
     /// Usable during the 2 s start phase (`UseInStartPhase`, false).
     pub use_in_start_phase: bool,
+    /// M156's estimator (see [`LossBasedM156Config`]); absent: M119's. Left out of the
+    /// serialised config when absent, so M119 configurations keep their form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub m156: Option<LossBasedM156Config>,
+}
+
+/// The parameters M156's `LossBasedBweV2` adds (libwebrtc `main@{#48401}`, 2026-08-22, whose
+/// `loss_based_bwe_v2.cc` the Debian Chromium 156 binary's parameter names match; see
+/// docs/notes/gcc-m119-m156.md). Present, the estimator runs M156's `UpdateBandwidthEstimate`:
+/// the estimate is bounded (instant lower and upper bounds, delay-based limit) when it is
+/// computed, held after a decrease, ramped from the acknowledged rate without M119's probe
+/// exception, and may ask for padding. Every default is M156's built-in one; the M156 values
+/// of the shared parameters come with [`LossBasedBweV2Config::m156`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LossBasedM156Config {
+    /// The ramp-up bound while the acknowledged rate is under `bandwidth_rampup_hold_threshold`
+    /// times the held rate (`BwRampupUpperBoundInHoldFactor`, 1.2).
+    pub bandwidth_rampup_upper_bound_factor_in_hold: f64,
+    /// See above (`BwRampupUpperBoundHoldThreshold`, 1.3).
+    pub bandwidth_rampup_hold_threshold: f64,
+    /// In ALR, the instant upper bound is a candidate (`UpperBoundCandidateInAlr`, false).
+    pub append_upper_bound_candidate_in_alr: bool,
+    /// Observations before the estimator is ready (`MinNumObservations`, 3).
+    pub min_num_observations: u64,
+    /// The estimate is never below this times the acknowledged rate
+    /// (`LowerBoundByAckedRateFactor`, 1.0; 0: no such bound).
+    pub lower_bound_by_acked_rate_factor: f64,
+    /// On entering a decrease the estimate is held for a duration that starts at 300 ms and
+    /// is multiplied by this at every further entry, up to 60 s (`HoldDurationFactor`, 2.0;
+    /// 0: no hold).
+    pub hold_duration_factor: f64,
+    /// Loss, likelihood and bias counted in bytes (kB) rather than packets
+    /// (`UseByteLossRate`, true).
+    pub use_byte_loss_rate: bool,
+    /// An increase while loss-limited asks goog_cc to pad up to the estimate for this long
+    /// (`PaddingDuration`, 2 s; 0: no padding).
+    pub padding_duration: TimeDelta,
+    /// A candidate above the bounded estimate is replaced by it, with zero inherent loss
+    /// (`BoundBestCandidate`, true).
+    pub bound_best_candidate: bool,
+    /// The byte loss ratio drops the lossiest and the least lossy observation unless the
+    /// lossiest one was sent at this times the median sending rate or more
+    /// (`MedianSendingRateFactor`, 2.0).
+    pub median_sending_rate_factor: f64,
+}
+
+impl Default for LossBasedM156Config {
+    fn default() -> Self {
+        LossBasedM156Config {
+            bandwidth_rampup_upper_bound_factor_in_hold: 1.2,
+            bandwidth_rampup_hold_threshold: 1.3,
+            append_upper_bound_candidate_in_alr: false,
+            min_num_observations: 3,
+            lower_bound_by_acked_rate_factor: 1.0,
+            hold_duration_factor: 2.0,
+            use_byte_loss_rate: true,
+            padding_duration: TimeDelta::from_secs(2),
+            bound_best_candidate: true,
+            median_sending_rate_factor: 2.0,
+        }
+    }
 }
 
 impl Default for LossBasedBweV2Config {
@@ -322,6 +421,26 @@ impl Default for LossBasedBweV2Config {
             probe_expiration: TimeDelta::from_secs(10),
             not_use_acked_rate_in_alr: false,
             use_in_start_phase: false,
+            m156: None,
+        }
+    }
+}
+
+impl LossBasedBweV2Config {
+    /// M156's built-in configuration (libwebrtc `main@{#48401}`): the May 2025 defaults
+    /// (`068e6ba696`) of the shared parameters and M156's additions. `HighLossRateThreshold`,
+    /// its cap and slope and the probe integration no longer exist in M156 and are unused.
+    pub fn m156() -> Self {
+        LossBasedBweV2Config {
+            bandwidth_rampup_upper_bound_factor: 1.5,
+            loss_threshold_of_high_bandwidth_preference: 0.20,
+            inherent_loss_upper_bound_bandwidth_balance: DataRate::from_kbps(100),
+            instant_upper_bound_bandwidth_balance: DataRate::from_kbps(100),
+            observation_window_size: 15,
+            not_use_acked_rate_in_alr: true,
+            use_in_start_phase: true,
+            m156: Some(LossBasedM156Config::default()),
+            ..LossBasedBweV2Config::default()
         }
     }
 }
@@ -463,16 +582,49 @@ impl LossBasedBweV2Config {
             "slope_of_bwe_high_loss_func must be finite",
         );
         check(self.probe_expiration.is_finite(), "probe_expiration must be finite");
+        if let Some(m) = &self.m156 {
+            check(
+                m.bandwidth_rampup_upper_bound_factor_in_hold.is_finite()
+                    && m.bandwidth_rampup_upper_bound_factor_in_hold > 1.0,
+                "m156.bandwidth_rampup_upper_bound_factor_in_hold must be > 1",
+            );
+            check(
+                m.bandwidth_rampup_hold_threshold.is_finite()
+                    && m.bandwidth_rampup_hold_threshold >= 0.0,
+                "m156.bandwidth_rampup_hold_threshold must be >= 0",
+            );
+            check(m.min_num_observations > 0, "m156.min_num_observations must be > 0");
+            check(
+                m.lower_bound_by_acked_rate_factor.is_finite()
+                    && m.lower_bound_by_acked_rate_factor >= 0.0,
+                "m156.lower_bound_by_acked_rate_factor must be >= 0",
+            );
+            check(
+                m.hold_duration_factor.is_finite() && m.hold_duration_factor >= 0.0,
+                "m156.hold_duration_factor must be >= 0",
+            );
+            check(
+                m.padding_duration.is_finite() && m.padding_duration >= TimeDelta::ZERO,
+                "m156.padding_duration must be >= 0",
+            );
+            check(
+                m.median_sending_rate_factor.is_finite() && m.median_sending_rate_factor >= 0.0,
+                "m156.median_sending_rate_factor must be >= 0",
+            );
+        }
         p
     }
 }
 
-/// Where the loss-based estimate stands (libwebrtc `LossBasedState`, M119's three values).
+/// Where the loss-based estimate stands (libwebrtc `LossBasedState`; M119 has three values,
+/// M156 adds `IncreaseUsingPadding`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LossBasedState {
     /// Loss-limited and rising.
     Increasing,
+    /// Loss-limited and rising, goog_cc padding up to the estimate (M156 only).
+    IncreaseUsingPadding,
     /// Loss-limited and not rising.
     Decreasing,
     /// Not loss-limited: the delay-based estimate rules.
@@ -502,15 +654,47 @@ struct Observation {
     lost: u64,
     received: u64,
     sending_rate: DataRate,
+    /// Bytes sent and bytes lost (M156's byte loss rate).
+    size: DataSize,
+    lost_size: DataSize,
     /// Sequence number of this observation (0 for the first).
     id: u64,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct PartialObservation {
     packets: u64,
     lost: u64,
     size: DataSize,
+    /// M156: lost packets by transport sequence number, so that a packet reported lost and
+    /// then received within the observation counts as received (`fb2c7bc8bd`).
+    lost_packets: std::collections::BTreeMap<u64, DataSize>,
+}
+
+/// M156's `HoldInfo`: after entering a decrease, the estimate stays at most `rate` until
+/// `until` (send time of the observations).
+#[derive(Clone, Copy, Debug)]
+struct HoldInfo {
+    until: Option<Timestamp>,
+    duration: TimeDelta,
+    rate: DataRate,
+}
+
+/// M156's initial hold (`kInitHoldDuration`) and its ceiling (`kMaxHoldDuration`).
+const INIT_HOLD_DURATION: TimeDelta = TimeDelta::from_ms(300);
+const MAX_HOLD_DURATION: TimeDelta = TimeDelta::from_secs(60);
+
+impl HoldInfo {
+    fn reset() -> Self {
+        HoldInfo { until: None, duration: INIT_HOLD_DURATION, rate: DataRate::INFINITY }
+    }
+}
+
+/// M156's `PaddingInfo`: the rate padding was last started at and when (`None`: never).
+#[derive(Clone, Copy, Debug, Default)]
+struct PaddingInfo {
+    rate: Option<DataRate>,
+    since: Option<Timestamp>,
 }
 
 /// libwebrtc's `LossBasedBweV2` (M119).
@@ -552,6 +736,15 @@ pub struct LossBasedBweV2 {
     last_probe_timestamp: Option<Timestamp>,
     /// +infinity when there is none.
     delay_based_estimate: DataRate,
+    /// M156: the bounded estimate of the last update (`loss_based_result_.bandwidth_estimate`;
+    /// its state is `state`).
+    result_estimate: DataRate,
+    /// M156: `GetInstantLowerBound` (the acknowledged rate times its factor, at least the
+    /// min bitrate), the cached average loss, the hold and the padding.
+    cached_instant_lower_bound: Option<DataRate>,
+    average_loss: f64,
+    hold: HoldInfo,
+    padding: PaddingInfo,
 }
 
 fn ts_add(t: Timestamp, d: TimeDelta) -> Timestamp {
@@ -628,6 +821,11 @@ impl LossBasedBweV2 {
             pending_probe_bitrate: None,
             last_probe_timestamp: None,
             delay_based_estimate: DataRate::INFINITY,
+            result_estimate: DataRate::INFINITY,
+            cached_instant_lower_bound: None,
+            average_loss: 0.0,
+            hold: HoldInfo::reset(),
+            padding: PaddingInfo::default(),
             config,
         }
     }
@@ -645,7 +843,10 @@ impl LossBasedBweV2 {
 
     /// `IsReady`: enabled, seeded with an estimate and at least one observation.
     pub fn is_ready(&self) -> bool {
-        self.enabled && self.loss_limited_bandwidth.is_some() && self.num_observations > 0
+        let min_observations = self.config.m156.as_ref().map_or(1, |m| m.min_num_observations);
+        self.enabled
+            && self.loss_limited_bandwidth.is_some()
+            && self.num_observations >= min_observations
     }
 
     /// `ReadyToUseInStartPhase`: ready and configured for the start phase (off by default).
@@ -655,15 +856,23 @@ impl LossBasedBweV2 {
 
     /// `GetLossBasedResult`, clamped to [min, max] (see the module notes).
     pub fn result(&self) -> LossBasedResult {
-        let estimate = match self.loss_limited_bandwidth {
-            Some(b) if self.is_ready() => {
-                b.min(self.instant_upper_bound()).min(self.delay_based_estimate)
+        let (estimate, state) = match self.loss_limited_bandwidth {
+            // M156 keeps the result bounded when it computed it.
+            Some(_) if self.is_ready() && self.config.m156.is_some() => {
+                (self.result_estimate, self.state)
             }
-            _ => self.delay_based_estimate,
+            Some(b) if self.is_ready() => {
+                (b.min(self.instant_upper_bound()).min(self.delay_based_estimate), self.state)
+            }
+            // Not ready: M156 says so (M119 reports its state regardless).
+            _ if self.config.m156.is_some() => {
+                (self.delay_based_estimate, LossBasedState::DelayBasedEstimate)
+            }
+            _ => (self.delay_based_estimate, self.state),
         };
         LossBasedResult {
             bandwidth_estimate: estimate.clamp(self.min_bitrate, self.max_bitrate),
-            state: self.state,
+            state,
         }
     }
 
@@ -671,6 +880,7 @@ impl LossBasedBweV2 {
     pub fn set_acknowledged_bitrate(&mut self, rate: DataRate) {
         if let Some(r) = sane(rate) {
             self.acknowledged_bitrate = Some(r);
+            self.calculate_instant_lower_bound();
         }
     }
 
@@ -679,6 +889,10 @@ impl LossBasedBweV2 {
     pub fn set_bandwidth_estimate(&mut self, rate: DataRate) {
         if let Some(r) = sane(rate) {
             self.loss_limited_bandwidth = Some(r);
+            self.result_estimate = r;
+            if self.config.m156.is_some() {
+                self.state = LossBasedState::DelayBasedEstimate;
+            }
         }
     }
 
@@ -692,6 +906,7 @@ impl LossBasedBweV2 {
             self.max_bitrate = m;
         }
         self.max_bitrate = self.max_bitrate.max(self.min_bitrate);
+        self.calculate_instant_lower_bound();
     }
 
     /// The probe result carried by the report about to be given to
@@ -734,6 +949,10 @@ impl LossBasedBweV2 {
             _ => DataRate::INFINITY,
         };
         if !self.enabled || packets.is_empty() || !self.push_back_observation(packets) {
+            return;
+        }
+        if self.config.m156.is_some() {
+            self.update_m156(in_alr);
             return;
         }
         // `SetProbeBitrate`.
@@ -826,6 +1045,177 @@ impl LossBasedBweV2 {
         }
     }
 
+    /// M156's `UpdateBandwidthEstimate` after a new observation (module notes).
+    fn update_m156(&mut self, in_alr: bool) {
+        let Some(m) = self.config.m156.clone() else { return };
+        let current_bw = match self.loss_limited_bandwidth {
+            Some(b) => b,
+            None if self.delay_based_estimate.is_finite() => {
+                self.loss_limited_bandwidth = Some(self.delay_based_estimate);
+                self.result_estimate = self.delay_based_estimate;
+                self.state = LossBasedState::DelayBasedEstimate;
+                self.delay_based_estimate
+            }
+            None => return,
+        };
+        let current = Channel { inherent_loss: self.inherent_loss, bandwidth: current_bw };
+        let last_send = self.last_send_time_most_recent_observation;
+
+        // The highest objective wins; a tie goes to the higher bandwidth.
+        let mut best = current;
+        let mut best_objective = f64::MIN;
+        for mut candidate in self.candidates(current, in_alr) {
+            self.newton_update(&mut candidate);
+            let objective = self.objective(candidate);
+            if objective > best_objective
+                || (objective == best_objective && candidate.bandwidth > best.bandwidth)
+            {
+                best_objective = objective;
+                best = candidate;
+            }
+        }
+        if best.bandwidth < current.bandwidth {
+            self.last_time_estimate_reduced = last_send;
+        }
+        if self.config.not_increase_if_inherent_loss_less_than_average_loss
+            && self.average_loss > best.inherent_loss
+            && best.bandwidth > current.bandwidth
+        {
+            best.bandwidth = current.bandwidth;
+        }
+
+        if self.is_bandwidth_limited_due_to_loss() {
+            let in_window = match (self.recovering_after_loss_timestamp, last_send) {
+                (Some(r), Some(l)) => ts_add(r, self.config.delayed_increase_window) > l,
+                _ => false,
+            };
+            if in_window && best.bandwidth > self.bandwidth_limit_in_current_window {
+                best.bandwidth = self.bandwidth_limit_in_current_window;
+            }
+            // Bound the increase by the acknowledged rate (no probe exception in M156).
+            if self.increasing_m156(current.bandwidth, best.bandwidth) {
+                if let Some(acked) = self.acknowledged_bitrate {
+                    let in_hold = self.hold.rate.is_finite()
+                        && acked < mul(self.hold.rate, m.bandwidth_rampup_hold_threshold);
+                    let factor = if in_hold {
+                        m.bandwidth_rampup_upper_bound_factor_in_hold
+                    } else {
+                        self.config.bandwidth_rampup_upper_bound_factor
+                    };
+                    best.bandwidth = current.bandwidth.max(best.bandwidth.min(mul(acked, factor)));
+                    // At least 1 bps up, so that the state becomes increasing (and pads).
+                    if self.state == LossBasedState::Decreasing
+                        && best.bandwidth == current.bandwidth
+                    {
+                        best.bandwidth = current.bandwidth + DataRate::from_bps(1);
+                    }
+                }
+            }
+        }
+
+        let lower = self.instant_lower_bound();
+        let bounded = lower
+            .max(best.bandwidth.min(self.instant_upper_bound()).min(self.delay_based_estimate));
+        if m.bound_best_candidate && bounded < best.bandwidth {
+            self.loss_limited_bandwidth = Some(bounded);
+            self.inherent_loss = 0.0;
+        } else {
+            self.inherent_loss = best.inherent_loss;
+            let mut b = best.bandwidth;
+            if m.lower_bound_by_acked_rate_factor > 0.0 {
+                b = b.max(lower);
+            }
+            self.loss_limited_bandwidth = Some(b);
+        }
+
+        let delay_based = self.delay_based_estimate;
+        let holding = match (self.hold.until, last_send) {
+            (Some(until), Some(l)) => until > l,
+            _ => false,
+        };
+        if self.state == LossBasedState::Decreasing && holding && bounded < delay_based {
+            if m.lower_bound_by_acked_rate_factor > 0.0 {
+                self.hold.rate = self.hold.rate.max(lower);
+            }
+            // No increase above the held rate while the hold lasts.
+            self.result_estimate = self.hold.rate.min(bounded);
+            return;
+        }
+
+        if self.increasing_m156(self.result_estimate, bounded)
+            && self.can_keep_increasing(bounded, &m)
+            && bounded < delay_based
+            && bounded < self.max_bitrate
+        {
+            if m.padding_duration > TimeDelta::ZERO && self.padding.rate.is_none_or(|r| bounded > r)
+            {
+                self.padding = PaddingInfo { rate: Some(bounded), since: last_send };
+            }
+            self.state = if m.padding_duration > TimeDelta::ZERO {
+                LossBasedState::IncreaseUsingPadding
+            } else {
+                LossBasedState::Increasing
+            };
+        } else if bounded < delay_based && bounded < self.max_bitrate {
+            if self.state != LossBasedState::Decreasing && m.hold_duration_factor > 0.0 {
+                let duration = self.hold.duration;
+                self.hold = HoldInfo {
+                    until: last_send.map(|l| ts_add(l, duration)),
+                    duration: MAX_HOLD_DURATION.min(TimeDelta::from_us(
+                        (duration.as_us() as f64 * m.hold_duration_factor)
+                            .round()
+                            .min(MAX_HOLD_DURATION.as_us() as f64) as i64,
+                    )),
+                    rate: bounded,
+                };
+            }
+            self.padding = PaddingInfo::default();
+            self.state = LossBasedState::Decreasing;
+        } else {
+            // The delay-based estimate rules again: forget the hold, so as not to stay low.
+            self.hold = HoldInfo::reset();
+            self.padding = PaddingInfo::default();
+            self.state = LossBasedState::DelayBasedEstimate;
+        }
+        self.result_estimate = bounded;
+
+        if self.is_bandwidth_limited_due_to_loss() {
+            let expired = match (self.recovering_after_loss_timestamp, last_send) {
+                (None, _) => true,
+                (Some(r), Some(l)) => ts_add(r, self.config.delayed_increase_window) < l,
+                (Some(_), None) => false,
+            };
+            if expired {
+                let b = self.loss_limited_bandwidth.unwrap_or(bounded);
+                self.bandwidth_limit_in_current_window =
+                    CONGESTION_CONTROLLER_MIN_BITRATE.max(mul(b, self.config.max_increase_factor));
+                self.recovering_after_loss_timestamp = last_send;
+            }
+        }
+    }
+
+    /// M156's `IsEstimateIncreasingWhenLossLimited(old, new)`.
+    fn increasing_m156(&self, old: DataRate, new: DataRate) -> bool {
+        (old < new
+            || (old == new
+                && matches!(
+                    self.state,
+                    LossBasedState::Increasing | LossBasedState::IncreaseUsingPadding
+                )))
+            && self.is_bandwidth_limited_due_to_loss()
+    }
+
+    /// M156's `CanKeepIncreasingState`: padding stays on for `padding_duration` after it
+    /// started, or while the estimate keeps rising.
+    fn can_keep_increasing(&self, estimate: DataRate, m: &LossBasedM156Config) -> bool {
+        if m.padding_duration == TimeDelta::ZERO
+            || self.state != LossBasedState::IncreaseUsingPadding
+        {
+            return true;
+        }
+        self.padding_recently() || self.padding.rate.is_none_or(|r| r < estimate)
+    }
+
     /// `IsBandwidthLimitedDueToLoss`.
     fn is_bandwidth_limited_due_to_loss(&self) -> bool {
         self.state != LossBasedState::DelayBasedEstimate
@@ -844,9 +1234,17 @@ impl LossBasedBweV2 {
         let mut size = DataSize::ZERO;
         let mut first_send = Timestamp::INFINITY;
         let mut last_send: Option<Timestamp> = None;
+        let m156 = self.config.m156.is_some();
         for p in packets {
             if p.receive_time.is_none() {
                 lost += 1;
+            }
+            if m156 {
+                if p.receive_time.is_some() {
+                    self.partial.lost_packets.remove(&p.sent.transport_seq);
+                } else {
+                    self.partial.lost_packets.insert(p.sent.transport_seq, p.sent.size);
+                }
             }
             let bytes = p.sent.size.as_bytes().max(0);
             size = DataSize::from_bytes(size.as_bytes().saturating_add(bytes));
@@ -872,17 +1270,24 @@ impl LossBasedBweV2 {
         let instantaneous = DataRate::from_bps_f64(bps.trunc().min(RATE_CEILING.as_bps() as f64))
             .max(DataRate::ZERO);
         let sending_rate = self.sending_rate(instantaneous);
+        let lost = if m156 { self.partial.lost_packets.len() as u64 } else { self.partial.lost };
+        let lost_size = DataSize::from_bytes(
+            self.partial.lost_packets.values().map(|s| s.as_bytes().max(0)).sum(),
+        );
         let observation = Observation {
             packets: self.partial.packets,
-            lost: self.partial.lost,
-            received: self.partial.packets.saturating_sub(self.partial.lost),
+            lost,
+            received: self.partial.packets.saturating_sub(lost),
             sending_rate,
+            size: self.partial.size,
+            lost_size,
             id: self.num_observations,
         };
         let n = self.observations.len() as u64;
         self.observations[(observation.id % n) as usize] = Some(observation);
         self.num_observations += 1;
         self.partial = PartialObservation::default();
+        self.average_loss = self.compute_average_loss();
         self.calculate_instant_upper_bound();
         true
     }
@@ -913,9 +1318,114 @@ impl LossBasedBweV2 {
         self.observations.iter().flatten().map(move |o| ((newest - o.id) as usize, o))
     }
 
-    /// `GetAverageReportedLossRatio`: lost / sent packets, each observation weighted by
-    /// `instant_upper_bound_temporal_weight_factor^age`; 0 without observations.
+    /// The average loss (`GetAverageReportedLossRatio`, M156's `average_reported_loss_ratio_`):
+    /// lost over sent packets (M119), or bytes under M156's byte loss rate, each observation
+    /// weighted by `instant_upper_bound_temporal_weight_factor^age`.
     pub fn average_reported_loss_ratio(&self) -> f64 {
+        match &self.config.m156 {
+            Some(_) => self.average_loss,
+            None => self.packet_loss_ratio(),
+        }
+    }
+
+    /// `UpdateAverageReportedLossRatio` (M156; M119 computes it when asked).
+    fn compute_average_loss(&self) -> f64 {
+        match &self.config.m156 {
+            Some(m) if m.use_byte_loss_rate => self.byte_loss_ratio(m.median_sending_rate_factor),
+            _ => self.packet_loss_ratio(),
+        }
+    }
+
+    /// `CalculateAverageReportedByteLossRatio` (M156): lost / sent bytes, each observation
+    /// weighted by `instant_upper_bound_temporal_weight_factor^age` (the weighted sizes
+    /// rounded to whole bytes, as libwebrtc's `double * DataSize`); with more than three
+    /// observations the lossiest and the least lossy are left out, unless the lossiest was
+    /// sent at `median_factor` times the median sending rate or more.
+    fn byte_loss_ratio(&self, median_factor: f64) -> f64 {
+        if self.num_observations == 0 {
+            return 0.0;
+        }
+        let weighted = |w: f64, s: DataSize| (w * s.as_bytes() as f64).round();
+        let (mut total, mut lost) = (0.0, 0.0);
+        let (mut min_loss, mut max_loss) = (1.0, 0.0);
+        let (mut min_lost, mut min_total, mut max_lost, mut max_total) = (0.0, 0.0, 0.0, 0.0);
+        let mut rate_of_max_loss = DataRate::ZERO;
+        for (age, o) in self.observations_by_age() {
+            let w = self.instant_upper_bound_temporal_weights[age];
+            total += weighted(w, o.size);
+            lost += weighted(w, o.lost_size);
+            let loss = if o.size > DataSize::ZERO {
+                o.lost_size.as_bytes() as f64 / o.size.as_bytes() as f64
+            } else {
+                0.0
+            };
+            if self.num_observations > 3 {
+                if loss > max_loss {
+                    max_loss = loss;
+                    max_lost = weighted(w, o.lost_size);
+                    max_total = weighted(w, o.size);
+                    rate_of_max_loss = o.sending_rate;
+                }
+                if loss < min_loss {
+                    min_loss = loss;
+                    min_lost = weighted(w, o.lost_size);
+                    min_total = weighted(w, o.size);
+                }
+            }
+        }
+        let ratio = |l: f64, t: f64| if t > 0.0 { l / t } else { 0.0 };
+        if mul(self.median_sending_rate(), median_factor) <= rate_of_max_loss
+            || total == max_total + min_total
+        {
+            return ratio(lost, total);
+        }
+        ratio(lost - min_lost - max_lost, total - max_total - min_total)
+    }
+
+    /// `GetMedianSendingRate` (M156): the median of the observations' non-zero sending rates
+    /// (the mean of the middle two, truncated, for an even count); zero without any.
+    fn median_sending_rate(&self) -> DataRate {
+        let mut rates: Vec<DataRate> = self
+            .observations
+            .iter()
+            .flatten()
+            .map(|o| o.sending_rate)
+            .filter(|r| r.is_finite() && *r > DataRate::ZERO)
+            .collect();
+        if rates.is_empty() {
+            return DataRate::ZERO;
+        }
+        rates.sort();
+        let n = rates.len();
+        if n.is_multiple_of(2) {
+            DataRate::from_bps((rates[n / 2 - 1].as_bps() + rates[n / 2].as_bps()) / 2)
+        } else {
+            rates[n / 2]
+        }
+    }
+
+    /// `CalculateInstantLowerBound` (M156): the acknowledged rate times
+    /// `lower_bound_by_acked_rate_factor`, at least the min bitrate; none under M119.
+    fn calculate_instant_lower_bound(&mut self) {
+        let Some(m) = &self.config.m156 else { return };
+        let mut bound = DataRate::ZERO;
+        if let Some(acked) = self.acknowledged_bitrate {
+            if m.lower_bound_by_acked_rate_factor > 0.0 {
+                bound = mul(acked, m.lower_bound_by_acked_rate_factor);
+            }
+        }
+        self.cached_instant_lower_bound = Some(bound.max(self.min_bitrate));
+    }
+
+    /// `GetInstantLowerBound` (M156): zero until computed.
+    pub fn instant_lower_bound(&self) -> DataRate {
+        self.cached_instant_lower_bound.unwrap_or(DataRate::ZERO)
+    }
+
+    /// Packet loss ratio (M119's `GetAverageReportedLossRatio`, M156's
+    /// `CalculateAverageReportedPacketLossRatio`): lost / sent packets, each observation
+    /// weighted by `instant_upper_bound_temporal_weight_factor^age`; 0 without observations.
+    fn packet_loss_ratio(&self) -> f64 {
         let (mut packets, mut lost) = (0.0, 0.0);
         for (age, o) in self.observations_by_age() {
             let w = self.instant_upper_bound_temporal_weights[age];
@@ -960,7 +1470,7 @@ impl LossBasedBweV2 {
             self.config.candidate_factors.iter().map(|f| mul(current.bandwidth, *f)).collect();
         if let Some(acked) = self.acknowledged_bitrate {
             if self.config.append_acknowledged_rate_candidate
-                && !(self.config.not_use_acked_rate_in_alr && in_alr)
+                && (!(self.config.not_use_acked_rate_in_alr && in_alr) || self.padding_recently())
             {
                 bandwidths.push(mul(acked, self.config.bandwidth_backoff_lower_bound_factor));
             }
@@ -971,6 +1481,12 @@ impl LossBasedBweV2 {
         {
             bandwidths.push(self.delay_based_estimate);
         }
+        if in_alr
+            && self.config.m156.as_ref().is_some_and(|m| m.append_upper_bound_candidate_in_alr)
+            && current.bandwidth > self.instant_upper_bound()
+        {
+            bandwidths.push(self.instant_upper_bound());
+        }
         let cap = current.bandwidth.max(self.candidate_bandwidth_upper_bound());
         bandwidths
             .into_iter()
@@ -980,6 +1496,29 @@ impl LossBasedBweV2 {
                 c
             })
             .collect()
+    }
+
+    /// M156: padding started within `padding_duration` of the newest observation.
+    fn padding_recently(&self) -> bool {
+        let Some(m) = &self.config.m156 else { return false };
+        match (self.padding.since, self.last_send_time_most_recent_observation) {
+            (Some(since), Some(last)) => {
+                m.padding_duration > TimeDelta::ZERO && ts_add(since, m.padding_duration) >= last
+            }
+            _ => false,
+        }
+    }
+
+    /// An observation's (lost, received, total) in the likelihood's unit: packets, or kB
+    /// under M156's byte loss rate.
+    fn counts(&self, o: &Observation) -> (f64, f64, f64) {
+        if self.config.m156.as_ref().is_some_and(|m| m.use_byte_loss_rate) {
+            let kb = |s: DataSize| s.as_bytes() as f64 / 1000.0;
+            let received = DataSize::from_bytes(o.size.as_bytes() - o.lost_size.as_bytes());
+            (kb(o.lost_size), kb(received), kb(o.size))
+        } else {
+            (o.lost as f64, o.received as f64, o.packets as f64)
+        }
     }
 
     /// `GetFeasibleInherentLoss` (NaN-safe: a NaN becomes the lower bound).
@@ -1024,8 +1563,9 @@ impl LossBasedBweV2 {
         for (age, o) in self.observations_by_age() {
             let p = loss_probability(c.inherent_loss, c.bandwidth, o.sending_rate);
             let w = self.temporal_weights[age];
-            objective += w * (o.lost as f64 * p.ln() + o.received as f64 * (1.0 - p).ln());
-            objective += w * bias * o.packets as f64;
+            let (lost, received, total) = self.counts(o);
+            objective += w * (lost * p.ln() + received * (1.0 - p).ln());
+            objective += w * bias * total;
         }
         objective
     }
@@ -1037,7 +1577,7 @@ impl LossBasedBweV2 {
         for (age, o) in self.observations_by_age() {
             let p = loss_probability(c.inherent_loss, c.bandwidth, o.sending_rate);
             let w = self.temporal_weights[age];
-            let (lost, received) = (o.lost as f64, o.received as f64);
+            let (lost, received, _) = self.counts(o);
             first += w * (lost / p - received / (1.0 - p));
             second -= w * (lost / (p * p) + received / ((1.0 - p) * (1.0 - p)));
         }
@@ -1070,7 +1610,7 @@ impl LossBasedBweV2 {
             limit = DataRate::from_bps_f64(
                 (balance.as_bps() as f64 / (loss - offset)).min(RATE_CEILING.as_bps() as f64),
             );
-            if loss > self.config.high_loss_rate_threshold {
+            if loss > self.config.high_loss_rate_threshold && self.config.m156.is_none() {
                 let kbps = kbps_rounded(self.min_bitrate).max(
                     kbps_rounded(self.config.bandwidth_cap_at_high_loss_rate)
                         - self.config.slope_of_bwe_high_loss_func * loss,
@@ -1926,5 +2466,381 @@ mod tests {
         }
         // The estimation path itself was exercised, not only the early returns.
         assert!(ready_steps > 1000, "{ready_steps} ready steps");
+    }
+}
+
+/// Ports of libwebrtc M156's `loss_based_bwe_v2_test.cc` (`main@{#48401}`) for what M156
+/// adds, with its feedback shapes and expected values.
+#[cfg(test)]
+mod m156_tests {
+    use super::*;
+    use crate::cc::SentPacket;
+
+    const OBS: TimeDelta = TimeDelta::from_ms(250);
+    const SIZE: i64 = 15_000;
+
+    fn kbps(k: i64) -> DataRate {
+        DataRate::from_kbps(k)
+    }
+
+    /// libwebrtc's test fixture: packets with consecutive transport sequence numbers.
+    struct Fixture {
+        seq: u64,
+    }
+
+    impl Fixture {
+        fn packet(
+            &mut self,
+            send: Timestamp,
+            size: i64,
+            receive: Option<Timestamp>,
+        ) -> PacketResult {
+            self.seq += 1;
+            PacketResult {
+                sent: SentPacket {
+                    transport_seq: self.seq - 1,
+                    send_time: send,
+                    size: DataSize::from_bytes(size),
+                    probe_cluster_id: None,
+                    is_padding: false,
+                    data_in_flight: DataSize::ZERO,
+                },
+                receive_time: receive,
+                rtt: None,
+            }
+        }
+        /// `CreatePacketResultsWithReceivedPackets`.
+        fn received(&mut self, first: Timestamp) -> Vec<PacketResult> {
+            vec![
+                self.packet(first, SIZE, Some(first + OBS)),
+                self.packet(first + OBS, SIZE, Some(first + OBS * 2)),
+            ]
+        }
+        /// `CreatePacketResultsWith10pPacketLossRate`.
+        fn loss10(&mut self, first: Timestamp, lost_size: i64) -> Vec<PacketResult> {
+            (0..10)
+                .map(|i| {
+                    let lost = i == 9;
+                    self.packet(
+                        first + OBS * i,
+                        if lost { lost_size } else { SIZE },
+                        (!lost).then(|| first + OBS * (i + 1)),
+                    )
+                })
+                .collect()
+        }
+        /// `CreatePacketResultsWith50pPacketLossRate`.
+        fn loss50(&mut self, first: Timestamp) -> Vec<PacketResult> {
+            vec![self.packet(first, SIZE, Some(first + OBS)), self.packet(first + OBS, SIZE, None)]
+        }
+        /// `CreatePacketResultsWith100pLossRate`.
+        fn loss100(&mut self, first: Timestamp, n: i64) -> Vec<PacketResult> {
+            let mut v: Vec<PacketResult> = (0..n - 1)
+                .map(|i| self.packet(first + TimeDelta::from_ms(i * 10), SIZE, None))
+                .collect();
+            v.push(self.packet(first + OBS, SIZE, None));
+            v
+        }
+    }
+
+    /// `ShortObservationConfig`: M156's defaults with one observation needed and two kept.
+    fn short(edit: impl FnOnce(&mut LossBasedBweV2Config)) -> (LossBasedBweV2, Fixture) {
+        let mut c = LossBasedBweV2Config::m156();
+        c.observation_window_size = 2;
+        c.m156.as_mut().unwrap().min_num_observations = 1;
+        edit(&mut c);
+        (LossBasedBweV2::new(c), Fixture { seq: 0 })
+    }
+
+    fn at(n: i64) -> Timestamp {
+        Timestamp::ZERO + OBS * n
+    }
+
+    fn update(e: &mut LossBasedBweV2, fb: &[PacketResult], delay: DataRate, in_alr: bool) {
+        e.update_bandwidth_estimate(fb, delay, in_alr, Timestamp::ZERO);
+    }
+
+    const NONE: DataRate = DataRate::INFINITY;
+    use LossBasedState::*;
+
+    #[test]
+    fn m156_config_keeps_m119_form_and_round_trips() {
+        let m119 = serde_json::to_value(LossBasedBweV2Config::default()).unwrap();
+        assert!(m119.get("m156").is_none(), "M119's serialised config is unchanged");
+        let c = LossBasedBweV2Config::m156();
+        let back: LossBasedBweV2Config =
+            serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        assert!(c.problems().is_empty());
+        let mut bad = c.clone();
+        bad.m156.as_mut().unwrap().bandwidth_rampup_upper_bound_factor_in_hold = 1.0;
+        assert_eq!(bad.problems().len(), 1);
+    }
+
+    #[test]
+    fn increase_by_hold_factor_after_backing_off() {
+        let (mut e, mut f) = short(|_| {});
+        let delay = kbps(5000);
+        e.set_bandwidth_estimate(kbps(600));
+        e.set_acknowledged_bitrate(kbps(100));
+        update(&mut e, &f.loss100(Timestamp::ZERO, 2), delay, false);
+        let at_loss = e.result();
+        let mut n = 2;
+        while e.result().state != IncreaseUsingPadding {
+            update(&mut e, &f.received(at(n)), delay, false);
+            n += 1;
+            assert!(n < 100);
+        }
+        // BwRampupUpperBoundInHoldFactor 1.2.
+        assert_eq!(e.result().bandwidth_estimate, at_loss.bandwidth_estimate.scale(1.2));
+    }
+
+    #[test]
+    fn state_is_delay_based_after_the_network_recovers() {
+        let (mut e, mut f) = short(|c| {
+            c.candidate_factors = vec![100.0, 1.0, 0.5];
+            c.instant_upper_bound_bandwidth_balance = kbps(10_000);
+            c.max_increase_factor = 100.0;
+            c.not_increase_if_inherent_loss_less_than_average_loss = false;
+        });
+        let delay = kbps(600);
+        e.set_bandwidth_estimate(kbps(600));
+        e.set_acknowledged_bitrate(kbps(300));
+        update(&mut e, &f.loss100(Timestamp::ZERO, 2), delay, false);
+        assert_eq!(e.result().state, Decreasing);
+        for n in 1..=2 {
+            e.set_acknowledged_bitrate(kbps(600));
+            update(&mut e, &f.received(at(n)), delay, false);
+            assert_eq!(e.result().state, DelayBasedEstimate);
+        }
+    }
+
+    #[test]
+    fn increase_of_one_bps_even_if_bound_by_the_acknowledged_rate() {
+        let (mut e, mut f) = short(|c| {
+            c.loss_threshold_of_high_bandwidth_preference = 0.99;
+            c.bandwidth_rampup_upper_bound_factor = 1.2;
+            c.instant_upper_bound_bandwidth_balance = kbps(10_000);
+        });
+        let delay = kbps(5000);
+        e.set_bandwidth_estimate(kbps(600));
+        e.set_acknowledged_bitrate(kbps(300));
+        update(&mut e, &f.loss100(Timestamp::ZERO, 2), delay, false);
+        let mut r = e.result();
+        assert_eq!(r.state, Decreasing);
+        let estimate_1 = r.bandwidth_estimate;
+        assert!(estimate_1 < kbps(600));
+        e.set_acknowledged_bitrate(DataRate::from_bps(estimate_1.as_bps() / 2));
+        let mut n = 1;
+        while r.state != IncreaseUsingPadding {
+            update(&mut e, &f.received(at(n)), delay, false);
+            n += 1;
+            r = e.result();
+            assert!(n < 100);
+        }
+        assert_eq!(r.bandwidth_estimate, estimate_1 + DataRate::from_bps(1));
+    }
+
+    #[test]
+    fn estimate_is_bounded_by_the_acknowledged_rate() {
+        let (mut e, mut f) = short(|_| {});
+        e.set_min_max_bitrate(kbps(10), kbps(1_000_000));
+        e.set_bandwidth_estimate(kbps(600));
+        e.set_acknowledged_bitrate(kbps(500));
+        update(&mut e, &f.loss100(Timestamp::ZERO, 2), NONE, false);
+        assert_eq!(e.result().bandwidth_estimate, kbps(500));
+        // M119 has no such bound: the same feedback takes it below the acknowledged rate.
+        let mut m119 = LossBasedBweV2::new(LossBasedBweV2Config {
+            observation_window_size: 2,
+            ..Default::default()
+        });
+        m119.set_min_max_bitrate(kbps(10), kbps(1_000_000));
+        m119.set_bandwidth_estimate(kbps(600));
+        m119.set_acknowledged_bitrate(kbps(500));
+        update(&mut m119, &Fixture { seq: 0 }.loss100(Timestamp::ZERO, 2), NONE, false);
+        assert!(m119.result().bandwidth_estimate < kbps(500));
+    }
+
+    #[test]
+    fn padding_state_while_increasing_loss_limited() {
+        let (mut e, mut f) = short(|c| {
+            c.m156.as_mut().unwrap().padding_duration = TimeDelta::from_ms(1000);
+        });
+        e.set_bandwidth_estimate(kbps(2500));
+        update(&mut e, &f.loss50(Timestamp::ZERO), NONE, false);
+        assert_eq!(e.result().state, Decreasing);
+        let mut n = 1;
+        while e.result().state != IncreaseUsingPadding {
+            update(&mut e, &f.received(at(n)), NONE, false);
+            n += 1;
+            assert!(n < 100);
+        }
+    }
+
+    #[test]
+    fn best_candidate_resets_to_the_upper_bound() {
+        let (mut e, mut f) = short(|c| {
+            c.m156.as_mut().unwrap().padding_duration = TimeDelta::from_ms(1000);
+        });
+        e.set_bandwidth_estimate(kbps(2500));
+        update(&mut e, &f.loss50(Timestamp::ZERO), NONE, true);
+        let after_loss = e.result();
+        assert_eq!(after_loss.state, Decreasing);
+        update(&mut e, &f.received(at(1)), NONE, true);
+        update(&mut e, &f.received(at(2)), NONE, true);
+        assert_eq!(e.result().state, IncreaseUsingPadding);
+        let d = e.result().bandwidth_estimate.as_bps() - after_loss.bandwidth_estimate.as_bps();
+        assert!(d.abs() <= 100_000, "{d}");
+    }
+
+    #[test]
+    fn decrease_after_one_second_of_padding() {
+        let (mut e, mut f) = short(|c| {
+            c.m156.as_mut().unwrap().padding_duration = TimeDelta::from_ms(1000);
+            c.bandwidth_rampup_upper_bound_factor = 2.0;
+        });
+        e.set_bandwidth_estimate(kbps(2500));
+        e.set_acknowledged_bitrate(kbps(51));
+        update(&mut e, &f.loss50(Timestamp::ZERO), NONE, false);
+        assert_eq!(e.result().state, Decreasing);
+        assert_eq!(e.result().bandwidth_estimate, kbps(51));
+        e.set_acknowledged_bitrate(kbps(26));
+        let mut n = 1;
+        while e.result().state != IncreaseUsingPadding {
+            update(&mut e, &f.received(at(n)), NONE, false);
+            n += 1;
+            assert!(n < 100);
+        }
+        let increased = at(n);
+        while e.result().state == IncreaseUsingPadding {
+            update(&mut e, &f.received(at(n)), NONE, false);
+            n += 1;
+            assert!(n < 200);
+        }
+        assert_eq!(e.result().state, Decreasing);
+        assert_eq!(at(n - 1) - increased, TimeDelta::from_secs(1));
+    }
+
+    #[test]
+    fn hold_rate_is_not_below_the_acknowledged_rate() {
+        let (mut e, mut f) = short(|c| c.m156.as_mut().unwrap().hold_duration_factor = 10.0);
+        e.set_bandwidth_estimate(kbps(2500));
+        update(&mut e, &f.loss50(Timestamp::ZERO), NONE, false);
+        assert_eq!(e.result().state, Decreasing);
+        e.set_acknowledged_bitrate(kbps(1000));
+        update(&mut e, &f.loss50(at(1)), NONE, false);
+        assert_eq!(e.result().state, Decreasing);
+        assert_eq!(e.result().bandwidth_estimate, kbps(1000));
+    }
+
+    #[test]
+    fn estimate_is_not_below_the_acknowledged_rate_and_recovers_from_it() {
+        let (mut e, mut f) = short(|_| {});
+        e.set_bandwidth_estimate(kbps(2500));
+        update(&mut e, &f.loss100(Timestamp::ZERO, 2), NONE, false);
+        assert!(e.result().bandwidth_estimate < kbps(1000));
+        e.set_acknowledged_bitrate(kbps(1000));
+        update(&mut e, &f.loss100(at(1), 2), NONE, false);
+        assert_eq!(e.result().bandwidth_estimate, kbps(1000));
+        update(&mut e, &f.received(at(2)), NONE, false);
+        update(&mut e, &f.received(at(3)), NONE, false);
+        assert!(e.result().bandwidth_estimate > kbps(1000));
+    }
+
+    #[test]
+    fn the_hold_ends_when_the_delay_based_estimate_works() {
+        let (mut e, mut f) = short(|_| {});
+        e.set_bandwidth_estimate(kbps(2500));
+        update(&mut e, &f.loss50(Timestamp::ZERO), NONE, false);
+        assert_eq!(e.result().state, Decreasing);
+        let estimate = e.result().bandwidth_estimate;
+        update(&mut e, &f.received(at(1)), estimate + kbps(10), false);
+        update(&mut e, &f.received(at(2)), estimate + kbps(10), false);
+        assert_eq!(e.result().state, DelayBasedEstimate);
+        assert_eq!(e.result().bandwidth_estimate, estimate + kbps(10));
+    }
+
+    #[test]
+    fn byte_loss_rate_counts_a_large_lost_packet() {
+        let (mut e, mut f) = short(|_| {});
+        e.set_bandwidth_estimate(kbps(500));
+        // 10 % of the packets but over 50 % of the bytes lost.
+        update(&mut e, &f.loss10(Timestamp::ZERO, SIZE * 20), NONE, false);
+        assert_eq!(e.result().state, Decreasing);
+        assert!(e.result().bandwidth_estimate < kbps(160));
+    }
+
+    /// `CreateTestFieldTrials("UseByteLossRate:true,ObservationWindowSize:5")`: every other
+    /// parameter M156's default.
+    fn window_5() -> (LossBasedBweV2, Fixture) {
+        let mut c = LossBasedBweV2Config::m156();
+        c.observation_window_size = 5;
+        (LossBasedBweV2::new(c), Fixture { seq: 0 })
+    }
+
+    #[test]
+    fn byte_loss_rate_ignores_one_loss_spike() {
+        let (mut e, mut f) = window_5();
+        let delay = kbps(500);
+        e.set_bandwidth_estimate(delay);
+        for i in 0..5 {
+            update(&mut e, &f.received(at(i)), delay, false);
+        }
+        update(&mut e, &f.loss100(at(5), 2), delay, false);
+        update(&mut e, &f.received(at(6)), delay, false);
+        assert_eq!(e.result().state, DelayBasedEstimate);
+        assert_eq!(e.result().bandwidth_estimate, delay);
+        // A second lossy observation is no spike.
+        update(&mut e, &f.loss100(at(7), 2), delay, false);
+        assert_eq!(e.result().state, Decreasing);
+        assert!(e.result().bandwidth_estimate < delay);
+    }
+
+    #[test]
+    fn byte_loss_rate_keeps_a_spike_sent_in_a_burst() {
+        let (mut e, mut f) = window_5();
+        let delay = kbps(500);
+        e.set_bandwidth_estimate(delay);
+        for i in 0..5 {
+            update(&mut e, &f.received(at(i)), delay, false);
+        }
+        update(&mut e, &f.loss100(at(5), 5), delay, false);
+        assert_eq!(e.result().state, Decreasing);
+        assert!(e.result().bandwidth_estimate <= delay);
+    }
+
+    #[test]
+    fn a_packet_reported_lost_then_received_is_not_lost() {
+        let (mut e, mut f) = short(|_| {});
+        let start = kbps(2500);
+        e.set_bandwidth_estimate(start);
+        let t0 = Timestamp::ZERO;
+        let ms10 = TimeDelta::from_ms(10);
+        let mut p = |seq: u64, send: Timestamp, rx: Option<Timestamp>| {
+            let mut r = f.packet(send, SIZE, rx);
+            r.sent.transport_seq = seq;
+            r
+        };
+        let fb1 = vec![p(1, t0, Some(t0 + ms10)), p(2, t0, None), p(3, t0, Some(t0 + ms10))];
+        let fb2 = vec![
+            p(2, t0, Some(t0 + ms10)),
+            p(4, t0 + OBS, Some(t0 + OBS + ms10)),
+            p(5, t0, Some(t0 + ms10)),
+        ];
+        update(&mut e, &fb1, start, false);
+        update(&mut e, &fb2, start, false);
+        assert_eq!(e.result().bandwidth_estimate, start);
+    }
+
+    #[test]
+    fn a_tie_goes_to_the_higher_candidate() {
+        let (mut e, mut f) = short(|_| {});
+        let start = kbps(1000);
+        e.set_bandwidth_estimate(start);
+        update(&mut e, &f.received(Timestamp::ZERO), start, false);
+        // libwebrtc's BytesPerSec(bytes_per_sec * 1.02 + 1).
+        let delay = DataRate::from_bps(((125_000.0 * 1.02 + 1.0) as i64) * 8);
+        update(&mut e, &f.received(at(1)), delay, false);
+        assert_eq!(e.result().bandwidth_estimate, delay);
     }
 }

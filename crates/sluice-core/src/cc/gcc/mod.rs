@@ -604,12 +604,19 @@ impl CongestionController for Gcc {
             Some(p) => (p.encoder_rate(target), p.cwnd_reduce_ratio()),
             None => (target, 0.0),
         };
+        // M156's LossBasedBweV2 may ask to pad up to the (pushed-back) target while it ramps
+        // up loss-limited (`GetPacingRates`; camera video has no other padding).
+        let padding_rate = if self.loss.state() == LossBasedState::IncreaseUsingPadding {
+            encoder_rate.min(target)
+        } else {
+            DataRate::ZERO
+        };
         NetworkControlUpdate {
             target_rate: target,
             encoder_rate,
             cwnd_reduce_ratio,
             pacing_rate: target.scale(self.config.pacing_factor),
-            padding_rate: DataRate::ZERO,
+            padding_rate,
             congestion_window: None,
         }
     }
@@ -661,6 +668,7 @@ impl CongestionController for Gcc {
         if v2.is_enabled() {
             let state = match self.loss.state() {
                 LossBasedState::Increasing => "increasing",
+                LossBasedState::IncreaseUsingPadding => "increase_using_padding",
                 LossBasedState::Decreasing => "decreasing",
                 LossBasedState::DelayBasedEstimate => "delay_based",
             };
@@ -836,6 +844,31 @@ mod tests {
         assert!((800.0..1400.0).contains(&v2), "v2 target {v2:.0} kbps (bound now {bound:.0})");
         let (classic, _) = run(false);
         assert!(classic < 0.5 * v2, "classic target {classic:.0} kbps, v2 {v2:.0} kbps");
+    }
+
+    /// M156's loss-based estimator asks goog_cc to pad up to the (pushed-back) target while
+    /// it ramps up loss-limited after a lossy spell (`GetPacingRates`); M119's never pads.
+    #[test]
+    fn m156_pads_while_it_ramps_up_loss_limited() {
+        let run = |loss_based_v2: LossBasedBweV2Config| {
+            let mut sim = Sim::new(GccConfig { loss_based_v2, ..GccConfig::default() });
+            let mut padded = Vec::new();
+            for i in 0..30_000 {
+                sim.loss = if (10_000..13_000).contains(&i) { 0.2 } else { 0.0 };
+                sim.step(DataRate::from_mbps(5));
+                let u = sim.gcc.update();
+                if u.padding_rate > DataRate::ZERO {
+                    assert_eq!(sim.gcc.loss.state(), LossBasedState::IncreaseUsingPadding);
+                    assert_eq!(u.padding_rate, u.encoder_rate.min(u.target_rate));
+                    padded.push(i);
+                }
+            }
+            padded
+        };
+        let padded = run(LossBasedBweV2Config::m156());
+        assert!(padded.len() > 100, "padded in {} steps", padded.len());
+        assert!(padded[0] >= 10_000, "padding before any loss (step {})", padded[0]);
+        assert!(run(LossBasedBweV2Config::default()).is_empty());
     }
 
     /// goog_cc's propagation RTT: a packet's feedback RTT less the time it waited at the
