@@ -271,3 +271,34 @@ def test_the_relays_link_is_put_on_the_endpoints_clock():
     samples = harness.with_link([{"t_us": 1_000_000}, {"t_us": 1_100_000}], link, cap)
     assert samples[1]["delivered_rate_bps"] == 12_000_000
     assert samples[1]["link_capacity_bps"] == pytest.approx(12e6, rel=0.01)
+
+
+def test_target_agreement_counts_the_seconds_within_20_percent_of_chromiums(tmp_path) -> None:
+    """The target agreement compares per-second medians after 5 s, only at caps Chromium's GCC
+    also has, and pools every second of every trace."""
+    from sluice import results
+    from sluice.analysis.chrome import target_agreement
+
+    def write(side: str, trace: str, key: str, rate) -> None:
+        samples = [{"record": "sample", "t_us": t * 100_000, key: rate(t / 10)}
+                   for t in range(200)]  # fmt: skip
+        header = {"record": "header", "schema_version": results.SCHEMA_VERSION}
+        results.write_run(tmp_path / trace / "cap20" / side, header, [], samples, {"seed": 1})
+
+    chrome = "chrome_available_outgoing_bitrate_bps"
+    # Trace a: the simulator at 1.1x for 10 s, then 1.5x (and anything before 5 s ignored).
+    write("chrome", "a", chrome, lambda s: 2e6)
+    write("sim", "a", "target_rate_bps", lambda s: 1e5 if s < 5 else 2.2e6 if s < 15 else 3e6)
+    # Trace b: always within.
+    write("chrome", "b", chrome, lambda s: 4e6)
+    write("sim", "b", "target_rate_bps", lambda s: 3.5e6)
+    plan = {"cap": [{"label": "cap2.5", "chromium_default": True}, {"label": "cap20"}],
+            "trace": [{"label": "a"}, {"label": "b"}], "variant": []}  # fmt: skip
+    table = target_agreement(plan, tmp_path)
+    rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]]
+            for r in table.splitlines()[2:]}  # fmt: skip
+    assert rows["`a`"] == ["cap20", "67% (x1.10)"]  # seconds 5-14 in, 15-19 out
+    assert rows["`b`"] == ["cap20", "100% (x0.88)"]
+    assert rows["all traces"] == ["cap20", "**83%**"]  # 25 of 30 seconds
+    assert "cap2.5" not in table  # Chromium caps its encoder there, not GCC
+    assert target_agreement({**plan, "cap": plan["cap"][:1]}, tmp_path) is None

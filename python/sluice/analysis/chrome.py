@@ -34,6 +34,11 @@ over the frames of the time from a frame's first packet leaving the sender to it
 frames leave as one burst or paced; Sluice's sides from the sender's records, Chromium's from
 the times its media packets reached the relay, which adds its sending path's tens of
 microseconds a packet, FEC left out; frames shown, for Chromium, frames sent for Sluice).
+Per trace at each cap Chromium applies to GCC too (not ``chromium_default``, where Chromium
+caps its encoder and its estimate goes higher), the **target agreement** compares GCC's target
+with Chromium's ``availableOutgoingBitrate`` second by second after the first 5 s (start-up
+probing): the share of seconds whose median targets are within 20 % of each other, and the
+median of the per-second ratios.
 """
 
 from __future__ import annotations
@@ -423,6 +428,55 @@ def table(plan: dict[str, Any], rows: list[dict[str, Any]], cap: str) -> str:
     return markdown(["trace", "side", *(h for h, _, _ in COLUMNS)], out)
 
 
+#: Target agreement: seconds from the start left out (start-up probing), and the bin.
+AGREEMENT_FROM_S = 5.0
+
+
+def _target_per_second(run: results.Run, key: str) -> dict[int, float]:
+    s = run.samples
+    t, v = s["t_us"].to_numpy() / 1e6, s[key].to_numpy(dtype=float)
+    ok = np.isfinite(v) & (v > 0) & (t >= AGREEMENT_FROM_S)
+    sec = np.floor(t[ok]).astype(int)
+    return {int(k): float(np.median(v[ok][sec == k])) for k in np.unique(sec)}
+
+
+def target_agreement(plan: dict[str, Any], root: Path) -> str | None:
+    """Per cap Chromium's GCC also has, a table of each simulator side's target against
+    Chromium's availableOutgoingBitrate per trace (module docstring); None without runs."""
+    caps = [c["label"] for c in plan["cap"] if not c.get("chromium_default")]
+    out, pooled = [], {}
+    for cap in caps:
+        for t in plan["trace"]:
+            d = root / t["label"] / cap
+            if not results.is_complete(d / "chrome"):
+                continue
+            chrome = _target_per_second(results.load_run(d / "chrome"),
+                                        "chrome_available_outgoing_bitrate_bps")  # fmt: skip
+            line = [f"`{t['label']}`", cap]
+            for side in sim_sides(plan):
+                if not results.is_complete(d / side):
+                    line.append("-")
+                    continue
+                sim = _target_per_second(results.load_run(d / side), "target_rate_bps")
+                q = np.array([sim[k] / chrome[k] for k in sim.keys() & chrome.keys()])
+                if not len(q):
+                    line.append("-")
+                    continue
+                within = np.abs(np.log(q)) <= math.log(1 + TOLERANCE)
+                pooled.setdefault((cap, side), []).append(within)
+                line.append(f"{within.mean():.0%} (x{np.median(q):.2f})")
+            out.append(line)
+    if not out:
+        return None
+    for cap in caps:
+        line = ["all traces", cap]
+        for side in sim_sides(plan):
+            w = pooled.get((cap, side))
+            line.append(f"**{np.concatenate(w).mean():.0%}**" if w else "-")
+        out.append(line)
+    return markdown(["trace", "cap", *sim_sides(plan)], out)
+
+
 def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
     from ..plots import plt, save
 
@@ -567,6 +621,14 @@ def write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: st
                     "GCC's target over time: Sluice's webrtc in the simulator (and its "
                     "variants) and live, and Chromium's availableOutgoingBitrate (solid) and "
                     "encoder target (dotted); capacity shaded", report_dir))  # fmt: skip
+    agreement = target_agreement(plan, root)
+    if agreement is not None:
+        L.append("## GCC's target against Chromium's estimate\n")
+        L.append(f"Seconds after the first {AGREEMENT_FROM_S:g} s in which the side's median GCC "
+                 f"target is within {TOLERANCE:.0%} of Chromium's median availableOutgoingBitrate"
+                 " (and the median ratio of the two); the last line pools every second of every "
+                 "trace.\n")  # fmt: skip
+        L.append(agreement + "\n")
     spans = plot_spans(plan, root, img / "chrome-spans.png")
     if spans is not None:
         L.append("## How frames leave the sender\n")
