@@ -532,7 +532,8 @@ def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
         fig.legend(list(handles.values()), list(handles), loc="lower center", fontsize=7,
                    ncols=ncols, frameon=False)  # fmt: skip
         bottom = (0.02 + 0.18 * rows) / (2.8 * len(traces))
-    fig.tight_layout(rect=(0, bottom, 1, 1))
+    # Room for the title above the first row of panels.
+    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.35 / (2.8 * len(traces))))
     return save(fig, out)
 
 
