@@ -462,14 +462,14 @@ impl LossBasedBweV2Config {
         };
         let positive_rate = |r: DataRate| r > DataRate::ZERO && r.is_finite();
         let positive_time = |t: TimeDelta| t > TimeDelta::ZERO && t.is_finite();
+        let above = |x: f64, lo: f64| x.is_finite() && x > lo;
+        let at_least = |x: f64, lo: f64| x.is_finite() && x >= lo;
         check(
-            self.bandwidth_rampup_upper_bound_factor.is_finite()
-                && self.bandwidth_rampup_upper_bound_factor > 1.0,
+            above(self.bandwidth_rampup_upper_bound_factor, 1.0),
             "bandwidth_rampup_upper_bound_factor must be > 1",
         );
         check(
-            self.rampup_acceleration_max_factor.is_finite()
-                && self.rampup_acceleration_max_factor >= 0.0,
+            at_least(self.rampup_acceleration_max_factor, 0.0),
             "rampup_acceleration_max_factor must be >= 0",
         );
         check(
@@ -584,31 +584,25 @@ impl LossBasedBweV2Config {
         check(self.probe_expiration.is_finite(), "probe_expiration must be finite");
         if let Some(m) = &self.m156 {
             check(
-                m.bandwidth_rampup_upper_bound_factor_in_hold.is_finite()
-                    && m.bandwidth_rampup_upper_bound_factor_in_hold > 1.0,
+                above(m.bandwidth_rampup_upper_bound_factor_in_hold, 1.0),
                 "m156.bandwidth_rampup_upper_bound_factor_in_hold must be > 1",
             );
             check(
-                m.bandwidth_rampup_hold_threshold.is_finite()
-                    && m.bandwidth_rampup_hold_threshold >= 0.0,
+                at_least(m.bandwidth_rampup_hold_threshold, 0.0),
                 "m156.bandwidth_rampup_hold_threshold must be >= 0",
             );
             check(m.min_num_observations > 0, "m156.min_num_observations must be > 0");
             check(
-                m.lower_bound_by_acked_rate_factor.is_finite()
-                    && m.lower_bound_by_acked_rate_factor >= 0.0,
+                at_least(m.lower_bound_by_acked_rate_factor, 0.0),
                 "m156.lower_bound_by_acked_rate_factor must be >= 0",
             );
-            check(
-                m.hold_duration_factor.is_finite() && m.hold_duration_factor >= 0.0,
-                "m156.hold_duration_factor must be >= 0",
-            );
+            check(at_least(m.hold_duration_factor, 0.0), "m156.hold_duration_factor must be >= 0");
             check(
                 m.padding_duration.is_finite() && m.padding_duration >= TimeDelta::ZERO,
                 "m156.padding_duration must be >= 0",
             );
             check(
-                m.median_sending_rate_factor.is_finite() && m.median_sending_rate_factor >= 0.0,
+                at_least(m.median_sending_rate_factor, 0.0),
                 "m156.median_sending_rate_factor must be >= 0",
             );
         }
@@ -960,46 +954,11 @@ impl LossBasedBweV2 {
             self.probe_bitrate = Some(p);
             self.last_probe_timestamp = self.last_send_time_most_recent_observation;
         }
-        let current_bw = match self.loss_limited_bandwidth {
-            Some(b) => b,
-            None if self.delay_based_estimate.is_finite() => {
-                self.loss_limited_bandwidth = Some(self.delay_based_estimate);
-                self.delay_based_estimate
-            }
-            None => return,
-        };
-        let current = Channel { inherent_loss: self.inherent_loss, bandwidth: current_bw };
+        let Some((current, mut best)) = self.best_candidate(in_alr, false) else { return };
         let last_send = self.last_send_time_most_recent_observation;
 
-        let mut best = current;
-        let mut best_objective = f64::MIN;
-        for mut candidate in self.candidates(current, in_alr) {
-            self.newton_update(&mut candidate);
-            let objective = self.objective(candidate);
-            if objective > best_objective {
-                best_objective = objective;
-                best = candidate;
-            }
-        }
-        if best.bandwidth < current.bandwidth {
-            self.last_time_estimate_reduced = last_send;
-        }
-
-        if self.config.not_increase_if_inherent_loss_less_than_average_loss
-            && self.average_reported_loss_ratio() > best.inherent_loss
-            && best.bandwidth > current.bandwidth
-        {
-            best.bandwidth = current.bandwidth;
-        }
-
         if self.is_bandwidth_limited_due_to_loss() {
-            let in_window = match (self.recovering_after_loss_timestamp, last_send) {
-                (Some(r), Some(l)) => ts_add(r, self.config.delayed_increase_window) > l,
-                _ => false,
-            };
-            if in_window && best.bandwidth > self.bandwidth_limit_in_current_window {
-                best.bandwidth = self.bandwidth_limit_in_current_window;
-            }
+            self.cap_by_increase_window(&mut best);
             if self.increasing_when_loss_limited(current, best) && self.probe_bitrate.is_none() {
                 if let Some(acked) = self.acknowledged_bitrate {
                     let cap = mul(acked, self.config.bandwidth_rampup_upper_bound_factor);
@@ -1030,24 +989,15 @@ impl LossBasedBweV2 {
 
         self.inherent_loss = best.inherent_loss;
         self.loss_limited_bandwidth = Some(best.bandwidth);
-
-        if self.is_bandwidth_limited_due_to_loss() {
-            let expired = match (self.recovering_after_loss_timestamp, last_send) {
-                (None, _) => true,
-                (Some(r), Some(l)) => ts_add(r, self.config.delayed_increase_window) < l,
-                (Some(_), None) => false,
-            };
-            if expired {
-                self.bandwidth_limit_in_current_window = CONGESTION_CONTROLLER_MIN_BITRATE
-                    .max(mul(best.bandwidth, self.config.max_increase_factor));
-                self.recovering_after_loss_timestamp = last_send;
-            }
-        }
+        self.renew_increase_window(best.bandwidth);
     }
 
-    /// M156's `UpdateBandwidthEstimate` after a new observation (module notes).
-    fn update_m156(&mut self, in_alr: bool) {
-        let Some(m) = self.config.m156.clone() else { return };
+    /// The first half of `UpdateBandwidthEstimate` (both versions): seeds the estimate from
+    /// the delay-based one if there is none yet, picks the candidate with the highest
+    /// objective (M156: a tie to the higher bandwidth), notes a reduction, and refuses an
+    /// increase while the average loss exceeds the winner's inherent loss. Returns (current,
+    /// best); None if there is no estimate to start from.
+    fn best_candidate(&mut self, in_alr: bool, tie_to_higher: bool) -> Option<(Channel, Channel)> {
         let current_bw = match self.loss_limited_bandwidth {
             Some(b) => b,
             None if self.delay_based_estimate.is_finite() => {
@@ -1056,42 +1006,75 @@ impl LossBasedBweV2 {
                 self.state = LossBasedState::DelayBasedEstimate;
                 self.delay_based_estimate
             }
-            None => return,
+            None => return None,
         };
         let current = Channel { inherent_loss: self.inherent_loss, bandwidth: current_bw };
-        let last_send = self.last_send_time_most_recent_observation;
-
-        // The highest objective wins; a tie goes to the higher bandwidth.
         let mut best = current;
         let mut best_objective = f64::MIN;
         for mut candidate in self.candidates(current, in_alr) {
             self.newton_update(&mut candidate);
             let objective = self.objective(candidate);
             if objective > best_objective
-                || (objective == best_objective && candidate.bandwidth > best.bandwidth)
+                || (tie_to_higher
+                    && objective == best_objective
+                    && candidate.bandwidth > best.bandwidth)
             {
                 best_objective = objective;
                 best = candidate;
             }
         }
         if best.bandwidth < current.bandwidth {
-            self.last_time_estimate_reduced = last_send;
+            self.last_time_estimate_reduced = self.last_send_time_most_recent_observation;
         }
         if self.config.not_increase_if_inherent_loss_less_than_average_loss
-            && self.average_loss > best.inherent_loss
+            && self.average_reported_loss_ratio() > best.inherent_loss
             && best.bandwidth > current.bandwidth
         {
             best.bandwidth = current.bandwidth;
         }
+        Some((current, best))
+    }
+
+    /// While loss-limited, an increase within `delayed_increase_window` of the window's start
+    /// is capped at the window's limit.
+    fn cap_by_increase_window(&self, best: &mut Channel) {
+        let last_send = self.last_send_time_most_recent_observation;
+        let in_window = match (self.recovering_after_loss_timestamp, last_send) {
+            (Some(r), Some(l)) => ts_add(r, self.config.delayed_increase_window) > l,
+            _ => false,
+        };
+        if in_window && best.bandwidth > self.bandwidth_limit_in_current_window {
+            best.bandwidth = self.bandwidth_limit_in_current_window;
+        }
+    }
+
+    /// While loss-limited, a new increase window (at most `max_increase_factor` x `bandwidth`)
+    /// starts once the previous one has expired.
+    fn renew_increase_window(&mut self, bandwidth: DataRate) {
+        if !self.is_bandwidth_limited_due_to_loss() {
+            return;
+        }
+        let last_send = self.last_send_time_most_recent_observation;
+        let expired = match (self.recovering_after_loss_timestamp, last_send) {
+            (None, _) => true,
+            (Some(r), Some(l)) => ts_add(r, self.config.delayed_increase_window) < l,
+            (Some(_), None) => false,
+        };
+        if expired {
+            self.bandwidth_limit_in_current_window = CONGESTION_CONTROLLER_MIN_BITRATE
+                .max(mul(bandwidth, self.config.max_increase_factor));
+            self.recovering_after_loss_timestamp = last_send;
+        }
+    }
+
+    /// M156's `UpdateBandwidthEstimate` after a new observation (module notes).
+    fn update_m156(&mut self, in_alr: bool) {
+        let Some(m) = self.config.m156.clone() else { return };
+        let Some((current, mut best)) = self.best_candidate(in_alr, true) else { return };
+        let last_send = self.last_send_time_most_recent_observation;
 
         if self.is_bandwidth_limited_due_to_loss() {
-            let in_window = match (self.recovering_after_loss_timestamp, last_send) {
-                (Some(r), Some(l)) => ts_add(r, self.config.delayed_increase_window) > l,
-                _ => false,
-            };
-            if in_window && best.bandwidth > self.bandwidth_limit_in_current_window {
-                best.bandwidth = self.bandwidth_limit_in_current_window;
-            }
+            self.cap_by_increase_window(&mut best);
             // Bound the increase by the acknowledged rate (no probe exception in M156).
             if self.increasing_m156(current.bandwidth, best.bandwidth) {
                 if let Some(acked) = self.acknowledged_bitrate {
@@ -1178,20 +1161,7 @@ impl LossBasedBweV2 {
             self.state = LossBasedState::DelayBasedEstimate;
         }
         self.result_estimate = bounded;
-
-        if self.is_bandwidth_limited_due_to_loss() {
-            let expired = match (self.recovering_after_loss_timestamp, last_send) {
-                (None, _) => true,
-                (Some(r), Some(l)) => ts_add(r, self.config.delayed_increase_window) < l,
-                (Some(_), None) => false,
-            };
-            if expired {
-                let b = self.loss_limited_bandwidth.unwrap_or(bounded);
-                self.bandwidth_limit_in_current_window =
-                    CONGESTION_CONTROLLER_MIN_BITRATE.max(mul(b, self.config.max_increase_factor));
-                self.recovering_after_loss_timestamp = last_send;
-            }
-        }
+        self.renew_increase_window(self.loss_limited_bandwidth.unwrap_or(bounded));
     }
 
     /// M156's `IsEstimateIncreasingWhenLossLimited(old, new)`.
@@ -2770,22 +2740,26 @@ mod m156_tests {
         assert!(e.result().bandwidth_estimate < kbps(160));
     }
 
-    /// `CreateTestFieldTrials("UseByteLossRate:true,ObservationWindowSize:5")`: every other
-    /// parameter M156's default.
-    fn window_5() -> (LossBasedBweV2, Fixture) {
+    /// The delay-based estimate of the byte-loss-rate tests.
+    const DELAY_500: DataRate = DataRate::from_kbps(500);
+
+    /// `CreateTestFieldTrials("UseByteLossRate:true,ObservationWindowSize:5")` (every other
+    /// parameter M156's default), its window filled with loss-free observations at 500 kbps.
+    fn window_5_filled() -> (LossBasedBweV2, Fixture) {
         let mut c = LossBasedBweV2Config::m156();
         c.observation_window_size = 5;
-        (LossBasedBweV2::new(c), Fixture { seq: 0 })
+        let (mut e, mut f) = (LossBasedBweV2::new(c), Fixture { seq: 0 });
+        e.set_bandwidth_estimate(DELAY_500);
+        for i in 0..5 {
+            update(&mut e, &f.received(at(i)), DELAY_500, false);
+        }
+        (e, f)
     }
 
     #[test]
     fn byte_loss_rate_ignores_one_loss_spike() {
-        let (mut e, mut f) = window_5();
-        let delay = kbps(500);
-        e.set_bandwidth_estimate(delay);
-        for i in 0..5 {
-            update(&mut e, &f.received(at(i)), delay, false);
-        }
+        let (mut e, mut f) = window_5_filled();
+        let delay = DELAY_500;
         update(&mut e, &f.loss100(at(5), 2), delay, false);
         update(&mut e, &f.received(at(6)), delay, false);
         assert_eq!(e.result().state, DelayBasedEstimate);
@@ -2798,12 +2772,8 @@ mod m156_tests {
 
     #[test]
     fn byte_loss_rate_keeps_a_spike_sent_in_a_burst() {
-        let (mut e, mut f) = window_5();
-        let delay = kbps(500);
-        e.set_bandwidth_estimate(delay);
-        for i in 0..5 {
-            update(&mut e, &f.received(at(i)), delay, false);
-        }
+        let (mut e, mut f) = window_5_filled();
+        let delay = DELAY_500;
         update(&mut e, &f.loss100(at(5), 5), delay, false);
         assert_eq!(e.result().state, Decreasing);
         assert!(e.result().bandwidth_estimate <= delay);
