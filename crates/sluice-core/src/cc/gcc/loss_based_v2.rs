@@ -190,7 +190,8 @@
 //!   the high-loss cap and the probe integration are gone.
 //!
 //! Not ported with it: M156's probe controller, which sends no probe while the estimate is
-//! loss-limited (Sluice's probes only at start-up and on a raised maximum in these schemes).
+//! loss-limited or the delay-based detector over- or under-uses (docs/schemes.md says how
+//! rarely that arose in the runs made with it).
 //!
 //! # Differences from M119 and what could not be verified
 //!
