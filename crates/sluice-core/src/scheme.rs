@@ -364,7 +364,7 @@ pub fn registry() -> Vec<SchemeInfo> {
         },
         SchemeInfo {
             name: "webrtc-m156",
-            description: "WebRTC as Chromium 156 runs it: `webrtc-burst40` whose GCC has M156's loss-based estimator (LossBasedBweV2 with its May 2025 defaults: held after a decrease, never below the acknowledged rate, ramping up at most 1.5x the acknowledged rate, loss counted in bytes, padding while it ramps up loss-limited); M156's probe gating while loss-limited is not modelled; docs/notes/gcc-m119-m156.md",
+            description: "WebRTC as Chromium 156 runs it: `webrtc-burst40` whose GCC has M156's loss-based estimator (LossBasedBweV2 with its May 2025 defaults: held after a decrease, never below the acknowledged rate, ramping up at most 1.5x the acknowledged rate, loss counted in bytes, padding while it ramps up loss-limited); M156's probe gating (no probe while loss-limited or over- or under-using) is not modelled; docs/notes/gcc-m119-m156.md",
             color: "#08519c",
             encoder: None,
             config: SchemeConfig {
