@@ -292,13 +292,17 @@ def test_target_agreement_counts_the_seconds_within_20_percent_of_chromiums(tmp_
     # Trace b: always within.
     write("chrome", "b", chrome, lambda s: 4e6)
     write("sim", "b", "target_rate_bps", lambda s: 3.5e6)
+    # Trace c: a Chromium run without the estimate (no getStats column): no value.
+    write("chrome", "c", "target_rate_bps", lambda s: 1e6)
+    write("sim", "c", "target_rate_bps", lambda s: 1e6)
     plan = {"cap": [{"label": "cap2.5", "chromium_default": True}, {"label": "cap20"}],
-            "trace": [{"label": "a"}, {"label": "b"}], "variant": []}  # fmt: skip
+            "trace": [{"label": "a"}, {"label": "b"}, {"label": "c"}], "variant": []}  # fmt: skip
     table = target_agreement(plan, tmp_path)
     rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]]
             for r in table.splitlines()[2:]}  # fmt: skip
     assert rows["`a`"] == ["cap20", "67% (x1.10)"]  # seconds 5-14 in, 15-19 out
     assert rows["`b`"] == ["cap20", "100% (x0.88)"]
+    assert rows["`c`"] == ["cap20", "-"]
     assert rows["all traces"] == ["cap20", "**83%**"]  # 25 of 30 seconds
     assert "cap2.5" not in table  # Chromium caps its encoder there, not GCC
     assert target_agreement({**plan, "cap": plan["cap"][:1]}, tmp_path) is None

@@ -434,6 +434,8 @@ AGREEMENT_FROM_S = 5.0
 
 def _target_per_second(run: results.Run, key: str) -> dict[int, float]:
     s = run.samples
+    if key not in s or not len(s):
+        return {}
     t, v = s["t_us"].to_numpy() / 1e6, s[key].to_numpy(dtype=float)
     ok = np.isfinite(v) & (v > 0) & (t >= AGREEMENT_FROM_S)
     sec = np.floor(t[ok]).astype(int)
