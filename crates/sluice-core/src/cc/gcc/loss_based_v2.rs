@@ -333,7 +333,7 @@ pub struct LossBasedBweV2Config {
 /// computed, held after a decrease, ramped from the acknowledged rate without M119's probe
 /// exception, and may ask for padding. Every default is M156's built-in one; the M156 values
 /// of the shared parameters come with [`LossBasedBweV2Config::m156`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LossBasedM156Config {
     /// The ramp-up bound while the acknowledged rate is under `bandwidth_rampup_hold_threshold`
@@ -734,10 +734,12 @@ pub struct LossBasedBweV2 {
     /// M156: the bounded estimate of the last update (`loss_based_result_.bandwidth_estimate`;
     /// its state is `state`).
     result_estimate: DataRate,
-    /// M156: `GetInstantLowerBound` (the acknowledged rate times its factor, at least the
-    /// min bitrate), the cached average loss, the hold and the padding.
-    cached_instant_lower_bound: Option<DataRate>,
+    /// The average loss, computed once per observation (M156's `average_reported_loss_ratio_`;
+    /// M119 computed it when asked, from the same observations).
     average_loss: f64,
+    /// M156: `GetInstantLowerBound` (the acknowledged rate times its factor, at least the
+    /// min bitrate), the hold and the padding.
+    cached_instant_lower_bound: Option<DataRate>,
     hold: HoldInfo,
     padding: PaddingInfo,
 }
@@ -1070,7 +1072,7 @@ impl LossBasedBweV2 {
 
     /// M156's `UpdateBandwidthEstimate` after a new observation (module notes).
     fn update_m156(&mut self, in_alr: bool) {
-        let Some(m) = self.config.m156.clone() else { return };
+        let Some(m) = self.config.m156 else { return };
         let Some((current, mut best)) = self.best_candidate(in_alr, true) else { return };
         let last_send = self.last_send_time_most_recent_observation;
 
@@ -1127,7 +1129,7 @@ impl LossBasedBweV2 {
         }
 
         if self.increasing_m156(self.result_estimate, bounded)
-            && self.can_keep_increasing(bounded, &m)
+            && self.can_keep_increasing(bounded, m)
             && bounded < delay_based
             && bounded < self.max_bitrate
         {
@@ -1178,7 +1180,7 @@ impl LossBasedBweV2 {
 
     /// M156's `CanKeepIncreasingState`: padding stays on for `padding_duration` after it
     /// started, or while the estimate keeps rising.
-    fn can_keep_increasing(&self, estimate: DataRate, m: &LossBasedM156Config) -> bool {
+    fn can_keep_increasing(&self, estimate: DataRate, m: LossBasedM156Config) -> bool {
         if m.padding_duration == TimeDelta::ZERO
             || self.state != LossBasedState::IncreaseUsingPadding
         {
@@ -1293,13 +1295,10 @@ impl LossBasedBweV2 {
     /// lost over sent packets (M119), or bytes under M156's byte loss rate, each observation
     /// weighted by `instant_upper_bound_temporal_weight_factor^age`.
     pub fn average_reported_loss_ratio(&self) -> f64 {
-        match &self.config.m156 {
-            Some(_) => self.average_loss,
-            None => self.packet_loss_ratio(),
-        }
+        self.average_loss
     }
 
-    /// `UpdateAverageReportedLossRatio` (M156; M119 computes it when asked).
+    /// `UpdateAverageReportedLossRatio`.
     fn compute_average_loss(&self) -> f64 {
         match &self.config.m156 {
             Some(m) if m.use_byte_loss_rate => self.byte_loss_ratio(m.median_sending_rate_factor),
