@@ -93,6 +93,30 @@ class Cell:
         return root / self.trace_label / self.cap_label / self.side
 
 
+#: While a report is written, each run directory is checked and loaded once for all its tables
+#: and figures (None otherwise: a run made between two reports is read afresh).
+_report_cache: dict[tuple[str, Path], Any] | None = None
+
+
+def _cached(kind: str, d: Path, read: Any) -> Any:
+    if _report_cache is None:
+        return read(d)
+    key = (kind, Path(d))
+    if key not in _report_cache:
+        _report_cache[key] = read(d)
+    return _report_cache[key]
+
+
+def _complete(d: Path) -> bool:
+    """:func:`results.is_complete`, once per report."""
+    return _cached("complete", d, results.is_complete)
+
+
+def _run(d: Path) -> results.Run:
+    """:func:`results.load_run`, once per report."""
+    return _cached("run", d, results.load_run)
+
+
 def load_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
     from ..plan import tomllib
 
@@ -323,7 +347,7 @@ def gaps_table(plan: dict[str, Any], root: Path) -> str | None:
     for t in plan["trace"]:
         for c in plan["cap"]:
             d = root / t["label"] / c["label"] / "chrome"
-            if not results.is_complete(d):
+            if not _complete(d):
                 continue
             split, frames, g = split_frame_gaps_ms(d)
             if not frames:
@@ -339,7 +363,7 @@ def gaps_table(plan: dict[str, Any], root: Path) -> str | None:
 
 
 def row(plan: dict[str, Any], cell: Cell, root: Path) -> dict[str, Any]:
-    run = results.load_run(cell.dir(root))
+    run = _run(cell.dir(root))
     s = run.summary or {}
     cap = cell.cap_kbps * 1000.0
     out: dict[str, Any] = {
@@ -428,7 +452,7 @@ def table(plan: dict[str, Any], rows: list[dict[str, Any]], cap: str) -> str:
     return markdown(["trace", "side", *(h for h, _, _ in COLUMNS)], out)
 
 
-#: Target agreement: seconds from the start left out (start-up probing), and the bin.
+#: Target agreement: seconds from the start left out (start-up probing).
 AGREEMENT_FROM_S = 5.0
 
 
@@ -450,16 +474,16 @@ def target_agreement(plan: dict[str, Any], root: Path) -> str | None:
     for cap in caps:
         for t in plan["trace"]:
             d = root / t["label"] / cap
-            if not results.is_complete(d / "chrome"):
+            if not _complete(d / "chrome"):
                 continue
-            chrome = _target_per_second(results.load_run(d / "chrome"),
+            chrome = _target_per_second(_run(d / "chrome"),
                                         "chrome_available_outgoing_bitrate_bps")  # fmt: skip
             line = [f"`{t['label']}`", cap]
             for side in sim_sides(plan):
-                if not results.is_complete(d / side):
+                if not _complete(d / side):
                     line.append("-")
                     continue
-                sim = _target_per_second(results.load_run(d / side), "target_rate_bps")
+                sim = _target_per_second(_run(d / side), "target_rate_bps")
                 q = np.array([sim[k] / chrome[k] for k in sim.keys() & chrome.keys()])
                 if not len(q):
                     line.append("-")
@@ -494,9 +518,9 @@ def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
             top_capacity = 0.0
             for side in sides(plan):
                 d = root / t / c / side
-                if not results.is_complete(d):
+                if not _complete(d):
                     continue
-                r = results.load_run(d)
+                r = _run(d)
                 s = r.samples
                 key, what = "target_rate_bps", "GCC target"
                 if side == "chrome":
@@ -560,8 +584,8 @@ def plot_spans(plan: dict[str, Any], root: Path, out: Path) -> Path | None:
     drawn = False
     for ax, cap in zip(axes[0], caps):
         for side in sides(plan):
-            spans = [send_spans_ms(results.load_run(d)) for t in plan["trace"]
-                     if results.is_complete(d := root / t["label"] / cap / side)]  # fmt: skip
+            spans = [send_spans_ms(_run(d)) for t in plan["trace"]
+                     if _complete(d := root / t["label"] / cap / side)]  # fmt: skip
             v = np.sort(np.concatenate(spans)) if spans else np.array([])
             if not len(v):
                 continue
@@ -583,9 +607,18 @@ def plot_spans(plan: dict[str, Any], root: Path, out: Path) -> Path | None:
 
 
 def write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: str) -> Path:
+    global _report_cache
+    _report_cache = {}
+    try:
+        return _write_report(plan, root, report_dir, command)
+    finally:
+        _report_cache = None
+
+
+def _write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: str) -> Path:
     import pandas as pd
 
-    rows = [row(plan, c, root) for c in cells(plan) if results.is_complete(c.dir(root))]
+    rows = [row(plan, c, root) for c in cells(plan) if _complete(c.dir(root))]
     if not rows:
         raise SluiceError(f"no finished runs under {root}")
     report_dir.mkdir(parents=True, exist_ok=True)
