@@ -306,3 +306,30 @@ def test_target_agreement_counts_the_seconds_within_20_percent_of_chromiums(tmp_
     assert rows["all traces"] == ["cap20", "**83%**"]  # 25 of 30 seconds
     assert "cap2.5" not in table  # Chromium caps its encoder there, not GCC
     assert target_agreement({**plan, "cap": plan["cap"][:1]}, tmp_path) is None
+
+
+def test_the_report_reads_each_run_once_and_forgets_it_after(tmp_path, monkeypatch) -> None:
+    """While the report is written a run is loaded once for all its tables; a run made after
+    it (or a failed report) is read afresh."""
+    from sluice import results
+    from sluice.analysis import chrome
+    from sluice.errors import SluiceError
+
+    header = {"record": "header", "schema_version": results.SCHEMA_VERSION}
+    d = tmp_path / "a" / "cap20" / "sim"
+    results.write_run(d, header, [], [{"record": "sample", "t_us": 0}], {"seed": 1})
+    loads = []
+    real = results.load_run
+    monkeypatch.setattr(results, "load_run", lambda p: loads.append(p) or real(p))
+    chrome._report_cache = {}
+    try:
+        assert chrome._run(d) is chrome._run(d) and len(loads) == 1
+    finally:
+        chrome._report_cache = None
+    chrome._run(d)
+    assert len(loads) == 2
+    plan = {"cap": [{"label": "cap20", "kbps": 20000}],
+            "trace": [{"label": "b", "path": "gen:constant:1"}], "variant": []}  # fmt: skip
+    with pytest.raises(SluiceError, match="no finished runs"):
+        chrome.write_report(plan, tmp_path, tmp_path / "out", "cmd")
+    assert chrome._report_cache is None
