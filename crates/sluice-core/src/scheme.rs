@@ -6,7 +6,7 @@
 use crate::cc::copa::{CopaConfig, CopaRtt};
 use crate::cc::gcc::trendline::TrendlineWindow;
 use crate::cc::gcc::{
-    pre_reaction_ratio_from_scaling_factor, Gcc, GccConfig, LossBasedBweV2Config,
+    pre_reaction_ratio_from_scaling_factor, Gcc, GccConfig, LossBasedBweV2Config, ProbeRules,
 };
 use crate::cc::rocc::RoccConfig;
 use crate::cc::CongestionController;
@@ -364,12 +364,13 @@ pub fn registry() -> Vec<SchemeInfo> {
         },
         SchemeInfo {
             name: "webrtc-m156",
-            description: "WebRTC as Chromium 156 runs it: `webrtc-burst40` whose GCC has M156's loss-based estimator (LossBasedBweV2 with its May 2025 defaults: held after a decrease, never below the acknowledged rate, ramping up at most 1.5x the acknowledged rate, loss counted in bytes, padding while it ramps up loss-limited); M156's probe gating (no probe while loss-limited or over- or under-using) is not modelled; docs/notes/gcc-m119-m156.md",
+            description: "WebRTC as Chromium 156 runs it: `webrtc-burst40` whose GCC has M156's loss-based estimator (LossBasedBweV2 with its May 2025 defaults: held after a decrease, never below the acknowledged rate, ramping up at most 1.5x the acknowledged rate, loss counted in bytes, padding while it ramps up loss-limited) and M156's probe rules (no probe while loss-limited, over- or under-using, probes capped at 1.5x the estimate while the loss-based estimate increases, probe results floored at 0.85x the acknowledged rate); docs/notes/gcc-m119-m156.md",
             color: "#08519c",
             encoder: None,
             config: SchemeConfig {
                 cc: CcConfig::Gcc(GccConfig {
                     loss_based_v2: LossBasedBweV2Config::m156(),
+                    probe_rules: ProbeRules::M156,
                     ..Default::default()
                 }),
                 frame_drop: FrameDropConfig::LIBWEBRTC,

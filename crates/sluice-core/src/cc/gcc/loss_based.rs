@@ -216,6 +216,11 @@ impl LossBasedControl {
         }
     }
 
+    /// Whether the RTT back-off is on (libwebrtc `IsRttAboveLimit`).
+    pub fn is_rtt_above_limit(&self, now: Timestamp) -> bool {
+        self.corrected_rtt(now) > RTT_BACKOFF_LIMIT
+    }
+
     fn corrected_rtt(&self, now: Timestamp) -> TimeDelta {
         let Some(upd) = self.last_propagation_rtt_update else {
             return TimeDelta::ZERO;

@@ -40,7 +40,8 @@ use loss_based::LossBasedControl;
 pub use loss_based_v2::LossBasedBweV2Config;
 use loss_based_v2::LossBasedState;
 use probe_bitrate_estimator::{ProbeBitrateEstimator, ProbeClusterInfo};
-use probe_controller::ProbeController;
+pub use probe_controller::ProbeRules;
+use probe_controller::{BandwidthLimitedCause, ProbeController, PROBE_DROP_THROUGHPUT_FRACTION};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use trendline::TrendlineEstimator;
@@ -82,6 +83,11 @@ pub struct GccConfig {
     /// Allow the recovery probe after a large drop outside ALR (libwebrtc's rapid-recovery
     /// experiment; off by default as in libwebrtc).
     pub rapid_recovery_probing: bool,
+    /// Which libwebrtc's probing rules apply: `"m119"` (default) or `"m156"`, Chromium 156's
+    /// (no probe while over- or under-using or loss-limited, probe results floored near the
+    /// acknowledged rate; [`ProbeRules`]). Left out of a serialised config when M119's.
+    #[serde(skip_serializing_if = "ProbeRules::is_m119")]
+    pub probe_rules: ProbeRules,
     /// Sluice's outage-recovery probing, not libwebrtc's (off by default): once the estimate
     /// has collapsed below 5 % of its rate before, probe every 5 s from twice the estimate
     /// towards that rate ([`ProbeController::with_outage_recovery`]).
@@ -214,6 +220,7 @@ impl Default for GccConfig {
             probing: true,
             alr_probing: false,
             rapid_recovery_probing: false,
+            probe_rules: ProbeRules::M119,
             outage_recovery_probing: false,
             default_rtt: TimeDelta::from_ms(200),
             acked_rate_estimator: AckedRateEstimator::Robust,
@@ -263,6 +270,8 @@ pub struct Gcc {
     // Output.
     next_process: Timestamp,
     last_target: DataRate,
+    /// The cause given with the last estimate (M156's probe rules).
+    last_cause: BandwidthLimitedCause,
 }
 
 impl Gcc {
@@ -283,7 +292,8 @@ impl Gcc {
             start,
             max,
         )
-        .with_outage_recovery(config.outage_recovery_probing);
+        .with_outage_recovery(config.outage_recovery_probing)
+        .with_rules(config.probe_rules);
         probe_controller.start(now);
         Gcc {
             inter_arrival: InterArrival::new(),
@@ -314,6 +324,7 @@ impl Gcc {
             pre_reaction_at: None,
             next_process: now + PROCESS_INTERVAL,
             last_target: start,
+            last_cause: BandwidthLimitedCause::DelayBased,
             config,
         }
     }
@@ -418,10 +429,35 @@ impl Gcc {
         if let Some(p) = &mut self.pushback {
             p.update(target, self.config.min_rate);
         }
-        if target != self.last_target {
-            self.last_target = target;
-            self.alr.set_estimated_bitrate(target);
-            self.probe_controller.set_estimated_bitrate(target, now);
+        let cause = self.bandwidth_limited_cause(now);
+        // libwebrtc hands the probe controller the estimate and its cause whenever either,
+        // the loss, the RTT or the pushback changed; only M156's rules read the cause, so
+        // under M119's a call with an unchanged target would change nothing.
+        let m156 = self.config.probe_rules == ProbeRules::M156;
+        if target != self.last_target || (m156 && cause != self.last_cause) {
+            if target != self.last_target {
+                self.last_target = target;
+                self.alr.set_estimated_bitrate(target);
+            }
+            self.last_cause = cause;
+            self.probe_controller.set_estimated_bitrate(target, cause, now);
+        }
+    }
+
+    /// What limits the estimate (goog_cc's `GetBandwidthLimitedCause`).
+    fn bandwidth_limited_cause(&self, now: Timestamp) -> BandwidthLimitedCause {
+        if self.trendline.state() != BandwidthUsage::Normal {
+            return BandwidthLimitedCause::DelayIncreased;
+        }
+        if self.loss.is_rtt_above_limit(now) {
+            return BandwidthLimitedCause::RttBackoff;
+        }
+        match self.loss.state() {
+            LossBasedState::Decreasing | LossBasedState::IncreaseUsingPadding => {
+                BandwidthLimitedCause::LossLimited
+            }
+            LossBasedState::Increasing => BandwidthLimitedCause::LossLimitedIncreasing,
+            LossBasedState::DelayBasedEstimate => BandwidthLimitedCause::DelayBased,
         }
     }
 }
@@ -545,9 +581,18 @@ impl CongestionController for Gcc {
                 self.probe_estimator.handle_probe(id, info, p.sent.send_time, rx, p.sent.size);
             }
         }
-        let probe = self.probe_estimator.fetch_and_reset_last_estimate();
+        let mut probe = self.probe_estimator.fetch_and_reset_last_estimate();
         if probe.is_some() {
             self.last_probe_result = probe;
+        }
+        if self.config.probe_rules == ProbeRules::M156 {
+            // LimitProbesLowerThanThroughputEstimate: a probe that measured less than the path
+            // carries is floored slightly below the acknowledged rate (to drain a queue), but
+            // never raises the delay-based estimate.
+            if let (Some(p), Some(a)) = (probe, acked) {
+                let limit = self.aimd.estimate().min(a.scale(PROBE_DROP_THROUGHPUT_FRACTION));
+                probe = Some(p.max(limit));
+            }
         }
 
         let (updated, from_probe, recovered) = self.delay_based_update(&received, acked, probe, at);
@@ -709,6 +754,12 @@ mod tests {
         /// Random loss probability of the bottleneck, and its generator.
         loss: f64,
         rng: crate::rng::Rng,
+        /// Media at most at this rate (application-limited below the target).
+        media_cap: DataRate,
+        /// Probe packets arrive spread at this rate, whatever they were sent at (as if they
+        /// queued behind a burst of cross traffic); media is not delayed by them.
+        probe_arrival_rate: Option<DataRate>,
+        last_probe_arrival: Timestamp,
     }
 
     impl Sim {
@@ -724,6 +775,9 @@ mod tests {
                 trace: Vec::new(),
                 loss: 0.0,
                 rng: crate::rng::Rng::new(5),
+                media_cap: DataRate::INFINITY,
+                probe_arrival_rate: None,
+                last_probe_arrival: Timestamp::ZERO,
             }
         }
 
@@ -738,8 +792,16 @@ mod tests {
             };
             self.seq += 1;
             self.gcc.on_packet_sent(&sent, at);
-            let departure = at.max(self.last_departure) + PKT / capacity;
-            self.last_departure = departure;
+            let departure = match (probe, self.probe_arrival_rate) {
+                (Some(_), Some(slow)) => {
+                    self.last_probe_arrival = at.max(self.last_probe_arrival) + PKT / slow;
+                    self.last_probe_arrival
+                }
+                _ => {
+                    self.last_departure = at.max(self.last_departure) + PKT / capacity;
+                    self.last_departure
+                }
+            };
             let lost = self.rng.bernoulli(self.loss);
             self.unreported.push_back(PacketResult {
                 sent,
@@ -801,7 +863,9 @@ mod tests {
                 self.next_media = next;
             } else {
                 // Media paced evenly at the target rate with microsecond send times.
-                let gap = PKT / self.gcc.update().target_rate;
+                // Padding (M156's loss-based ramp-up) makes up what media leaves.
+                let u = self.gcc.update();
+                let gap = PKT / u.target_rate.min(self.media_cap).max(u.padding_rate);
                 self.next_media = self.next_media.max(now);
                 while self.next_media < next {
                     let t = self.next_media;
@@ -869,6 +933,85 @@ mod tests {
         assert!(padded.len() > 100, "padded in {} steps", padded.len());
         assert!(padded[0] >= 10_000, "padding before any loss (step {})", padded[0]);
         assert!(run(LossBasedBweV2Config::default()).is_empty());
+    }
+
+    /// M156's probe rules in goog_cc: application-limited video at 300 kbps on a 5 Mbps link
+    /// (padding when the loss-based estimate asks for it) with ALR probing on, 20 % random
+    /// loss for 10 s. M119 sends its periodic ALR probe while the estimate is loss-limited;
+    /// M156 sends no probe while the estimate is loss-limited (decreasing or padding) or the
+    /// detector over- or under-uses, and one while it increases loss-limited goes to at most
+    /// 1.5x the estimate.
+    #[test]
+    fn m156_probe_rules_hold_probes_back_while_loss_limited() {
+        let run = |probe_rules: ProbeRules| {
+            let mut sim = Sim::new(GccConfig {
+                loss_based_v2: LossBasedBweV2Config::m156(),
+                probe_rules,
+                alr_probing: true,
+                ..GccConfig::default()
+            });
+            sim.media_cap = DataRate::from_kbps(300);
+            let mut in_loss = 0;
+            let mut causes = Vec::new();
+            for i in 0..40_000 {
+                sim.loss = if (15_000..25_000).contains(&i) { 0.2 } else { 0.0 };
+                let issued = sim.gcc.issued_clusters.len();
+                sim.step(DataRate::from_mbps(5));
+                if sim.gcc.issued_clusters.len() > issued {
+                    let (id, info) = sim.gcc.issued_clusters.last_key_value().unwrap();
+                    if (16_000..25_000).contains(&i) {
+                        in_loss += 1;
+                    }
+                    if sim.gcc.last_cause == BandwidthLimitedCause::LossLimitedIncreasing {
+                        let cap = sim.gcc.last_target.scale(1.5) * probe_controller::PROBE_DURATION;
+                        assert!(info.min_bytes <= cap, "cluster {id}");
+                    }
+                    causes.push(sim.gcc.last_cause);
+                }
+            }
+            (in_loss, causes)
+        };
+        let (m119, _) = run(ProbeRules::M119);
+        assert!(m119 >= 1, "M119 probed {m119} times in the lossy spell");
+        let (m156, causes) = run(ProbeRules::M156);
+        assert_eq!(m156, 0, "M156 probed in the lossy spell");
+        assert!(causes.len() >= 4, "{causes:?}");
+        assert!(causes.iter().all(|c| matches!(
+            c,
+            BandwidthLimitedCause::DelayBased | BandwidthLimitedCause::LossLimitedIncreasing
+        )));
+    }
+
+    /// M156's `LimitProbesLowerThanThroughputEstimate`: application-limited video at 1 Mbps
+    /// with ALR probing on, each probe's packets arriving spread at 200 kbps. M119 takes the
+    /// probe's result (0.95 x 200 kbps) as the delay-based estimate; M156 floors it at 0.85x
+    /// the acknowledged rate.
+    #[test]
+    fn m156_floors_a_low_probe_result_near_the_acknowledged_rate() {
+        let run = |probe_rules: ProbeRules| {
+            let mut sim =
+                Sim::new(GccConfig { probe_rules, alr_probing: true, ..Default::default() });
+            sim.media_cap = DataRate::from_mbps(1);
+            for _ in 0..3000 {
+                sim.step(DataRate::from_mbps(5));
+            }
+            sim.probe_arrival_rate = Some(DataRate::from_kbps(200));
+            // The first probe result of packets that arrived slowed down, the target and the
+            // acknowledged rate (the report's packets included) after it.
+            for _ in 3000..10_000 {
+                sim.step(DataRate::from_mbps(5));
+                let slowed = sim.gcc.last_probe_result.filter(|p| *p < DataRate::from_kbps(200));
+                if let Some(p) = slowed {
+                    return (p, sim.gcc.update().target_rate, sim.gcc.acked.bitrate().unwrap());
+                }
+            }
+            panic!("no slowed probe result");
+        };
+        let (probe, target, _) = run(ProbeRules::M119);
+        assert_eq!(target, probe);
+        let (probe, target, acked) = run(ProbeRules::M156);
+        assert!(target > probe.scale(2.0), "probe {probe:?}, target {target:?}");
+        assert_eq!(target, acked.scale(PROBE_DROP_THROUGHPUT_FRACTION), "probe {probe:?}");
     }
 
     /// goog_cc's propagation RTT: a packet's feedback RTT less the time it waited at the

@@ -1,11 +1,69 @@
 //! Decides when to send probe clusters: exponential start-up probing, further probing while
 //! results keep up, periodic probing in ALR and a recovery probe after a large drop.
-//! Follows libwebrtc's `ProbeController` (goog_cc: `probe_controller.cc`). One addition is Sluice's, not libwebrtc's, and
-//! off unless asked for: outage-recovery probing ([`ProbeController::with_outage_recovery`]).
+//! Follows libwebrtc's `ProbeController` (goog_cc: `probe_controller.cc`), by default as of
+//! M119; [`ProbeRules::M156`] adds what Chromium 156's defaults changed since. One addition is
+//! Sluice's, not libwebrtc's, and off unless asked for: outage-recovery probing
+//! ([`ProbeController::with_outage_recovery`]).
 
 use crate::cc::ProbeClusterConfig;
 use crate::units::{DataRate, TimeDelta, Timestamp};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// Which libwebrtc's probing rules goog_cc follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeRules {
+    /// libwebrtc M119 (the papers' baseline): probes whatever limits the estimate; a probe
+    /// is capped only when it exceeds the maximum rate.
+    #[default]
+    M119,
+    /// libwebrtc `main@{#48401}` (Chromium 156), whose defaults changed since M119 (commits
+    /// `7c612c3074`, `8e18e2e085`, `93ec3434a5`; docs/notes/gcc-m119-m156.md):
+    /// - no probe while the delay-based detector over- or under-uses, while the RTT back-off
+    ///   is on, or while the loss-based estimate decreases or ramps up on padding
+    ///   ([`BandwidthLimitedCause`]); while it increases, probes go to at most
+    ///   [`LOSS_LIMITED_PROBE_SCALE`] x the estimate;
+    /// - a probe that reaches the maximum rate (`>=`, M119 `>`) ends probing;
+    /// - goog_cc floors a probe result at min(delay-based estimate, 0.85 x acknowledged rate)
+    ///   (`WebRTC-Bwe-LimitProbesLowerThanThroughputEstimate`, default on since M120).
+    ///
+    /// Not modelled: allocation probes (Sluice's encoders announce no allocation) and
+    /// waiting for the transport to be writable (the simulated path is from the start).
+    M156,
+}
+
+impl ProbeRules {
+    /// Whether these are M119's (the default, left out of a serialised config).
+    pub fn is_m119(&self) -> bool {
+        *self == ProbeRules::M119
+    }
+}
+
+/// Why the estimate is where it is, as goog_cc tells the probe controller with each estimate
+/// (libwebrtc `BandwidthLimitedCause`, goog_cc_network_control.cc
+/// `GetBandwidthLimitedCause`). Only [`ProbeRules::M156`] reads it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BandwidthLimitedCause {
+    /// The loss-based estimate limits and is increasing: probes are capped.
+    LossLimitedIncreasing,
+    /// The loss-based estimate limits and is decreasing or ramping up on padding: no probe.
+    LossLimited,
+    /// The delay-based detector over- or under-uses: no probe.
+    DelayIncreased,
+    /// The RTT back-off (corrected RTT above 3 s) is on: no probe.
+    RttBackoff,
+    /// The delay-based estimate limits (libwebrtc's initial cause).
+    #[default]
+    DelayBased,
+}
+
+/// M156: while the loss-based estimate increases, probes go to at most this multiple of the
+/// estimate (libwebrtc `loss_limited_scale`, 1.5).
+pub const LOSS_LIMITED_PROBE_SCALE: f64 = 1.5;
+/// M156: a probe result is not taken below this fraction of the acknowledged rate (nor above
+/// the delay-based estimate) (libwebrtc `kProbeDropThroughputFraction`, 0.85).
+pub const PROBE_DROP_THROUGHPUT_FRACTION: f64 = 0.85;
 
 /// Start-up probes at these multiples of the start rate (libwebrtc 3.0 and 6.0).
 pub const FIRST_EXPONENTIAL_PROBE_SCALE: f64 = 3.0;
@@ -81,6 +139,9 @@ pub struct ProbeController {
     alr_start_time: Option<Timestamp>,
     alr_end_time: Option<Timestamp>,
     outage_recovery: bool,
+    rules: ProbeRules,
+    /// The cause given with the last estimate (read under [`ProbeRules::M156`]).
+    cause: BandwidthLimitedCause,
     /// The collapse under way, if any (outage-recovery probing).
     collapse: Option<Collapse>,
     /// The delay-based detector is over-using (no recovery probe into a growing queue).
@@ -115,6 +176,8 @@ impl ProbeController {
             alr_start_time: None,
             alr_end_time: None,
             outage_recovery: false,
+            rules: ProbeRules::M119,
+            cause: BandwidthLimitedCause::DelayBased,
             collapse: None,
             overusing: false,
             next_id: 1,
@@ -140,6 +203,12 @@ impl ProbeController {
         self
     }
 
+    /// The probing rules of this libwebrtc version (M119 unless asked for).
+    pub fn with_rules(mut self, rules: ProbeRules) -> Self {
+        self.rules = rules;
+        self
+    }
+
     /// Whether the delay-based detector is over-using.
     pub fn set_overusing(&mut self, overusing: bool) {
         self.overusing = overusing;
@@ -161,10 +230,24 @@ impl ProbeController {
             self.state = State::ProbingComplete;
             return;
         }
+        let mut max_rate = self.max_rate;
+        let m156 = self.rules == ProbeRules::M156;
+        if m156 {
+            // M156 InitiateProbing: gated on the cause, state and timers left as they are.
+            match self.cause {
+                BandwidthLimitedCause::DelayIncreased
+                | BandwidthLimitedCause::RttBackoff
+                | BandwidthLimitedCause::LossLimited => return,
+                BandwidthLimitedCause::LossLimitedIncreasing => {
+                    max_rate = max_rate.min(self.estimated.scale(LOSS_LIMITED_PROBE_SCALE));
+                }
+                BandwidthLimitedCause::DelayBased => {}
+            }
+        }
         for &r in rates {
             let mut r = r;
-            if r > self.max_rate {
-                r = self.max_rate;
+            if r > max_rate || (m156 && r == max_rate) {
+                r = max_rate;
                 probe_further = false;
             }
             self.pending.push_back(ProbeClusterConfig {
@@ -188,9 +271,15 @@ impl ProbeController {
         }
     }
 
-    /// A new target rate. Records large drops and continues exponential probing while the
-    /// results keep up with the probed rates.
-    pub fn set_estimated_bitrate(&mut self, rate: DataRate, now: Timestamp) {
+    /// A new target rate and what limits it. Records large drops and continues exponential
+    /// probing while the results keep up with the probed rates.
+    pub fn set_estimated_bitrate(
+        &mut self,
+        rate: DataRate,
+        cause: BandwidthLimitedCause,
+        now: Timestamp,
+    ) {
+        self.cause = cause;
         if rate.as_bps_f64() < BITRATE_DROP_THRESHOLD * self.estimated.as_bps_f64() {
             let chained =
                 self.time_of_last_large_drop.is_some_and(|t| now - t < BITRATE_DROP_TIMEOUT);
@@ -322,6 +411,7 @@ mod tests {
     fn kbps(k: i64) -> DataRate {
         DataRate::from_kbps(k)
     }
+    const DB: BandwidthLimitedCause = BandwidthLimitedCause::DelayBased;
     fn rates(pc: &mut ProbeController) -> Vec<DataRate> {
         std::iter::from_fn(|| pc.pop_probe()).map(|p| p.target_rate).collect()
     }
@@ -332,18 +422,18 @@ mod tests {
         pc.start(t(0));
         assert_eq!(rates(&mut pc), vec![kbps(900), kbps(1800)]);
         // 1.2 Mbps is below 0.7 * 1.8 = 1.26 Mbps: no further probe.
-        pc.set_estimated_bitrate(kbps(1200), t(100));
+        pc.set_estimated_bitrate(kbps(1200), DB, t(100));
         assert!(rates(&mut pc).is_empty());
-        pc.set_estimated_bitrate(kbps(1700), t(150));
+        pc.set_estimated_bitrate(kbps(1700), DB, t(150));
         assert_eq!(rates(&mut pc), vec![kbps(3400)]);
-        pc.set_estimated_bitrate(kbps(3400), t(300));
-        pc.set_estimated_bitrate(kbps(6800), t(450));
-        pc.set_estimated_bitrate(kbps(13600), t(600));
+        pc.set_estimated_bitrate(kbps(3400), DB, t(300));
+        pc.set_estimated_bitrate(kbps(6800), DB, t(450));
+        pc.set_estimated_bitrate(kbps(13600), DB, t(600));
         // 27.2 Mbps probe, then the max rate (30 Mbps) ends probing.
-        pc.set_estimated_bitrate(kbps(27200), t(750));
+        pc.set_estimated_bitrate(kbps(27200), DB, t(750));
         let r = rates(&mut pc);
         assert_eq!(r, vec![kbps(6800), kbps(13600), kbps(27200), DataRate::from_mbps(30)]);
-        pc.set_estimated_bitrate(DataRate::from_mbps(30), t(900));
+        pc.set_estimated_bitrate(DataRate::from_mbps(30), DB, t(900));
         assert!(rates(&mut pc).is_empty());
         let p = ProbeController::new(true, true, false, kbps(300), kbps(1000));
         assert_eq!(p.state, State::Init);
@@ -354,7 +444,7 @@ mod tests {
         let mut pc = ProbeController::new(true, true, false, kbps(300), DataRate::from_mbps(30));
         pc.start(t(0));
         rates(&mut pc);
-        pc.set_estimated_bitrate(kbps(1000), t(100)); // below 1.26 Mbps: keep waiting
+        pc.set_estimated_bitrate(kbps(1000), DB, t(100)); // below 1.26 Mbps: keep waiting
         pc.process(t(1001));
         assert_eq!(pc.state, State::ProbingComplete);
         pc.set_alr_start_time(Some(t(2000)));
@@ -370,9 +460,9 @@ mod tests {
         pc.start(t(0));
         rates(&mut pc);
         pc.process(t(1100)); // probing complete
-        pc.set_estimated_bitrate(kbps(10_000), t(1200));
-        pc.set_estimated_bitrate(kbps(5000), t(1300)); // < 0.66 * 10 Mbps: large drop
-                                                       // Not in ALR and no rapid recovery: nothing.
+        pc.set_estimated_bitrate(kbps(10_000), DB, t(1200));
+        pc.set_estimated_bitrate(kbps(5000), DB, t(1300)); // < 0.66 * 10 Mbps: large drop
+                                                           // Not in ALR and no rapid recovery: nothing.
         pc.request_probe(t(1400));
         assert!(rates(&mut pc).is_empty());
         pc.set_alr_start_time(Some(t(1350)));
@@ -386,8 +476,8 @@ mod tests {
         pc.start(t(0));
         rates(&mut pc);
         pc.process(t(1100));
-        pc.set_estimated_bitrate(kbps(10_000), t(1200));
-        pc.set_estimated_bitrate(kbps(5000), t(1300));
+        pc.set_estimated_bitrate(kbps(10_000), DB, t(1200));
+        pc.set_estimated_bitrate(kbps(5000), DB, t(1300));
         pc.request_probe(t(6300));
         assert!(rates(&mut pc).is_empty());
         pc.request_probe(t(6299));
@@ -411,9 +501,9 @@ mod tests {
         pc.start(t(0));
         rates(&mut pc);
         pc.process(t(1100));
-        pc.set_estimated_bitrate(kbps(2450), t(2000));
+        pc.set_estimated_bitrate(kbps(2450), DB, t(2000));
         for (k, ms) in [(1600, 20_000), (500, 21_500), (100, 23_000), (20, 24_500)] {
-            pc.set_estimated_bitrate(kbps(k), t(ms));
+            pc.set_estimated_bitrate(kbps(k), DB, t(ms));
         }
         assert!(rates(&mut pc).is_empty());
         pc
@@ -438,9 +528,9 @@ mod tests {
         pc.process(t(25_100));
         assert_eq!(rates(&mut pc), vec![kbps(300)]);
         // ... on while results keep up, at most 85 % of the rate before the collapse...
-        pc.set_estimated_bitrate(kbps(290), t(25_300));
+        pc.set_estimated_bitrate(kbps(290), DB, t(25_300));
         assert_eq!(rates(&mut pc), vec![kbps(580)]);
-        pc.set_estimated_bitrate(kbps(300), t(25_500)); // the link gave no more
+        pc.set_estimated_bitrate(kbps(300), DB, t(25_500)); // the link gave no more
         assert!(rates(&mut pc).is_empty());
         // ... and again every 5 s.
         pc.process(t(26_500));
@@ -448,10 +538,10 @@ mod tests {
         assert!(rates(&mut pc).is_empty());
         pc.process(t(30_500));
         assert_eq!(rates(&mut pc), vec![kbps(600)]);
-        pc.set_estimated_bitrate(kbps(1200), t(30_700));
+        pc.set_estimated_bitrate(kbps(1200), DB, t(30_700));
         assert_eq!(rates(&mut pc), vec![kbps(2400)]);
         // Back above 0.66 x 2450 kbps: the collapse is over, no more recovery probes.
-        pc.set_estimated_bitrate(kbps(1700), t(31_000));
+        pc.set_estimated_bitrate(kbps(1700), DB, t(31_000));
         rates(&mut pc);
         pc.process(t(40_000));
         assert!(rates(&mut pc).is_empty() && pc.collapse.is_none());
@@ -460,8 +550,8 @@ mod tests {
         let mut pc = collapsed(true);
         pc.process(t(25_100));
         assert_eq!(rates(&mut pc), vec![kbps(300)]);
-        pc.set_estimated_bitrate(kbps(200), t(25_400));
-        pc.set_estimated_bitrate(kbps(60), t(35_000));
+        pc.set_estimated_bitrate(kbps(200), DB, t(25_400));
+        pc.set_estimated_bitrate(kbps(60), DB, t(35_000));
         assert_eq!(pc.collapse.map(|c| c.before), Some(kbps(2450)));
         pc.process(t(35_100));
         assert_eq!(rates(&mut pc), vec![kbps(300)]);
@@ -469,5 +559,144 @@ mod tests {
         let mut pc = collapsed(true);
         pc.process(t(20_000 + OUTAGE_RECOVERY_WINDOW.as_ms() + 1));
         assert!(rates(&mut pc).is_empty() && pc.collapse.is_none());
+    }
+
+    /// Ports of libwebrtc `main@{#48401}`'s `probe_controller_unittest.cc` for the rules M156
+    /// changed (same rates: start 300 bps, max 10 kbps), and the same cases under M119's rules.
+    mod m156 {
+        use super::*;
+
+        const T0: i64 = 100_000;
+        fn bps(b: i64) -> DataRate {
+            DataRate::from_bps(b)
+        }
+        /// A controller past `SetBitrates` with ALR probing on, its start-up probes taken.
+        fn controller(rules: ProbeRules) -> ProbeController {
+            let mut pc =
+                ProbeController::new(true, true, false, bps(300), bps(10_000)).with_rules(rules);
+            pc.start(t(T0));
+            assert_eq!(rates(&mut pc), vec![bps(900), bps(1800)]);
+            pc
+        }
+
+        #[test]
+        fn limit_alr_probe_when_loss_based_bwe_limited() {
+            let mut pc = controller(ProbeRules::M156);
+            pc.set_estimated_bitrate(bps(500), DB, t(T0));
+            pc.set_alr_start_time(Some(t(T0)));
+            pc.process(t(T0 + 5000));
+            assert_eq!(rates(&mut pc).len(), 1);
+            pc.set_estimated_bitrate(
+                bps(500),
+                BandwidthLimitedCause::LossLimitedIncreasing,
+                t(T0 + 5000),
+            );
+            pc.process(t(T0 + 11_000));
+            assert_eq!(rates(&mut pc), vec![bps(750)]);
+            pc.set_estimated_bitrate(bps(750), DB, t(T0 + 11_000));
+            pc.process(t(T0 + 17_000));
+            let r = rates(&mut pc);
+            assert!(r[0] > bps(1125), "{r:?}");
+            // M119 probes at twice the estimate whatever the loss-based side does.
+            let mut pc = controller(ProbeRules::M119);
+            pc.set_estimated_bitrate(bps(500), DB, t(T0));
+            pc.set_alr_start_time(Some(t(T0)));
+            pc.process(t(T0 + 5000));
+            rates(&mut pc);
+            pc.set_estimated_bitrate(
+                bps(500),
+                BandwidthLimitedCause::LossLimitedIncreasing,
+                t(T0 + 5000),
+            );
+            pc.process(t(T0 + 11_000));
+            assert_eq!(rates(&mut pc), vec![bps(1000)]);
+        }
+
+        /// `ProbeInAlrIfLossBasedIncreasing`, `NotProbeWhenInAlrIfLossBasedDecreases` and
+        /// `NotProbeIfLossBasedIncreasingOutsideAlr`.
+        #[test]
+        fn alr_probes_follow_the_loss_based_state() {
+            let alr_probe = |cause, in_alr: bool| {
+                let mut pc = controller(ProbeRules::M156);
+                pc.set_estimated_bitrate(bps(300), cause, t(T0));
+                pc.process(t(T0 + 5000));
+                assert!(rates(&mut pc).is_empty());
+                pc.set_alr_start_time(in_alr.then_some(t(T0 + 5000)));
+                pc.process(t(T0 + 10_001));
+                rates(&mut pc)
+            };
+            assert_eq!(
+                alr_probe(BandwidthLimitedCause::LossLimitedIncreasing, true),
+                vec![bps(450)]
+            );
+            assert!(alr_probe(BandwidthLimitedCause::LossLimited, true).is_empty());
+            assert!(alr_probe(BandwidthLimitedCause::LossLimitedIncreasing, false).is_empty());
+            assert_eq!(alr_probe(DB, true), vec![bps(600)]);
+        }
+
+        /// `DontProbeIfDelayIncreased` and `DontProbeIfHighRtt`, with an ALR probe where
+        /// libwebrtc's tests use a network-state probe (Sluice has no network-state
+        /// estimator): none while the cause stands, one once the delay-based estimate limits.
+        #[test]
+        fn no_probe_while_delay_increased_or_rtt_high() {
+            for cause in [BandwidthLimitedCause::DelayIncreased, BandwidthLimitedCause::RttBackoff]
+            {
+                let mut pc = controller(ProbeRules::M156);
+                pc.process(t(T0 + 1100));
+                assert!(rates(&mut pc).is_empty());
+                pc.set_alr_start_time(Some(t(T0 + 1100)));
+                pc.set_estimated_bitrate(bps(300), cause, t(T0 + 1100));
+                assert!(rates(&mut pc).is_empty());
+                pc.process(t(T0 + 6100));
+                assert!(rates(&mut pc).is_empty(), "{cause:?}");
+                pc.set_estimated_bitrate(bps(300), DB, t(T0 + 6200));
+                pc.process(t(T0 + 6200));
+                assert_eq!(rates(&mut pc), vec![bps(600)]);
+            }
+        }
+
+        /// `DontProbeFurtherWhenLossLimited` / `ProbeFurtherWhenDelayBasedLimited` on start-up
+        /// probing: a gated further probe leaves the controller waiting, so it goes out at the
+        /// next estimate whose cause allows it.
+        #[test]
+        fn further_probing_waits_out_a_loss_limit() {
+            let mut pc = controller(ProbeRules::M156);
+            pc.set_estimated_bitrate(bps(1800), BandwidthLimitedCause::LossLimited, t(T0 + 100));
+            assert!(rates(&mut pc).is_empty());
+            assert_eq!(pc.state, State::WaitingForProbingResult);
+            pc.set_estimated_bitrate(bps(1800), DB, t(T0 + 200));
+            assert_eq!(rates(&mut pc), vec![bps(3600)]);
+        }
+
+        /// `TestExponentialProbingOverflow`, and M156's `>=`: a further probe that lands on the
+        /// maximum rate ends probing (M119 asks for one more, capped, at the result).
+        #[test]
+        fn probing_to_the_max_rate_ends_it() {
+            for rules in [ProbeRules::M119, ProbeRules::M156] {
+                let mut pc = ProbeController::new(
+                    true,
+                    false,
+                    false,
+                    DataRate::from_mbps(10),
+                    DataRate::from_mbps(100),
+                )
+                .with_rules(rules);
+                pc.start(t(T0));
+                rates(&mut pc);
+                pc.set_estimated_bitrate(DataRate::from_mbps(60), DB, t(T0));
+                assert_eq!(rates(&mut pc), vec![DataRate::from_mbps(100)]);
+                pc.set_estimated_bitrate(DataRate::from_mbps(100), DB, t(T0));
+                assert!(rates(&mut pc).is_empty());
+            }
+            let exactly_max = |rules| {
+                let mut pc = controller(rules);
+                pc.set_estimated_bitrate(bps(5000), DB, t(T0 + 100));
+                assert_eq!(rates(&mut pc), vec![bps(10_000)]);
+                pc.set_estimated_bitrate(bps(9000), DB, t(T0 + 200));
+                rates(&mut pc)
+            };
+            assert_eq!(exactly_max(ProbeRules::M119), vec![bps(10_000)]);
+            assert!(exactly_max(ProbeRules::M156).is_empty());
+        }
     }
 }
