@@ -581,35 +581,27 @@ mod tests {
 
         #[test]
         fn limit_alr_probe_when_loss_based_bwe_limited() {
-            let mut pc = controller(ProbeRules::M156);
-            pc.set_estimated_bitrate(bps(500), DB, t(T0));
-            pc.set_alr_start_time(Some(t(T0)));
-            pc.process(t(T0 + 5000));
-            assert_eq!(rates(&mut pc).len(), 1);
-            pc.set_estimated_bitrate(
-                bps(500),
-                BandwidthLimitedCause::LossLimitedIncreasing,
-                t(T0 + 5000),
-            );
-            pc.process(t(T0 + 11_000));
-            assert_eq!(rates(&mut pc), vec![bps(750)]);
+            // An ALR probe after 5 s, then the next one 6 s later while the loss-based
+            // estimate increases: what it asks for.
+            let loss_limited_alr_probe = |rules| {
+                let mut pc = controller(rules);
+                pc.set_estimated_bitrate(bps(500), DB, t(T0));
+                pc.set_alr_start_time(Some(t(T0)));
+                pc.process(t(T0 + 5000));
+                assert_eq!(rates(&mut pc).len(), 1);
+                let cause = BandwidthLimitedCause::LossLimitedIncreasing;
+                pc.set_estimated_bitrate(bps(500), cause, t(T0 + 5000));
+                pc.process(t(T0 + 11_000));
+                (rates(&mut pc), pc)
+            };
+            let (r, mut pc) = loss_limited_alr_probe(ProbeRules::M156);
+            assert_eq!(r, vec![bps(750)]);
             pc.set_estimated_bitrate(bps(750), DB, t(T0 + 11_000));
             pc.process(t(T0 + 17_000));
             let r = rates(&mut pc);
             assert!(r[0] > bps(1125), "{r:?}");
             // M119 probes at twice the estimate whatever the loss-based side does.
-            let mut pc = controller(ProbeRules::M119);
-            pc.set_estimated_bitrate(bps(500), DB, t(T0));
-            pc.set_alr_start_time(Some(t(T0)));
-            pc.process(t(T0 + 5000));
-            rates(&mut pc);
-            pc.set_estimated_bitrate(
-                bps(500),
-                BandwidthLimitedCause::LossLimitedIncreasing,
-                t(T0 + 5000),
-            );
-            pc.process(t(T0 + 11_000));
-            assert_eq!(rates(&mut pc), vec![bps(1000)]);
+            assert_eq!(loss_limited_alr_probe(ProbeRules::M119).0, vec![bps(1000)]);
         }
 
         /// `ProbeInAlrIfLossBasedIncreasing`, `NotProbeWhenInAlrIfLossBasedDecreases` and
