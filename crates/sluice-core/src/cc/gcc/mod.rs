@@ -429,12 +429,16 @@ impl Gcc {
         if let Some(p) = &mut self.pushback {
             p.update(target, self.config.min_rate);
         }
-        let cause = self.bandwidth_limited_cause(now);
         // libwebrtc hands the probe controller the estimate and its cause whenever either,
         // the loss, the RTT or the pushback changed; only M156's rules read the cause, so
         // under M119's a call with an unchanged target would change nothing.
         let m156 = self.config.probe_rules == ProbeRules::M156;
-        if target != self.last_target || (m156 && cause != self.last_cause) {
+        let cause = if m156 {
+            self.bandwidth_limited_cause(now)
+        } else {
+            BandwidthLimitedCause::DelayBased
+        };
+        if target != self.last_target || cause != self.last_cause {
             if target != self.last_target {
                 self.last_target = target;
                 self.alr.set_estimated_bitrate(target);
