@@ -95,6 +95,32 @@ def _with_optional(cfg: dict[str, Any], path: str) -> dict[str, Any]:
     return cfg
 
 
+def _with_skipped_field(cfg: dict[str, Any], keys: Sequence[str], value: Any) -> dict[str, Any]:
+    """``cfg``, or a copy with the field ``keys`` names set to ``value`` where its object lacks
+    it because the core leaves a field at its default out of the configs it writes
+    (``cc.probe_rules``, ``pacer.probe_takes_over``, ``cc.loss_based_v2.m156``): the core is
+    asked with ``value`` in place, and a field it does not know leaves ``cfg`` as it is, for
+    the usual error naming the valid ones."""
+    node: Any = cfg
+    for k in keys[:-1]:
+        if not isinstance(node, dict) or k not in node:
+            return cfg
+        node = node[k]
+    if not isinstance(node, dict) or keys[-1] in node:
+        return cfg
+    probe = copy.deepcopy(cfg)
+    target = probe
+    for k in keys[:-1]:
+        target = target[k]
+    target[keys[-1]] = copy.deepcopy(value)
+    try:
+        resolve(probe)
+    except SluiceError as e:
+        if "unknown field" in str(e):
+            return cfg
+    return probe
+
+
 def _with_optional_object(cfg: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
     """``cfg``, or a copy in which the first key of ``keys`` missing from a component (an
     object with a ``kind``) is that component's optional object, with its defaults: the
@@ -346,7 +372,7 @@ def set_path(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
             return cfg
         here = f" ({now} here)" if isinstance(now, str) else ""
         raise SluiceError(f"{'.'.join(keys)} is not set by a config path: it {instead}{here}")
-    cfg = _with_optional(cfg, path)
+    cfg = _with_skipped_field(_with_optional(cfg, path), keys, value)
     parent = _locate(cfg, keys, path)
     last, old = keys[-1], parent[keys[-1]]
     if isinstance(value, dict) and isinstance(old, dict) and "kind" not in value:

@@ -46,6 +46,34 @@ def test_an_override_changes_exactly_its_path(path, value):
     assert config.get_path(changed, path) == value
 
 
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        ("pacer.probe_takes_over", True),
+        ("cc.probe_rules", "m156"),
+        ("cc.loss_based_v2.m156", {"hold_duration_factor": 3.0}),
+    ],
+)
+def test_a_field_the_core_leaves_out_at_its_default_can_be_set(path, value):
+    # The core writes these only when they differ from their default, so the resolved
+    # `webrtc` config has no such key to walk to.
+    with pytest.raises(SluiceError):
+        config.get_path(_with(), path)
+    changed = _with((path, value))
+    got = config.get_path(changed, path)
+    assert got == value if not isinstance(value, dict) else got["hold_duration_factor"] == 3.0
+    changes = config.diff(_with(), changed)
+    assert changes and all(c.startswith(path) for c in changes), changes
+
+
+def test_a_left_out_field_set_to_its_default_changes_nothing_and_typos_are_refused():
+    assert _with(("pacer.probe_takes_over", False)) == _with()
+    with pytest.raises(SluiceError, match="has no field 'probe_take'"):
+        _with(("pacer.probe_take", True))
+    with pytest.raises(SluiceError, match="expected a boolean"):
+        _with(("pacer.probe_takes_over", 3))
+
+
 def test_a_key_is_not_set_wherever_it_appears():
     # `alpha` is a field of ACE-N's pacer and of ACE-C's EWMA (`ewma_alpha`); only the path
     # given changes.
