@@ -69,6 +69,24 @@ OPTIONAL_FIELDS: dict[str, Any] = {
 }
 
 
+def _filled(cfg: dict[str, Any], keys: Sequence[str], value: Any) -> dict[str, Any] | None:
+    """A copy of ``cfg`` with ``value`` at ``keys`` where the objects down to it exist and the
+    last one lacks that key; ``None`` otherwise."""
+    node: Any = cfg
+    for k in keys[:-1]:
+        if not isinstance(node, dict) or k not in node:
+            return None
+        node = node[k]
+    if not isinstance(node, dict) or keys[-1] in node:
+        return None
+    out = copy.deepcopy(cfg)
+    node = out
+    for k in keys[:-1]:
+        node = node[k]
+    node[keys[-1]] = copy.deepcopy(value)
+    return out
+
+
 def _with_optional(cfg: dict[str, Any], path: str) -> dict[str, Any]:
     """``cfg``, or a copy with the optional field at ``path`` (or the optional object that
     holds it, ``faults`` for ``faults.duplicate``) filled in with its default; or with a
@@ -78,21 +96,8 @@ def _with_optional(cfg: dict[str, Any], path: str) -> dict[str, Any]:
     n = next((n for n in range(1, len(keys) + 1) if ".".join(keys[:n]) in OPTIONAL_FIELDS), 0)
     if not n:
         return _with_optional_object(cfg, keys)
-    keys = keys[:n]
-    path = ".".join(keys)
-    node: Any = cfg
-    for k in keys[:-1]:
-        if not isinstance(node, dict) or k not in node:
-            return cfg
-        node = node[k]
-    if not isinstance(node, dict) or keys[-1] in node:
-        return cfg
-    cfg = copy.deepcopy(cfg)
-    node = cfg
-    for k in keys[:-1]:
-        node = node[k]
-    node[keys[-1]] = copy.deepcopy(OPTIONAL_FIELDS[path])
-    return cfg
+    filled = _filled(cfg, keys[:n], OPTIONAL_FIELDS[".".join(keys[:n])])
+    return cfg if filled is None else filled
 
 
 def _with_skipped_field(cfg: dict[str, Any], keys: Sequence[str], value: Any) -> dict[str, Any]:
@@ -101,18 +106,9 @@ def _with_skipped_field(cfg: dict[str, Any], keys: Sequence[str], value: Any) ->
     (``cc.probe_rules``, ``pacer.probe_takes_over``, ``cc.loss_based_v2.m156``): the core is
     asked with ``value`` in place, and a field it does not know leaves ``cfg`` as it is, for
     the usual error naming the valid ones."""
-    node: Any = cfg
-    for k in keys[:-1]:
-        if not isinstance(node, dict) or k not in node:
-            return cfg
-        node = node[k]
-    if not isinstance(node, dict) or keys[-1] in node:
+    probe = _filled(cfg, keys, value)
+    if probe is None:
         return cfg
-    probe = copy.deepcopy(cfg)
-    target = probe
-    for k in keys[:-1]:
-        target = target[k]
-    target[keys[-1]] = copy.deepcopy(value)
     try:
         resolve(probe)
     except SluiceError as e:
