@@ -100,21 +100,25 @@ def _with_optional(cfg: dict[str, Any], path: str) -> dict[str, Any]:
     return cfg if filled is None else filled
 
 
-def _with_skipped_field(cfg: dict[str, Any], keys: Sequence[str], value: Any) -> dict[str, Any]:
+def _with_skipped_field(
+    cfg: dict[str, Any], keys: Sequence[str], value: Any
+) -> tuple[dict[str, Any], list[str]]:
     """``cfg``, or a copy with the field ``keys`` names set to ``value`` where its object lacks
     it because the core leaves a field at its default out of the configs it writes
     (``cc.probe_rules``, ``pacer.probe_takes_over``, ``cc.loss_based_v2.m156``): the core is
-    asked with ``value`` in place, and a field it does not know leaves ``cfg`` as it is, for
-    the usual error naming the valid ones."""
+    asked with ``value`` in place. A field it does not know leaves ``cfg`` as it is, for the
+    usual error, with the fields the core names (those left out included) second."""
     probe = _filled(cfg, keys, value)
     if probe is None:
-        return cfg
+        return cfg, []
     try:
         resolve(probe)
     except SluiceError as e:
-        if "unknown field" in str(e):
-            return cfg
-    return probe
+        msg = str(e)
+        if "unknown field" in msg:
+            expected = msg.split("expected one of", 1)[1] if "expected one of" in msg else ""
+            return cfg, re.findall(r"`([^`]+)`", expected)
+    return probe, []
 
 
 def _with_optional_object(cfg: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
@@ -266,9 +270,12 @@ def _describe(node: dict[str, Any]) -> str:
     return ", ".join(sorted(node)) if node else "none"
 
 
-def _locate(cfg: dict[str, Any], keys: Sequence[str], path: str) -> dict[str, Any]:
+def _locate(
+    cfg: dict[str, Any], keys: Sequence[str], path: str, also_valid: Sequence[str] = ()
+) -> dict[str, Any]:
     """The object holding ``keys[-1]``; :class:`SluiceError` naming the path and the valid
-    keys where the walk stopped (a path or key longer than 100 characters cut short)."""
+    keys where the walk stopped (a path or key longer than 100 characters cut short; at the
+    last key, ``also_valid`` are valid too: fields the core leaves out at their defaults)."""
     path = _cut(path)
     node: Any = cfg
     for i, k in enumerate(keys):
@@ -282,9 +289,10 @@ def _locate(cfg: dict[str, Any], keys: Sequence[str], path: str) -> dict[str, An
             kind = node.get("kind")
             what = f"'{where}'" + (f" ({kind})" if isinstance(kind, str) else "")
             at = f"{what} has" if where else "the run config has"
+            valid = {**node, **dict.fromkeys(also_valid)} if i == len(keys) - 1 else node
             raise SluiceError(
                 f"unknown config path '{path}': {at} no field '{_cut(k)}' (valid: "
-                f"{_describe(node)})"
+                f"{_describe(valid)})"
             )
         if i < len(keys) - 1:
             node = node[k]
@@ -368,8 +376,8 @@ def set_path(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
             return cfg
         here = f" ({now} here)" if isinstance(now, str) else ""
         raise SluiceError(f"{'.'.join(keys)} is not set by a config path: it {instead}{here}")
-    cfg = _with_skipped_field(_with_optional(cfg, path), keys, value)
-    parent = _locate(cfg, keys, path)
+    cfg, left_out = _with_skipped_field(_with_optional(cfg, path), keys, value)
+    parent = _locate(cfg, keys, path, left_out)
     last, old = keys[-1], parent[keys[-1]]
     if isinstance(value, dict) and isinstance(old, dict) and "kind" not in value:
         for k, v in value.items():  # field by field

@@ -68,8 +68,11 @@ def test_a_field_the_core_leaves_out_at_its_default_can_be_set(path, value):
 
 def test_a_left_out_field_set_to_its_default_changes_nothing_and_typos_are_refused():
     assert _with(("pacer.probe_takes_over", False)) == _with()
-    with pytest.raises(SluiceError, match="has no field 'probe_take'"):
+    # The error names the left-out fields among the valid ones.
+    with pytest.raises(SluiceError, match="has no field 'probe_take'.*probe_takes_over"):
         _with(("pacer.probe_take", True))
+    with pytest.raises(SluiceError, match="no field 'probe_rule'.*probe_rules"):
+        _with(("cc.probe_rule", "m156"))
     with pytest.raises(SluiceError, match="expected a boolean"):
         _with(("pacer.probe_takes_over", 3))
 
@@ -90,7 +93,7 @@ def test_a_key_is_not_set_wherever_it_appears():
         ("pacer.alpha", ["'pacer.alpha'", "(leaky-bucket)",
                          "valid: burst_interval_ms, hold_back_packets, hold_back_window_ms, "
                          "kind"]),
-        ("downlink.delay", ["'downlink' has no field 'delay'", "delay_ms, loss"]),
+        ("downlink.delay", ["'downlink' has no field 'delay'", "delay_ms, ecn, loss"]),
         ("nope", ["the run config has no field 'nope'", "feedback_interval_ms"]),
         ("downlink.delay_ms.x", ["downlink.delay_ms is a number"]),
         ("encoder.preset", ["'encoder' (model) has no field 'preset'"]),
