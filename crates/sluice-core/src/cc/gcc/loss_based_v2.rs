@@ -189,9 +189,9 @@
 //!   of the high-bandwidth preference 0.20, `NotUseAckedRateInAlr` and `UseInStartPhase` on);
 //!   the high-loss cap and the probe integration are gone.
 //!
-//! Not ported with it: M156's probe controller, which sends no probe while the estimate is
-//! loss-limited or the delay-based detector over- or under-uses (docs/schemes.md says how
-//! rarely that arose in the runs made with it).
+//! M156's probe controller, which sends no probe while the estimate is loss-limited or the
+//! delay-based detector over- or under-uses, reads this estimator's state: it is
+//! [`super::probe_controller::ProbeRules::M156`] (`webrtc-m156` runs both).
 //!
 //! # Differences from M119 and what could not be verified
 //!
