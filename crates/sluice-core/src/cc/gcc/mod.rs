@@ -270,8 +270,6 @@ pub struct Gcc {
     // Output.
     next_process: Timestamp,
     last_target: DataRate,
-    /// The cause given with the last estimate (M156's probe rules).
-    last_cause: BandwidthLimitedCause,
 }
 
 impl Gcc {
@@ -324,7 +322,6 @@ impl Gcc {
             pre_reaction_at: None,
             next_process: now + PROCESS_INTERVAL,
             last_target: start,
-            last_cause: BandwidthLimitedCause::DelayBased,
             config,
         }
     }
@@ -438,12 +435,11 @@ impl Gcc {
         } else {
             BandwidthLimitedCause::DelayBased
         };
-        if target != self.last_target || cause != self.last_cause {
+        if target != self.last_target || cause != self.probe_controller.cause() {
             if target != self.last_target {
                 self.last_target = target;
                 self.alr.set_estimated_bitrate(target);
             }
-            self.last_cause = cause;
             self.probe_controller.set_estimated_bitrate(target, cause, now);
         }
     }
@@ -966,11 +962,13 @@ mod tests {
                     if (16_000..25_000).contains(&i) {
                         in_loss += 1;
                     }
-                    if sim.gcc.last_cause == BandwidthLimitedCause::LossLimitedIncreasing {
+                    if sim.gcc.probe_controller.cause()
+                        == BandwidthLimitedCause::LossLimitedIncreasing
+                    {
                         let cap = sim.gcc.last_target.scale(1.5) * probe_controller::PROBE_DURATION;
                         assert!(info.min_bytes <= cap, "cluster {id}");
                     }
-                    causes.push(sim.gcc.last_cause);
+                    causes.push(sim.gcc.probe_controller.cause());
                 }
             }
             (in_loss, causes)

@@ -209,6 +209,11 @@ impl ProbeController {
         self
     }
 
+    /// The cause given with the last estimate.
+    pub fn cause(&self) -> BandwidthLimitedCause {
+        self.cause
+    }
+
     /// Whether the delay-based detector is over-using.
     pub fn set_overusing(&mut self, overusing: bool) {
         self.overusing = overusing;
