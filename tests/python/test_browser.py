@@ -308,6 +308,56 @@ def test_target_agreement_counts_the_seconds_within_20_percent_of_chromiums(tmp_
     assert target_agreement({**plan, "cap": plan["cap"][:1]}, tmp_path) is None
 
 
+def test_several_chromium_runs_are_compared_by_their_median_and_span(tmp_path) -> None:
+    """With ``chrome_repeats`` > 1 a side is compared with the median of Chromium's runs, its
+    value said to be in range when it lies between their lowest and highest, and the target
+    agreement pools Chromium's runs and compares its later runs with its first."""
+    from sluice import results
+    from sluice.analysis.chrome import agreement_counts, table, target_agreement
+
+    plan = {"cap": [{"label": "cap20"}], "trace": [{"label": "a"}, {"label": "b"}],
+            "variant": [], "live": False, "chrome_repeats": 3}  # fmt: skip
+
+    def r(trace: str, side: str, rep: int, mbps: float, p95: float) -> dict:
+        return {"trace": trace, "cap": "cap20", "side": side, "rep": rep,
+                "video_bitrate_bps": mbps * 1e6, "latency_all_ms_p95": p95}  # fmt: skip
+
+    rows = [r("a", "chrome", 1, 2.0, 100), r("a", "chrome", 2, 2.2, 300),
+            r("a", "chrome", 3, 3.0, 150), r("a", "sim", 1, 2.3, 200),
+            r("b", "chrome", 1, 4.0, 80), r("b", "sim", 1, 5.0, 81)]  # fmt: skip
+    lines = table(plan, rows, "cap20").splitlines()
+    med = next(x for x in lines if "median of 3 runs" in x).split("|")
+    assert med[3].strip() == "2.20" and med[8].strip() == "150"
+    span = next(x for x in lines if "lowest-highest" in x).split("|")
+    assert span[3].strip() == "2.00-3.00" and span[8].strip() == "100-300"
+    ratios = [x for x in lines if "sim / chrome" in x]
+    # a: bitrate 2.3 / 2.2 in range; P95 200 / 150 off by a third, but inside 100-300
+    assert "bitrate x1.05 (in range)" in ratios[0] and "P95 x**1.33** (in range)" in ratios[0]
+    # b: one Chromium run: no range
+    assert "bitrate x**1.25**;" in ratios[1] and "in range" not in ratios[1]
+    counts = agreement_counts(plan, rows).splitlines()
+    head = [c.strip() for c in counts[0].split("|")[1:-1]]
+    sim = dict(zip(head, (c.strip() for c in counts[2].split("|")[1:-1])))
+    assert sim["bitrate within 20%"] == "1 of 2" and sim["bitrate in Chromium's range"] == "1 of 2"
+    assert sim["P95 within 20%"] == "1 of 2" and sim["P95 in Chromium's range"] == "1 of 2"
+    assert sim["P95 median ratio"] == "x1.17"
+
+    def write(d: str, key: str, rate) -> None:
+        samples = [{"record": "sample", "t_us": t * 100_000, key: rate} for t in range(150)]
+        header = {"record": "header", "schema_version": results.SCHEMA_VERSION}
+        results.write_run(tmp_path / "a" / "cap20" / d, header, [], samples, {"seed": 1})
+
+    chrome = "chrome_available_outgoing_bitrate_bps"
+    write("chrome", chrome, 2e6)
+    write("chrome-run2", chrome, 2.5e6)  # 1.25x its first run: outside 20 %
+    write("chrome-run3", chrome, 2.2e6)
+    write("sim", "target_rate_bps", 2.2e6)  # within 20 % of all three
+    agree = {x.split("|")[1].strip(): [c.strip() for c in x.split("|")[3:-1]]
+             for x in target_agreement(plan, tmp_path).splitlines()[2:]}  # fmt: skip
+    assert agree["`a`"] == ["100% (x1.00)", "50% (x1.18)"]
+    assert agree["all traces"] == ["**100%**", "**50%**"]
+
+
 def test_the_report_reads_each_run_once_and_forgets_it_after(tmp_path, monkeypatch) -> None:
     """While the report is written a run is loaded once for all its tables; a run made after
     it (or a failed report) is read afresh."""

@@ -65,6 +65,17 @@ def test_the_chrome_reports_plan_may_leave_the_live_side_out(tmp_path, capsys):
     assert chrome.main([str(plan), "--report-only", "--report-dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "live is true or false" in err[0], err
+    # Chromium's cells may run more than once; the simulator's (deterministic) once.
+    plan.write_text("chrome_repeats = 3\n" + base)
+    cells = chrome.cells(chrome.load_plan(plan))
+    assert [(c.side, c.rep) for c in cells] == [("sim", 1), ("live", 1), ("chrome", 1),
+                                                ("chrome", 2), ("chrome", 3)]  # fmt: skip
+    assert [c.dir(tmp_path).name for c in cells[2:]] == ["chrome", "chrome-run2", "chrome-run3"]
+    for bad in ("0", "2.5", '"3"', "true"):
+        plan.write_text(f"chrome_repeats = {bad}\n" + base)
+        assert chrome.main([str(plan), "--report-only", "--report-dir", str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "chrome_repeats is a whole number of runs" in err[0], err
 
 
 def test_a_reports_folder_that_is_a_file_is_one_line(tmp_path, capsys):

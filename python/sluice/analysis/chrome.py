@@ -15,8 +15,14 @@ writes the report. A cell is a trace, a bitrate cap and a side:
 Plan keys: ``name``, ``description``, ``seed``, ``duration_s``, ``delay_ms`` (one way, both
 directions), ``queue_bytes`` (drop-tail), ``[video]`` (``path``, ``width``, ``fps``),
 ``[[cap]]`` (``label``, ``kbps``, ``chromium_default``), ``[[trace]]`` (``label``, ``path``,
-``duration_s``), ``[[variant]]``, ``live`` (default true: whether to run the ``live`` side).
-Paths are relative to the plan.
+``duration_s``), ``[[variant]]``, ``live`` (default true: whether to run the ``live`` side),
+``chrome_repeats`` (default 1: how many times each ``chrome`` cell runs; the second run goes to
+``chrome-run2``). Paths are relative to the plan.
+
+A simulator run is deterministic (the same plan gives the same bytes, whatever the seed), a
+browser run is not: with ``chrome_repeats`` > 1 the tables compare each side with the median of
+Chromium's runs and show their lowest and highest value, and the target agreement pools
+Chromium's runs and says how well its runs agree with each other.
 
 Per run the report derives, from the records and the same rules for every side: the video
 bitrate (encoded video only: Chromium's ``bytesReceived`` less its **FEC** share, the ULPFEC
@@ -88,9 +94,21 @@ class Cell:
     cap_kbps: int
     chromium_default: bool
     side: str
+    #: Which run of the side (1, 2, ...): a browser cell runs ``chrome_repeats`` times.
+    rep: int = 1
 
     def dir(self, root: Path) -> Path:
-        return root / self.trace_label / self.cap_label / self.side
+        return root / self.trace_label / self.cap_label / side_dir(self.side, self.rep)
+
+
+def side_dir(side: str, rep: int = 1) -> str:
+    """The folder of a side's run: ``chrome`` for the first, ``chrome-run2`` for the second."""
+    return side if rep == 1 else f"{side}-run{rep}"
+
+
+def chrome_repeats(plan: dict[str, Any]) -> int:
+    """How many times each browser cell runs (``chrome_repeats``, default 1)."""
+    return int(plan.get("chrome_repeats", 1))
 
 
 #: While a report is written, each run directory is checked and loaded once for all its tables
@@ -138,6 +156,10 @@ def load_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
     for key in ("name", "video", "cap", "trace"):
         if key not in plan:
             raise SluiceError(f"{p}: missing {key}")
+    n = plan.get("chrome_repeats", 1)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise SluiceError(f"{p}: chrome_repeats is a whole number of runs, 1 or more "
+                          f"(got {n!r})")  # fmt: skip
     if not isinstance(plan.get("live", True), bool):
         raise SluiceError(f"{p}: live is true or false (whether to run the live side)")
     for v in plan.setdefault("variant", []):
@@ -165,9 +187,10 @@ def cells(plan: dict[str, Any]) -> list[Cell]:
     for t in plan["trace"]:
         for c in plan["cap"]:
             for side in sides(plan):
-                out.append(Cell(t["label"], t["path"], float(t.get("duration_s",
-                           plan.get("duration_s", 60))), c["label"], int(c["kbps"]),
-                           bool(c.get("chromium_default")), side))  # fmt: skip
+                for k in range(1, (chrome_repeats(plan) if side == "chrome" else 1) + 1):
+                    out.append(Cell(t["label"], t["path"], float(t.get("duration_s",
+                               plan.get("duration_s", 60))), c["label"], int(c["kbps"]),
+                               bool(c.get("chromium_default")), side, k))  # fmt: skip
     return out
 
 
@@ -220,7 +243,8 @@ def run_missing(plan: dict[str, Any], root: Path, progress: bool = True) -> None
     todo = [c for c in cells(plan) if not results.is_complete(c.dir(root))]
     for i, c in enumerate(todo):
         if progress:
-            print(f"[{i + 1}/{len(todo)}] {c.trace_label} {c.cap_label} {c.side}", file=sys.stderr)
+            print(f"[{i + 1}/{len(todo)}] {c.trace_label} {c.cap_label} "
+                  f"{side_dir(c.side, c.rep)}", file=sys.stderr)  # fmt: skip
         run_cell(plan, c, root)
 
 
@@ -367,7 +391,7 @@ def row(plan: dict[str, Any], cell: Cell, root: Path) -> dict[str, Any]:
     s = run.summary or {}
     cap = cell.cap_kbps * 1000.0
     out: dict[str, Any] = {
-        "trace": cell.trace_label, "cap": cell.cap_label, "side": cell.side,
+        "trace": cell.trace_label, "cap": cell.cap_label, "side": cell.side, "rep": cell.rep,
         "video_bitrate_bps": s.get("video_bitrate_bps"), "utilization": s.get("utilization"),
         "fec_share": s.get("chrome_fec_bytes_share"),
         "latency_all_ms_p95": (s.get("latency_all_ms") or {}).get("p95"),
@@ -429,15 +453,62 @@ RATIOS = (("bitrate", "video_bitrate_bps"), ("P95", "latency_all_ms_p95"),
           ("receive P95", "receive_all_ms_p95"))  # fmt: skip
 
 
+def _number(v: Any) -> float:
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def chrome_spread(runs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any],
+                                                       dict[str, Any]]:  # fmt: skip
+    """Over Chromium's runs of one cell, per column: the median, the lowest and the highest
+    value (None where no run has one)."""
+    med: dict[str, Any] = dict(runs[0])
+    lo: dict[str, Any] = {}
+    hi: dict[str, Any] = {}
+    for _, key, _ in COLUMNS:
+        v = np.array([_number(r.get(key)) for r in runs])
+        v = v[np.isfinite(v)]
+        med[key] = float(np.median(v)) if len(v) else None
+        lo[key] = float(v.min()) if len(v) else None
+        hi[key] = float(v.max()) if len(v) else None
+    return med, lo, hi
+
+
+def _in_range(v: Any, lo: Any, hi: Any) -> bool:
+    v, lo, hi = _number(v), _number(lo), _number(hi)
+    return lo <= v <= hi
+
+
+def _cell_rows(rows: list[dict[str, Any]], trace: str, cap: str) -> tuple[
+        dict[str, dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
+    """A cell's first run of each side, and Chromium's runs in order."""
+    group = [r for r in rows if r["trace"] == trace and r["cap"] == cap]
+    first = {r["side"]: r for r in group if r.get("rep", 1) == 1}
+    runs = sorted((r for r in group if r["side"] == "chrome"), key=lambda r: r.get("rep", 1))
+    return first, runs
+
+
 def table(plan: dict[str, Any], rows: list[dict[str, Any]], cap: str) -> str:
     out = []
     for trace in dict.fromkeys(r["trace"] for r in rows):
-        by = {r["side"]: r for r in rows if r["trace"] == trace and r["cap"] == cap}
+        by, runs = _cell_rows(rows, trace, cap)
+        lo = hi = None
+        if runs:
+            by["chrome"], lo, hi = chrome_spread(runs)
         for side in sides(plan):
             if side not in by:
                 continue
             r = by[side]
             cells_ = [f(r.get(c)) for _, c, f in COLUMNS]
+            if side == "chrome" and len(runs) > 1:
+                out.append([f"`{trace}`", f"chrome, median of {len(runs)} runs", *cells_])
+                out.append(["", "chrome, lowest-highest",
+                            *(f"{f(lo[c])}-{f(hi[c])}" if lo[c] is not None else f(None)
+                              for _, c, f in COLUMNS)])  # fmt: skip
+                continue
             out.append([f"`{trace}`", side, *cells_])
         for side in sim_sides(plan):
             if side not in by or "chrome" not in by:
@@ -447,9 +518,51 @@ def table(plan: dict[str, Any], rows: list[dict[str, Any]], cap: str) -> str:
                 q = _ratio(by[side].get(key), by["chrome"].get(key))
                 if math.isfinite(q):
                     mark = "**" if abs(q - 1) > TOLERANCE else ""
-                    flags.append(f"{label} x{mark}{q:.2f}{mark}")
+                    inside = (" (in range)" if len(runs) > 1 and lo is not None and hi is not None
+                              and _in_range(by[side].get(key), lo[key], hi[key]) else "")
+                    flags.append(f"{label} x{mark}{q:.2f}{mark}{inside}")
             out.append(["", f"{side} / chrome", "; ".join(flags)] + [""] * (len(COLUMNS) - 1))
     return markdown(["trace", "side", *(h for h, _, _ in COLUMNS)], out)
+
+
+def agreement_counts(plan: dict[str, Any], rows: list[dict[str, Any]]) -> str | None:
+    """Per simulator side, over every trace and cap with a Chromium run: in how many cells the
+    side's value is within :data:`TOLERANCE` of Chromium's (the median of its runs), in how
+    many it lies inside the span of Chromium's runs (plans with ``chrome_repeats`` > 1), and
+    the median ratio; None without Chromium runs."""
+    several = chrome_repeats(plan) > 1
+    out = []
+    for side in sim_sides(plan):
+        line = [side]
+        for _, key in RATIOS:
+            qs, inside = [], 0
+            for trace in dict.fromkeys(r["trace"] for r in rows):
+                for cap in dict.fromkeys(r["cap"] for r in rows):
+                    by, runs = _cell_rows(rows, trace, cap)
+                    if side not in by or not runs:
+                        continue
+                    med, lo, hi = chrome_spread(runs)
+                    q = _ratio(by[side].get(key), med.get(key))
+                    if not math.isfinite(q):
+                        continue
+                    qs.append(q)
+                    inside += len(runs) > 1 and _in_range(by[side].get(key), lo[key], hi[key])
+            q = np.array(qs)
+            line.append(f"{int(np.sum(np.abs(q - 1) <= TOLERANCE))} of {len(q)}" if len(q)
+                        else "-")  # fmt: skip
+            if several:
+                line.append(f"{inside} of {len(q)}" if len(q) else "-")
+            line.append(f"x{np.median(q):.2f}" if len(q) else "-")
+        out.append(line)
+    if all(c == "-" for line in out for c in line[1:]):
+        return None
+    head = ["side"]
+    for label, _ in RATIOS:
+        head += [f"{label} within {TOLERANCE:.0%}"]
+        if several:
+            head += [f"{label} in Chromium's range"]
+        head += [f"{label} median ratio"]
+    return markdown(head, out)
 
 
 #: Target agreement: seconds from the start left out (start-up probing).
@@ -468,39 +581,49 @@ def _target_per_second(run: results.Run, key: str) -> dict[int, float]:
 
 def target_agreement(plan: dict[str, Any], root: Path) -> str | None:
     """Per cap Chromium's GCC also has, a table of each simulator side's target against
-    Chromium's availableOutgoingBitrate per trace (module docstring); None without runs."""
+    Chromium's availableOutgoingBitrate per trace (module docstring), pooled over Chromium's
+    runs, and (with ``chrome_repeats`` > 1) Chromium's later runs against its first; None
+    without runs."""
     caps = [c["label"] for c in plan["cap"] if not c.get("chromium_default")]
+    key = "chrome_available_outgoing_bitrate_bps"
+    several = chrome_repeats(plan) > 1
+    columns = [*sim_sides(plan), *(("chrome's other runs / its first",) if several else ())]
     out, pooled = [], {}
+
+    def agreement(col: str, ours: list[dict[int, float]], theirs: list[dict[int, float]]) -> str:
+        qs = [np.array([a[k] / b[k] for k in a.keys() & b.keys()]) for a in ours for b in theirs]
+        q = np.concatenate(qs) if qs else np.array([])
+        if not len(q):
+            return "-"
+        within = np.abs(np.log(q)) <= math.log(1 + TOLERANCE)
+        pooled.setdefault((cap, col), []).append(within)
+        return f"{within.mean():.0%} (x{np.median(q):.2f})"
+
     for cap in caps:
         for t in plan["trace"]:
             d = root / t["label"] / cap
-            if not _complete(d / "chrome"):
+            chrome = [_target_per_second(_run(d / side_dir("chrome", k)), key)
+                      for k in range(1, chrome_repeats(plan) + 1)
+                      if _complete(d / side_dir("chrome", k))]  # fmt: skip
+            if not chrome:
                 continue
-            chrome = _target_per_second(_run(d / "chrome"),
-                                        "chrome_available_outgoing_bitrate_bps")  # fmt: skip
             line = [f"`{t['label']}`", cap]
             for side in sim_sides(plan):
-                if not _complete(d / side):
-                    line.append("-")
-                    continue
-                sim = _target_per_second(_run(d / side), "target_rate_bps")
-                q = np.array([sim[k] / chrome[k] for k in sim.keys() & chrome.keys()])
-                if not len(q):
-                    line.append("-")
-                    continue
-                within = np.abs(np.log(q)) <= math.log(1 + TOLERANCE)
-                pooled.setdefault((cap, side), []).append(within)
-                line.append(f"{within.mean():.0%} (x{np.median(q):.2f})")
+                sim = [_target_per_second(_run(d / side), "target_rate_bps")] if _complete(
+                    d / side) else []  # fmt: skip
+                line.append(agreement(side, sim, chrome))
+            if several:
+                line.append(agreement(columns[-1], chrome[1:], chrome[:1]))
             out.append(line)
     if not out:
         return None
     for cap in caps:
         line = ["all traces", cap]
-        for side in sim_sides(plan):
-            w = pooled.get((cap, side))
+        for col in columns:
+            w = pooled.get((cap, col))
             line.append(f"**{np.concatenate(w).mean():.0%}**" if w else "-")
         out.append(line)
-    return markdown(["trace", "cap", *sim_sides(plan)], out)
+    return markdown(["trace", "cap", *columns], out)
 
 
 def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
@@ -531,6 +654,11 @@ def plot_targets(plan: dict[str, Any], root: Path, out: Path) -> Path:
                             color=colors[side], label="chrome encoder target")  # fmt: skip
                 ax.plot(s["t_us"] / 1e6, s[key] / 1e6, lw=0.9, color=colors[side],
                         label=f"{side} {what}")  # fmt: skip
+                for k in range(2, (chrome_repeats(plan) if side == "chrome" else 1) + 1):
+                    if _complete(dk := root / t / c / side_dir(side, k)):
+                        sk = _run(dk).samples
+                        ax.plot(sk["t_us"] / 1e6, sk[key] / 1e6, lw=0.6, alpha=0.45,
+                                color=colors[side], label=f"{side} {what}, other runs")
                 if side == "sim":
                     ax.fill_between(s["t_us"] / 1e6, 0, s["link_capacity_bps"] / 1e6,
                                     color="0.85", lw=0, label="capacity", step="post")  # fmt: skip
@@ -649,10 +777,23 @@ def _write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: s
     L.append(ANALYSIS_SLOT)
     for c in plan["cap"]:
         L.append(f"## {c['label']}: {c['kbps'] / 1000:g} Mbps cap\n")
-        L.append("`sim / chrome`: the simulator's value over Chromium's; bold where they differ "
-                 f"by more than {TOLERANCE:.0%}. `FEC %`: the share of Chromium's video stream "
-                 "that was ULPFEC (left out of its video Mbps).\n")  # fmt: skip
+        several = chrome_repeats(plan) > 1
+        L.append("`sim / chrome`: the simulator's value over Chromium's"
+                 + (f" (the median of its {chrome_repeats(plan)} runs of the cell; `in range`: "
+                    "the simulator's value lies between Chromium's lowest and highest)"
+                    if several else "")
+                 + f"; bold where they differ by more than {TOLERANCE:.0%}. `FEC %`: the share "
+                 "of Chromium's video stream that was ULPFEC (left out of its video Mbps).\n")
         L.append(table(plan, rows, c["label"]) + "\n")
+    counts = agreement_counts(plan, rows)
+    if counts is not None:
+        L.append("## Cells in agreement\n")
+        L.append("Per simulator side, over every trace and cap: the cells whose value is within "
+                 f"{TOLERANCE:.0%} of Chromium's"
+                 + (" (the median of its runs), the cells whose value lies inside the span of "
+                    "Chromium's runs" if several else "")
+                 + ", and the median of the ratios.\n")  # fmt: skip
+        L.append(counts + "\n")
     L.append(figure(plot_targets(plan, root, img / "chrome-targets.png"),
                     "GCC's target over time: Sluice's webrtc in the simulator (and its "
                     "variants) and live, and Chromium's availableOutgoingBitrate (solid) and "
@@ -662,17 +803,24 @@ def _write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: s
         L.append("## GCC's target against Chromium's estimate\n")
         L.append(f"Seconds after the first {AGREEMENT_FROM_S:g} s in which the side's median GCC "
                  f"target is within {TOLERANCE:.0%} of Chromium's median availableOutgoingBitrate"
-                 " (and the median ratio of the two); the last line pools every second of every "
-                 "trace.\n")  # fmt: skip
+                 " (and the median ratio of the two)"
+                 + (", pooled over Chromium's runs; the last column compares Chromium's later "
+                    "runs with its first, the agreement two runs of the browser reach"
+                    if chrome_repeats(plan) > 1 else "")
+                 + "; the last line pools every second of every trace.\n")  # fmt: skip
         L.append(agreement + "\n")
     spans = plot_spans(plan, root, img / "chrome-spans.png")
     if spans is not None:
         L.append("## How frames leave the sender\n")
         L.append(figure(spans, "How frames leave the sender: the CDF of the frames' send spans "
-                        "(first packet to last) of every run of each side, per cap", report_dir))
+                        "(first packet to last) of every run of each side"
+                        + (" (Chromium's first runs)" if chrome_repeats(plan) > 1 else "")
+                        + ", per cap", report_dir))  # fmt: skip
         gaps = gaps_table(plan, root)
         if gaps is not None:
-            L.append(f"Chromium's frames whose media packets left over more than {SPLIT_MS:g} ms, "
+            L.append(("In Chromium's first run of each cell, its" if chrome_repeats(plan) > 1
+                      else "Chromium's")
+                     + f" frames whose media packets left over more than {SPLIT_MS:g} ms, "
                      "and the gaps between their consecutive packets at the relay: back to "
                      "back (< 0.5 ms), paced (0.5-20 ms), or a wait (>= 20 ms).\n")
             L.append(gaps + "\n")
