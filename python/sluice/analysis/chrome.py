@@ -582,16 +582,20 @@ def _target_per_second(run: results.Run, key: str) -> dict[int, float]:
 def target_agreement(plan: dict[str, Any], root: Path) -> str | None:
     """Per cap Chromium's GCC also has, a table of each simulator side's target against
     Chromium's availableOutgoingBitrate per trace (module docstring), pooled over Chromium's
-    runs, and (with ``chrome_repeats`` > 1) Chromium's later runs against its first; None
-    without runs."""
+    runs, and (with ``chrome_repeats`` > 1) Chromium's runs against each other; None without
+    runs."""
     caps = [c["label"] for c in plan["cap"] if not c.get("chromium_default")]
     key = "chrome_available_outgoing_bitrate_bps"
     several = chrome_repeats(plan) > 1
-    columns = [*sim_sides(plan), *(("chrome's other runs / its first",) if several else ())]
+    columns = [*sim_sides(plan), *(("chrome's runs against each other",) if several else ())]
     out, pooled = [], {}
 
-    def agreement(col: str, ours: list[dict[int, float]], theirs: list[dict[int, float]]) -> str:
-        qs = [np.array([a[k] / b[k] for k in a.keys() & b.keys()]) for a in ours for b in theirs]
+    def agreement(col: str, ours: list[dict[int, float]], theirs: list[dict[int, float]],
+                  paired: bool = False) -> str:
+        """Each of ``ours`` against each of ``theirs`` (or, ``paired``, the i-th against the
+        i-th), every second pooled."""
+        couples = zip(ours, theirs) if paired else ((a, b) for a in ours for b in theirs)
+        qs = [np.array([a[k] / b[k] for k in a.keys() & b.keys()]) for a, b in couples]
         q = np.concatenate(qs) if qs else np.array([])
         if not len(q):
             return "-"
@@ -612,8 +616,10 @@ def target_agreement(plan: dict[str, Any], root: Path) -> str | None:
                 sim = [_target_per_second(_run(d / side), "target_rate_bps")] if _complete(
                     d / side) else []  # fmt: skip
                 line.append(agreement(side, sim, chrome))
-            if several:
-                line.append(agreement(columns[-1], chrome[1:], chrome[:1]))
+            if several:  # every pair of Chromium's runs, the later against the earlier
+                pairs = [(a, b) for i, b in enumerate(chrome) for a in chrome[i + 1:]]
+                line.append(agreement(columns[-1], [a for a, _ in pairs], [b for _, b in pairs],
+                                      paired=True))  # fmt: skip
             out.append(line)
     if not out:
         return None
@@ -804,8 +810,8 @@ def _write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: s
         L.append(f"Seconds after the first {AGREEMENT_FROM_S:g} s in which the side's median GCC "
                  f"target is within {TOLERANCE:.0%} of Chromium's median availableOutgoingBitrate"
                  " (and the median ratio of the two)"
-                 + (", pooled over Chromium's runs; the last column compares Chromium's later "
-                    "runs with its first, the agreement two runs of the browser reach"
+                 + (", pooled over Chromium's runs; the last column compares every pair of "
+                    "Chromium's runs, the agreement two runs of the browser reach"
                     if chrome_repeats(plan) > 1 else "")
                  + "; the last line pools every second of every trace.\n")  # fmt: skip
         L.append(agreement + "\n")
