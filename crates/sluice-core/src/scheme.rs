@@ -110,6 +110,16 @@ pub struct SchemeConfig {
     /// need reports more often than WebRTC's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feedback_interval_ms: Option<f64>,
+    /// Bytes per packet the encoder's allocation sets aside for headers: the encoder gets the
+    /// target times `payload / (payload + this)` (`None`: the packets' own header, RTP + UDP/IP,
+    /// [`crate::packet::PACKET_OVERHEAD`]). libwebrtc (`RtpVideoSender::OnBitrateUpdated`)
+    /// subtracts, per full packet, the largest RTP header its negotiated extensions could make
+    /// (`ExpectedPerPacketOverhead`) plus the transport's overhead, more than a packet
+    /// carries; Chromium 156's encoder target is 0.90-0.92x GCC's on loss-free links, which is
+    /// about 120 B at 1200 B of payload (docs/results/chrome.md, finding 10). Wire sizes do
+    /// not change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation_overhead_bytes: Option<i64>,
 }
 
 impl SchemeConfig {
@@ -159,6 +169,7 @@ impl SchemeConfig {
             salsify: None,
             bottleneck: BottleneckConfig::DropTail {},
             feedback_interval_ms: None,
+            allocation_overhead_bytes: None,
         }
     }
 
@@ -242,6 +253,7 @@ fn copa_with(copa: CopaConfig, encoder_controller: EncoderControllerConfig) -> S
         // paper's Copa runs on, about every second packet). Reports every 10 ms stand for
         // that; at WebRTC's 50 ms the window is released in bursts.
         feedback_interval_ms: Some(10.0),
+        allocation_overhead_bytes: None,
     }
 }
 

@@ -308,6 +308,7 @@ fn run_ace_pacer(pacer: PacerConfig, trace_spec: &str, max_mbps: i64, seed: u64)
             salsify: None,
             bottleneck: Default::default(),
             feedback_interval_ms: None,
+            allocation_overhead_bytes: None,
         }),
         seed,
         duration_s: seconds,

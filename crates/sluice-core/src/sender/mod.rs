@@ -77,6 +77,9 @@ pub struct SenderConfig {
     /// Header bytes on the wire per media packet: RTP header and extensions plus UDP/IP
     /// ([`crate::packet::PACKET_OVERHEAD`], more for a scheme with more header extensions).
     pub packet_overhead: DataSize,
+    /// Header bytes per packet the encoder's allocation sets aside (`None`: `packet_overhead`;
+    /// [`crate::scheme::SchemeConfig::allocation_overhead_bytes`]).
+    pub allocation_overhead: Option<DataSize>,
     /// The application's highest video bitrate: the controller's target and every frame's
     /// rate control are capped at it (`None`: no cap).
     pub max_video_rate: Option<DataRate>,
@@ -95,6 +98,7 @@ impl Default for SenderConfig {
             min_keyframe_interval: TimeDelta::from_ms(300),
             capture_until: Timestamp::INFINITY,
             packet_overhead: crate::packet::PACKET_OVERHEAD,
+            allocation_overhead: None,
             max_video_rate: None,
             flow: 0,
         }
@@ -325,11 +329,13 @@ impl Sender {
     }
 
     /// The media share of the controller's encoder rate (`update`: its latest): what is left
-    /// for the encoder once per-packet overhead (RTP header + UDP/IP) is paid, assuming full
-    /// packets, as libwebrtc's overhead-aware allocation does.
+    /// for the encoder once per-packet overhead (RTP header + UDP/IP, or what the allocation
+    /// sets aside) is paid, assuming full packets, as libwebrtc's overhead-aware allocation
+    /// does.
     fn media_rate(&self, update: &NetworkControlUpdate) -> DataRate {
         let payload = self.config.max_payload.as_bytes_f64();
-        let overhead = self.config.packet_overhead.as_bytes_f64();
+        let overhead =
+            self.config.allocation_overhead.unwrap_or(self.config.packet_overhead).as_bytes_f64();
         update.encoder_rate.scale(payload / (payload + overhead))
     }
 

@@ -550,3 +550,56 @@ fn a_duplicated_feedback_message_reports_its_received_packets_once() {
     pair.tx.handle_feedback(message(report(Some(now))), now);
     assert_eq!(count(), n + 2);
 }
+
+/// An ABR controller that keeps the target each frame was offered.
+struct Offered(Arc<Mutex<Vec<DataRate>>>);
+
+impl EncoderController for Offered {
+    fn plan(&mut self, ctx: &FrameContext) -> FrameDecision {
+        self.0.lock().unwrap().push(ctx.cc_target);
+        FramePlan::from(RateControl::abr_vbv(ctx.cc_target, TimeDelta::from_ms(500))).into()
+    }
+}
+
+#[test]
+fn the_encoder_is_offered_the_target_less_the_header_bytes_the_allocation_sets_aside() {
+    // By default the packets' own header (60 B per 1200 B of payload); with
+    // allocation_overhead, what libwebrtc's allocation reserves instead. Wire sizes stay.
+    let offered = |allocation: Option<i64>| {
+        let (cc, _) = fixed(4, None);
+        let targets = Arc::new(Mutex::new(Vec::new()));
+        let model = ModelEncoderConfig { width: 640, height: 360, ..Default::default() };
+        let tx = Sender::new(
+            SenderConfig {
+                allocation_overhead: allocation.map(DataSize::from_bytes),
+                ..Default::default()
+            },
+            Box::new(cc),
+            Box::new(LeakyBucketPacer::new(LeakyBucketConfig::default(), Timestamp::ZERO)),
+            Box::new(InlineEncoder::new(Box::new(ModelEncoder::new(model, 30.0)))),
+            Box::new(Offered(targets.clone())),
+            Timestamp::ZERO,
+        );
+        let mut pair = Pair::new(tx, 20);
+        pair.run_until(Timestamp::from_ms(300), None);
+        let sizes: Vec<i64> = pair
+            .sender_events
+            .iter()
+            .filter_map(|e| match e {
+                SenderEvent::PacketSent { size, .. } => Some(size.as_bytes()),
+                _ => None,
+            })
+            .collect();
+        let t = targets.lock().unwrap().clone();
+        (t, sizes.into_iter().max().unwrap())
+    };
+    let (own, own_max) = offered(None);
+    let (reserved, reserved_max) = offered(Some(120));
+    assert!(!own.is_empty() && own.len() == reserved.len());
+    for (a, b) in own.iter().zip(&reserved) {
+        assert!((a.as_bps_f64() - 4e6 * 1200.0 / 1260.0).abs() < 1.0, "{a:?}");
+        assert!((b.as_bps_f64() - 4e6 * 1200.0 / 1320.0).abs() < 1.0, "{b:?}");
+    }
+    // Packets still carry 60 B of header on up to 1200 B of payload.
+    assert!(own_max <= 1260 && reserved_max <= 1260 && reserved_max > 1200, "{reserved_max}");
+}

@@ -424,6 +424,14 @@ impl RunConfig {
         if let Some(f) = scheme.feedback_interval_ms {
             check_range("feedback_interval_ms", f, 1.0, false, 10_000.0)?;
         }
+        if let Some(b) = scheme.allocation_overhead_bytes {
+            if !(0..=1000).contains(&b) {
+                return err(format!(
+                    "allocation_overhead_bytes (header bytes the encoder's allocation sets aside \
+                     per packet) must be 0..=1000, got {b}"
+                ));
+            }
+        }
         // Every other number of the resolved config, by the unit its name carries.
         let value = serde_json::to_value(self.resolved()?)
             .map_err(|e| ConfigError(format!("run config: {e}")))?;

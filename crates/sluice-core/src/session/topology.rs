@@ -66,6 +66,7 @@ pub fn build_flow_sender(
             max_payload: DataSize::from_bytes(cfg.max_payload_bytes),
             capture_until: capture_end,
             packet_overhead: crate::packet::PACKET_OVERHEAD + scheme.bottleneck.header_extension(),
+            allocation_overhead: scheme.allocation_overhead_bytes.map(DataSize::from_bytes),
             max_video_rate: cfg.max_video_rate_bps.map(crate::units::DataRate::from_bps_f64),
             flow,
             ..Default::default()
