@@ -701,7 +701,7 @@ def _side_colors(plan: dict[str, Any]) -> dict[str, str]:
     from ..plots import scheme_color
 
     colors = {"sim": scheme_color("webrtc"), "live": "#2ca02c", "chrome": "#d62728"}
-    extra = iter(("#9467bd", "#8c564b", "#e377c2", "#17becf"))
+    extra = iter(("#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#ff7f0e", "#393b79"))
     for v in plan.get("variant", []):
         colors[v["label"]] = next(extra, "#7f7f7f")
     return colors
