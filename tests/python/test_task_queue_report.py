@@ -112,7 +112,12 @@ def test_the_task_queue_sides_are_set_against_chromium(matrix, tmp_path, capsys)
     row = {"trace": "c6", "cap": "cap2.5", "video_bitrate_bps": 1e6,
            "latency_all_ms_p95": 100.0, "receive_all_ms_p95": 90.0}  # fmt: skip
     csv = tmp_path / "chrome-runs.csv"
-    pd.DataFrame([{**row, "side": s} for s in ("chrome", "sim", "sim-burst40")]).to_csv(csv)
+    # Three Chromium runs of the cell: compared with their median (the first run's values).
+    runs = [{**row, "side": "chrome", "rep": 1},
+            {**row, "side": "chrome", "rep": 2, "video_bitrate_bps": 0.5e6},
+            {**row, "side": "chrome", "rep": 3, "video_bitrate_bps": 3e6,
+             "latency_all_ms_p95": 400.0, "receive_all_ms_p95": 300.0}]  # fmt: skip
+    pd.DataFrame(runs + [{**row, "side": s, "rep": 1} for s in ("sim", "sim-burst40")]).to_csv(csv)
     out = tmp_path / "rep"
     assert task_queue.main([str(matrix), "--report-dir", str(out), "--chrome", str(plan),
                             "--chrome-csv", str(csv),
