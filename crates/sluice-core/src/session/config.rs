@@ -567,6 +567,31 @@ mod tests {
     }
 
     #[test]
+    fn the_allocation_overhead_is_refused_outside_0_to_1000_bytes_and_left_out_when_unset() {
+        let scheme = crate::scheme::lookup("webrtc-m156").unwrap().config;
+        let run = |b: Option<i64>| RunConfig {
+            scheme: Some(SchemeConfig { allocation_overhead_bytes: b, ..scheme.clone() }),
+            ..RunConfig::default()
+        };
+        for ok in [None, Some(0), Some(120), Some(1000)] {
+            assert!(run(ok).validate().is_ok(), "{ok:?}");
+        }
+        for bad in [-1, 1001] {
+            let e = run(Some(bad)).validate().unwrap_err().0;
+            assert!(
+                e.starts_with("allocation_overhead_bytes (header bytes")
+                    && e.contains(&format!("got {bad}")),
+                "{e}"
+            );
+        }
+        let json = serde_json::to_value(run(None)).unwrap();
+        assert!(
+            json["scheme"].get("allocation_overhead_bytes").is_none(),
+            "configs read as before"
+        );
+    }
+
+    #[test]
     fn a_run_shorter_than_one_frame_interval_is_refused() {
         let cfg = |duration_s, fps| RunConfig { duration_s, fps, ..RunConfig::default() };
         let e = cfg(0.001, 30.0).validate().unwrap_err().0;
