@@ -65,7 +65,11 @@ def test_the_chrome_reports_plan_may_leave_the_live_side_out(tmp_path, capsys):
     assert chrome.main([str(plan), "--report-only", "--report-dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "live is true or false" in err[0], err
-    # Chromium's cells may run more than once; the simulator's (deterministic) once.
+    # Chromium's cells may run more than once; the simulator's (deterministic) once. --help
+    # lists the plan's keys.
+    with pytest.raises(SystemExit):
+        chrome.main(["--help"])
+    assert "chrome_repeats" in capsys.readouterr().out
     plan.write_text("chrome_repeats = 3\n" + base)
     cells = chrome.cells(chrome.load_plan(plan))
     assert [(c.side, c.rep) for c in cells] == [("sim", 1), ("live", 1), ("chrome", 1),

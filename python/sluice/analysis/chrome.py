@@ -15,9 +15,10 @@ writes the report. A cell is a trace, a bitrate cap and a side:
 Plan keys: ``name``, ``description``, ``seed``, ``duration_s``, ``delay_ms`` (one way, both
 directions), ``queue_bytes`` (drop-tail), ``[video]`` (``path``, ``width``, ``fps``),
 ``[[cap]]`` (``label``, ``kbps``, ``chromium_default``), ``[[trace]]`` (``label``, ``path``,
-``duration_s``), ``[[variant]]``, ``live`` (default true: whether to run the ``live`` side),
-``chrome_repeats`` (default 1: how many times each ``chrome`` cell runs; the second run goes to
-``chrome-run2``). Paths are relative to the plan.
+``duration_s``), ``[[variant]]`` (``label``, ``scheme``, ``set``: config paths), ``live``
+(default true: whether to run the ``live`` side), ``chrome_repeats`` (default 1: how many times
+each ``chrome`` cell runs; the second run goes to ``chrome-run2``). Paths are relative to the
+plan.
 
 A simulator run is deterministic (the same plan gives the same bytes, whatever the seed), a
 browser run is not: with ``chrome_repeats`` > 1 the tables compare each side with the median of
@@ -837,6 +838,9 @@ def _write_report(plan: dict[str, Any], root: Path, report_dir: Path, command: s
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = report_parser(PROG, __doc__)
+    # The plan's keys and what several browser runs change, from the module's docstring.
+    ap.epilog = ("Plan keys: " + __doc__.split("Plan keys: ")[1].split("Per run the report")[0]
+                 ).replace("``", "'").strip()  # fmt: skip
     ap.add_argument("plan", metavar="PLAN", help="the plan (experiments/chrome-fidelity.toml)")
     ap.add_argument("--results", default="results", metavar="DIR",
                     help="results root (default results): its runs go to DIR/<plan's name>")
