@@ -143,7 +143,8 @@ combined-report: build
 
 # Sluice's `webrtc` against real Chromium (issue 25): runs experiments/chrome-fidelity.toml's
 # missing cells (the live and browser ones in real time, one at a time, each browser cell three
-# times: about 80 minutes) and writes docs/results/chrome.md, chrome-runs.csv and img/chrome-targets.png.
+# times: about 80 minutes) and writes docs/results/chrome.md, chrome-runs.csv and
+# img/chrome-targets.png.
 .PHONY: chrome-report
 chrome-report: build
 	$(PY) -m sluice.analysis.chrome experiments/chrome-fidelity.toml --report-dir docs/results

@@ -115,7 +115,7 @@ pub struct SchemeConfig {
     /// [`crate::packet::PACKET_OVERHEAD`]). libwebrtc (`RtpVideoSender::OnBitrateUpdated`)
     /// subtracts, per full packet, the largest RTP header its negotiated extensions could make
     /// (`ExpectedPerPacketOverhead`) plus the transport's overhead, more than a packet
-    /// carries; Chromium 156's encoder target is 0.90-0.92x GCC's on loss-free links, which is
+    /// carries; Chromium 156's encoder target is 0.89-0.92x GCC's on loss-free links, which is
     /// about 120 B at 1200 B of payload (docs/results/chrome.md, finding 10). Wire sizes do
     /// not change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
