@@ -442,10 +442,7 @@ COLUMNS = (
 
 
 def _ratio(a: Any, b: Any) -> float:
-    try:
-        a, b = float(a), float(b)
-    except (TypeError, ValueError):
-        return math.nan
+    a, b = _number(a), _number(b)
     return a / b if b > 0 and math.isfinite(a) else math.nan
 
 
@@ -456,10 +453,9 @@ RATIOS = (("bitrate", "video_bitrate_bps"), ("P95", "latency_all_ms_p95"),
 
 def _number(v: Any) -> float:
     try:
-        v = float(v)
+        return float(v)
     except (TypeError, ValueError):
         return math.nan
-    return v
 
 
 def chrome_spread(runs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any],
@@ -478,37 +474,54 @@ def chrome_spread(runs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str,
     return med, lo, hi
 
 
-def _in_range(v: Any, lo: Any, hi: Any) -> bool:
-    v, lo, hi = _number(v), _number(lo), _number(hi)
-    return lo <= v <= hi
+@dataclass
+class _CellRuns:
+    """One trace and cap: each side's first run, Chromium's as the median of its runs, and the
+    span of Chromium's runs (:func:`chrome_spread`)."""
+
+    by: dict[str, dict[str, Any]]
+    runs: int
+    lo: dict[str, Any]
+    hi: dict[str, Any]
+
+    def in_range(self, side: str, key: str) -> bool:
+        """Whether ``side``'s ``key`` lies inside the span of two or more Chromium runs."""
+        if self.runs < 2:
+            return False
+        v, lo, hi = (_number(x) for x in (self.by[side].get(key), self.lo[key], self.hi[key]))
+        return lo <= v <= hi
 
 
-def _cell_rows(rows: list[dict[str, Any]], trace: str, cap: str) -> tuple[
-        dict[str, dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
-    """A cell's first run of each side, and Chromium's runs in order."""
-    group = [r for r in rows if r["trace"] == trace and r["cap"] == cap]
-    first = {r["side"]: r for r in group if r.get("rep", 1) == 1}
-    runs = sorted((r for r in group if r["side"] == "chrome"), key=lambda r: r.get("rep", 1))
-    return first, runs
+def _cell_runs(rows: list[dict[str, Any]]) -> dict[tuple[str, str], _CellRuns]:
+    """Every (trace, cap) of ``rows``, in order, as :class:`_CellRuns`."""
+    out = {}
+    for trace, cap in dict.fromkeys((r["trace"], r["cap"]) for r in rows):
+        group = [r for r in rows if r["trace"] == trace and r["cap"] == cap]
+        by = {r["side"]: r for r in group if r.get("rep", 1) == 1}
+        runs = sorted((r for r in group if r["side"] == "chrome"), key=lambda r: r.get("rep", 1))
+        lo: dict[str, Any] = {}
+        hi: dict[str, Any] = {}
+        if runs:
+            by["chrome"], lo, hi = chrome_spread(runs)
+        out[(trace, cap)] = _CellRuns(by, len(runs), lo, hi)
+    return out
 
 
 def table(plan: dict[str, Any], rows: list[dict[str, Any]], cap: str) -> str:
     out = []
-    for trace in dict.fromkeys(r["trace"] for r in rows):
-        by, runs = _cell_rows(rows, trace, cap)
-        lo = hi = None
-        if runs:
-            by["chrome"], lo, hi = chrome_spread(runs)
+    for (trace, c), cell in _cell_runs(rows).items():
+        if c != cap:
+            continue
+        by = cell.by
         for side in sides(plan):
             if side not in by:
                 continue
-            r = by[side]
-            cells_ = [f(r.get(c)) for _, c, f in COLUMNS]
-            if side == "chrome" and len(runs) > 1:
-                out.append([f"`{trace}`", f"chrome, median of {len(runs)} runs", *cells_])
+            cells_ = [f(by[side].get(k)) for _, k, f in COLUMNS]
+            if side == "chrome" and cell.runs > 1:
+                out.append([f"`{trace}`", f"chrome, median of {cell.runs} runs", *cells_])
                 out.append(["", "chrome, lowest-highest",
-                            *(f"{f(lo[c])}-{f(hi[c])}" if lo[c] is not None else f(None)
-                              for _, c, f in COLUMNS)])  # fmt: skip
+                            *(f"{f(cell.lo[k])}-{f(cell.hi[k])}" if cell.lo[k] is not None
+                              else f(None) for _, k, f in COLUMNS)])  # fmt: skip
                 continue
             out.append([f"`{trace}`", side, *cells_])
         for side in sim_sides(plan):
@@ -519,8 +532,7 @@ def table(plan: dict[str, Any], rows: list[dict[str, Any]], cap: str) -> str:
                 q = _ratio(by[side].get(key), by["chrome"].get(key))
                 if math.isfinite(q):
                     mark = "**" if abs(q - 1) > TOLERANCE else ""
-                    inside = (" (in range)" if len(runs) > 1 and lo is not None and hi is not None
-                              and _in_range(by[side].get(key), lo[key], hi[key]) else "")
+                    inside = " (in range)" if cell.in_range(side, key) else ""
                     flags.append(f"{label} x{mark}{q:.2f}{mark}{inside}")
             out.append(["", f"{side} / chrome", "; ".join(flags)] + [""] * (len(COLUMNS) - 1))
     return markdown(["trace", "side", *(h for h, _, _ in COLUMNS)], out)
@@ -532,27 +544,20 @@ def agreement_counts(plan: dict[str, Any], rows: list[dict[str, Any]]) -> str | 
     many it lies inside the span of Chromium's runs (plans with ``chrome_repeats`` > 1), and
     the median ratio; None without Chromium runs."""
     several = chrome_repeats(plan) > 1
+    cells = [c for c in _cell_runs(rows).values() if c.runs]
     out = []
     for side in sim_sides(plan):
         line = [side]
         for _, key in RATIOS:
-            qs, inside = [], 0
-            for trace in dict.fromkeys(r["trace"] for r in rows):
-                for cap in dict.fromkeys(r["cap"] for r in rows):
-                    by, runs = _cell_rows(rows, trace, cap)
-                    if side not in by or not runs:
-                        continue
-                    med, lo, hi = chrome_spread(runs)
-                    q = _ratio(by[side].get(key), med.get(key))
-                    if not math.isfinite(q):
-                        continue
-                    qs.append(q)
-                    inside += len(runs) > 1 and _in_range(by[side].get(key), lo[key], hi[key])
-            q = np.array(qs)
-            line.append(f"{int(np.sum(np.abs(q - 1) <= TOLERANCE))} of {len(q)}" if len(q)
-                        else "-")  # fmt: skip
+            pairs = [(c, _ratio(c.by[side].get(key), c.by["chrome"].get(key)))
+                     for c in cells if side in c.by]  # fmt: skip
+            pairs = [(c, q) for c, q in pairs if math.isfinite(q)]
+            q = np.array([q for _, q in pairs])
+            n = f" of {len(q)}"
+            line.append(f"{int(np.sum(np.abs(q - 1) <= TOLERANCE))}{n}" if len(q) else "-")
             if several:
-                line.append(f"{inside} of {len(q)}" if len(q) else "-")
+                inside = sum(c.in_range(side, key) for c, _ in pairs)
+                line.append(f"{inside}{n}" if len(q) else "-")
             line.append(f"x{np.median(q):.2f}" if len(q) else "-")
         out.append(line)
     if all(c == "-" for line in out for c in line[1:]):
